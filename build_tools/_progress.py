@@ -1,0 +1,39 @@
+"""The terminal display of the build: which stage it is in, how long each took, and warnings."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+
+
+class Progress:
+    """Prints `[n/N] stage ... done in 1.2 s` to stderr; a spinner while a stage runs on a terminal."""
+
+    def __init__(self, *, quiet: bool = False, stages: int = 0) -> None:
+        self.console = Console(stderr=True, highlight=False)
+        self.quiet = quiet
+        self.total = stages
+        self.current = 0
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self.current += 1
+        label = f"[{self.current}/{self.total}] {name}"
+        start = time.perf_counter()
+        if self.quiet:
+            yield
+            return
+        with self.console.status(label + " ..."):
+            yield
+        self.console.print(f"{label} [dim]done in {time.perf_counter() - start:.1f} s[/dim]")
+
+    def warn(self, message: str) -> None:
+        if not self.quiet:
+            self.console.print(f"[yellow]WARNING[/yellow] {message}", soft_wrap=True)
+
+    def done(self, message: str) -> None:
+        if not self.quiet:
+            self.console.print(f"[green]{message}[/green]")

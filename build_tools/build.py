@@ -1,0 +1,145 @@
+"""The whole build as one ordered function: runs -> summaries -> claims -> figures -> pages -> site."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import blocks as blocks_stage
+from . import claims as claims_stage
+from ._progress import Progress
+from ._types import ClaimVerdict, DrawnFigure, FigureBlock
+from .summary import RunSummary, summarise_runs
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the build reads and writes, all under one project root."""
+
+    root: Path
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def docs(self) -> Path:
+        return self.root / "docs"
+
+    @property
+    def figures_src(self) -> Path:
+        return self.root / "figures"
+
+    @property
+    def build(self) -> Path:
+        return self.root / "build"
+
+    @property
+    def cache(self) -> Path:
+        return self.build / "cache"
+
+    @property
+    def pages(self) -> Path:
+        return self.build / "docs"
+
+    @property
+    def site(self) -> Path:
+        return self.root / "site"
+
+    @property
+    def mkdocs_yml(self) -> Path:
+        return self.root / "mkdocs.yml"
+
+    @property
+    def edition_yml(self) -> Path:
+        return self.root / "edition.yml"
+
+
+@dataclass
+class BuildResult:
+    summaries: dict[str, RunSummary]
+    blocks: list[FigureBlock]
+    verdicts: list[ClaimVerdict]
+    figures: list[DrawnFigure] = field(default_factory=list)
+    report_lines: list[str] = field(default_factory=list)
+
+
+def check(root: Path, *, quiet: bool = False) -> BuildResult:
+    """Load, summarise and check every claim; no figures, no site (`make check`)."""
+    return build(root, site=False, quiet=quiet)
+
+
+def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False) -> BuildResult:
+    """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim."""
+    layout = Layout(root)
+    progress = Progress(quiet=quiet, stages=7 if site else 4)
+
+    # 1-2. Load and summarise every run; an unchanged run comes from the cache.
+    with progress.stage("Loading and summarising runs"):
+        summaries = summarise_runs(layout.runs, layout.cache / "summaries")
+    for summary in summaries.values():
+        for warning in summary.warnings:
+            progress.warn(warning)
+
+    # 3. Read the figure blocks of the chapters and the data tables they read.
+    with progress.stage("Reading figure blocks"):
+        blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
+        tables = blocks_stage.load_tables(layout.docs / "data")
+
+    # 4. Check every claim against the summaries; write the reports, then fail once if any claim is false.
+    with progress.stage("Checking claims"):
+        verdicts = claims_stage.check_claims(blocks, summaries, tables)
+        claims_stage.write_reports(verdicts, layout.build)
+    result = BuildResult(summaries, blocks, verdicts, report_lines=claims_stage.report_lines(verdicts))
+    claims_stage.raise_if_failed(verdicts)
+    if not site:
+        return result
+
+    # The stages below write into a fresh folder that replaces the old one only when all succeeded,
+    # so a failed build never leaves half-written pages or a half-built site.
+    from . import draw, render
+    from . import site as site_stage
+
+    with _staging(layout.pages) as pages:
+        # 5. Draw the figures (cached; in parallel), then check that they use only palette colours.
+        with progress.stage("Drawing figures"):
+            result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
+                                               layout.cache / "figures", jobs=jobs)
+
+        # 6. Render the chapters, the Metrics page and the Index of figures from the data.
+        with progress.stage("Rendering pages"):
+            render.render_pages(layout, pages, result, tables)
+
+    # 7. Build the site with mkdocs --strict, also into a folder that replaces site/ only on success.
+    with progress.stage("Building the site"), _staging(layout.site) as site_dir:
+        site_stage.build_site(layout.mkdocs_yml, layout.pages, site_dir)
+    progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
+    return result
+
+
+class _staging:
+    """Write into a temporary sibling folder; move it into place only if the block succeeded."""
+
+    def __init__(self, target: Path, keep: Callable[[Path], None] | None = None) -> None:
+        self.target = target
+        self.keep = keep
+
+    def __enter__(self) -> Path:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.target.name}-", dir=self.target.parent))
+        return self.tmp
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if error is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return
+        old = self.target.with_name(f".{self.target.name}-old")
+        shutil.rmtree(old, ignore_errors=True)
+        if self.target.exists():
+            self.target.rename(old)
+        self.tmp.rename(self.target)
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,121 @@
+"""A thin command line over the build: every user mistake ends as `ERROR ...` and a hint, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from ._exceptions import ManualError
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+_out = Console(highlight=False, soft_wrap=True)
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    from .build import build
+
+    build(args.root, jobs=args.jobs)
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .build import check
+    from .summary import describe
+
+    try:
+        result = check(args.root)
+    except ManualError as error:
+        # A false claim still prints the runs and every figure's line before the error.
+        lines = getattr(error, "report_lines", None)
+        if lines is not None:
+            _out.print("\n".join(lines), markup=False)
+        raise
+    for summary in result.summaries.values():
+        _out.print(describe(summary), markup=False)
+    for line in result.report_lines:
+        _out.print(line, markup=False)
+    return 0
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from . import site
+
+    return site.serve(args.root)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    return bench.main()
+
+
+def _cmd_publish(args: argparse.Namespace) -> int:
+    from . import edition
+
+    return edition.publish_command(args)
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from . import edition
+
+    return edition.verify_command(args)
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from . import edition
+
+    return edition.diff_command(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m build_tools", description=__doc__)
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project folder (default: here)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, handler: Callable[[argparse.Namespace], int], text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    add("build", _cmd_build, "build the manual into site/").add_argument(
+        "--jobs", type=int, default=None, help="processes drawing figures (default: all cores)")
+    add("check", _cmd_check, "load, summarise and check every claim; no figures, no site")
+    add("serve", _cmd_serve, "build, then serve the site on 127.0.0.1:8000")
+    add("bench", _cmd_bench, "time the build's stages and print the ratios")
+    publish = add("publish", _cmd_publish, "publish a numbered edition with mike")
+    publish.add_argument("edition", nargs="?", default="", help="the edition number, e.g. 2026.10")
+    publish.add_argument("--branch", default="gh-pages", help="the branch mike publishes to")
+    publish.add_argument("--remote", default=None, help="the remote to push to (with --push)")
+    publish.add_argument("--push", action="store_true", help="push the branch and the tag")
+    publish.add_argument("--replace", action="store_true", help="replace an edition already published")
+    verify = add("verify", _cmd_verify, "rebuild an edition from its tag and compare with its manifest")
+    verify.add_argument("edition", nargs="?", default="")
+    verify.add_argument("--branch", default="gh-pages")
+    diff = add("diff", _cmd_diff, "what changed between two published editions")
+    diff.add_argument("old", nargs="?", default="")
+    diff.add_argument("new", nargs="?", default="")
+    diff.add_argument("--branch", default="gh-pages")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except ManualError as error:
+        _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
+        if error.hint:
+            _err.print(f"[dim]hint:[/dim] {escape(error.hint)}")
+        return error.exit_code
+    except KeyboardInterrupt:
+        _err.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

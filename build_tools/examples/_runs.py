@@ -1,0 +1,119 @@
+"""The table of example runs: what each one is, and the knobs that give it its targets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MODELS = {
+    "0.6B": {"name": "Qwen3-0.6B", "size": "0.6B", "parameters": 596049920},
+    "1.7B": {"name": "Qwen3-1.7B", "size": "1.7B", "parameters": 1720574976},
+    "4B": {"name": "Qwen3-4B", "size": "4B", "parameters": 4022468096},
+}
+FILTER = "miles.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std"
+DET = {"deterministic_mode": True, "sglang_enable_deterministic_inference": True}
+TRITON = {**DET, "sglang_attention_backend": "triton"}
+TOPP = {"rollout_top_p": 0.9, "rollout_top_k": 50}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One example run. rng_seed is fixed here, never derived from hash(), so output is stable."""
+
+    run_id: str
+    title: str
+    kind: str  # which builder shapes its numbers
+    date: str  # UTC start, ISO
+    tags: tuple[str, ...]
+    rng_seed: int
+    seed: int = 1
+    size: str = "0.6B"
+    steps: int = 48
+    num_rollout: int | None = None
+    n_samples: int = 8
+    flags: dict[str, Any] = field(default_factory=dict)
+    heat_guard: bool = True
+    replay: bool = False
+    pauses: tuple[int, ...] = ()  # steps that a heat-guard pause touched
+    streams: tuple[str, ...] = ()  # 1-second streams: gpu_util, host_memory, gpu_temp, held_memory
+    reward: tuple[float, float] = (0.63, 0.80)  # first-8 and last-8 means (48-step trajectory)
+    length: tuple[float, float] = (720.0, 460.0)
+    gap: tuple[float, float] = (0.0150, 0.00045)  # centre and sd of the log-prob gap
+
+
+B = ("gpu_util", "host_memory", "gpu_temp")
+RUNS: tuple[RunSpec, ...] = (
+    RunSpec("baseline-seed1", "Baseline, seed 1 (before the heat guard)", "baseline", "2026-10-01T09:14:07",
+            ("baseline",), 101, seed=1, heat_guard=False, streams=(*B, "held_memory"),
+            reward=(0.64, 0.79), length=(726.0, 466.0)),
+    RunSpec("no-watchdog", "Engine death without the watchdog", "no_watchdog", "2026-10-02T13:41:52",
+            ("no-watchdog",), 102, seed=1, steps=6, num_rollout=48, flags={"use_fault_tolerance": False},
+            streams=("gpu_util",)),
+    RunSpec("baseline-seed2", "Baseline, seed 2", "baseline", "2026-10-03T08:05:33", ("baseline", "heat-guard"),
+            103, seed=2, pauses=(4, 15, 23, 33, 41), streams=B, reward=(0.62, 0.81), length=(709.0, 451.0)),
+    RunSpec("baseline-seed3", "Baseline, seed 3", "baseline", "2026-10-03T11:02:18", ("baseline", "heat-guard"),
+            104, seed=3, pauses=(7, 12, 19, 28, 36, 44), streams=B, reward=(0.60, 0.83),
+            length=(725.0, 463.0)),
+    RunSpec("kept-loaded-seed2", "Engine kept loaded, seed 2", "kept_loaded", "2026-10-04T10:27:45",
+            ("engine-kept-loaded",), 105, seed=2, steps=12, flags={"offload_rollout": False}, pauses=(2, 9)),
+    RunSpec("qwen3-4b-a", "Qwen3-4B, first try", "oom", "2026-10-05T09:48:10", ("4b",), 106, size="4B",
+            steps=2, num_rollout=12, streams=("gpu_util", "host_memory"), reward=(0.80, 0.84),
+            length=(610.0, 450.0)),
+    RunSpec("qwen3-4b-b", "Qwen3-4B, second try", "oom", "2026-10-05T14:20:36", ("4b",), 107, size="4B",
+            steps=3, num_rollout=12, streams=("gpu_util", "host_memory"), reward=(0.80, 0.84),
+            length=(600.0, 450.0)),
+    RunSpec("qwen3-1.7b", "Qwen3-1.7B", "size", "2026-10-06T10:11:29", ("model-size",), 108, size="1.7B",
+            steps=12, reward=(0.72, 0.84), length=(690.0, 450.0)),
+    RunSpec("n4-seed1", "4 answers per prompt, seed 1", "answers", "2026-10-07T09:03:51",
+            ("answers-per-prompt",), 109, n_samples=4, reward=(0.625, 0.795)),
+    RunSpec("n16-seed1", "16 answers per prompt, seed 1", "answers", "2026-10-08T08:36:14",
+            ("answers-per-prompt",), 110, n_samples=16, reward=(0.62, 0.83)),
+    RunSpec("dynamic-filter-seed1", "Dynamic sampling filter, seed 1", "filter", "2026-10-09T10:52:03",
+            ("dynamic-filter",), 111, steps=12,
+            flags={"over_sampling_batch_size": 48, "dynamic_sampling_filter_path": FILTER}),
+    RunSpec("replay-off-seed1", "Top-p 0.9, top-k 50, no replay", "replay", "2026-10-10T09:21:40",
+            ("sampling-replay",), 112, steps=12, flags=TOPP, gap=(0.0210, 0.0006)),
+    RunSpec("replay-on-seed1", "Top-p 0.9, top-k 50, with replay", "replay", "2026-10-10T13:08:26",
+            ("sampling-replay",), 113, steps=12, flags=TOPP, replay=True, gap=(0.0142, 0.0003)),
+    RunSpec("det-triton-a", "Deterministic, Triton attention, run A", "det", "2026-10-11T09:30:12",
+            ("deterministic",), 114, steps=12, flags=TRITON),
+    RunSpec("det-triton-b", "Deterministic, Triton attention, run B", "det", "2026-10-11T12:02:47",
+            ("deterministic",), 115, steps=12, flags=TRITON),
+    RunSpec("nondet-a", "Default kernels, run A", "det", "2026-10-12T09:15:05", ("deterministic",), 116,
+            steps=12),
+    RunSpec("nondet-b", "Default kernels, run B", "det", "2026-10-12T11:47:38", ("deterministic",), 117,
+            steps=12),
+    RunSpec("onpolicy-plain", "On-policy probe: plain", "onpolicy", "2026-10-13T10:04:19", ("on-policy",), 118,
+            steps=4),
+    RunSpec("onpolicy-det-inference", "On-policy probe: deterministic inference", "onpolicy",
+            "2026-10-13T11:26:55", ("on-policy",), 119, steps=4,
+            flags={"sglang_enable_deterministic_inference": True}, gap=(0.0130, 0.0003)),
+    RunSpec("onpolicy-true", "On-policy probe: true on-policy", "onpolicy", "2026-10-14T09:42:31",
+            ("on-policy",), 120, steps=4,
+            flags={"true_on_policy_mode": True, "sglang_enable_deterministic_inference": True}, gap=(0.0, 0.0)),
+)
+
+
+def flags_for(spec: RunSpec) -> dict[str, Any]:
+    """The launch flags the manual reads, in the contract's order, with the run's overrides."""
+    flags: dict[str, Any] = {
+        "n_samples_per_prompt": spec.n_samples,
+        "rollout_batch_size": 32,
+        "over_sampling_batch_size": None,
+        "rollout_max_response_len": 1024,
+        "num_rollout": spec.num_rollout or spec.steps,
+        "colocate": True,
+        "offload_train": True,
+        "offload_rollout": True,
+        "rollout_top_p": 1.0,
+        "rollout_top_k": -1,
+        "deterministic_mode": False,
+        "true_on_policy_mode": False,
+        "sglang_enable_deterministic_inference": False,
+        "sglang_attention_backend": "flashinfer",
+        "dynamic_sampling_filter_path": None,
+        "use_fault_tolerance": True,
+    }
+    assert set(spec.flags) <= set(flags)
+    flags.update(spec.flags)
+    return flags

@@ -1,0 +1,111 @@
+"""Seeded per-step metric series, shaped to hit exact summary targets (ranges, window means, medians)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Baseline ranges (the Metrics page). Runs outside the baseline stay strictly inside them.
+REWARD = (0.53, 0.87)
+LENGTH = (396.0, 787.0)
+TRUNCATED = (0.02, 0.43)
+GAP = (0.0136, 0.0164)
+KL = (0.00063, 0.00076)
+GRAD = (0.35, 4.95)
+WINDOW = 8  # steps in the "first 8" and "last 8" windows of a 48-step run
+
+
+def sig(values: np.ndarray | list[float], digits: int = 6) -> list[float]:
+    """Round to significant digits, as plain floats (json writes their repr)."""
+    return [float(f"{v:.{digits}g}") for v in np.asarray(values, dtype=float)]
+
+
+def curve(n: int, start: float, end: float, rate: float, horizon: int = 48) -> np.ndarray:
+    """A saturating learning curve over a 48-step horizon; short runs see its first n steps."""
+    k = np.arange(n)
+    frac = (1 - np.exp(-rate * k / (horizon - 1))) / (1 - np.exp(-rate))
+    return start + (end - start) * frac
+
+
+def fit_windows(x: np.ndarray, first: float, last: float, lo: float, hi: float) -> np.ndarray:
+    """Add a linear ramp so the first-8 and last-8 means hit their targets, clipping to [lo, hi]."""
+    k = np.arange(len(x), dtype=float)
+    m1, m2 = k[:WINDOW].mean(), k[-WINDOW:].mean()
+    x = np.clip(x, lo, hi)
+    for _ in range(60):  # clipping moves the means a little; iterate to a fixed point
+        e1, e2 = first - x[:WINDOW].mean(), last - x[-WINDOW:].mean()
+        b = (e2 - e1) / (m2 - m1)
+        x = np.clip(x + (e1 - b * m1) + b * k, lo, hi)
+    return x
+
+
+def reward(rng: np.random.Generator, n: int, first: float, last: float, lo: float, hi: float) -> np.ndarray:
+    """Noisy rising reward: step-to-step noise of about 0.05 around a saturating trend."""
+    x = curve(n, first - 0.02, last + 0.01, rate=1.2) + rng.normal(0, 0.045, n)
+    return fit_windows(x, first, last, lo, hi) if n >= 2 * WINDOW else np.clip(x, lo, hi)
+
+
+def lengths(rng: np.random.Generator, n: int, first: float, last: float, lo: float, hi: float) -> np.ndarray:
+    """Answer length falling fast then flattening, as the policy learns to stop."""
+    x = curve(n, first + 45, last - 15, rate=3.0) + rng.normal(0, 14, n)
+    return fit_windows(x, first, last, lo, hi) if n >= 2 * WINDOW else np.clip(x, lo, hi)
+
+
+def truncated(rng: np.random.Generator, length: np.ndarray) -> np.ndarray:
+    """Share of answers at the cap: tied to the mean length; the range's ends sit at the length's ends."""
+    u = np.clip((length - LENGTH[0]) / (LENGTH[1] - LENGTH[0]), 0, 1)
+    x = np.clip(0.02 + 0.41 * u**1.4 + rng.normal(0, 0.008, len(length)), 0.0205, 0.4295)
+    x[length == LENGTH[0]] = TRUNCATED[0]
+    x[length == LENGTH[1]] = TRUNCATED[1]
+    return x
+
+
+def gap(rng: np.random.Generator, n: int, center: float, sd: float, lo: float, hi: float) -> np.ndarray:
+    """Trainer-vs-engine log-probability gap: flat noise around a level set by the sampling setup."""
+    return np.clip(center + rng.normal(0, sd, n), lo, hi)
+
+
+def kl_from_gap(rng: np.random.Generator, g: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """KL at the sampled tokens moves with the gap (roughly quadratic in small log-prob errors)."""
+    return np.clip(0.000695 * (g / 0.015) ** 2 + rng.normal(0, 0.000008, len(g)), lo, hi)
+
+
+def grad_norm(rng: np.random.Generator, n: int, lo: float, hi: float) -> np.ndarray:
+    """Heavy-tailed gradient norms, larger early in training."""
+    k = np.arange(n)
+    return np.clip(np.exp(np.log(1.3) - 0.012 * k + rng.normal(0, 0.5, n)), lo, hi)
+
+
+def loss(rng: np.random.Generator, n: int) -> np.ndarray:
+    """GRPO policy loss: small and centred on zero."""
+    return rng.normal(0, 0.015, n)
+
+
+def ppo_kl(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Old-vs-new KL: exactly 0 at step 0 (nothing has been updated yet), ~1e-5 after."""
+    x = np.abs(rng.normal(1.0e-5, 0.5e-5, n)) + 1e-6
+    x[0] = 0.0
+    return x
+
+
+def place_median(x: np.ndarray, target: int, frozen: np.ndarray | None = None) -> np.ndarray:
+    """Shift integer values (ms) so the median is exactly target; frozen entries do not move."""
+    x = x.astype(np.int64).copy()
+    move = np.ones(len(x), bool) if frozen is None else ~frozen
+    x[move] += int(round(target - np.median(x)))
+    order = np.argsort(x, kind="stable")
+    n = len(x)
+    if n % 2:
+        x[order[n // 2]] = target
+    else:
+        a, b = order[n // 2 - 1], order[n // 2]
+        d = max(0, min(target - x[a], x[b] - target))  # move the middle pair inward: order is kept
+        x[a], x[b] = target - d, target + d
+    assert np.median(x) == target and not (frozen is not None and frozen[order[n // 2]])
+    return x
+
+
+def place_at(x: np.ndarray, index: int, value: float) -> np.ndarray:
+    """Put one exact value (a range end) at a chosen step."""
+    x = x.copy()
+    x[index] = value
+    return x

@@ -1,0 +1,295 @@
+"""Stage 2: reduce each run to the summary that figures, tables and claims read (never the raw files).
+
+A summary is a per-step table (every metric, every phase's duration, whether a heat-guard pause touched
+the step), the run's events and sampled series, and run-level facts. It is cached by the content of its
+inputs, so an unchanged run is not read again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import pickle
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from . import load
+from ._exceptions import Problem, RunDataError
+from .load import Record, RunData
+
+# Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
+COUNTED_RANKS = (0, -1)
+HAND_OFF_PHASES = ("sleep", "wake_up", "update_weights")
+
+
+@dataclass
+class RunSummary:
+    """What the manual reads of one run."""
+
+    run_id: str
+    config: dict[str, Any]
+    steps: pd.DataFrame  # index `step`; metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
+    phases: pd.DataFrame  # name, t0, t1, step, role, rank, node, gpus
+    events: pd.DataFrame  # kind, t0, t1, detail
+    series: dict[str, pd.DataFrame]  # the sampled streams (gpu_util, host_memory, held_memory, ...)
+    facts: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    source_hash: str = ""
+
+    def config_value(self, dotted: str) -> Any:
+        """A field of run.yaml by dotted name (`flags.rollout_max_response_len`); KeyError if absent."""
+        node: Any = self.config
+        for key in dotted.split("."):
+            node = node[key]
+        return node
+
+    @property
+    def clean_steps(self) -> pd.DataFrame:
+        """Steps no heat-guard pause touched: the only ones whose time values the manual quotes."""
+        return self.steps[~self.steps["heat_touched"]]
+
+
+# --- the stage --------------------------------------------------------------------------------
+
+
+def summarise_runs(runs_dir: Path, cache_dir: Path | None = None) -> dict[str, RunSummary]:
+    """Summaries of every run under runs_dir, by run id; cached under cache_dir by input content."""
+    paths = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    summaries: dict[str, RunSummary] = {}
+    to_load: list[Path] = []
+    for path in paths:
+        cached = _read_cache(cache_dir, path)
+        if cached is not None:
+            summaries[path.name] = cached
+        else:
+            to_load.append(path)
+    problems: list[Problem] = []
+    for path in to_load:
+        run = load.load_run(path, problems)
+        before = len(problems)
+        summary = summarise(run, problems)
+        if len(problems) == before:
+            summary.source_hash = input_hash(path)
+            summaries[path.name] = summary
+            _write_cache(cache_dir, path, summary)
+    if not paths:
+        problems.append(Problem(str(runs_dir), None, None, "no run directories found"))
+    if problems:
+        raise RunDataError(problems)
+    return dict(sorted(summaries.items()))
+
+
+def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
+    """Reduce one loaded run; merge conflicts are appended to problems."""
+    phases = _phases(run.streams.get("phases", []), run.warnings)
+    steps = _metric_table(run.streams.get("metrics", []), problems)
+    events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
+    phases = _assign_steps(phases, first_step=int(steps.index.min()) if len(steps) else 0)
+    steps = _add_phase_columns(steps, phases)
+    steps = _add_heat_columns(steps, events)
+    series = {name: _frame(records) for name, records in run.streams.items()
+              if name not in ("metrics", "phases", "events")}
+    if "host_memory" in series:
+        series["host_memory"] = _host_memory(series["host_memory"])
+    summary = RunSummary(run.run_id, run.config, steps, phases, events, series, warnings=list(run.warnings))
+    summary.facts = _facts(summary, run)
+    return summary
+
+
+# --- metrics ----------------------------------------------------------------------------------
+
+
+def _metric_table(records: Iterable[Record], problems: list[Problem]) -> pd.DataFrame:
+    """One row per step: the trainer's and the rollout manager's lines for the step merged.
+
+    `rollout/*` and `perf/*` are logged against `rollout/step`, `train/*` against `train/step`; with one
+    optimizer step per rollout (as in every run of this manual) both count the same steps.
+    """
+    rows: dict[int, dict[str, Any]] = {}
+    origin: dict[tuple[int, str], tuple[str, int]] = {}
+    for rec in records:
+        key, step = rec.data["step_key"], rec.data["step"]
+        if key not in ("rollout/step", "train/step") or step is None:
+            continue
+        row = rows.setdefault(step, {})
+        for name, value in rec.data["metrics"].items():
+            if isinstance(value, str) or name in ("rollout/step", "train/step"):
+                continue
+            value = float(value)
+            if name in row and not _same(row[name], value):
+                file, line = origin[(step, name)]
+                problems.append(Problem(rec.file, rec.line, f"metrics.{name}",
+                                        f"step {step} logged twice with different values: {row[name]!r} "
+                                        f"({file}:{line}) and {value!r}"))
+                continue
+            row[name] = value
+            origin[(step, name)] = (rec.file, rec.line)
+    table = pd.DataFrame.from_dict(rows, orient="index").sort_index()
+    table.index.name = "step"
+    return table
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+# --- phases -----------------------------------------------------------------------------------
+
+
+def _phases(records: Iterable[Record], warnings: list[str]) -> pd.DataFrame:
+    """Closed phases; an open record (t1 == -1) is replaced by its closing record from any hour file."""
+    by_key: dict[tuple, dict[str, Any]] = {}
+    where: dict[tuple, str] = {}
+    for rec in records:
+        data = rec.data
+        key = (data["name"], data["t0"], data["rank"], data["role"])
+        if data["t1"] == -1 and key in by_key:
+            continue  # a closing record was read first (files are read in hour order, so rarely)
+        by_key[key] = data
+        where[key] = f"{rec.file}:{rec.line}"
+    rows = []
+    for key, data in by_key.items():
+        if data["t1"] == -1:
+            warnings.append(f"{where[key]}: phase {data['name']!r} opened at {data['t0']} never closed; dropped")
+            continue
+        rows.append({**data, "gpus": tuple(data["gpus"])})
+    columns = ["name", "t0", "t1", "node", "gpus", "rank", "role"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values(["t0", "rank", "name"], kind="stable").reset_index(drop=True)
+
+
+def _assign_steps(phases: pd.DataFrame, first_step: int) -> pd.DataFrame:
+    """Number the steps: the k-th rollout and the k-th `train_wait` of rank 0 open step k.
+
+    Every other trainer phase belongs to the step whose `train_wait` began last before it.
+    """
+    phases = phases.copy()
+    phases["step"] = pd.Series(pd.NA, index=phases.index, dtype="Int64")
+    rollouts = phases.index[(phases["name"] == "rollout") & (phases["role"] == "rollout_manager")]
+    phases.loc[rollouts, "step"] = range(first_step, first_step + len(rollouts))
+    trainer = phases[phases["role"] == "train"]
+    for _rank, group in trainer.groupby("rank"):
+        waits = group[group["name"] == "train_wait"]
+        starts = waits["t0"].to_numpy()
+        for index, t0 in zip(group.index, group["t0"], strict=True):
+            count = int((starts <= t0).sum())
+            if count:
+                phases.loc[index, "step"] = first_step + count - 1
+    return phases
+
+
+def _add_phase_columns(steps: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
+    counted = phases[phases["rank"].isin(COUNTED_RANKS) & phases["step"].notna()]
+    if counted.empty:
+        return steps.assign(t0=math.nan, t1=math.nan)
+    durations = (counted["t1"] - counted["t0"]).groupby([counted["step"], counted["name"]]).sum().unstack()
+    durations.columns = [f"phase/{name}" for name in durations.columns]
+    bounds = counted.groupby("step").agg(t0=("t0", "min"), t1=("t1", "max"))
+    joined = steps.join(durations.join(bounds), how="outer")
+    joined.index = joined.index.astype(int)
+    joined.index.name = "step"
+    return joined
+
+
+def _add_heat_columns(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Whether a heat-guard pause overlapped the step, and by how many seconds."""
+    pauses = events[events["kind"] == "heat_pause"] if len(events) else events
+    overlap = pd.Series(0.0, index=steps.index)
+    for _, pause in pauses.iterrows():
+        start = steps["t0"].clip(lower=pause["t0"])
+        end = steps["t1"].clip(upper=pause["t1"])
+        overlap += (end - start).clip(lower=0).fillna(0)
+    touched = pd.Series(False, index=steps.index)
+    for _, pause in pauses.iterrows():
+        touched |= (steps["t0"] <= pause["t1"]) & (steps["t1"] >= pause["t0"])
+    return steps.assign(heat_touched=touched.astype(bool), heat_pause_s=overlap)
+
+
+# --- series and facts -------------------------------------------------------------------------
+
+
+def _frame(records: Iterable[Record], columns: list[str] | None = None) -> pd.DataFrame:
+    frame = pd.DataFrame([rec.data for rec in records], columns=columns)
+    order = "ts" if "ts" in frame.columns else "t0"
+    return frame.sort_values(order, kind="stable").reset_index(drop=True) if order in frame.columns else frame
+
+
+def _host_memory(frame: pd.DataFrame) -> pd.DataFrame:
+    """Used memory as Ray reads it: MemTotal - MemAvailable."""
+    kib_per_gib = 1024 * 1024
+    used = frame["total_kib"] - frame["available_kib"]
+    return frame.assign(used_gib=used / kib_per_gib, total_gib=frame["total_kib"] / kib_per_gib,
+                        used_frac=used / frame["total_kib"])
+
+
+def _facts(summary: RunSummary, run: RunData) -> dict[str, Any]:
+    phases, steps = summary.phases, summary.steps
+    times = [t for frame in (phases[["t0", "t1"]],) for t in frame.to_numpy().ravel() if t != -1]
+    gpus = sorted({(node, gpu) for node, gpus in zip(phases["node"], phases["gpus"], strict=True) for gpu in gpus})
+    return {
+        "provenance": run.config.get("provenance"),
+        "steps": len(steps),
+        "clean_steps": int((~steps["heat_touched"]).sum()) if len(steps) else 0,
+        "start_ts": float(run.meta.get("start_ts", min(times, default=math.nan))),
+        "end_ts": float(max(times, default=math.nan)),
+        "gpus_used": gpus,
+        "event_counts": summary.events["kind"].value_counts().sort_index().to_dict() if len(summary.events) else {},
+    }
+
+
+# --- cache ------------------------------------------------------------------------------------
+
+_CODE_FILES = ("load.py", "summary.py", "_streams.py")
+
+
+def input_hash(run_dir: Path) -> str:
+    """Hash of every file of the run and of the code that reads it."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in _CODE_FILES:
+        digest.update((here / name).read_bytes())
+    for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(run_dir)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cache_path(cache_dir: Path, run_dir: Path) -> Path:
+    return cache_dir / f"{run_dir.name}-{input_hash(run_dir)[:20]}.pkl"
+
+
+def _read_cache(cache_dir: Path | None, run_dir: Path) -> RunSummary | None:
+    if cache_dir is None:
+        return None
+    path = _cache_path(cache_dir, run_dir)
+    if not path.is_file():
+        return None
+    with path.open("rb") as handle:
+        return pickle.load(handle)
+
+
+def _write_cache(cache_dir: Path | None, run_dir: Path, summary: RunSummary) -> None:
+    if cache_dir is None:
+        return
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    for stale in cache_dir.glob(f"{run_dir.name}-*.pkl"):
+        stale.unlink()
+    path = _cache_path(cache_dir, run_dir)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as handle:
+        pickle.dump(summary, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    tmp.replace(path)
+
+
+def describe(summary: RunSummary) -> str:
+    """One line per run for `make check`: what it is and how much of it there is."""
+    facts, config = summary.facts, summary.config
+    hours = (facts["end_ts"] - facts["start_ts"]) / 3600 if facts["steps"] else 0.0
+    events = ", ".join(f"{count} {kind}" for kind, count in facts["event_counts"].items()) or "no events"
+    return (f"{summary.run_id:<24} {facts['provenance']:<8} {config['model']['name']:<11} "
+            f"{facts['steps']:>3} steps ({facts['clean_steps']} clean)  {hours:4.1f} h  {events}  "
+            f"[{', '.join(config.get('tags', []))}]")

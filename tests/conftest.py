@@ -1,0 +1,44 @@
+"""Shared fixtures: the example runs' summaries, and one manual built from a copy of the project."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = Path(__file__).resolve().parent / "samples"
+MILES_SAMPLES = ROOT.parent / "shared" / "reference" / "miles-dashboard-samples"
+SEEDS = ROOT.parent / "shared" / "seeds"
+# What a build reads; copied so that tests never write into the working tree.
+PROJECT_FILES = ("runs", "docs", "figures", "templates", "mkdocs.yml", "edition.yml", "overrides")
+
+
+def copy_project(target: Path) -> Path:
+    """A copy of the project's inputs in target, ready to build."""
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.is_file():
+            shutil.copy2(source, target / name)
+    return target
+
+
+@pytest.fixture(scope="session")
+def example_summaries(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The summaries of the shipped example runs (read once per test session)."""
+    from build_tools.summary import summarise_runs
+
+    return summarise_runs(ROOT / "runs", tmp_path_factory.mktemp("summary-cache"))
+
+
+@pytest.fixture(scope="session")
+def built_manual(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole manual built once from a copy of the project; returns the copy's root."""
+    from build_tools.build import build
+
+    root = copy_project(tmp_path_factory.mktemp("manual"))
+    build(root, quiet=True)
+    return root

@@ -1,0 +1,137 @@
+"""The loader reads every form Miles writes and reports every problem, with file, line and field."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import MILES_SAMPLES, SAMPLES
+
+from build_tools import load
+from build_tools._exceptions import EXIT_BAD_INPUT, RunDataError
+from build_tools.cli import main
+
+LOAD = SAMPLES / "load"
+
+
+def problems_of(scenario: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The problem lines for a broken sample, with paths relative to its runs folder."""
+    monkeypatch.chdir(LOAD / scenario)
+    with pytest.raises(RunDataError) as caught:
+        load.load_runs(Path("."))
+    return [str(problem) for problem in caught.value.problems]
+
+
+def test_good_run_loads_every_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(LOAD / "good")
+    (run,) = load.load_runs(Path("."))
+    assert run.run_id == "tiny-run"
+    assert run.config["miles"]["commit_date"] == "2026-10-15"
+    # metrics.jsonl.gz (gzip), phases/ (hourly), gpu_util.jsonl (flat), lab streams
+    assert sorted(run.streams) == ["events", "gpu_util", "host_memory", "metrics", "phases"]
+    assert len(run.streams["metrics"]) == 7
+    assert len(run.streams["phases"]) == 13  # the open record and its closing record both read here
+
+
+def test_last_line_without_newline_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(LOAD / "good")
+    (run,) = load.load_runs(Path("."))
+    assert len(run.streams["gpu_util"]) == 5
+    assert run.warnings == [
+        "tiny-run/dashboard/gpu_util.jsonl:6: last line has no newline (a writer mid-append); skipped"
+    ]
+
+
+def test_non_finite_markers_become_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(LOAD / "good")
+    (run,) = load.load_runs(Path("."))
+    values = [rec.data["metrics"].get("train/grad_norm") for rec in run.streams["metrics"]]
+    assert math.isnan(values[2]) and values[5] == -math.inf
+    assert run.streams["metrics"][3].data["metrics"]["rollout/response_lengths"] == math.inf
+
+
+def test_gb10_null_gpu_memory_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(LOAD / "good")
+    (run,) = load.load_runs(Path("."))
+    assert all(rec.data["mem_mb"] is None for rec in run.streams["gpu_util"])
+
+
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        ("bad-json", ["tiny-run/dashboard/metrics.jsonl:2: not valid JSON: Expecting property name enclosed in "
+                      "double quotes"]),
+        ("missing-field", ["tiny-run/dashboard/phases/20260921_13.jsonl:1: t1: missing; expected a number"]),
+        ("wrong-type", ["tiny-run/dashboard/gpu_util/20260921_13.jsonl:1: util: expected a number, found 'high'"]),
+        ("unknown-stream", ["tiny-run/lab/fan_speed.jsonl: unknown stream; expected one of ['events', 'gpu_temp', "
+                            "'held_memory', 'host_memory', 'repeat_probe', 'sampling'] (runs/README.md)"]),
+        ("bad-run-id", ["Tiny_Run: run id 'Tiny_Run' is not a plain name (lower-case letters, digits, '.', '-')"]),
+        ("disagrees-with-meta", ["tiny-run/run.yaml:27: flags.rollout_max_response_len: is 1024, but "
+                                 "dashboard/meta.json args say 4096"]),
+    ],
+)
+def test_each_problem_names_file_line_and_field(scenario: str, expected: list[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    assert problems_of(scenario, monkeypatch) == expected
+
+
+def test_all_problems_of_all_runs_are_reported_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert problems_of("many-problems", monkeypatch) == [
+        "run-a/dashboard/metrics.jsonl:1: not valid JSON: Expecting value",
+        "run-b/lab/events.jsonl:1: kind: expected one of ('heat_pause', 'engine_death', 'watchdog_kill', "
+        "'ray_oom_kill', 'job_end'), found 'meteor'",
+        "run-b/run.yaml:27: flags.rollout_max_response_len: is 2048, but dashboard/meta.json args say 1024",
+    ]
+
+
+def test_run_yaml_fields_are_validated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "tiny-run"
+    shutil.copytree(LOAD / "good" / "tiny-run", run)
+    text = (run / "run.yaml").read_text()
+    text = text.replace("provenance: example", "provenance: guessed").replace("  gpus: 1\n", "  gpus: one\n")
+    (run / "run.yaml").write_text(text.replace("seed: 1\n", ""))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RunDataError) as caught:
+        load.load_runs(Path("."))
+    assert [str(p) for p in caught.value.problems] == [
+        "tiny-run/run.yaml: seed: missing; expected an integer",
+        "tiny-run/run.yaml:2: provenance: expected one of ('measured', 'example'), found 'guessed'",
+        "tiny-run/run.yaml:19: hardware.gpus: expected an integer, found 'one'",
+    ]
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = tmp_path / "tiny-run"
+    shutil.copytree(LOAD / "good" / "tiny-run", run)
+    (run / "run.yaml").write_text("run_id: tiny-run\ntags: [a, b\nseed: 1\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RunDataError) as caught:
+        load.load_runs(Path("."))
+    assert str(caught.value.problems[0]).startswith("tiny-run/run.yaml:3: not valid YAML:")
+
+
+@pytest.mark.parametrize("sample", ["four-gpu-colocated", "open-phase-across-hours"])
+def test_dumps_written_by_miles_load(sample: str, tmp_path: Path) -> None:
+    run_name = {"four-gpu-colocated": "dummy-telemetry", "open-phase-across-hours": "miles-run"}[sample]
+    run = tmp_path / run_name
+    shutil.copytree(MILES_SAMPLES / sample, run / "dashboard")
+    text = (LOAD / "good" / "tiny-run" / "run.yaml").read_text().replace("tiny-run", run_name)
+    (run / "run.yaml").write_text(text.replace("  rollout_max_response_len: 1024\n", ""))
+    (loaded,) = load.load_runs(tmp_path)
+    assert loaded.streams["metrics"] and loaded.streams["phases"]
+    assert loaded.warnings == []
+
+
+def test_cli_prints_every_problem_and_exits_with_bad_input(capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    shutil.copytree(LOAD / "many-problems", tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    code = main(["check"])
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT
+    assert err.splitlines()[0] == "ERROR 3 problems in the run data:"
+    assert "  runs/run-a/dashboard/metrics.jsonl:1: not valid JSON: Expecting value" in err.splitlines()
+    assert "hint: fix the files named above; runs/README.md documents every field" in err
+    assert "Traceback" not in err
