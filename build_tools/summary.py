@@ -228,7 +228,9 @@ def _host_memory(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _facts(summary: RunSummary, run: RunData) -> dict[str, Any]:
     phases, steps = summary.phases, summary.steps
-    times = [t for frame in (phases[["t0", "t1"]],) for t in frame.to_numpy().ravel() if t != -1]
+    # The run ends with its last record of any kind: an idle job still samples its GPU after the last step.
+    times = [*phases["t0"], *phases["t1"], *summary.events.get("t1", [])]
+    times += [t for frame in summary.series.values() if "ts" in frame for t in (frame["ts"].max(),)]
     gpus = sorted({(node, gpu) for node, gpus in zip(phases["node"], phases["gpus"], strict=True) for gpu in gpus})
     return {
         "provenance": run.config.get("provenance"),

@@ -14,8 +14,15 @@ from ._timeline import PROFILES, Step, derive, durations, layout, place
 # Exact medians (ms) the Metrics page and fig. 2.4 read. The 1.7B targets are 1.4 x 640 and 2.6 x 760,
 # seed 1's medians of update_weights and sleep.
 MEDIANS = {
-    "baseline-seed1": {"rollout": 47500, "log_probs": 23400, "train": 100300, "wake_up": 870, "sleep": 760,
-                       "update_weights": 640, "step": 152600},
+    "baseline-seed1": {
+        "rollout": 47500,
+        "log_probs": 23400,
+        "train": 100300,
+        "wake_up": 870,
+        "sleep": 760,
+        "update_weights": 640,
+        "step": 152600,
+    },
     "qwen3-1.7b": {"update_weights": 896, "sleep": 1976},
 }
 UW_RANGE = (631, 648)  # seed 1's update_weights range, ms
@@ -87,7 +94,9 @@ def heat_pauses(runs: list[Run]) -> None:
     """Pause lengths (40-50 s) so that, pooled, touched steps take 45 s longer at the median."""
     lengths = [np.rint(r.rng.normal(TOUCHED_EXTRA_MS, 2500, len(r.spec.pauses))) for r in runs]
     for _ in range(20):  # a constant shift moves the touched median; clipping may need a second pass
-        touched = np.concatenate([step_ms(r.d)[list(r.spec.pauses)] + x for r, x in zip(runs, lengths, strict=True)])
+        touched = np.concatenate(
+            [step_ms(r.d)[list(r.spec.pauses)] + x for r, x in zip(runs, lengths, strict=True)]
+        )
         clean = np.concatenate([np.delete(step_ms(r.d), list(r.spec.pauses)) for r in runs])
         miss = TOUCHED_EXTRA_MS - (np.median(touched) - np.median(clean))
         lengths = [np.clip(x + np.rint(miss), 40500, 49500) for x in lengths]

@@ -39,7 +39,9 @@ def codes_at(ts: np.ndarray, edges: np.ndarray, codes: np.ndarray) -> np.ndarray
     return codes[np.searchsorted(edges, ts, side="right") - 1]
 
 
-def gpu_util(rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, node: str) -> list[tuple[float, dict]]:
+def gpu_util(
+    rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, node: str
+) -> list[tuple[float, dict]]:
     """NVML samples; a GB10 reports no memory, so mem_mb is null."""
     util = np.zeros(len(ts), np.int64)
     for c, (lo, hi) in UTIL.items():
@@ -50,15 +52,19 @@ def gpu_util(rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, node: s
     power = np.rint(9 + 0.82 * util + rng.normal(0, 2.5, len(ts))).astype(np.int64)
     rows = []
     for t, u, p in zip(ts.tolist(), util.tolist(), power.tolist(), strict=True):
-        rows.append((t / 1000, {"ts": t / 1000, "node": node, "gpu": 0, "util": u, "mem_mb": None, "power_w": p}))
+        rows.append(
+            (t / 1000, {"ts": t / 1000, "node": node, "gpu": 0, "util": u, "mem_mb": None, "power_w": p})
+        )
     return rows
 
 
-def temperature(rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, pauses: list[tuple[int, int]]) -> np.ndarray:
+def temperature(
+    rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, pauses: list[tuple[int, int]]
+) -> np.ndarray:
     """First-order thermal model; before each heat pause the chip heats up to the guard's limit."""
     target = np.where(np.isin(code, (ROLLOUT, TRAIN)), 76.0, np.where(code == HANDOFF, 66.0, 58.0))
     for p0, p1 in pauses:
-        target[(ts >= p0 - 150_000) & (ts < p0)] = 86.0  # a hot stretch trips the guard
+        target[(ts >= p0 - 150_000) & (ts < p0)] = 82.5  # a hot stretch trips the guard
         target[(ts >= p0) & (ts < p1)] = 38.0
     temp = np.empty(len(ts))
     t = 61.0
@@ -68,8 +74,14 @@ def temperature(rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, paus
     return np.round(temp + rng.normal(0, 0.25, len(ts)), 1)
 
 
-def held(steps: list[Step], ts: np.ndarray, engine_gib: float, trainer_gib: float) -> tuple[np.ndarray, np.ndarray]:
-    """GiB held by trainer and engine: each side loads during its hand-off and otherwise keeps ~0.2 GiB."""
+def held(
+    steps: list[Step], ts: np.ndarray, engine_gib: float, trainer_gib: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """GiB held by trainer and engine: each side loads during its hand-off and otherwise keeps ~0.2 GiB.
+
+    The trainer loads in wake_up and frees in sleep; the engine loads in the previous step's
+    update_weights (step 0: at its first rollout) and frees when its rollout ends.
+    """
     tx, ty, ex, ey = [0], [0.2], [0], [0.2]
     for k, b in enumerate(steps):
         w0, w1, s0, s1 = b["wake_up"][0], b["wake_up"][1], b["sleep"][0], b["sleep"][1]
@@ -83,7 +95,6 @@ def held(steps: list[Step], ts: np.ndarray, engine_gib: float, trainer_gib: floa
     ty.append(0.2)
     ex.append(10**15)
     ey.append(0.2)
-    # Engine loads in update_weights (or at the first rollout) and frees at the end of the rollout.
     return np.interp(ts, tx, ty), np.interp(ts, ex, ey)
 
 
@@ -99,7 +110,10 @@ def held_rows(ts: np.ndarray, trainer: np.ndarray, engine: np.ndarray) -> list[d
 def host_rows(ts: np.ndarray, used_gib: np.ndarray) -> list[dict[str, Any]]:
     """/proc/meminfo: used = MemTotal - MemAvailable, the number Ray's monitor reads."""
     avail = TOTAL_KIB - np.rint(used_gib * GIB_KIB).astype(np.int64)
-    return [{"ts": t / 1000, "total_kib": TOTAL_KIB, "available_kib": a} for t, a in zip(ts.tolist(), avail.tolist(), strict=True)]
+    return [
+        {"ts": t / 1000, "total_kib": TOTAL_KIB, "available_kib": a}
+        for t, a in zip(ts.tolist(), avail.tolist(), strict=True)
+    ]
 
 
 def temp_rows(ts: np.ndarray, temp: np.ndarray) -> list[dict[str, Any]]:

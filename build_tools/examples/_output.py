@@ -44,8 +44,10 @@ def write_run(run: Run, root: Path) -> None:
     tail = _tail(run, steps)
     write_yaml(out / "run.yaml", run_yaml(spec))
     meta_args = {**flags_for(spec), "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
-    write_meta(out / "dashboard/meta.json",
-               {"run_name": spec.run_id, "start_ts": run.start_ms / 1000, "args": meta_args, "schema_version": 1})
+    write_meta(
+        out / "dashboard/meta.json",
+        {"run_name": spec.run_id, "start_ts": run.start_ms / 1000, "args": meta_args, "schema_version": 1},
+    )
     write_jsonl(out / "dashboard/metrics.jsonl", metric_lines(run, d, steps))
     write_hourly(out / "dashboard/phases", phase_rows(steps, NODE, tail.open_rollout), gz=False)
     write_jsonl(out / "dashboard/topology.jsonl", [_topology(run.start_ms + 52_311)])
@@ -64,13 +66,27 @@ def run_yaml(spec: RunSpec) -> dict[str, Any]:
         "seed": spec.seed,
         "model": dict(MODELS[spec.size]),
         "dataset": "GSM8K",
-        "miles": {"image": "radixark/miles:latest", "branch": "main", "commit": "08752a1",
-                  "commit_date": date(2026, 10, 15)},
-        "hardware": {"machine": "DGX Spark", "chip": "GB10", "gpus": 1, "memory_gib": 121.7, "memory_gb": 128,
-                     "memory_pools": 1},
+        "miles": {
+            "image": "radixark/miles:latest",
+            "branch": "main",
+            "commit": "08752a1",
+            "commit_date": date(2026, 10, 15),
+        },
+        "hardware": {
+            "machine": "DGX Spark",
+            "chip": "GB10",
+            "gpus": 1,
+            "memory_gib": 121.7,
+            "memory_gb": 128,
+            "memory_pools": 1,
+        },
         "flags": flags_for(spec),
-        "lab": {"heat_guard": spec.heat_guard, "ray_memory_usage_threshold": 0.95,
-                "trainer_bytes_per_parameter": 16, "sampling_replay": spec.replay},
+        "lab": {
+            "heat_guard": spec.heat_guard,
+            "ray_memory_usage_threshold": 0.95,
+            "trainer_bytes_per_parameter": 16,
+            "sampling_replay": spec.replay,
+        },
     }
 
 
@@ -84,18 +100,41 @@ def metric_lines(run: Run, d: dict[str, np.ndarray], steps: list[Step]) -> list[
     q = {k: sig(v) for k, v in run.q.items()}
     lines: list[tuple[int, dict[str, Any]]] = []
     for k, b in enumerate(steps):
-        rollout = {"rollout/raw_reward": q["reward"][k], "rollout/response_lengths": q["length"][k],
-                   "rollout/truncated": q["truncated"][k]}
+        rollout = {
+            "rollout/raw_reward": q["reward"][k],
+            "rollout/response_lengths": q["length"][k],
+            "rollout/truncated": q["truncated"][k],
+        }
         if "dropped" in run.extra:
             rollout["rollout/dynamic_filter/drop_zero_std"] = int(run.extra["dropped"][k])
-        train = {"train/train_rollout_logprob_abs_diff": q["gap"][k], "train/train_rollout_kl": q["kl"][k],
-                 "train/grad_norm": q["grad"][k], "train/pg_clipfrac": 0.0, "train/ppo_kl": q["ppo_kl"][k],
-                 "train/entropy_loss": 0.0, "train/loss": q["loss"][k], "train/step": k}
-        perf = {f"perf/{name}_time": _secs(d[name][k]) for name in
-                ("step", "rollout", "log_probs", "train", "update_weights", "sleep", "wake_up", "train_wait")}
+        train = {
+            "train/train_rollout_logprob_abs_diff": q["gap"][k],
+            "train/train_rollout_kl": q["kl"][k],
+            "train/grad_norm": q["grad"][k],
+            "train/pg_clipfrac": 0.0,
+            "train/ppo_kl": q["ppo_kl"][k],
+            "train/entropy_loss": 0.0,
+            "train/loss": q["loss"][k],
+            "train/step": k,
+        }
+        perf = {
+            f"perf/{name}_time": _secs(d[name][k])
+            for name in (
+                "step",
+                "rollout",
+                "log_probs",
+                "train",
+                "update_weights",
+                "sleep",
+                "wake_up",
+                "train_wait",
+            )
+        }
         lines.append((b["rollout"][1] + 300, _line(b["rollout"][1] + 300, "rollout/step", k, rollout)))
         lines.append((b["actor_train"][1] + 40, _line(b["actor_train"][1] + 40, "train/step", k, train)))
-        lines.append((b["update_weights"][1] + 15, _line(b["update_weights"][1] + 15, "rollout/step", k, perf)))
+        lines.append(
+            (b["update_weights"][1] + 15, _line(b["update_weights"][1] + 15, "rollout/step", k, perf))
+        )
     lines.sort(key=lambda x: x[0])
     return [line for _, line in lines]
 
@@ -107,8 +146,13 @@ def _line(ts_ms: int, key: str, step: int, metrics: dict[str, Any]) -> dict[str,
 
 def _topology(ts_ms: int) -> dict[str, Any]:
     """One colocated engine on the single GPU."""
-    engine = {"addr": f"http://{NODE}:15000", "worker_type": "regular", "engine_rank": 0,
-              "gpus": [[NODE, 0]], "gpu_uuids": [None]}
+    engine = {
+        "addr": f"http://{NODE}:15000",
+        "worker_type": "regular",
+        "engine_rank": 0,
+        "gpus": [[NODE, 0]],
+        "gpu_uuids": [None],
+    }
     return {"ts": ts_ms / 1000, "engines": [engine]}
 
 
@@ -120,7 +164,10 @@ def _tail(run: Run, steps: list[Step]) -> Tail:
         death = s + 100 + 23_417
         end = death + IDLE_MS
         detail = f"SGLang engine http://{NODE}:15000 exited during the rollout of step {len(steps)}"
-        events = [_event("engine_death", death, end, detail), _event("job_end", end, end, "job stopped by hand")]
+        events = [
+            _event("engine_death", death, end, detail),
+            _event("job_end", end, end, "job stopped by hand"),
+        ]
         return Tail(end, events, [(s, L.LOW), (s + 100, L.ROLLOUT), (death, L.IDLE)], open_rollout=s + 100)
     if kind == "oom":
         kill = s + 100 + 38_000 + 583  # lands on a sampling instant (start + 417 ms + whole seconds)
@@ -164,8 +211,15 @@ def _write_samples(run: Run, steps: list[Step], tail: Tail, out: Path) -> None:
         write_jsonl(out / "lab/host_memory.jsonl.gz", L.host_rows(ts, used))
 
 
-def _host_used(run: Run, rng: np.random.Generator, ts: np.ndarray, trainer: np.ndarray, engine: np.ndarray,
-               tail: Tail, engine_gib: float) -> np.ndarray:
+def _host_used(
+    run: Run,
+    rng: np.random.Generator,
+    ts: np.ndarray,
+    trainer: np.ndarray,
+    engine: np.ndarray,
+    tail: Tail,
+    engine_gib: float,
+) -> np.ndarray:
     """Host used memory: OS, Ray and processes, what each side holds, and offloaded copies in host RAM."""
     params = MODELS[run.spec.size]["parameters"]
     state, weights = params * 16 / 2**30, params * 2 / 2**30  # Adam state offloaded; engine weight backup
@@ -179,8 +233,10 @@ def _host_used(run: Run, rng: np.random.Generator, ts: np.ndarray, trainer: np.n
         assert ts[i] == tail.kill_ms and used[:i].max() / 121.7 < 0.945
         used[i : i + 2] = [116.62, 116.88]
         used[i + 2 :] = 21.0 + rng.normal(0, 0.05, len(ts) - i - 2)  # the trainer actor is gone
-        detail = (f"Ray memory monitor killed ray::MegatronTrainRayActor: node memory {used[i]:.1f} of "
-                  f"121.7 GiB ({used[i] / 121.7:.3f}) above the 0.95 threshold")
+        detail = (
+            f"Ray memory monitor killed ray::MegatronTrainRayActor: node memory {used[i]:.1f} of "
+            f"121.7 GiB ({used[i] / 121.7:.3f}) above the 0.95 threshold"
+        )
         tail.events.insert(0, _event("ray_oom_kill", tail.kill_ms, tail.kill_ms, detail))
     return used
 
@@ -191,11 +247,20 @@ def _write_lab(run: Run, steps: list[Step], tail: Tail, out: Path) -> None:
         write_jsonl(out / "lab/events.jsonl", sorted(tail.events, key=lambda e: (e["t0"], e["t1"])))
     if "dropped" in run.extra:
         before = sig(run.extra["before"])
-        rows = [{"ts": (b["rollout"][1] + 250) / 1000, "step": k, "batches": int(run.extra["batches"][k]),
-                 "reward_before_filter": before[k]} for k, b in enumerate(steps)]
+        rows = [
+            {
+                "ts": (b["rollout"][1] + 250) / 1000,
+                "step": k,
+                "batches": int(run.extra["batches"][k]),
+                "reward_before_filter": before[k],
+            }
+            for k, b in enumerate(steps)
+        ]
         write_jsonl(out / "lab/sampling.jsonl", rows)
     if run.spec.kind == "onpolicy":
-        write_jsonl(out / "lab/repeat_probe.jsonl", _probes(run.spec, steps[-1]["update_weights"][1] + 15_000))
+        write_jsonl(
+            out / "lab/repeat_probe.jsonl", _probes(run.spec, steps[-1]["update_weights"][1] + 15_000)
+        )
 
 
 def _probes(spec: RunSpec, t0_ms: int) -> list[dict[str, Any]]:

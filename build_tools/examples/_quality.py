@@ -10,15 +10,29 @@ from ._runs import RunSpec
 # Pooled range ends of the three baselines, each placed at one chosen step: (metric, step, value).
 PLACED = {
     "baseline-seed1": (("gap", 5, S.GAP[0]), ("kl", 40, S.KL[1]), ("length", 45, S.LENGTH[0])),
-    "baseline-seed2": (("reward", 9, S.REWARD[0]), ("gap", 30, S.GAP[1]), ("grad", 2, S.GRAD[1]),
-                       ("length", 0, S.LENGTH[1])),
+    "baseline-seed2": (
+        ("reward", 9, S.REWARD[0]),
+        ("gap", 30, S.GAP[1]),
+        ("grad", 2, S.GRAD[1]),
+        ("length", 0, S.LENGTH[1]),
+    ),
     "baseline-seed3": (("reward", 39, S.REWARD[1]), ("kl", 12, S.KL[0]), ("grad", 37, S.GRAD[0])),
 }
 # Clip bounds: the baselines may touch the range ends; every other run stays strictly inside them.
-INNER = {"reward": (0.535, 0.865), "length": (398.0, 785.0), "gap": (0.01365, 0.01635),
-         "kl": (0.000632, 0.000758), "grad": (0.37, 4.8)}
-OUTER = {"reward": (0.545, 0.855), "length": (405.0, 775.0), "gap": (0.0141, 0.0159),
-         "kl": (0.00065, 0.00074), "grad": (0.4, 4.5)}
+INNER = {
+    "reward": (0.535, 0.865),
+    "length": (398.0, 785.0),
+    "gap": (0.01365, 0.01635),
+    "kl": (0.000632, 0.000758),
+    "grad": (0.37, 4.8),
+}
+OUTER = {
+    "reward": (0.545, 0.855),
+    "length": (405.0, 775.0),
+    "gap": (0.0141, 0.0159),
+    "kl": (0.00065, 0.00074),
+    "grad": (0.4, 4.5),
+}
 PLAIN_GAP = (0.0150, 0.00045)
 
 
@@ -49,21 +63,25 @@ def _gap(spec: RunSpec, rng: np.random.Generator, b: dict[str, tuple[float, floa
     return S.gap(rng, spec.steps, centre, sd, centre - 2 * sd, centre + 2 * sd)
 
 
-def _kl(spec: RunSpec, rng: np.random.Generator, g: np.ndarray, b: dict[str, tuple[float, float]]) -> np.ndarray:
+def _kl(
+    spec: RunSpec, rng: np.random.Generator, g: np.ndarray, b: dict[str, tuple[float, float]]
+) -> np.ndarray:
     """KL tracks the gap; exactly 0 when the gap is 0."""
-    if spec.gap == PLAIN_GAP:
-        return S.kl_from_gap(rng, g, *b["kl"])
-    level = 0.000695 * (spec.gap[0] / 0.015) ** 2
-    return S.kl_from_gap(rng, g, 0.93 * level, 1.07 * level)
+    centre = spec.gap[0]
+    level = 0.000695 * (centre / 0.015) ** 2
+    lo, hi = b["kl"] if spec.gap == PLAIN_GAP else (0.9 * level, 1.1 * level)
+    return S.kl_from_gap(rng, g, centre, lo, hi)
 
 
 def jitter(q: dict[str, np.ndarray], rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
     """A rerun of the same seed: the first n steps of q, nudged a little (sampling is not bitwise)."""
     out = {k: v[:n].copy() for k, v in q.items()}
-    out["reward"] = np.clip(out["reward"] + rng.normal(0, 0.012, n), *OUTER["reward"])
-    out["length"] = np.clip(out["length"] + rng.normal(0, 6, n), *OUTER["length"])
+    out["reward"] = S.squash(out["reward"] + rng.normal(0, 0.012, n), *OUTER["reward"])
+    out["length"] = S.squash(out["length"] + rng.normal(0, 6, n), *OUTER["length"])
     out["truncated"] = S.truncated(rng, out["length"])
-    out["gap"] = np.clip(out["gap"] + rng.normal(0, 0.0002, n), *OUTER["gap"])
-    out["kl"] = S.kl_from_gap(rng, out["gap"], *OUTER["kl"])
-    out["grad"] = np.clip(out["grad"] * np.exp(rng.normal(0, 0.1, n)), *OUTER["grad"])
+    out["gap"] = S.squash(out["gap"] + rng.normal(0, 0.0002, n), *OUTER["gap"])
+    out["kl"] = S.kl_from_gap(rng, out["gap"], PLAIN_GAP[0], *OUTER["kl"])
+    out["grad"] = S.squash(out["grad"] * np.exp(rng.normal(0, 0.1, n)), *OUTER["grad"])
+    out["loss"] = S.loss(rng, n)
+    out["ppo_kl"] = S.ppo_kl(rng, n)
     return out

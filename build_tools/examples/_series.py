@@ -19,6 +19,17 @@ def sig(values: np.ndarray | list[float], digits: int = 6) -> list[float]:
     return [float(f"{v:.{digits}g}") for v in np.asarray(values, dtype=float)]
 
 
+def squash(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """A soft clip into (lo, hi): values near an end are compressed, so no two runs pile up on a bound."""
+    x = np.asarray(x, dtype=float)
+    if hi <= lo:
+        return np.full(len(x), lo)
+    m = 0.08 * (hi - lo)
+    top, bottom = hi - m, lo + m
+    x = np.where(x > top, top + m * np.tanh((x - top) / m), x)
+    return np.where(x < bottom, bottom - m * np.tanh((bottom - x) / m), x)
+
+
 def curve(n: int, start: float, end: float, rate: float, horizon: int = 48) -> np.ndarray:
     """A saturating learning curve over a 48-step horizon; short runs see its first n steps."""
     k = np.arange(n)
@@ -27,33 +38,34 @@ def curve(n: int, start: float, end: float, rate: float, horizon: int = 48) -> n
 
 
 def fit_windows(x: np.ndarray, first: float, last: float, lo: float, hi: float) -> np.ndarray:
-    """Add a linear ramp so the first-8 and last-8 means hit their targets, clipping to [lo, hi]."""
+    """Add a linear ramp so the first-8 and last-8 means hit their targets, squashed into (lo, hi)."""
     k = np.arange(len(x), dtype=float)
     m1, m2 = k[:WINDOW].mean(), k[-WINDOW:].mean()
-    x = np.clip(x, lo, hi)
-    for _ in range(60):  # clipping moves the means a little; iterate to a fixed point
-        e1, e2 = first - x[:WINDOW].mean(), last - x[-WINDOW:].mean()
+    y = squash(x, lo, hi)
+    for _ in range(60):  # squashing moves the means a little; iterate to a fixed point
+        e1, e2 = first - y[:WINDOW].mean(), last - y[-WINDOW:].mean()
         b = (e2 - e1) / (m2 - m1)
-        x = np.clip(x + (e1 - b * m1) + b * k, lo, hi)
-    return x
+        x = x + (e1 - b * m1) + b * k
+        y = squash(x, lo, hi)
+    return y
 
 
 def reward(rng: np.random.Generator, n: int, first: float, last: float, lo: float, hi: float) -> np.ndarray:
     """Noisy rising reward: step-to-step noise of about 0.05 around a saturating trend."""
     x = curve(n, first - 0.02, last + 0.01, rate=1.2) + rng.normal(0, 0.045, n)
-    return fit_windows(x, first, last, lo, hi) if n >= 2 * WINDOW else np.clip(x, lo, hi)
+    return fit_windows(x, first, last, lo, hi) if n >= 2 * WINDOW else squash(x, lo, hi)
 
 
 def lengths(rng: np.random.Generator, n: int, first: float, last: float, lo: float, hi: float) -> np.ndarray:
     """Answer length falling fast then flattening, as the policy learns to stop."""
     x = curve(n, first + 45, last - 15, rate=3.0) + rng.normal(0, 14, n)
-    return fit_windows(x, first, last, lo, hi) if n >= 2 * WINDOW else np.clip(x, lo, hi)
+    return fit_windows(x, first, last, lo, hi) if n >= 2 * WINDOW else squash(x, lo, hi)
 
 
 def truncated(rng: np.random.Generator, length: np.ndarray) -> np.ndarray:
     """Share of answers at the cap: tied to the mean length; the range's ends sit at the length's ends."""
     u = np.clip((length - LENGTH[0]) / (LENGTH[1] - LENGTH[0]), 0, 1)
-    x = np.clip(0.02 + 0.41 * u**1.4 + rng.normal(0, 0.008, len(length)), 0.0205, 0.4295)
+    x = squash(0.02 + 0.41 * u**1.4 + rng.normal(0, 0.008, len(length)), 0.0205, 0.4295)
     x[length == LENGTH[0]] = TRUNCATED[0]
     x[length == LENGTH[1]] = TRUNCATED[1]
     return x
@@ -61,18 +73,21 @@ def truncated(rng: np.random.Generator, length: np.ndarray) -> np.ndarray:
 
 def gap(rng: np.random.Generator, n: int, center: float, sd: float, lo: float, hi: float) -> np.ndarray:
     """Trainer-vs-engine log-probability gap: flat noise around a level set by the sampling setup."""
-    return np.clip(center + rng.normal(0, sd, n), lo, hi)
+    return squash(center + rng.normal(0, sd, n), lo, hi)
 
 
-def kl_from_gap(rng: np.random.Generator, g: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """KL at the sampled tokens moves with the gap (roughly quadratic in small log-prob errors)."""
-    return np.clip(0.000695 * (g / 0.015) ** 2 + rng.normal(0, 0.000008, len(g)), lo, hi)
+def kl_from_gap(rng: np.random.Generator, g: np.ndarray, centre: float, lo: float, hi: float) -> np.ndarray:
+    """KL at the sampled tokens: its level grows with the square of the gap's level, and it moves with g."""
+    if centre == 0:
+        return np.zeros(len(g))  # identical log-probabilities: no divergence at all
+    level = 0.000695 * (centre / 0.015) ** 2
+    return squash(level * (g / centre) + rng.normal(0, 0.008 * level, len(g)), lo, hi)
 
 
 def grad_norm(rng: np.random.Generator, n: int, lo: float, hi: float) -> np.ndarray:
     """Heavy-tailed gradient norms, larger early in training."""
     k = np.arange(n)
-    return np.clip(np.exp(np.log(1.3) - 0.012 * k + rng.normal(0, 0.5, n)), lo, hi)
+    return np.exp(squash(np.log(1.3) - 0.012 * k + rng.normal(0, 0.5, n), np.log(lo), np.log(hi)))
 
 
 def loss(rng: np.random.Generator, n: int) -> np.ndarray:

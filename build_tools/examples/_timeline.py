@@ -57,10 +57,12 @@ def durations(
         "log_probs": _noisy(rng, prof.log_probs * work_train * (0.8 + 0.2 * rel), 0.02, n),
         "train": _noisy(rng, prof.train * work_train * (0.85 + 0.15 * rel), 0.012, n),
         "sleep": _noisy(rng, prof.sleep, 0.03, n),
-        "update_weights": np.rint(prof.update_weights * (1 + np.clip(rng.normal(0, 0.005, n), -0.012, 0.012))),
+        "update_weights": np.rint(
+            prof.update_weights * (1 + np.clip(rng.normal(0, 0.005, n), -0.012, 0.012))
+        ),
     }
     # The first offloads allocate pinned host buffers, so the first two sleeps are slow.
-    d["sleep"][:2] = np.rint(np.array([prof.sleep * 4.87, prof.sleep * 2.5])[: min(n, 2)])
+    d["sleep"][:2] = np.round(np.array([prof.sleep * 4.87, prof.sleep * 2.5])[: min(n, 2)], -2)
     d["update_weights"] = d["update_weights"].astype(np.int64)
     return d
 
@@ -115,7 +117,9 @@ def layout(start_ms: int, d: dict[str, np.ndarray], pauses: dict[int, Span]) -> 
 WRITE_ORDER = ("rollout", "train_wait", *TRAIN_PARTS, "train", "update_weights")
 
 
-def phase_rows(steps: list[Step], node: str, open_rollout_ms: int | None) -> list[tuple[float, dict[str, Any]]]:
+def phase_rows(
+    steps: list[Step], node: str, open_rollout_ms: int | None
+) -> list[tuple[float, dict[str, Any]]]:
     """Phase records as (hour time, record), in write order.
 
     A phase is written when it closes, in the hour of t1; one that spans an hour boundary was also
