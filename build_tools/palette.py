@@ -23,17 +23,31 @@ STYLE_FILE = FIGURES_DIR / "base.mplstyle"
 
 # The seven roles of the manual, in legend order; palette.yml must define exactly these.
 ROLE_NAMES = ("trainer", "engine", "data", "lifecycle", "durable", "failure", "outside")
-ROLE_FIELDS = ("name", "label", "colour_name", "hex", "meaning")
+ROLE_FIELDS = ("name", "colour_name", "phrase", "hex", "meaning")
 HEX = re.compile(r"^#[0-9a-f]{6}$")
 
 
 @dataclass(frozen=True)
 class Role:
     name: str  # what figure code asks for
-    label: str  # what a legend says ("rollout engine")
     colour_name: str  # the word for the colour ("violet")
+    phrase: str  # the role in a sentence ("the rollout engine")
     hex: str  # "#rrggbb", lower case
     meaning: str  # what the role stands for in every figure
+
+    @property
+    def label(self) -> str:
+        """What a figure's legend calls the role: the phrase without its article ("rollout engine")."""
+        for article in ("the ", "a "):
+            if self.phrase.startswith(article):
+                return self.phrase[len(article):]
+        return self.phrase
+
+    @property
+    def sentence(self) -> str:
+        """The front-matter line: "violet is the rollout engine: the SGLang server that writes the answers"."""
+        joiner = ", " if self.meaning.startswith("such as ") else ": "
+        return f"{self.colour_name} is {self.phrase}{joiner}{self.meaning}"
 
 
 @dataclass(frozen=True)
@@ -117,7 +131,8 @@ def _validate_roles(document: dict, where: str, problems: list[Problem]) -> list
         role = _validate_role(entry, index, where, _line(entries, index), problems)
         if role is not None:
             roles.append(role)
-    names = [role.name for role in roles]
+    # Names of every entry, valid or not, so that one bad field is reported once, not also as a missing role.
+    names = [str(entry.get("name")) for entry in entries if isinstance(entry, dict) and entry.get("name")]
     for name in ROLE_NAMES:
         if name not in names:
             problems.append(Problem(where, _line(document, "roles"), "roles", f"role {name!r} is missing"))
@@ -214,6 +229,6 @@ def legend_rows() -> list[tuple[str, str, str]]:
     return [(role.name, role.hex, role.meaning) for role in load_palette().roles]
 
 
-def roles() -> tuple[Role, ...]:
-    """Every role with its label and colour word, for pages that write "blue is the trainer: ..."."""
-    return load_palette().roles
+def legend_sentences() -> list[str]:
+    """The palette legend as sentences, in palette order ("blue is the trainer: the FSDP actor, ...")."""
+    return [role.sentence for role in load_palette().roles]

@@ -1,0 +1,6 @@
+"""One module per figure of the manual. Each exposes RUNS_NEEDED (documentation), ALT (default alt text)
+and draw(runs, tables) -> (Figure, DataFrame of exactly the numbers it plots).
+
+A figure's number comes from its position in the chapters (build_tools/blocks.py), never from here; the
+caption (its claim) is rendered by the page, so no figure draws its number or its claim.
+"""

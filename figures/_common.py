@@ -21,6 +21,7 @@ from build_tools.summary import RunSummary
 
 # Colours that are not roles: only the neutrals of figures/palette.yml.
 INK = "#262626"  # text, axes, reference lines
+PAPER = "#ffffff"  # hollow markers, the background
 SHADE_ALPHA = 0.18  # role-coloured spans behind the data
 
 

@@ -1,0 +1,117 @@
+"""`make bench`: how long the build takes on this machine, against a bare `mkdocs build` of the same pages.
+
+Every build runs in a fresh Python process on a throw-away copy of the project (runs, chapters, figures,
+templates), as a user's `make` would: a cold build (empty build/), a no-op rebuild, and a rebuild after
+one run changed. The 18 figures are then drawn in this one warm process, and the generated pages are
+built by mkdocs alone. Goals: no-op within 1.15x of bare mkdocs; cold within 1.3x of figures + mkdocs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT_FILES = ("runs", "docs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
+NOOP_GOAL = 1.15
+COLD_GOAL = 1.3
+BUILD_SCRIPT = "import sys; from pathlib import Path; from build_tools.build import build; build(Path(sys.argv[1]))"
+
+
+def main() -> int:
+    """Print the timings and the two ratios; 0 when both goals are met, 1 when not."""
+    with tempfile.TemporaryDirectory(prefix="manual-bench-") as tmp:
+        work = _copy_project(Path(tmp) / "manual")
+        cold = _timed(lambda: _build_in_new_process(work))
+        noop = _timed(lambda: _build_in_new_process(work))
+        run_id = _touch_one_run(work)
+        touched = _timed(lambda: _build_in_new_process(work))
+        serial, parallel = _figures_warm(work, Path(tmp))
+        bare = _timed(lambda: _bare_mkdocs(work, Path(tmp) / "bare-site"))
+    noop_ratio, cold_ratio = noop / bare, cold / (serial + bare)
+    rows = [
+        ("cold build (empty build/)", cold),
+        ("no-op rebuild", noop),
+        (f"rebuild after touching runs/{run_id}/run.yaml", touched),
+        ("draw the 18 figures, one warm process", serial),
+        ("draw the 18 figures, warm, in parallel", parallel),
+        ("bare mkdocs build of the same pages", bare),
+    ]
+    for what, seconds in rows:
+        print(f"{what:<52} {seconds:7.2f} s")
+    print(f"{'no-op / bare mkdocs':<52} {noop_ratio:7.2f}   goal <= {NOOP_GOAL}  {_verdict(noop_ratio, NOOP_GOAL)}")
+    print(f"{'cold / (figures warm + bare mkdocs)':<52} {cold_ratio:7.2f}   goal <= {COLD_GOAL}  "
+          f"{_verdict(cold_ratio, COLD_GOAL)}")
+    return 0 if noop_ratio <= NOOP_GOAL and cold_ratio <= COLD_GOAL else 1
+
+
+def _verdict(ratio: float, goal: float) -> str:
+    return "met" if ratio <= goal else "missed"
+
+
+def _timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def _copy_project(target: Path) -> Path:
+    """The project's inputs, without build/ or site/: the first build there is cold."""
+    target.mkdir(parents=True)
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.is_file():
+            shutil.copy2(source, target / name)
+    return target
+
+
+def _build_in_new_process(work: Path) -> None:
+    """build_tools.build.build(work) in a fresh interpreter, as `make` runs it; fails loudly if it fails."""
+    done = subprocess.run([sys.executable, "-c", BUILD_SCRIPT, str(work)], cwd=work, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the build failed during the benchmark:\n{done.stdout}{done.stderr}")
+
+
+def _touch_one_run(work: Path) -> str:
+    """Change one run's title: new input bytes, same numbers; its summary and figures are redone."""
+    run_yaml = sorted((work / "runs").glob("*/run.yaml"))[0]
+    lines = run_yaml.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = [line.rstrip("\n") + " (benchmark)\n" if line.startswith("title:") else line for line in lines]
+    run_yaml.write_text("".join(lines), encoding="utf-8")
+    return run_yaml.parent.name
+
+
+def _figures_warm(work: Path, tmp: Path) -> tuple[float, float]:
+    """Seconds to draw every figure with an empty figure cache, after a warm-up: serial, then parallel."""
+    from . import blocks as blocks_stage
+    from .draw import draw_figures
+    from .summary import summarise_runs
+
+    summaries = summarise_runs(work / "runs", work / "build" / "cache" / "summaries")
+    blocks = blocks_stage.read_blocks(work / "docs", work / "figures")
+    tables = blocks_stage.load_tables(work / "docs" / "data")
+    draw_figures(blocks[:1], summaries, tables, tmp / "warm-up", tmp / "warm-up-cache", jobs=1)
+    serial = _timed(lambda: draw_figures(blocks, summaries, tables, tmp / "serial", tmp / "serial-cache", jobs=1))
+    parallel = _timed(lambda: draw_figures(blocks, summaries, tables, tmp / "parallel", tmp / "parallel-cache"))
+    return serial, parallel
+
+
+def _bare_mkdocs(work: Path, site: Path) -> None:
+    """mkdocs alone on the pages the build generated, with the config the build wrote."""
+    config = work / "build" / "mkdocs.yml"
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config), "-d", str(site)],
+                          cwd=work, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"mkdocs build failed during the benchmark:\n{done.stdout}{done.stderr}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

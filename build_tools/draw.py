@@ -1,0 +1,262 @@
+"""Stage 5: draw every figure from the summaries of the runs it names, into SVG, PNG and CSV.
+
+Each figure is redrawn only when something it depends on changed (the runs it reads, its module, the
+palette and style, this code, the library versions); otherwise its files come from the cache. Figures
+are drawn in parallel, and every problem of every figure is collected before the stage fails once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import palette_check
+from ._exceptions import FigureError, Problem
+from ._types import DrawnFigure, FigureBlock
+from .palette import FIGURES_DIR, PALETTE_FILE, STYLE_FILE
+from .summary import RunSummary
+
+PACKAGE = "figures"
+OUTPUTS = (".svg", ".png", ".csv")
+PNG_DPI = 200
+CSV_FLOAT_FORMAT = "%.10g"
+# Same bytes on every build: no dates, no creator string with a version in it.
+SVG_METADATA = {"Date": None, "Creator": None}
+PNG_METADATA = {"Software": None}
+# What else a drawing depends on besides its module, its runs and its tables.
+CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
+              FIGURES_DIR / "__init__.py", FIGURES_DIR / "_common.py", PALETTE_FILE, STYLE_FILE)
+LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools")
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One figure to draw, with exactly the runs and tables it reads (pickled to a worker)."""
+
+    block: FigureBlock
+    runs: dict[str, RunSummary]
+    tables: dict[str, Any]
+    stem: Path  # cache_dir / block.id; the outputs are stem + suffix
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    block_id: str
+    alt: str  # the module's default alt text
+    error: str | None  # what went wrong, after "fig N (id): "
+
+
+def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
+                 out_dir: Path, cache_dir: Path, jobs: int | None = None) -> list[DrawnFigure]:
+    """Draw (or take from the cache) every figure, then check its colours; FigureError lists every problem."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    problems: list[Problem] = []
+    shared = _shared_digest()
+    to_draw: list[tuple[_Job, str]] = []
+    ready: dict[str, bool] = {}  # block id -> redrawn
+    for block in blocks:
+        missing = _missing_inputs(block, summaries, tables)
+        if missing:
+            problems += [_problem(block, message) for message in missing]
+            continue
+        key = cache_key(block, summaries, tables, shared)
+        stem = cache_dir / block.id
+        if _cache_holds(stem, key):
+            ready[block.id] = False
+            continue
+        job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
+                   stem)
+        to_draw.append((job, key))
+
+    for (job, key), outcome in zip(to_draw, _draw_all([job for job, _ in to_draw], jobs), strict=True):
+        if outcome.error is not None:
+            problems.append(_problem(job.block, outcome.error))
+            continue
+        _write_text(job.stem.with_suffix(".key"), key)  # last: a key means complete outputs
+        ready[job.block.id] = True
+
+    drawn = [_publish(block, cache_dir / block.id, out_dir, ready[block.id]) for block in blocks if block.id in ready]
+    problems += palette_check.check_figures([(block, out_dir / f"{block.id}.svg")
+                                             for block in blocks if block.id in ready])
+    if problems:
+        raise FigureError(problems)
+    return drawn
+
+
+# --- inputs and the cache ------------------------------------------------------------------------
+
+
+def _missing_inputs(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> list[str]:
+    missing = [f"run {run_id} is not in runs/ (the figure reads it)"
+               for run_id in block.runs if run_id not in summaries]
+    missing += [f"table {name} is not in docs/data/ (the figure reads it)" for name in block.tables
+                if name not in tables]
+    if _module_file(block.module) is None:
+        missing.append(f"no figure module {PACKAGE}/{block.module}.py")
+    return missing
+
+
+def _module_file(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(f"{PACKAGE}.{module}")
+    except (ImportError, ValueError):
+        return None
+    return Path(spec.origin) if spec is not None and spec.origin else None
+
+
+def _shared_digest() -> str:
+    """Hash of what every figure depends on: the drawing code, palette, style, library versions."""
+    digest = hashlib.sha256()
+    for path in CODE_FILES:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for library in LIBRARIES:
+        digest.update(f"{library}=={_version(library)}\0".encode())
+    digest.update(f"python {sys.version_info[:2]}".encode())
+    return digest.hexdigest()
+
+
+def _version(library: str) -> str:
+    try:
+        return metadata.version(library)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
+              shared: str | None = None) -> str:
+    """Hash of everything one figure's files depend on."""
+    digest = hashlib.sha256((shared or _shared_digest()).encode())
+    module_file = _module_file(block.module)
+    digest.update(module_file.read_bytes() if module_file else b"no module")
+    for run_id in block.runs:
+        digest.update(f"run {run_id} {summaries[run_id].source_hash}\0".encode())
+    for name in block.tables:
+        digest.update(f"table {name} {json.dumps(tables[name], sort_keys=True, default=str)}\0".encode())
+    settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options, "alt": block.alt}
+    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def _cache_holds(stem: Path, key: str) -> bool:
+    key_file = stem.with_suffix(".key")
+    outputs = [stem.with_suffix(suffix) for suffix in (*OUTPUTS, ".alt")]
+    return key_file.is_file() and key_file.read_text() == key and all(path.is_file() for path in outputs)
+
+
+def _publish(block: FigureBlock, stem: Path, out_dir: Path, redrawn: bool) -> DrawnFigure:
+    """Copy a figure's files from the cache into the pages; dated SOURCE_DATE_EPOCH when it is set."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    paths = {}
+    for suffix in OUTPUTS:
+        target = out_dir / f"{block.id}{suffix}"
+        shutil.copyfile(stem.with_suffix(suffix), target)
+        if epoch is not None and epoch.strip().isdigit():
+            os.utime(target, (int(epoch), int(epoch)))
+        paths[suffix] = target
+    alt = block.alt or stem.with_suffix(".alt").read_text(encoding="utf-8")
+    return DrawnFigure(block.id, block.number, paths[".svg"], paths[".png"], paths[".csv"], alt, redrawn)
+
+
+def _problem(block: FigureBlock, message: str) -> Problem:
+    return Problem(block.chapter_file, block.line, None, f"fig {block.number} ({block.id}): {message}")
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+# --- drawing ------------------------------------------------------------------------------------
+
+
+def _draw_all(jobs: list[_Job], workers: int | None) -> list[_Outcome]:
+    """Draw every job: in this process when one worker suffices, else in a pool of fresh processes."""
+    count = min(workers or os.cpu_count() or 1, len(jobs))
+    if count <= 1:
+        return [draw_one(job) for job in jobs]
+    # forkserver: workers start from a clean process (matplotlib is not fork-safe with threads around),
+    # with the drawing code imported once in the server rather than once per worker.
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__, f"{PACKAGE}._common"])
+    with ProcessPoolExecutor(count, mp_context=context) as pool:
+        return list(pool.map(draw_one, jobs, chunksize=1))
+
+
+def draw_one(job: _Job) -> _Outcome:
+    """Draw one figure into the cache; never raises for a problem of the figure, reports it instead."""
+    from matplotlib import rc_context
+
+    from figures._common import MissingData
+
+    from .palette import rc_params
+
+    module_name = f"{PACKAGE}.{job.block.module}"
+    try:
+        module = importlib.import_module(module_name)
+        with rc_context(rc_params()):
+            figure, data = _call(module, job)
+            _save(figure, data, job.stem)
+    except MissingData as error:
+        return _Outcome(job.block.id, "", str(error))
+    except Exception as error:  # any failure of figure code is the figure's problem: reported, not raised
+        return _Outcome(job.block.id, "", _describe(error, job))
+    alt = str(getattr(module, "ALT", "")).strip()
+    _write_text(job.stem.with_suffix(".alt"), alt)
+    return _Outcome(job.block.id, alt, None if alt or job.block.alt else f"{module_name} has no ALT text")
+
+
+def _call(module: Any, job: _Job) -> tuple[Any, Any]:
+    """Call the module's draw; a `options` parameter, when it has one, gets the block's options."""
+    from matplotlib.figure import Figure
+    from pandas import DataFrame
+
+    draw = module.draw
+    extra = {"options": dict(job.block.options)} if "options" in inspect.signature(draw).parameters else {}
+    result = draw(job.runs, job.tables, **extra)
+    if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], Figure)
+            and isinstance(result[1], DataFrame)):
+        raise TypeError("draw() must return (matplotlib.figure.Figure, pandas.DataFrame)")
+    if result[1].empty:
+        raise ValueError("draw() returned no numbers for the CSV")
+    return result
+
+
+def _save(figure: Any, data: Any, stem: Path) -> None:
+    """SVG, PNG and CSV, each written to a temporary name first so the cache never holds half a file."""
+    writers = {
+        ".svg": lambda path: figure.savefig(path, format="svg", metadata=SVG_METADATA),
+        ".png": lambda path: figure.savefig(path, format="png", dpi=PNG_DPI, metadata=PNG_METADATA),
+        ".csv": lambda path: data.to_csv(path, index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n"),
+    }
+    for suffix, write in writers.items():
+        tmp = stem.with_name(f"{stem.name}.tmp{suffix}")
+        write(tmp)
+        tmp.replace(stem.with_suffix(suffix))
+
+
+def _describe(error: Exception, job: _Job) -> str:
+    """What a failing figure module did, at the line of figure code where it failed."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if Path(frame.filename).parent.name == PACKAGE]
+    where = (f"{PACKAGE}/{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames
+             else f"{PACKAGE}/{job.block.module}.py")
+    runs = f" (reading {', '.join(job.block.runs)})" if job.block.runs else ""
+    if isinstance(error, KeyError):
+        return f"{where} found no {error.args[0]!r}{runs}"
+    return f"{where} raised {type(error).__name__}: {error}{runs}"

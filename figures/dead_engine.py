@@ -1,0 +1,45 @@
+"""Fig. "dead engine": GPU utilisation of the run without a watchdog, before and after the engine died."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ._common import SHADE_ALPHA, colour, events, mark_failure, new_figure, shade_heat_pauses, start_ts, stream
+
+RUNS_NEEDED = ("no-watchdog",)
+ALT = ("GPU utilisation over the run without a watchdog: busy until the engine died, then near zero for "
+       "about an hour until the job ended; the idle span is shaded.")
+MINUTE = 60.0
+
+
+def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+    summary = next(iter(runs.values()))
+    util = stream(summary, "gpu_util", ("ts", "util"))
+    death = events(summary, "engine_death", required=True).iloc[0]
+    end = events(summary, "job_end", required=True).iloc[0]
+    origin = start_ts(summary)
+    data = pd.DataFrame({"series": "gpu_util", "minute": (util["ts"] - origin) / MINUTE,
+                         "util_pct": util["util"].astype(float)})
+    marks = pd.DataFrame({"series": ["engine_death", "job_end"],
+                          "minute": [(death["t0"] - origin) / MINUTE, (end["t0"] - origin) / MINUTE]})
+    data = pd.concat([data, marks], ignore_index=True)
+
+    figure, ax = new_figure(height=2.8)
+    samples = data[data["series"] == "gpu_util"]
+    ax.plot(samples["minute"], samples["util_pct"], color=colour("outside"), lw=0.9, label="GPU utilisation")
+    dead_at, end_at = marks["minute"]
+    ax.axvspan(dead_at, end_at, color=colour("failure"), alpha=SHADE_ALPHA, lw=0,
+               label=f"GPU idle, job still running: {end_at - dead_at:.0f} min")
+    mark_failure(ax, dead_at, "engine died")
+    mark_failure(ax, end_at, "job ended", y=0.86)
+    shade_heat_pauses(ax, summary, origin, MINUTE)
+    ax.set_ylim(0, 110)
+    ax.set_xlim(0, float(data["minute"].max()) * 1.02)
+    ax.set_xlabel("time since the run started (min)")
+    ax.set_ylabel("GPU utilisation (%)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=3)
+    return figure, data

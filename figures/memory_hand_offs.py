@@ -1,0 +1,52 @@
+"""Fig. "memory hand-offs": GPU memory held by the trainer and the engine over two steps, hand-offs shaded."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ._common import SHADE_ALPHA, colour, label, new_figure, phases, shade_heat_pauses, stream
+
+RUNS_NEEDED = ("baseline-seed1",)
+ALT = ("Memory held by the trainer and by the engine over two steps: one side holds the memory while the "
+       "other holds almost none, and they swap during the short shaded hand-offs.")
+STEPS_SHOWN = 2
+HAND_OFFS = ("sleep", "wake_up", "update_weights")
+
+
+def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+    summary = next(iter(runs.values()))
+    shown = summary.clean_steps.index[:STEPS_SHOWN]
+    window = summary.steps.loc[shown]
+    t0, t1 = float(window["t0"].min()), float(window["t1"].max())
+    held = stream(summary, "held_memory", ("ts", "side", "gib"))
+    held = held[(held["ts"] >= t0) & (held["ts"] <= t1)]
+    hand_offs = phases(summary, HAND_OFFS)
+    hand_offs = hand_offs[hand_offs["step"].isin(shown)]
+    data = pd.concat([
+        pd.DataFrame({"series": held["side"].to_numpy(), "t0_s": (held["ts"] - t0).to_numpy(), "t1_s": float("nan"),
+                      "gib": held["gib"].to_numpy()}),
+        pd.DataFrame({"series": hand_offs["name"].to_numpy(), "t0_s": (hand_offs["t0"] - t0).to_numpy(),
+                      "t1_s": (hand_offs["t1"] - t0).to_numpy(), "gib": float("nan")}),
+    ], ignore_index=True)
+
+    figure, ax = new_figure(height=2.9)
+    for side, role in (("trainer", "trainer"), ("engine", "engine")):
+        samples = data[data["series"] == side]
+        ax.fill_between(samples["t0_s"], samples["gib"], step="post", color=colour(role), alpha=SHADE_ALPHA * 1.5,
+                        lw=0)
+        ax.step(samples["t0_s"], samples["gib"], where="post", color=colour(role), lw=1.3, label=label(role))
+    spans = data[data["series"].isin(HAND_OFFS)]
+    for index, row in enumerate(spans.itertuples()):
+        ax.axvspan(row.t0_s, row.t1_s, color=colour("lifecycle"), alpha=0.45, lw=0,
+                   label="hand-off (sleep, wake-up, weight update)" if index == 0 else None)
+    shade_heat_pauses(ax, summary, t0, 1.0)
+    ax.set_xlim(0, t1 - t0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time since the first step began (s)")
+    ax.set_ylabel("GPU memory held (GiB)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=3)
+    return figure, data

@@ -1,0 +1,68 @@
+"""Fig. "step shares": how a clean step of each baseline seed splits into rollout, training, hand-offs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ._common import MissingData, colour, new_figure, seed_label
+
+RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
+ALT = ("Stacked bars, one per seed, splitting a clean step into rollout, training, the hand-offs and the "
+       "rest: rollout and training fill almost the whole bar, the hand-offs a thin sliver of about 2 s.")
+
+# part -> (phases summed, role, legend text)
+PARTS = {
+    "rollout": (("rollout",), "engine", "rollout"),
+    "train": (("data_preprocess", "log_probs", "actor_train"), "trainer", "training"),
+    "hand-offs": (("sleep", "wake_up", "update_weights"), "lifecycle", "hand-offs (sleep, wake-up, weight update)"),
+}
+
+
+def _parts(summary: Any) -> pd.DataFrame:
+    """Seconds of each part for every clean step, plus `other`: the rest of the step."""
+    steps = summary.clean_steps
+    if steps.empty:
+        raise MissingData(summary.run_id, "clean steps (every step was touched by a heat pause)")
+    parts = pd.DataFrame(index=steps.index)
+    for part, (names, _, _) in PARTS.items():
+        for name in names:
+            if f"phase/{name}" not in steps.columns:
+                raise MissingData(summary.run_id, f"phase {name}")
+        parts[part] = steps[[f"phase/{name}" for name in names]].sum(axis=1)
+    parts["other"] = ((steps["t1"] - steps["t0"]) - parts.sum(axis=1)).clip(lower=0)
+    return parts
+
+
+def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+    rows = []
+    for run_id, summary in runs.items():
+        parts = _parts(summary)
+        total = parts.sum(axis=1)
+        for part in parts.columns:
+            rows.append({"run": run_id, "part": part, "median_s": float(parts[part].median()),
+                         "share": float((parts[part] / total).median())})
+    data = pd.DataFrame(rows)
+
+    figure, ax = new_figure(height=2.4)
+    roles = {**{part: (role, text) for part, (_, role, text) in PARTS.items()}, "other": ("outside", "other")}
+    labels = [seed_label(run_id) for run_id in runs]
+    left = [0.0] * len(labels)
+    for part, (role, text) in roles.items():
+        shares = data[data["part"] == part]["share"].to_numpy() * 100
+        ax.barh(labels, shares, left=left, color=colour(role), label=text, height=0.6)
+        left = [a + b for a, b in zip(left, shares, strict=True)]
+    for y, run_id in enumerate(runs):
+        hand = data[(data["run"] == run_id) & (data["part"] == "hand-offs")]["median_s"].iloc[0]
+        ax.annotate(f"hand-offs {hand:.1f} s", xy=(100, y), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=8)
+    ax.set_xlim(0, 118)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel("median share of a clean step (%)")
+    ax.invert_yaxis()
+    ax.grid(axis="y", visible=False)
+    ax.legend(ncols=2, loc="upper center", bbox_to_anchor=(0.45, -0.3))
+    return figure, data

@@ -1,0 +1,11 @@
+"""A test figure with a bug."""
+
+from __future__ import annotations
+
+RUNS_NEEDED = ("run-a",)
+ALT = "Never drawn."
+
+
+def draw(runs, tables):
+    steps = len(runs) - 1
+    return 1 / steps

@@ -1,0 +1,22 @@
+"""A test figure: the reward of each step of each run, in the data role."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from figures._common import colour, metric, new_figure
+
+RUNS_NEEDED = ("run-a",)
+ALT = "Reward per step."
+
+
+def draw(runs, tables):
+    frames = [pd.DataFrame({"run": run_id, "step": metric(s, "rollout/raw_reward").index,
+                            "reward": metric(s, "rollout/raw_reward").to_numpy()}) for run_id, s in runs.items()]
+    data = pd.concat(frames, ignore_index=True)
+    figure, ax = new_figure()
+    for run_id, run_data in data.groupby("run"):
+        ax.plot(run_data["step"], run_data["reward"], color=colour("data"), label=run_id)
+    ax.set_xlabel("step")
+    ax.set_ylabel("mean raw reward")
+    return figure, data

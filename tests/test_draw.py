@@ -1,0 +1,217 @@
+"""build_tools/draw.py and build_tools/palette_check.py: figures are drawn deterministically, cached by
+what they read, checked against the palette, and every problem names the figure, the run and the metric."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import figures
+from build_tools import draw, palette_check
+from build_tools._exceptions import FigureError
+from build_tools._types import FigureBlock
+from build_tools.summary import RunSummary
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = Path(__file__).resolve().parent / "samples" / "draw"
+BASELINES = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
+
+# The 18 figures of the manual: number, module, runs, tables (as the chapters declare them).
+MANUAL = [
+    ("1.1", "step_phases", BASELINES, ()),
+    ("1.2", "step_shares", BASELINES, ()),
+    ("1.3", "dead_engine", ("no-watchdog",), ()),
+    ("1.4", "reward_curves", BASELINES, ()),
+    ("1.5", "response_length", BASELINES, ()),
+    ("2.1", "trainer_state_4b", ("qwen3-4b-a", "qwen3-4b-b"), ()),
+    ("2.2", "engine_kept_loaded", ("baseline-seed2", "kept-loaded-seed2"), ()),
+    ("2.3", "ray_node_memory", ("qwen3-4b-a", "qwen3-4b-b"), ()),
+    ("2.4", "model_size_handoffs", ("baseline-seed1", "qwen3-1.7b"), ()),
+    ("3.1", "answers_per_prompt", (*BASELINES, "n4-seed1", "n16-seed1"), ()),
+    ("3.2", "filter_batches", ("dynamic-filter-seed1",), ()),
+    ("3.3", "filter_reward", ("dynamic-filter-seed1",), ()),
+    ("4.1", "sampling_replay", ("replay-off-seed1", "replay-on-seed1"), ()),
+    ("4.2", "deterministic_gap", ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b"), ()),
+    ("5.1", "heat_pauses", ("baseline-seed2", "baseline-seed3"), ()),
+    ("7.1", "troubleshooting", (), ("troubleshooting",)),
+    ("8.1", "on_policy", ("onpolicy-plain", "onpolicy-det-inference", "onpolicy-true"), ()),
+    ("8.2", "memory_hand_offs", ("baseline-seed1",), ()),
+]
+
+
+def block(number: str, module: str, runs: tuple[str, ...], tables: tuple[str, ...] = (), line: int = 10,
+          block_id: str | None = None) -> FigureBlock:
+    return FigureBlock(id=block_id or f"fig-{module.replace('_', '-')}", number=number,
+                       chapter_file=f"docs/0{number[0]}-chapter.md", line=line, module=module, runs=runs,
+                       claim="", checks=(), tables=tables)
+
+
+def fake_summary(run_id: str, rewards: list[float], source_hash: str = "v1") -> RunSummary:
+    steps = pd.DataFrame({"rollout/raw_reward": rewards, "heat_touched": False},
+                         index=pd.RangeIndex(len(rewards), name="step"))
+    return RunSummary(run_id, {}, steps, pd.DataFrame(columns=["name", "t0", "t1", "step", "rank"]),
+                      pd.DataFrame(columns=["kind", "t0", "t1", "detail"]), {}, source_hash=source_hash)
+
+
+@pytest.fixture
+def sample_figures(monkeypatch):
+    """The test figure modules of tests/samples/draw/figures/, importable as figures.<name>."""
+    monkeypatch.setattr(figures, "__path__", [*figures.__path__, str(SAMPLES / "figures")])
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict:
+    return {"troubleshooting": yaml.safe_load((ROOT / "docs" / "data" / "troubleshooting.yml").read_text())}
+
+
+def files_of(out: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(out.iterdir())}
+
+
+# --- the manual's figures -----------------------------------------------------------------------
+
+
+def test_all_18_figures_draw_from_the_example_runs(example_summaries, tables, tmp_path):
+    blocks = [block(*spec) for spec in MANUAL]
+    drawn = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out", tmp_path / "cache", jobs=2)
+    assert [d.number for d in drawn] == [spec[0] for spec in MANUAL]
+    assert all(d.redrawn and d.alt and d.svg.is_file() and d.png.is_file() for d in drawn)
+    for figure in drawn:
+        csv = figure.csv.read_bytes()
+        assert b"\r" not in csv and len(csv.splitlines()) > 1, figure.csv.name
+    again = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out2", tmp_path / "cache", jobs=2)
+    assert not any(d.redrawn for d in again)
+    assert files_of(tmp_path / "out") == files_of(tmp_path / "out2")
+
+
+def test_drawing_twice_serial_and_parallel_gives_the_same_bytes(example_summaries, tables, tmp_path):
+    blocks = [block(*spec) for spec in MANUAL if spec[1] in ("reward_curves", "step_phases", "troubleshooting")]
+    draw.draw_figures(blocks, example_summaries, tables, tmp_path / "a", tmp_path / "cache-a", jobs=1)
+    draw.draw_figures(blocks, example_summaries, tables, tmp_path / "b", tmp_path / "cache-b", jobs=2)
+    first, second = files_of(tmp_path / "a"), files_of(tmp_path / "b")
+    assert len(first) == 9 and first == second
+    svg = first["fig-reward-curves.svg"].decode()
+    assert "<dc:date>" not in svg and "Matplotlib v" not in svg
+
+
+# --- determinism, with the test figures -----------------------------------------------------------
+
+
+def test_source_date_epoch_dates_the_files_and_never_their_content(sample_figures, monkeypatch, tmp_path):
+    runs = {"run-a": fake_summary("run-a", [0.5, 0.6, 0.7])}
+    blocks = [block("1.1", "tiny_reward", ("run-a",))]
+    draw.draw_figures(blocks, runs, {}, tmp_path / "plain", tmp_path / "cache-plain", jobs=1)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "dated", tmp_path / "cache-dated", jobs=1)
+    assert files_of(tmp_path / "plain") == files_of(tmp_path / "dated")
+    assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].png, drawn[0].csv)} == {1700000000}
+    assert drawn[0].csv.read_text() == "run,step,reward\nrun-a,0,0.5\nrun-a,1,0.6\nrun-a,2,0.7\n"
+
+
+# --- the palette check --------------------------------------------------------------------------
+
+
+def test_an_off_palette_colour_fails_naming_figure_element_and_colour(sample_figures, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    runs = {"run-a": fake_summary("run-a", [0.5])}
+    blocks = [block("1.4", "off_palette", ("run-a",), line=42, block_id="fig-reward"),
+              block("1.5", "tiny_reward", ("run-a",), line=60)]
+    with pytest.raises(FigureError) as caught:
+        draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+    assert str(caught.value) == (
+        "1 problem in the figures:\n"
+        '  docs/01-chapter.md:42: fig 1.4 (fig-reward): <path> in <g id="reward-line"> uses #ff7f0e, '
+        "which is not in figures/palette.yml")
+    assert (tmp_path / "out" / "fig-tiny-reward.svg").is_file()  # the other figure was still drawn
+
+
+@pytest.mark.parametrize(("written", "colour"), [
+    ("#FFF", "#ffffff"), ("#8CC96C", "#8cc96c"), ("rgb(255, 127, 14)", "#ff7f0e"), ("rgb(100%,0%,0%)", "#ff0000"),
+    ("orange", "#ffa500"), ("Black", "#000000"), ("none", None), ("url(#hatch1)", None), ("currentColor", None),
+])
+def test_colours_are_read_in_every_svg_notation(written, colour):
+    assert palette_check.normalise(written) == colour
+
+
+def test_colours_in_style_attributes_and_stops_are_all_checked(tmp_path):
+    svg = tmp_path / "f.svg"
+    svg.write_text('<svg xmlns="http://www.w3.org/2000/svg"><g id="axes_1">'
+                   '<rect style="fill: #ffffff; stroke: #123456"/><stop stop-color="red"/>'
+                   '<path fill="#262626" fill-opacity="0.2"/></g></svg>')
+    allowed = frozenset({"#ffffff", "#262626"})
+    assert palette_check.off_palette_colours(svg, allowed) == [
+        ("#123456", '<rect> in <g id="axes_1">', 0), ("#ff0000", '<stop> in <g id="axes_1">', 0)]
+
+
+# --- the cache ----------------------------------------------------------------------------------
+
+
+def test_changing_one_run_redraws_only_the_figures_that_read_it(sample_figures, tmp_path):
+    runs = {"run-a": fake_summary("run-a", [0.5, 0.6]), "run-b": fake_summary("run-b", [0.2, 0.3])}
+    blocks = [block("1.1", "tiny_reward", ("run-a",), block_id="fig-a"),
+              block("1.2", "tiny_reward", ("run-b",), block_id="fig-b"),
+              block("1.3", "tiny_reward", ("run-a", "run-b"), block_id="fig-ab")]
+
+    def redrawn() -> dict[str, bool]:
+        drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+        return {d.block_id: d.redrawn for d in drawn}
+
+    assert redrawn() == {"fig-a": True, "fig-b": True, "fig-ab": True}
+    assert redrawn() == {"fig-a": False, "fig-b": False, "fig-ab": False}
+    runs["run-b"] = dataclasses.replace(runs["run-b"], source_hash="v2")
+    assert redrawn() == {"fig-a": False, "fig-b": True, "fig-ab": True}
+
+
+def test_a_changed_option_or_a_lost_output_redraws(sample_figures, tmp_path):
+    runs = {"run-a": fake_summary("run-a", [0.5])}
+    first = block("1.1", "tiny_reward", ("run-a",))
+    draw.draw_figures([first], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+    changed = dataclasses.replace(first, options={"split": 12})
+    assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)[0].redrawn
+    (tmp_path / "cache" / "fig-tiny-reward.png").unlink()
+    assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)[0].redrawn
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+def test_every_bad_figure_is_named_with_its_run_and_metric_and_the_rest_are_drawn(sample_figures, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.chdir(ROOT)
+    runs = {"run-a": fake_summary("run-a", [0.5, 0.6]), "nan-run": fake_summary("nan-run", [math.nan, math.nan])}
+    blocks = [block("1.1", "tiny_reward", ("ghost-run",), line=10, block_id="fig-missing"),
+              block("1.2", "tiny_reward", ("nan-run",), line=20, block_id="fig-nan"),
+              block("1.3", "raising", ("run-a",), line=30, block_id="fig-raises"),
+              block("1.4", "no_such_module", ("run-a",), line=40, block_id="fig-nomodule"),
+              block("1.5", "tiny_reward", ("run-a",), line=50, block_id="fig-good")]
+    with pytest.raises(FigureError) as caught:
+        # jobs=1: the test modules are importable in this process only
+        draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+    assert str(caught.value) == "\n".join([
+        "4 problems in the figures:",
+        "  docs/01-chapter.md:10: fig 1.1 (fig-missing): run ghost-run is not in runs/ (the figure reads it)",
+        "  docs/01-chapter.md:20: fig 1.2 (fig-nan): run nan-run has no metric rollout/raw_reward",
+        "  docs/01-chapter.md:30: fig 1.3 (fig-raises): figures/raising.py:11 raised ZeroDivisionError: "
+        "division by zero (reading run-a)",
+        "  docs/01-chapter.md:40: fig 1.4 (fig-nomodule): no figure module figures/no_such_module.py",
+    ])
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [
+        "fig-good.csv", "fig-good.png", "fig-good.svg"]
+
+
+def test_a_figure_of_the_manual_names_the_run_and_metric_it_lacks(example_summaries, tables, tmp_path):
+    broken = dict(example_summaries)
+    seed2 = broken["baseline-seed2"]
+    broken["baseline-seed2"] = dataclasses.replace(seed2, steps=seed2.steps.drop(columns=["rollout/raw_reward"]),
+                                                   source_hash="broken")
+    blocks = [block("1.4", "reward_curves", BASELINES, line=42, block_id="fig-reward")]
+    with pytest.raises(FigureError) as caught:
+        draw.draw_figures(blocks, broken, tables, tmp_path / "out", tmp_path / "cache", jobs=1)
+    assert [str(p) for p in caught.value.problems] == [
+        "docs/01-chapter.md:42: fig 1.4 (fig-reward): run baseline-seed2 has no metric rollout/raw_reward"]
