@@ -1,0 +1,104 @@
+"""Checks on facts of the set-up: run.yaml fields, how many runs and steps, the data tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._data import config_of
+from ._numbers import as_number
+from ._registry import Ctx, Missing, Outcome, Param, register
+
+
+def show(value: Any) -> str:
+    """A run.yaml value as YAML writes it: true, false, null, 4B, 1024."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return str(value)
+
+
+def _equal(actual: Any, wanted: Any) -> bool:
+    """run.yaml values equal: numbers by value (1024 == 1024.0), the rest exactly (true is not 1)."""
+    if isinstance(actual, bool) or isinstance(wanted, bool):
+        return actual is wanted
+    a, w = as_number(actual) if not isinstance(actual, str) else None, as_number(wanted) if not isinstance(
+        wanted, str) else None
+    if a is not None and w is not None:
+        return a == w
+    return str(actual) == str(wanted)
+
+
+@register("config_equals", "{label} is {value}", "a run.yaml field has this value in every run of the check",
+          ("value",), field=Param("str", True, doc="dotted run.yaml field, e.g. flags.rollout_max_response_len"),
+          value=Param("scalar", True))
+def config_equals(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    values = {r: config_of(s, p["field"]) for r, s in ctx.runs.items()}
+    ok = bool(values) and all(_equal(v, p["value"]) for v in values.values())
+    distinct = sorted({show(v) for v in values.values()})
+    return Outcome(ok, values, f"{show(p['value'])} in every run", {"label": p["field"], "value": ", ".join(distinct)})
+
+
+@register("runs_matching", "runs with {label}: {value}",
+          "exactly `count` of the check's runs match every field of `where` (binds the count and the values)",
+          lambda p: [p["count"], *p["where"].values()], where=Param("mapping", True), count=Param("int", True))
+def runs_matching(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    def matches(summary: Any) -> bool:
+        try:
+            return all(_equal(config_of(summary, f), v) for f, v in p["where"].items())
+        except Missing:
+            return False
+
+    found = [r for r, s in ctx.runs.items() if matches(s)]
+    label = ", ".join(f"{f} = {show(v)}" for f, v in p["where"].items())
+    return Outcome(len(found) == p["count"], {"count": len(found), "runs": found}, f"exactly {p['count']}",
+                   {"label": label, "value": f"{len(found)} ({', '.join(found) or 'none'})"})
+
+
+@register("run_count", "runs read: {value}", "the check reads exactly `count` runs (\"both\", \"four runs\")",
+          ("count",), count=Param("int", True))
+def run_count(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    n = len(ctx.runs)
+    return Outcome(n == p["count"], n, f"exactly {p['count']}", {"value": n})
+
+
+@register("step_count", "steps per run: {value}", "every run of the check has exactly `count` steps",
+          ("count",), count=Param("int", True))
+def step_count(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    counts = {r: len(s.steps) for r, s in ctx.runs.items()}
+    ok = bool(counts) and all(n == p["count"] for n in counts.values())
+    text = ", ".join(sorted({str(n) for n in counts.values()}))
+    return Outcome(ok, counts, f"exactly {p['count']} in every run", {"value": text})
+
+
+@register("gpu_count", "GPUs used: {value}", "every run's phases ran on exactly `count` GPUs (node, index)",
+          ("count",), count=Param("int", True))
+def gpu_count(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    counts = {}
+    for run_id, summary in ctx.runs.items():
+        pairs = {(node, gpu) for node, gpus in zip(summary.phases["node"], summary.phases["gpus"], strict=True)
+                 for gpu in gpus}
+        counts[run_id] = len(pairs)
+    ok = bool(counts) and all(n == p["count"] for n in counts.values())
+    return Outcome(ok, counts, f"exactly {p['count']} in every run",
+                   {"value": ", ".join(sorted({str(n) for n in counts.values()}))})
+
+
+@register("table_rows", "{label}: {value}",
+          "a data table (docs/data/<table>.yml) has exactly `count` rows; each row holds exactly one value "
+          "for every field of `single` (binds the count, and one)",
+          lambda p: [p["count"], *([1] if p.get("single") else [])], table=Param("str", True),
+          list=Param("str", doc="the key of the rows in the table (default: the table is the list)"),
+          count=Param("int", True), single=Param("strs", default=[]))
+def table_rows(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    if p["table"] not in ctx.tables:
+        raise Missing(f"no table docs/data/{p['table']}.yml")
+    rows = ctx.tables[p["table"]]
+    rows = rows.get(p["list"]) if p["list"] and isinstance(rows, dict) else rows
+    if not isinstance(rows, list):
+        raise Missing(f"table {p['table']} has no list of rows{' under ' + p['list'] if p['list'] else ''}")
+    bad = [f"row {i + 1} {f}" for i, row in enumerate(rows) for f in p["single"]
+           if not (isinstance(row, dict) and isinstance(row.get(f), str) and row[f].strip())]
+    ok = len(rows) == p["count"] and not bad
+    single = f", one {' and one '.join(p['single'])} each" if p["single"] else ""
+    text = f"{len(rows)} rows" + (f" (not one value: {', '.join(bad[:4])})" if bad else "")
+    return Outcome(ok, {"rows": len(rows), "not_single": bad}, f"exactly {p['count']} rows{single}",
+                   {"label": p["table"], "value": text})

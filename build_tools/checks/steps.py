@@ -1,0 +1,150 @@
+"""Checks over steps: every / none / exactly k of n, comparisons between runs, rules, paired differences."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from ._data import label_of, step_values, use_clean
+from ._numbers import as_number
+from ._registry import STEP_MODES, Ctx, Missing, Outcome, Param, register
+from ._words import fmt
+
+OPS: dict[str, tuple[Callable[[float, float], bool], str]] = {
+    "above": (operator.gt, "above"), "below": (operator.lt, "below"), "equal": (operator.eq, "equal to"),
+    "at_least": (operator.ge, "at least"), "at_most": (operator.le, "at most"),
+}
+OP = Param("str", True, choices=tuple(OPS))
+COUNT = Param("count", default="every", doc="`every`, `none`, or exactly this many")
+OF = Param("int", doc="the number of steps compared, exactly (binds e.g. the 12 of 'in 8 of the 12')")
+STEPS = Param("str", default="auto", choices=STEP_MODES)
+
+
+def _count_bind(p: dict[str, Any]) -> list[Any]:
+    return [v for v in (p.get("count"), p.get("of")) if isinstance(v, int) and not isinstance(v, bool)]
+
+
+def _judge_count(holds: pd.Series, p: dict[str, Any], what: str) -> Outcome:
+    """Compare how many steps hold with `count` (every / none / k) and their number with `of`."""
+    k, n = int(holds.sum()), len(holds)
+    want = p["count"]
+    target = n if want == "every" else 0 if want == "none" else int(want)
+    ok = k == target and (p["of"] is None or n == p["of"])
+    of_text = f" of {p['of']}" if p["of"] is not None else ""
+    expected = {"every": f"every step{of_text}", "none": f"no step{of_text}"}.get(
+        want, f"exactly {want}{of_text or f' of {n}'} steps")
+    failing = [int(s) for s, h in holds.items() if not h] if want == "every" else [
+        int(s) for s, h in holds.items() if h] if want == "none" else []
+    observed = {"holds": k, "steps": n, "exceptions": failing}
+    extra = f" (not at steps {failing[:8]})" if want == "every" and failing else (
+        f" (at steps {failing[:8]})" if want == "none" and failing else "")
+    return Outcome(ok, observed, expected, {"label": what, "value": f"{k} of {n} steps{extra}"})
+
+
+def _operand(summary: Any, value: Any, mode: str) -> pd.Series | float:
+    number = as_number(value) if not isinstance(value, str) else None
+    return float(number) if number is not None else step_values(summary, value, mode)
+
+
+@register("count_steps", "{label}: {value}",
+          "a per-step comparison `left op right` holds at every / no / exactly k steps (pooled over runs)",
+          _count_bind, left=Param("str", True), op=OP, right=Param("operand", True, doc="a value name or a number"),
+          count=COUNT, of=OF, steps=STEPS)
+def count_steps(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    fn, words = OPS[p["op"]]
+    parts = []
+    for summary in ctx.runs.values():
+        mode = "clean" if use_clean([p["left"], *([p["right"]] if isinstance(p["right"], str) else [])],
+                                    p["steps"]) else "all"
+        left = step_values(summary, p["left"], mode)
+        right = _operand(summary, p["right"], mode)
+        if isinstance(right, pd.Series):
+            left, right = left.align(right, join="inner")
+        parts.append(pd.Series([fn(a, b) for a, b in zip(left, right if isinstance(right, pd.Series)
+                                                          else [right] * len(left), strict=True)],
+                               index=left.index))
+    holds = pd.concat(parts)
+    return _judge_count(holds, p, f"{label_of(p['left'])} {words} {label_of(str(p['right']))}")
+
+
+@register("compare_runs", "{label}: {value}",
+          "step by step, a value of one run is above / below another run's, at every / no / exactly k steps "
+          "(steps both runs have; clean in both for time values)",
+          _count_bind, metric=Param("names", True), run=Param("run", True), op=OP, than=Param("run", True),
+          count=COUNT, of=OF, steps=STEPS)
+def compare_runs(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    fn, words = OPS[p["op"]]
+    left = step_values(ctx.run(p["run"]), p["metric"], p["steps"])
+    right = step_values(ctx.run(p["than"]), p["metric"], p["steps"])
+    left, right = left.align(right, join="inner")
+    holds = pd.Series([fn(a, b) for a, b in zip(left, right, strict=True)], index=left.index, dtype=bool)
+    return _judge_count(holds, p, f"{label_of(p['metric'])} of {p['run']} {words} {p['than']}")
+
+
+@register("step_rule", "{label}: {value}",
+          "at every step: `value` is `then` when `metric` is at most `at_most`, else `otherwise`",
+          ("at_most", "then", "otherwise"), metric=Param("str", True), value=Param("str", True),
+          at_most=Param("num", True), then=Param("num", True), otherwise=Param("num", True))
+def step_rule(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    bad: list[str] = []
+    total = 0
+    for run_id, summary in ctx.runs.items():
+        cause, effect = step_values(summary, p["metric"], "all").align(step_values(summary, p["value"], "all"),
+                                                                         join="inner")
+        for step, (c, e) in enumerate(zip(cause, effect, strict=True)):
+            total += 1
+            want = p["then"] if c <= p["at_most"] else p["otherwise"]
+            if e != want:
+                bad.append(f"{run_id} step {int(cause.index[step])}: {fmt(c)} -> {fmt(e)}")
+    if total == 0:
+        raise Missing(f"no steps with both {p['metric']} and {p['value']}")
+    expected = (f"{label_of(p['value'])} {fmt(p['then'])} when {label_of(p['metric'])} <= {fmt(p['at_most'])}, "
+                f"else {fmt(p['otherwise'])}, at every step")
+    text = f"rule holds at {total - len(bad)} of {total} steps" + (f" (not {'; '.join(bad[:4])})" if bad else "")
+    return Outcome(not bad, {"steps": total, "exceptions": bad}, expected,
+                   {"label": label_of(p["value"]), "value": text})
+
+
+@register("equal_at_step", "{label} at step {step}: {value}", "the runs' values at one step are equal",
+          ("step",), metric=Param("names", True), step=Param("int", True),
+          tolerance=Param("num", default=0.0, doc="largest difference still called equal (default: none)"))
+def equal_at_step(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    values = {}
+    for run_id, summary in ctx.runs.items():
+        series = step_values(summary, p["metric"], "all")
+        if p["step"] not in series.index:
+            raise Missing(f"run {run_id} has no step {p['step']} with {label_of(p['metric'])}")
+        values[run_id] = float(series.loc[p["step"]])
+    spread = max(values.values()) - min(values.values())
+    ok = len(values) >= 2 and spread <= p["tolerance"]
+    text = ", ".join(f"{r} {v:.6g}" for r, v in values.items())
+    expected = "equal" + (f" within {fmt(p['tolerance'])}" if p["tolerance"] else "")
+    return Outcome(ok, values, expected, {"label": label_of(p["metric"]), "step": p["step"], "value": text})
+
+
+@register("paired_difference", "{label}: {value}",
+          "`run` minus `minus`, step by step on the steps both have (clean in both for time values): the "
+          "smallest and largest differences round to `low` and `high` as written (\"0.6 to 1.8\")",
+          ("low", "high"), metric=Param("names", True), run=Param("run", True), minus=Param("run", True),
+          low=Param("num", True), high=Param("num", True), unit=Param("str", default=""), steps=STEPS,
+          word=Param("str", default="rounds", choices=("rounds", "about", "near")),
+          tolerance=Param("num"), relative=Param("num"))
+def paired_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    left = step_values(ctx.run(p["run"]), p["metric"], p["steps"])
+    right = step_values(ctx.run(p["minus"]), p["metric"], p["steps"])
+    left, right = left.align(right, join="inner")
+    if left.empty:
+        raise Missing(f"{p['run']} and {p['minus']} have no step in common")
+    diff = left - right
+    unit = f" {p['unit']}" if p["unit"] else ""
+    lo, hi = float(diff.min()), float(diff.max())
+    exp_lo, exp_hi = ctx.expect(p["word"], p["low"], p), ctx.expect(p["word"], p["high"], p)
+    failures = [f"{name} difference is {fmt(x)}{unit}, expected {e.text}"
+                for name, x, e in (("smallest", lo, exp_lo), ("largest", hi, exp_hi)) if not e.holds(x)]
+    fields = {"label": f"{label_of(p['metric'])} {p['run']} minus {p['minus']}",
+              "value": f"{fmt(lo)} to {fmt(hi)}{unit} over {len(diff)} paired steps"}
+    return Outcome(not failures, {"min": lo, "max": hi, "steps": [int(s) for s in diff.index]},
+                   f"smallest {exp_lo.text}, largest {exp_hi.text}", fields, "; ".join(failures) or None)

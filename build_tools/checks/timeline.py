@@ -1,0 +1,198 @@
+"""Checks on time: the order of phases in a step, spans between events, series inside an interval."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from ..summary import COUNTED_RANKS, RunSummary
+from ._data import config_of, events_of, series_of
+from ._registry import Ctx, Missing, Outcome, Param, register
+from ._words import fmt, setting
+
+UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+ENDPOINT = re.compile(r"^(?P<phase>[a-z_]+)\.(?P<edge>t0|t1)$")
+
+
+def _step_intervals(summary: RunSummary, names: list[str], spans: dict[str, list[str]]) -> dict[int, dict]:
+    """Per step: name -> (t0, t1) of the first counted phase of that name, and the derived spans."""
+    counted = summary.phases[summary.phases["rank"].isin(COUNTED_RANKS) & summary.phases["step"].notna()]
+    out: dict[int, dict] = {}
+    for step, group in counted.groupby("step"):
+        first = group.sort_values("t0").drop_duplicates("name").set_index("name")
+        found = {n: (float(first.loc[n, "t0"]), float(first.loc[n, "t1"])) for n in first.index}
+        for name, (start, end) in spans.items():
+            a, b = ENDPOINT.match(start), ENDPOINT.match(end)
+            if a and b and a["phase"] in found and b["phase"] in found:
+                found[name] = (found[a["phase"]][a["edge"] == "t1"], found[b["phase"]][b["edge"] == "t1"])
+        out[int(step)] = {n: found.get(n) for n in names}
+    return out
+
+
+@register("phase_order", "{value}",
+          "at every step each phase of `order` occurs, lasts more than zero, and ends before the next starts; "
+          "`spans` defines a phase from two edges of others (scoring: [rollout.t1, train_wait.t1])",
+          order=Param("strs", True), spans=Param("spans", doc="name: [<phase>.t0|t1, <phase>.t0|t1]"))
+def phase_order(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    spans = p["spans"] or {}
+    bad: list[str] = []
+    total = 0
+    for run_id, summary in ctx.runs.items():
+        for step, iv in _step_intervals(summary, p["order"], spans).items():
+            total += 1
+            problem = _order_problem(iv, p["order"])
+            if problem:
+                bad.append(f"{run_id} step {step}: {problem}")
+    if total == 0:
+        raise Missing("no steps with phases")
+    order = " -> ".join(p["order"])
+    text = f"{order} in order at {total - len(bad)} of {total} steps" + (f" ({'; '.join(bad[:3])})" if bad else "")
+    return Outcome(not bad, {"steps": total, "exceptions": bad}, f"{order}, without overlap, at every step",
+                   {"value": text})
+
+
+def _order_problem(iv: dict[str, tuple[float, float] | None], order: list[str]) -> str | None:
+    for name in order:
+        if iv[name] is None:
+            return f"no {name}"
+        if iv[name][1] <= iv[name][0]:
+            return f"{name} lasts {fmt(iv[name][1] - iv[name][0])} s"
+    for a, b in zip(order, order[1:], strict=False):
+        if iv[a][1] > iv[b][0] + 1e-6:
+            return f"{a} ends {fmt(iv[a][1] - iv[b][0])} s after {b} starts"
+    return None
+
+
+def _interval(summary: RunSummary, start: str, end: str) -> tuple[float, float]:
+    """From the first `start` event to the first `end` event that follows it (their t0)."""
+    t0 = float(events_of(summary, start)["t0"].iloc[0])
+    later = events_of(summary, end)
+    later = later[later["t0"] >= t0]
+    if later.empty:
+        raise Missing(f"run {summary.run_id} has no {end} event after its {start} event")
+    return t0, float(later["t0"].iloc[0])
+
+
+EVENT_PARAMS = {"from": Param("str", True, doc="event kind that opens the span"),
+                "to": Param("str", True, doc="event kind that closes it (the first after)")}
+
+
+@register("event_span", "{label} {value}",
+          "the time from an event to the next event of another kind, in `unit` (default word: rounds)",
+          ("value",), **EVENT_PARAMS, unit=Param("str", default="min", choices=tuple(UNITS)),
+          value=Param("num", True), word=Param("str", default="rounds", choices=("rounds", "about", "near")),
+          tolerance=Param("num"), relative=Param("num"))
+def event_span(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    exp = ctx.expect(p["word"], p["value"], p)
+    spans = {}
+    for run_id, summary in ctx.runs.items():
+        t0, t1 = _interval(summary, p["from"], p["to"])
+        spans[run_id] = (t1 - t0) / UNITS[p["unit"]]
+    ok = all(exp.holds(x) for x in spans.values())
+    text = ", ".join(f"{fmt(x)} {p['unit']}" for x in spans.values())
+    return Outcome(ok, spans, exp.text, {"label": f"{p['from']} to {p['to']}", "value": text})
+
+
+@register("series_during", "{label} {value}",
+          "a sampled series stays within a bound between two events (default word: idle, from words.yml)",
+          series=Param("str", True), field=Param("str", True), **EVENT_PARAMS,
+          word=Param("str", default="idle", choices=("idle", "at_most", "at_least")),
+          value=Param("num", doc="the bound, for at_most / at_least"), unit=Param("str", default="%"),
+          at_most=Param("num", doc="override the bound `idle` means"))
+def series_during(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    if p["word"] == "idle":
+        bound, above = float(setting("idle", "at_most", p)), False
+        expected = f"at most {fmt(bound)}{p['unit'] and ' ' + p['unit']} in every sample (idle)"
+    else:
+        if p["value"] is None:
+            raise Missing(f"series_during with word {p['word']} needs a `value`")
+        bound, above = float(p["value"]), p["word"] == "at_least"
+        expected = f"{p['word'].replace('_', ' ')} {fmt(bound)}{p['unit'] and ' ' + p['unit']} in every sample"
+    observed, ok = {}, True
+    for run_id, summary in ctx.runs.items():
+        t0, t1 = _interval(summary, p["from"], p["to"])
+        frame = series_of(summary, p["series"], p["field"])
+        inside = frame[(frame["ts"] >= t0) & (frame["ts"] <= t1)][p["field"]].astype(float)
+        if inside.empty:
+            raise Missing(f"run {run_id} has no {p['series']} samples between {p['from']} and {p['to']}")
+        worst = float(inside.min() if above else inside.max())
+        ok &= worst >= bound if above else worst <= bound
+        observed[run_id] = {"worst": worst, "samples": len(inside), "minutes": (t1 - t0) / 60}
+    first = next(iter(observed.values()))
+    text = (f"{'min' if above else 'max'} {fmt(first['worst'])}{p['unit'] and ' ' + p['unit']} "
+            f"over {first['samples']} samples "
+            f"({fmt(first['minutes'])} min)")
+    return Outcome(ok, observed, expected, {"label": f"{p['series']} {p['field']}", "value": text})
+
+
+@register("series_at_event", "{label} at {event}: {value}",
+          "the last sample of a series at or before an event is at least `at_least` (a number or a run.yaml "
+          "field), in every run; a run without the event fails",
+          series=Param("str", True), field=Param("str", True), event=Param("str", True),
+          at_least=Param("limit", True))
+def series_at_event(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    observed, ok = {}, True
+    for run_id, summary in ctx.runs.items():
+        t0 = float(events_of(summary, p["event"])["t0"].iloc[0])
+        frame = series_of(summary, p["series"], p["field"])
+        before = frame[frame["ts"] <= t0]
+        if before.empty:
+            raise Missing(f"run {run_id} has no {p['series']} sample before its {p['event']} event")
+        value = float(before[p["field"]].iloc[-1])
+        limit = float(config_of(summary, p["at_least"])) if isinstance(p["at_least"], str) else float(p["at_least"])
+        ok &= value >= limit
+        observed[run_id] = {"value": value, "limit": limit}
+    text = ", ".join(f"{fmt(v['value'])} (limit {fmt(v['limit'])})" for v in observed.values())
+    limit_text = p["at_least"] if isinstance(p["at_least"], str) else fmt(p["at_least"])
+    return Outcome(ok, observed, f"at least {limit_text} in every run",
+                   {"label": f"{p['series']} {p['field']}", "event": p["event"], "value": text})
+
+
+@register("held_by_one_side", "{value}",
+          "outside the hand-off phases, at most `at_most_sides` sides hold more than `holding_gib` at any "
+          "sample of the held_memory series, and every side holds memory at some time (binds at_most_sides)",
+          ("at_most_sides",), at_most_sides=Param("int", default=1), holding_gib=Param("num", default=1.0),
+          outside=Param("strs", default=["sleep", "wake_up", "update_weights"],
+                        doc="phases whose intervals are skipped (memory moves during them)"))
+def held_by_one_side(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    observed, ok = {}, True
+    for run_id, summary in ctx.runs.items():
+        frame = series_of(summary, "held_memory", "gib")
+        wide = frame.pivot_table(index="ts", columns="side", values="gib", aggfunc="max").fillna(0.0)
+        phases = summary.phases[summary.phases["name"].isin(p["outside"])]
+        ts = wide.index.to_numpy(dtype=float)
+        skip = np.zeros(len(ts), dtype=bool)
+        for t0, t1 in zip(phases["t0"], phases["t1"], strict=True):
+            skip |= (ts >= t0) & (ts <= t1)
+        holding = wide[~skip] > p["holding_gib"]
+        sides = holding.sum(axis=1)
+        never = [side for side in wide.columns if not holding[side].any()]
+        worst = int(sides.max()) if len(sides) else 0
+        ok &= worst <= p["at_most_sides"] and not never and len(wide.columns) >= 2
+        observed[run_id] = {"max_sides": worst, "samples": int(len(sides)),
+                            "both": int((sides > p["at_most_sides"]).sum()), "never_holding": never}
+    first = next(iter(observed.values()))
+    text = (f"at most {first['max_sides']} side holding over {first['samples']} samples"
+            + (f", {first['both']} with more" if first["both"] else "")
+            + (f"; never holding: {', '.join(first['never_holding'])}" if first["never_holding"] else ""))
+    return Outcome(ok, observed, f"at most {p['at_most_sides']} side above {fmt(p['holding_gib'])} GiB at a time, "
+                   "each side holding at some time", {"value": text})
+
+
+@register("repeats_identical", "{value}",
+          "in the repeat_probe series, the repeats of each probe give identical answers (`identical: true`), "
+          "or some probe's repeats differ (`identical: false`), in every run of the check",
+          identical=Param("bool", True))
+def repeats_identical(ctx: Ctx, p: dict[str, Any]) -> Outcome:
+    observed, ok = {}, True
+    for run_id, summary in ctx.runs.items():
+        frame = series_of(summary, "repeat_probe", "output_sha256")
+        same = frame.groupby("probe")["output_sha256"].nunique() == 1
+        all_same = bool(same.all())
+        ok &= all_same == p["identical"]
+        observed[run_id] = {"probes": int(len(same)), "identical": int(same.sum())}
+    text = ", ".join(f"{r}: {v['identical']} of {v['probes']} probes identical" for r, v in observed.items())
+    expected = "every probe's repeats identical" if p["identical"] else "some probe's repeats differing"
+    return Outcome(ok, observed, expected, {"value": text})

@@ -1,0 +1,110 @@
+"""Stage 3: figure blocks read from the chapters, numbered by position; cross references; every error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError
+from build_tools.blocks import load_tables, read_blocks, resolve_references
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = Path(__file__).resolve().parent / "samples" / "chapters"
+FIGURES = CHAPTERS / "figures"
+
+MANUAL = [
+    ("1.1", "fig-step-phases"), ("1.2", "fig-step-shares"), ("1.3", "fig-dead-engine"),
+    ("1.4", "fig-reward-curves"), ("1.5", "fig-response-length"), ("2.1", "fig-trainer-state-4b"),
+    ("2.2", "fig-engine-kept-loaded"), ("2.3", "fig-ray-node-memory"), ("2.4", "fig-model-size-handoffs"),
+    ("3.1", "fig-answers-per-prompt"), ("3.2", "fig-filter-batches"), ("3.3", "fig-filter-reward"),
+    ("4.1", "fig-sampling-replay"), ("4.2", "fig-deterministic-gap"), ("5.1", "fig-heat-pauses"),
+    ("7.1", "fig-troubleshooting"), ("8.1", "fig-on-policy"), ("8.2", "fig-memory-hand-offs"),
+]
+
+
+def problems_of(scenario: str) -> list[str]:
+    with pytest.raises(ChapterError) as caught:
+        read_blocks(CHAPTERS / scenario / "docs", FIGURES)
+    assert caught.value.exit_code == EXIT_BAD_INPUT
+    return [str(p) for p in caught.value.problems]
+
+
+def test_the_manual_has_its_eighteen_figures_in_order() -> None:
+    blocks = read_blocks(ROOT / "docs", ROOT / "figures")
+    assert [(b.number, b.id) for b in blocks] == MANUAL
+    seed = (ROOT.parent / "shared" / "seeds" / "003_f3e693af6112d108.txt")
+    if seed.is_file():  # the claims are verbatim the seed's
+        text = seed.read_text(encoding="utf-8")
+        for block in blocks:
+            assert f"{block.number}\t{block.claim}" in text
+
+
+def test_blocks_are_numbered_by_chapter_and_position() -> None:
+    blocks = read_blocks(CHAPTERS / "good" / "docs", FIGURES)
+    first, second = blocks
+    assert (first.number, first.chapter_file, first.line, first.runs) == ("1.1", "docs/01-first.md", 5, ("run-a",))
+    assert first.claim == "The value is about 10 over 3 steps."
+    assert first.checks[0]["check"] == "about" and first.checks[0]["stat"] == "median"  # defaults filled in
+    assert (second.number, second.tables, second.runs) == ("2.1", ("things",), ())
+
+
+def test_references_resolve_to_numbers_and_relative_links() -> None:
+    blocks = read_blocks(CHAPTERS / "good" / "docs", FIGURES)
+    text = (CHAPTERS / "good" / "docs" / "01-first.md").read_text()
+    out = resolve_references(text, blocks, "docs/01-first.md")
+    assert "See [Figure 2.1](02-second.md#fig-second) and [Figure 1.1](#fig-first);" in out
+    assert "`[](#fig-nope)`" in out and "[](#fig-inside-code)" in out  # code is left as written
+    home = resolve_references("Start with [](#fig-first).", blocks, "index.md")
+    assert home == "Start with [Figure 1.1](01-first.md#fig-first)."
+
+
+def test_tables_load_by_stem() -> None:
+    assert load_tables(CHAPTERS / "good" / "docs" / "data") == {"things": {"items": [{"name": "a"}, {"name": "b"}]}}
+
+
+def test_bad_yaml_names_the_line() -> None:
+    assert problems_of("bad_yaml") == ["docs/01-first.md:6: figure 1.1: bad YAML: mapping values are not allowed here"]
+
+
+def test_missing_and_unknown_fields_unknown_module_bad_id() -> None:
+    assert problems_of("bad_fields") == [
+        "docs/01-first.md:3: claim: missing (required)",
+        "docs/01-first.md:3: colour: unknown field; a figure block has id, module, runs, claim, checks, alt, "
+        "tables, options, prose",
+        "docs/01-first.md:3: id: expected fig-<lower-case letters, digits, dashes>, got 'Fig_First'",
+        "docs/01-first.md:3: module: unknown module 'nowhere': there is no figures/nowhere.py",
+    ]
+
+
+def test_duplicate_id_and_dangling_reference() -> None:
+    assert problems_of("duplicate_and_dangling") == [
+        "docs/02-memory.md:5: id: duplicate id fig-same: figure 1.1 (docs/01-first.md:3) has it too",
+        "docs/02-memory.md:15: reference to #fig-nope: no figure block has this id",
+    ]
+
+
+def test_bad_check_parameters_are_all_reported_one_line_each() -> None:
+    problems = problems_of("bad_checks")
+    assert problems[:5] == [
+        "docs/01-first.md:3: figure 1.1: check 1 (event_span) value: expected a number, got 'sixty'",
+        "docs/01-first.md:3: figure 1.1: check 2 (about) binds: '63', but the values this check proves are 62",
+        "docs/01-first.md:3: figure 1.1: check 2 (about) colour: unknown parameter; about takes binds, check, "
+        "label, metric, per, relative, runs, says, stat, steps, tolerance, unit, value",
+        "docs/01-first.md:3: figure 1.1: check 3 (run_count) binds: '64' is not a number of the claim of figure 1.1",
+        "docs/01-first.md:3: figure 1.1: check 3 (run_count) runs: run 'run-z' is not among the block's runs "
+        "(run-a)",
+    ]
+    assert problems[5].startswith("docs/01-first.md:3: figure 1.1: check 4 (teleport): unknown check; known checks:")
+    assert problems[6] == "docs/01-first.md:3: prose: 'not in the claim' is not part of the claim"
+
+
+def test_a_figure_block_outside_a_chapter_is_an_error() -> None:
+    assert problems_of("not_a_chapter") == [
+        "docs/index.md:3: a figure block belongs in a chapter, a file named docs/NN-name.md"]
+
+
+def test_the_whole_error_message_lists_every_problem_once() -> None:
+    with pytest.raises(ChapterError) as caught:
+        read_blocks(CHAPTERS / "duplicate_and_dangling" / "docs", FIGURES)
+    assert str(caught.value).splitlines()[0] == "2 problems in the chapters:"
