@@ -24,6 +24,7 @@ class FigureBlock:
     alt: str = ""  # alt text; the figure module's default is used when empty
     tables: tuple[str, ...] = ()  # data tables from docs/data/ it reads (e.g. troubleshooting)
     options: dict[str, Any] = field(default_factory=dict)  # extra, figure-specific settings
+    prose: tuple[str, ...] = ()  # idioms where a number word is not a quantity ("every one of")
 
 
 @dataclass(frozen=True)

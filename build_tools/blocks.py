@@ -31,13 +31,6 @@ OPTIONAL = ("alt", "tables", "options", "prose")
 
 
 @dataclass(frozen=True)
-class ChapterBlock(FigureBlock):
-    """A figure block with what only the claim checks read: idioms where a number word is prose."""
-
-    prose: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class Fenced:
     info: str
     line: int  # of the opening fence, 1-based
@@ -142,7 +135,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
     _check_fields(data, bad, figures_dir, tables_dir)
     if len(problems) > before:
         return None
-    block = ChapterBlock(
+    block = FigureBlock(
         id=data["id"], number=number, chapter_file=shown, line=fenced.line, module=data["module"],
         runs=tuple(data["runs"]), claim=data["claim"].strip(), checks=(), alt=data.get("alt") or "",
         tables=tuple(data.get("tables") or ()), options=dict(data.get("options") or {}),

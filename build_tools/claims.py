@@ -22,11 +22,6 @@ from .checks import claim_numbers, evaluate, runs_text, validate
 from .summary import RunSummary
 
 
-def prose_of(block: FigureBlock) -> tuple[str, ...]:
-    """The block's idioms (a ChapterBlock has them; a bare FigureBlock has none)."""
-    return tuple(getattr(block, "prose", ()) or ())
-
-
 def check_claims(blocks: Sequence[FigureBlock], summaries: dict[str, RunSummary],
                  tables: dict[str, Any]) -> list[ClaimVerdict]:
     """A verdict for every claim; ChapterError (listing all) if a block names an unknown run or bad checks."""
@@ -46,14 +41,14 @@ def _block_problems(block: FigureBlock, summaries: dict[str, RunSummary], tables
     problems += [Problem(block.chapter_file, block.line, where, f"table {table!r} is not in docs/data/")
                  for table in block.tables if table not in tables]
     for index, params in enumerate(block.checks, start=1):
-        _, messages = validate(params, block, index, prose_of(block))
+        _, messages = validate(params, block, index, block.prose)
         problems += [Problem(block.chapter_file, block.line, where, message) for message in messages]
     return problems
 
 
 def judge(block: FigureBlock, summaries: dict[str, RunSummary], tables: dict[str, Any]) -> ClaimVerdict:
     """Run every check of one block and bind every number of its claim."""
-    prose = prose_of(block)
+    prose = block.prose
     results = tuple(evaluate(params, block, summaries, tables, prose) for params in block.checks)
     bound = {text.lower() for result in results for text in result.binds}
     unbound: list[str] = []

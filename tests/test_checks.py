@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from build_tools._types import FigureBlock
-from build_tools.blocks import ChapterBlock
 from build_tools.checks import REGISTRY, claim_numbers, evaluate, expect, half_unit, runs_text, validate, words
 from build_tools.summary import RunSummary
 
@@ -99,7 +98,7 @@ def summary(run_id: str = "run-a", **columns: list[float]) -> RunSummary:
 
 
 def block(claim: str, runs: tuple[str, ...] = ("run-a",), prose: tuple[str, ...] = ()) -> FigureBlock:
-    return ChapterBlock(id="fig-x", number="1.3", chapter_file="docs/01-step.md", line=12, module="demo",
+    return FigureBlock(id="fig-x", number="1.3", chapter_file="docs/01-step.md", line=12, module="demo",
                         runs=runs, claim=claim, checks=(), prose=prose)
 
 
