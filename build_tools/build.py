@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import blocks as blocks_stage
 from . import claims as claims_stage
 from ._progress import Progress
+from ._staging import staging
 from ._types import ClaimVerdict, DrawnFigure, FigureBlock
+from .stamp import check_commits, load_stamp
 from .summary import RunSummary, summarise_runs
 
 
@@ -76,7 +75,7 @@ def check(root: Path, *, quiet: bool = False) -> BuildResult:
 def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False) -> BuildResult:
     """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim."""
     layout = Layout(root)
-    progress = Progress(quiet=quiet, stages=7 if site else 4)
+    progress = Progress(quiet=quiet, stages=6 if site else 3)
 
     # 1-2. Load and summarise every run; an unchanged run comes from the cache.
     with progress.stage("Loading and summarising runs"):
@@ -84,6 +83,8 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
     for summary in summaries.values():
         for warning in summary.warnings:
             progress.warn(warning)
+    # Every run must be made with the Miles build the edition's stamp names; fail before the slow stages.
+    check_commits({run_id: s.config for run_id, s in summaries.items()}, load_stamp(layout.edition_yml))
 
     # 3. Read the figure blocks of the chapters and the data tables they read.
     with progress.stage("Reading figure blocks"):
@@ -104,7 +105,7 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
     from . import draw, render
     from . import site as site_stage
 
-    with _staging(layout.pages) as pages:
+    with staging(layout.pages) as pages:
         # 5. Draw the figures (cached; in parallel), then check that they use only palette colours.
         with progress.stage("Drawing figures"):
             result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
@@ -114,32 +115,9 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
         with progress.stage("Rendering pages"):
             render.render_pages(layout, pages, result, tables)
 
-    # 7. Build the site with mkdocs --strict, also into a folder that replaces site/ only on success.
-    with progress.stage("Building the site"), _staging(layout.site) as site_dir:
-        site_stage.build_site(layout.mkdocs_yml, layout.pages, site_dir)
+    # 7. Build the site with mkdocs --strict into a folder that replaces site/ only on success (site.py
+    #    stages it); skipped, site/ kept, when the pages, config and library versions are the last build's.
+    with progress.stage("Building the site"):
+        site_stage.build_site(layout.mkdocs_yml, layout.pages, layout.site)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result
-
-
-class _staging:
-    """Write into a temporary sibling folder; move it into place only if the block succeeded."""
-
-    def __init__(self, target: Path, keep: Callable[[Path], None] | None = None) -> None:
-        self.target = target
-        self.keep = keep
-
-    def __enter__(self) -> Path:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.target.name}-", dir=self.target.parent))
-        return self.tmp
-
-    def __exit__(self, kind: object, error: object, trace: object) -> None:
-        if error is not None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            return
-        old = self.target.with_name(f".{self.target.name}-old")
-        shutil.rmtree(old, ignore_errors=True)
-        if self.target.exists():
-            self.target.rename(old)
-        self.tmp.rename(self.target)
-        shutil.rmtree(old, ignore_errors=True)

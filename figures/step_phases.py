@@ -19,7 +19,7 @@ STEPS_SHOWN = 3
 # phase -> (legend text, role, hatch); the order is the order of a step.
 PHASES = {
     "rollout": ("rollout", "engine", ""),
-    "wake_up": ("wake-up", "lifecycle", ""),
+    "wake_up": ("wake-up", "lifecycle", "...."),
     "data_preprocess": ("scoring", "data", ""),
     "log_probs": ("log probabilities", "trainer", "////"),
     "actor_train": ("training", "trainer", ""),
@@ -37,7 +37,7 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
     data = pd.DataFrame({"step": chosen["step"].astype(int).to_numpy(), "phase": chosen["name"].to_numpy(),
                          "t0": (chosen["t0"] - origin).to_numpy(), "t1": (chosen["t1"] - origin).to_numpy()})
 
-    figure, ax = new_figure(height=2.3)
+    figure, ax = new_figure(height=2.8)
     for row in data.itertuples():
         text, role, hatch = PHASES[row.phase]
         ax.broken_barh([(row.t0, row.t1 - row.t0)], (0.1, 0.8), facecolors=colour(role),
@@ -53,5 +53,6 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
     ax.grid(axis="y", visible=False)
     handles = [Patch(facecolor=colour(role), edgecolor=PAPER, hatch=hatch or None, label=text)
                for text, role, hatch in PHASES.values()]
-    ax.legend(handles=handles, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.45), fontsize=7.5)
+    # A figure legend "outside" the axes is one that constrained layout makes room for.
+    figure.legend(handles=handles, ncols=4, loc="outside lower center", fontsize=7.5)
     return figure, data

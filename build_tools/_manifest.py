@@ -1,0 +1,335 @@
+"""An edition's manifest: what was published (runs, figures, claims, Metrics rows, pages) as hashes and values.
+
+Two manifests compare field by field: `verify` reports every difference between a rebuild and the published
+one, `diff` reads the four sections a reader cares about (runs, claims, figures, Metrics rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+from collections.abc import Iterator, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Manifest = dict[str, Any]
+
+# The tools whose versions decide the published bytes; an edition rebuilt with others may differ.
+TOOLS = ("mkdocs", "mkdocs-material", "mike", "matplotlib", "numpy", "pandas")
+# What a run's provenance is made of: what the run was and which Miles built it, not its data.
+PROVENANCE_FIELDS = ("provenance", "title", "date", "seed", "model", "dataset", "miles", "hardware")
+# Pages added at publish time, after the build; they describe the build, so they are not part of it.
+PUBLISH_PAGES = ("manifest.json", "manifest.html", "changes.html")
+
+
+def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, source_date_epoch: int) -> Manifest:
+    """The manifest of the manual built under root (build/ and site/ must hold a finished build)."""
+    return {
+        "edition": edition["edition"],
+        "date": edition["date"],
+        "miles": {key: edition[key] for key in ("image", "branch", "commit", "commit_date")},
+        "project_commit": project_commit,
+        "source_date_epoch": source_date_epoch,
+        "tools": tool_versions(),
+        "runs": runs_section(root / "runs"),
+        "figures": figures_section(root / "build" / "docs" / "figures"),
+        "claims": claims_section(root / "build" / "claims.json"),
+        "metrics": metrics_section(root / "build" / "docs"),
+        "pages": pages_section(root / "site"),
+    }
+
+
+def dumps(manifest: Manifest) -> str:
+    """Stable text: sorted keys, so the same manifest is always the same bytes."""
+    return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def tool_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in TOOLS:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _files(folder: Path) -> list[Path]:
+    """Every file under folder, ordered by its relative path (os.walk order differs between machines)."""
+    return sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
+
+
+def run_hash(folder: Path) -> str:
+    """One hash over a run's relative paths and contents: a renamed, added or changed file changes it."""
+    digest = hashlib.sha256()
+    for path in _files(folder):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def runs_section(runs: Path) -> dict[str, Any]:
+    section: dict[str, Any] = {}
+    for folder in sorted(p for p in runs.iterdir() if (p / "run.yaml").is_file()) if runs.is_dir() else []:
+        # BaseLoader: values stay as written (a date stays "2026-10-01"), which is what provenance means.
+        config = yaml.load((folder / "run.yaml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
+        section[folder.name] = {
+            "sha256": run_hash(folder),
+            "files": len(_files(folder)),
+            "provenance": {key: config[key] for key in PROVENANCE_FIELDS if key in config},
+        }
+    return section
+
+
+def figures_section(figures: Path) -> dict[str, Any]:
+    section: dict[str, Any] = {}
+    for svg in sorted(figures.glob("*.svg")) if figures.is_dir() else []:
+        csv, png = svg.with_suffix(".csv"), svg.with_suffix(".png")
+        section[svg.stem] = {"svg_sha256": _sha256(svg), "csv_sha256": _sha256(csv) if csv.is_file() else None,
+                             "png_sha256": _sha256(png) if png.is_file() else None}
+    return section
+
+
+def claims_section(claims_json: Path) -> dict[str, Any]:
+    """Every claim's verdict and the values its checks observed, keyed by figure id (from build/claims.json)."""
+    if not claims_json.is_file():
+        return {}
+    document = json.loads(claims_json.read_text(encoding="utf-8"))
+    section: dict[str, Any] = {}
+    for entry in document.get("figures", []):
+        observed: dict[str, Any] = {}
+        for check in entry.get("checks", []):
+            # A claim may use one check twice; the second keeps its place as 'name (2)'.
+            name, count = str(check.get("name")), 1
+            while (name if count == 1 else f"{name} ({count})") in observed:
+                count += 1
+            observed[name if count == 1 else f"{name} ({count})"] = check.get("observed")
+        section[str(entry["id"])] = {"number": entry.get("number"), "claim": entry.get("claim"),
+                                     "verdict": entry.get("status"), "observed": observed}
+    return section
+
+
+def metrics_section(pages: Path) -> dict[str, dict[str, str]]:
+    """The Metrics page's table rows: 'heading › first cell' -> {column: cell}, parsed from the built Markdown."""
+    page = next(iter(sorted(pages.glob("*metrics*.md"))), None) if pages.is_dir() else None
+    return parse_tables(page.read_text(encoding="utf-8")) if page else {}
+
+
+_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+_RULE = re.compile(r"^[\s|:-]+$")
+
+
+def _cells(line: str) -> list[str]:
+    match = _ROW.match(line)
+    # A `\|` inside a cell is a literal bar, not a column break.
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", match.group(1))] if match else []
+
+
+def parse_tables(markdown: str) -> dict[str, dict[str, str]]:
+    """Rows of every pipe table in a Markdown page, keyed by the nearest heading and the row's first cell."""
+    rows: dict[str, dict[str, str]] = {}
+    heading, header, lines = "", [], markdown.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("#"):
+            heading, header = line.lstrip("#").strip(), []
+            continue
+        cells = _cells(line)
+        if not cells:
+            header = []
+        elif not header:
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            header = cells if _RULE.match(following) and "-" in following else []
+        elif not _RULE.match(line):
+            key = f"{heading} › {cells[0]}" if heading else cells[0]
+            rows[key] = dict(zip(header[1:], cells[1:], strict=False))
+    return rows
+
+
+def pages_section(site: Path) -> dict[str, str]:
+    """Every built HTML page's hash: a rebuild must give the same pages byte for byte."""
+    if not site.is_dir():
+        return {}
+    return {p.relative_to(site).as_posix(): _sha256(p) for p in _files(site)
+            if p.suffix == ".html" and p.name not in PUBLISH_PAGES}
+
+
+# --- comparing ---------------------------------------------------------------------------------------------
+
+def _leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(value, Mapping) and value:
+        for key in sorted(value):
+            yield from _leaves(value[key], (*path, str(key)))
+    else:
+        yield path, value
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def differences(published: Manifest, rebuilt: Manifest) -> list[str]:
+    """Every field that differs, as 'figures.fig-x.svg_sha256: published A, rebuilt B'."""
+    old, new = dict(_leaves(published)), dict(_leaves(rebuilt))
+    lines = []
+    for path in sorted(set(old) | set(new)):
+        name = ".".join(path)
+        if path not in new:
+            lines.append(f"{name}: published {_show(old[path])}, missing from the rebuild")
+        elif path not in old:
+            lines.append(f"{name}: not published, rebuilt {_show(new[path])}")
+        elif old[path] != new[path]:
+            lines.append(f"{name}: published {_show(old[path])}, rebuilt {_show(new[path])}")
+    return lines
+
+
+def changes(old: Manifest, new: Manifest) -> dict[str, list[str]]:
+    """What a reader of the newer edition should know changed, section by section (empty lists: nothing)."""
+    return {
+        "runs": _run_changes(old.get("runs", {}), new.get("runs", {})),
+        "claims": _claim_changes(old.get("claims", {}), new.get("claims", {})),
+        "figures": _figure_changes(old.get("figures", {}), new.get("figures", {})),
+        "metrics": _metric_changes(old.get("metrics", {}), new.get("metrics", {})),
+    }
+
+
+def _added_removed(old: Mapping[str, Any], new: Mapping[str, Any], noun: str) -> list[str]:
+    return ([f"{noun} {key} added" for key in sorted(set(new) - set(old))]
+            + [f"{noun} {key} removed" for key in sorted(set(old) - set(new))])
+
+
+def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    lines = _added_removed(old, new, "run")
+    for run in sorted(set(old) & set(new)):
+        what = [label for label, key in (("files", "sha256"), ("provenance", "provenance"))
+                if old[run].get(key) != new[run].get(key)]
+        if what:
+            lines.append(f"run {run} changed ({' and '.join(what)})")
+    return lines
+
+
+def _claim_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    lines = _added_removed(old, new, "claim")
+    for claim in sorted(set(old) & set(new)):
+        before, after = old[claim], new[claim]
+        if before.get("verdict") != after.get("verdict"):
+            lines.append(f"claim {claim}: verdict {before.get('verdict')} → {after.get('verdict')}")
+        moved = [line for line in _value_moves(before.get("observed"), after.get("observed"))]
+        lines += [f"claim {claim}: {line}" for line in moved]
+    return lines
+
+
+def _value_moves(old: Any, new: Any) -> list[str]:
+    """'check.field: old → new' for every observed value that moved."""
+    before, after = dict(_leaves(old)), dict(_leaves(new))
+    lines = []
+    for path in sorted(set(before) | set(after)):
+        if before.get(path) != after.get(path):
+            name = ".".join(path) or "observed"
+            lines.append(f"{name}: {_show(before.get(path))} → {_show(after.get(path))}")
+    return lines
+
+
+def _figure_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    lines = _added_removed(old, new, "figure")
+    for figure in sorted(set(old) & set(new)):
+        what = [label for label, key in (("data (CSV)", "csv_sha256"), ("image (SVG)", "svg_sha256"))
+                if old[figure].get(key) != new[figure].get(key)]
+        if what:
+            lines.append(f"figure {figure}: {' and '.join(what)} changed")
+    return lines
+
+
+def _metric_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    lines = _added_removed(old, new, "Metrics row")
+    for row in sorted(set(old) & set(new)):
+        for column in sorted(set(old[row]) | set(new[row])):
+            before, after = old[row].get(column), new[row].get(column)
+            if before != after:
+                lines.append(f"Metrics row {row}, {column}: {before} → {after}")
+    return lines
+
+
+# --- readable pages ----------------------------------------------------------------------------------------
+
+SECTION_TITLES = {"runs": "Runs", "claims": "Claims", "figures": "Figures", "metrics": "Metrics page rows"}
+
+
+def changes_text(old: Manifest, new: Manifest) -> str:
+    """The plain-text report of `make diff`."""
+    found = changes(old, new)
+    lines = [f"Edition {old['edition']} → {new['edition']}"]
+    for section, items in found.items():
+        lines.append(f"{SECTION_TITLES[section]}: " + ("no change" if not items else f"{len(items)} changed"))
+        lines += [f"  {item}" for item in items]
+    return "\n".join(lines) + "\n"
+
+
+def changes_markdown(old: Manifest, new: Manifest) -> str:
+    found = changes(old, new)
+    parts = [f"# What changed from edition {old['edition']} to {new['edition']}\n"]
+    for section, items in found.items():
+        parts.append(f"## {SECTION_TITLES[section]}\n")
+        parts.append("\n".join(f"- {_md(item)}" for item in items) + "\n" if items else "No change.\n")
+    return "\n".join(parts)
+
+
+def manifest_markdown(manifest: Manifest) -> str:
+    """The manifest as a page a reader can follow: one table per section."""
+    tools = ", ".join(f"{name} {version}" for name, version in manifest["tools"].items())
+    miles = manifest["miles"]
+    parts = [
+        f"# Edition {manifest['edition']}: manifest\n",
+        f"Edition {manifest['edition']} of {manifest['date']}, built from project commit "
+        f"`{manifest['project_commit']}` with `SOURCE_DATE_EPOCH={manifest['source_date_epoch']}`; "
+        f"Miles {_md(miles['image'])}, {_md(miles['branch'])} of {miles['commit_date']}, commit `{miles['commit']}`. "
+        f"Tools: {_md(tools)}. The same data as [manifest.json](manifest.json).\n",
+        _table("Runs", ["run", "provenance", "files", "sha256"],
+               [[run, _md(_show(v["provenance"].get("provenance", ""))), str(v["files"]), f"`{v['sha256']}`"]
+                for run, v in manifest["runs"].items()]),
+        _table("Figures", ["figure", "SVG sha256", "CSV sha256"],
+               [[fig, f"`{v['svg_sha256']}`", f"`{v['csv_sha256']}`"] for fig, v in manifest["figures"].items()]),
+        _table("Claims", ["figure", "verdict", "observed"],
+               [[claim, str(v["verdict"]), _md(_show(v["observed"]))] for claim, v in manifest["claims"].items()]),
+        _table("Metrics page rows", ["row", "values"],
+               [[_md(row), _md("; ".join(f"{k}: {v}" for k, v in cells.items()))]
+                for row, cells in manifest["metrics"].items()]),
+    ]
+    return "\n".join(parts)
+
+
+def _md(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return f"## {title}\n\nNone.\n"
+    lines = [f"## {title}\n", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def html_page(title: str, markdown_text: str) -> str:
+    """A standalone page (the site's theme is not involved: these pages are written after the build)."""
+    import markdown
+
+    body = markdown.markdown(markdown_text, extensions=["tables"])
+    return (
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n"
+        "<style>body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;"
+        "line-height:1.5}table{border-collapse:collapse;font-size:.85rem}td,th{border:1px solid #ccc;"
+        "padding:.2rem .5rem;text-align:left;vertical-align:top}code{font-size:.8rem;word-break:break-all}"
+        "</style>\n</head>\n<body>\n<p><a href=\"index.html\">← back to the manual</a></p>\n"
+        f"{body}\n</body>\n</html>\n"
+    )

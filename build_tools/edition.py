@@ -1,0 +1,409 @@
+"""Numbered editions: publish the built manual with mike, verify an edition by rebuilding it, diff two editions.
+
+Publishing is a transaction over two refs, the mike branch and the edition's tag: every check that can
+refuse runs before anything is written, and if anything fails after mike started writing, both refs are
+put back where they were. mike commits with git fast-import, so the working tree is never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from rich.console import Console
+
+from . import _git as git
+from . import _manifest as manifest_
+from ._exceptions import EXIT_CLAIM_FAILED, ClaimsFailed, EditionError
+from ._manifest import Manifest
+from .stamp import Stamp, load_stamp
+
+EDITION_NUMBER = re.compile(r"^(\d{4})\.(0[1-9]|1[0-2])$")
+LATEST = "latest"
+# verify found the rebuild different from the manifest: not a user mistake (2), not a false claim (3).
+EXIT_DIFFERS = 4
+
+_out = Console(highlight=False, soft_wrap=True)
+Say = Callable[[str], None]
+
+
+class EditionClaimsFailed(EditionError):
+    """The build behind an edition has a false claim: nothing is published."""
+
+    exit_code = EXIT_CLAIM_FAILED
+
+
+@dataclasses.dataclass(frozen=True)
+class Published:
+    edition: str
+    branch: str
+    tag: str
+    commit: str
+    latest: str
+    pushed_to: str | None
+
+
+# --- small rules -------------------------------------------------------------------------------------------
+
+def check_number(edition: str, command: str = "publish") -> None:
+    """An edition number is YEAR.MONTH with a two-digit month (2026.10): it sorts and names a tag."""
+    if not edition:
+        raise EditionError(f"no edition number given: name one as YEAR.MONTH, e.g. make {command} EDITION=2026.10")
+    if not EDITION_NUMBER.match(edition):
+        raise EditionError(f"'{edition}' is not an edition number: use YEAR.MONTH with a two-digit month, "
+                           f"e.g. make {command} EDITION=2026.10")
+
+
+def edition_key(edition: str) -> tuple[int, int]:
+    """Editions order by number (2026.9 is no edition; 2026.09 < 2026.10), never by when they were published."""
+    year, month = edition.split(".")
+    return int(year), int(month)
+
+
+def tag_name(edition: str) -> str:
+    return f"edition-{edition}"
+
+
+def source_date_epoch(date: str) -> int:
+    """The edition date at midnight UTC: every timestamp the build writes is this one."""
+    try:
+        day = dt.date.fromisoformat(date)
+    except ValueError:
+        raise EditionError(f"edition.yml: date '{date}' is not a date: write it as YYYY-MM-DD") from None
+    return calendar.timegm(day.timetuple())
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    """Set one environment variable for a block (the build's subprocesses inherit it), then restore it."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+# --- what is on the branch ---------------------------------------------------------------------------------
+
+def published_editions(root: Path, branch: str) -> list[str]:
+    """The editions listed in the branch's versions.json, oldest first; [] when there is no branch."""
+    data = git.show(root, branch, "versions.json")
+    if data is None:
+        return []
+    versions = [str(entry["version"]) for entry in json.loads(data)]
+    return sorted((v for v in versions if EDITION_NUMBER.match(v)), key=edition_key)
+
+
+def published_manifest(root: Path, branch: str, edition: str) -> Manifest | None:
+    data = git.show(root, branch, f"{edition}/manifest.json")
+    return json.loads(data) if data is not None else None
+
+
+def _require_repository(root: Path) -> None:
+    if not git.is_repository(root) or git.rev(root, "HEAD") is None:
+        raise EditionError(f"{root} is not a git repository with a commit: editions are published from a "
+                           "git checkout, so that a tag can name what was built")
+
+
+def _require_branch(root: Path, branch: str, command: str) -> None:
+    if git.rev(root, f"refs/heads/{branch}") is None:
+        raise EditionError(f"no branch {branch} in this repository: publish an edition first "
+                           f"(make publish EDITION=...), or name the branch with --branch",
+                           hint=f"{command} reads the editions' manifests from the mike branch")
+
+
+def _require_manifest(root: Path, branch: str, edition: str) -> Manifest:
+    manifest = published_manifest(root, branch, edition)
+    if manifest is None:
+        listed = ", ".join(published_editions(root, branch)) or "none"
+        raise EditionError(f"edition {edition} is not published on {branch} (published: {listed}): "
+                           "name a published edition")
+    return manifest
+
+
+# --- publish -----------------------------------------------------------------------------------------------
+
+def publish(root: Path, edition: str, *, branch: str = "gh-pages", remote: str | None = None,
+            push: bool = False, replace: bool = False, quiet: bool = False, say: Say = _out.print) -> Published:
+    """Build the manual and publish it as an edition; refuse, changing nothing, when it should not be."""
+    root = root.resolve()
+    check_number(edition)
+    _require_repository(root)
+    stamp = _edition_file(root, edition)
+    _require_clean(root)
+    tag = tag_name(edition)
+    if _require_new(root, branch, edition, tag, replace):
+        say(f"replacing edition {edition}")
+
+    epoch = source_date_epoch(stamp.date)
+    _build(root, edition, epoch, quiet=quiet)
+    _require_footer(root / "site", edition)
+
+    commit = git.rev(root, "HEAD") or ""
+    manifest = manifest_.compute(root, edition=_stamp_fields(stamp), project_commit=commit, source_date_epoch=epoch)
+    previous = _previous_manifest(root, branch, edition)
+    with tempfile.TemporaryDirectory(prefix="edition-") as tmp:
+        staged = _stage_site(root / "site", Path(tmp) / "site", manifest, previous)
+        # Everything above could refuse without writing; from here on, a failure puts both refs back.
+        with _transaction(root, [f"refs/heads/{branch}", f"refs/tags/{tag}"]):
+            _deploy(root, staged, edition, branch, commit)
+            latest = _move_latest(root, staged, branch)
+            _tag(root, tag, commit, stamp)
+            pushed_to = _push(root, remote or "origin", branch, tag, force_tag=replace) if push else None
+    return Published(edition, branch, tag, commit, latest, pushed_to)
+
+
+def _stamp_fields(stamp: Stamp) -> dict[str, str]:
+    return dataclasses.asdict(stamp)
+
+
+def _edition_file(root: Path, edition: str) -> Stamp:
+    """edition.yml must name the edition being published: it is what every page's footer says."""
+    stamp = load_stamp(root / "edition.yml")
+    if stamp.edition != edition:
+        raise EditionError(f"edition.yml is edition {stamp.edition}, not {edition}: set edition (and date) in "
+                           f"edition.yml to {edition}, commit, and publish again",
+                           hint="the footer of every page is written from edition.yml")
+    return stamp
+
+
+def _require_clean(root: Path) -> None:
+    """An edition must be rebuildable from its tag, so everything it is built from must be committed."""
+    dirty = git.dirty_paths(root)
+    if dirty:
+        shown = ", ".join(dirty[:3]) + (", ..." if len(dirty) > 3 else "")
+        noun = "path" if len(dirty) == 1 else "paths"
+        raise EditionError(f"the working tree has uncommitted changes ({len(dirty)} {noun}: {shown}): "
+                           "commit or stash them, then publish again",
+                           hint="an edition is rebuilt from its git tag, so it must be built from a commit")
+
+
+def _require_new(root: Path, branch: str, edition: str, tag: str, replace: bool) -> bool:
+    """Refuse an edition published before (or whose tag exists) unless replacing; True when it is replaced."""
+    exists = edition in published_editions(root, branch)
+    tagged = git.ref_sha(root, f"refs/tags/{tag}") is not None
+    if replace:
+        return exists or tagged
+    if exists:
+        raise EditionError(f"edition {edition} is already published on {branch}: pass --replace to replace "
+                           f"it (make publish EDITION={edition} REPLACE=1), or publish a new number")
+    if tagged:
+        raise EditionError(f"tag {tag} already exists: pass --replace to move it and replace the edition "
+                           f"(make publish EDITION={edition} REPLACE=1), or publish a new number")
+    return False
+
+
+def _build(root: Path, edition: str, epoch: int, *, quiet: bool) -> None:
+    """The ordinary build, with every timestamp pinned to the edition date; a false claim stops publishing."""
+    with _environment("SOURCE_DATE_EPOCH", str(epoch)):
+        try:
+            run_build(root, quiet=quiet)
+        except ClaimsFailed as error:
+            count = str(error).splitlines()[0].rstrip(":")
+            failed = _failed_claims(root / "build" / "claims.json")
+            which = f" ({', '.join(failed)})" if failed else ""
+            raise EditionClaimsFailed(f"not publishing {edition}: {count}{which}: run make check, fix the runs "
+                                      "or the captions, commit, and publish again",
+                                      hint="an edition is only published when every claim holds") from None
+
+
+def run_build(root: Path, *, quiet: bool) -> None:
+    """The ordinary build (imported late: publishing needs the whole pipeline, verify and diff do not)."""
+    from .build import build
+
+    build(root, quiet=quiet)
+
+
+def _failed_claims(claims_json: Path) -> list[str]:
+    claims = manifest_.claims_section(claims_json) if claims_json.is_file() else {}
+    return [key for key, claim in claims.items() if claim["verdict"] == "fail"]
+
+
+def _require_footer(site: Path, edition: str) -> None:
+    """Every page with a footer must carry the edition being published (the stamp comes from edition.yml)."""
+    expected = f"Edition {edition}"
+    pages = [p for p in sorted(site.rglob("*.html")) if "<footer" in p.read_text(encoding="utf-8")]
+    missing = [p.relative_to(site).as_posix() for p in pages if expected not in p.read_text(encoding="utf-8")]
+    if not pages or missing:
+        shown = ", ".join(missing[:3]) if missing else "no page has a footer"
+        raise EditionError(f"the built pages' footer does not say '{expected}' ({shown}): check that the footer "
+                           "stamp is written from edition.yml, commit, and publish again")
+
+
+def _previous_manifest(root: Path, branch: str, edition: str) -> Manifest | None:
+    """The manifest of the newest published edition older than this one: what 'changes' is measured from."""
+    older = [e for e in published_editions(root, branch) if edition_key(e) < edition_key(edition)]
+    return published_manifest(root, branch, older[-1]) if older else None
+
+
+def _stage_site(site: Path, staged: Path, manifest: Manifest, previous: Manifest | None) -> Path:
+    """The built site plus the edition's own pages: manifest.json, manifest.html and changes.html."""
+    shutil.copytree(site, staged, symlinks=True)
+    (staged / "manifest.json").write_text(manifest_.dumps(manifest), encoding="utf-8")
+    title = f"Edition {manifest['edition']}: manifest"
+    (staged / "manifest.html").write_text(manifest_.html_page(title, manifest_.manifest_markdown(manifest)),
+                                          encoding="utf-8")
+    if previous is not None:
+        title = f"Edition {manifest['edition']}: what changed since {previous['edition']}"
+        (staged / "changes.html").write_text(
+            manifest_.html_page(title, manifest_.changes_markdown(previous, manifest)), encoding="utf-8")
+    return staged
+
+
+@contextlib.contextmanager
+def _transaction(root: Path, refs: list[str]) -> Iterator[None]:
+    """Record where refs point (or that they are absent); on any failure, put every one of them back."""
+    before = {ref: git.ref_sha(root, ref) for ref in refs}
+    try:
+        yield
+    except BaseException:
+        for ref, sha in before.items():
+            git.restore_ref(root, ref, sha)
+        raise
+
+
+def _mike_config(site: Path) -> dict[str, object]:
+    return {"site_dir": str(site), "use_directory_urls": True}
+
+
+def _deploy(root: Path, site: Path, edition: str, branch: str, commit: str) -> None:
+    from mike import commands
+
+    # mike's git calls run in the current directory.
+    with contextlib.chdir(root), commands.deploy(_mike_config(site), edition, title=edition, branch=branch,
+                                                 message=f"Publish edition {edition} from {commit[:7]}"):
+        pass
+
+
+def _move_latest(root: Path, site: Path, branch: str) -> str:
+    """Point `latest` at the newest edition by number and make it the default; returns that edition."""
+    from mike import commands, git_utils
+
+    with contextlib.chdir(root):
+        versions = commands.list_versions(branch)
+        newest = max((str(info.version) for info in versions if EDITION_NUMBER.match(str(info.version))),
+                     key=edition_key)
+        if LATEST not in versions[newest].aliases:
+            commands.alias(_mike_config(site), newest, [LATEST], update_aliases=True, branch=branch,
+                           message=f"Move {LATEST} to edition {newest}")
+        # mike refuses an empty commit and removes it: the default already being `latest` is no failure.
+        with contextlib.suppress(git_utils.GitEmptyCommit):
+            commands.set_default(LATEST, branch=branch, message=f"Default to {LATEST}")
+    return newest
+
+
+def _tag(root: Path, tag: str, commit: str, stamp: Stamp) -> None:
+    git.run(root, "tag", "--force", "--annotate", tag, "--message", f"Edition {stamp.edition} of {stamp.date}",
+            commit)
+
+
+def _push(root: Path, remote: str, branch: str, tag: str, *, force_tag: bool) -> str:
+    """Push the branch and the tag together (--atomic): the remote gets both or neither."""
+    tag_spec = f"{'+' if force_tag else ''}refs/tags/{tag}:refs/tags/{tag}"
+    done = git.run(root, "push", "--atomic", "--quiet", remote, f"refs/heads/{branch}:refs/heads/{branch}",
+                   tag_spec, check=False)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
+        raise EditionError(f"pushing {branch} and {tag} to {remote} failed ({reason}): fetch {branch}, then "
+                           "publish again", hint="nothing was published: the local branch and tag were put back")
+    return remote
+
+
+# --- verify ------------------------------------------------------------------------------------------------
+
+def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = False) -> tuple[Manifest, list[str]]:
+    """Rebuild an edition from its tag in a temporary folder; every difference from its published manifest."""
+    root = root.resolve()
+    check_number(edition, "verify")
+    _require_repository(root)
+    _require_branch(root, branch, "verify")
+    published = _require_manifest(root, branch, edition)
+    tag = tag_name(edition)
+    if git.ref_sha(root, f"refs/tags/{tag}") is None:
+        raise EditionError(f"no tag {tag} in this repository: fetch the tags (git fetch --tags) and verify again")
+    with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
+        checkout = Path(tmp) / "manual"
+        git.run(root, "clone", "--quiet", "--branch", tag, str(root), str(checkout))
+        stamp = load_stamp(checkout / "edition.yml")
+        epoch = source_date_epoch(stamp.date)
+        rebuild(checkout, epoch, quiet=quiet)
+        rebuilt = manifest_.compute(checkout, edition=_stamp_fields(stamp),
+                                    project_commit=git.rev(checkout, "HEAD") or "", source_date_epoch=epoch)
+    return published, manifest_.differences(published, rebuilt)
+
+
+def rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:
+    """Build a checkout with its own code (cwd first on sys.path), as on another machine with the same tools."""
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch)}
+    command = [sys.executable, "-m", "build_tools", "--root", str(checkout), "build"]
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=quiet, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr or "").strip().splitlines()[-1:] if quiet else []
+        raise EditionError(f"the rebuild from the tag failed (exit {done.returncode})"
+                           + (f": {tail[0]}" if tail else "") + ": fix the build at that commit, then publish a "
+                           "new edition", hint="the build's own error is printed above")
+
+
+# --- diff --------------------------------------------------------------------------------------------------
+
+def diff(root: Path, old: str, new: str, *, branch: str = "gh-pages") -> str:
+    """What changed between two published editions, read from their manifests on the branch."""
+    root = root.resolve()
+    if not old or not new:
+        raise EditionError("name two editions: make diff FROM=2026.10 TO=2026.11")
+    check_number(old, "diff")
+    check_number(new, "diff")
+    _require_repository(root)
+    _require_branch(root, branch, "diff")
+    return manifest_.changes_text(_require_manifest(root, branch, old), _require_manifest(root, branch, new))
+
+
+# --- the command line (build_tools/cli.py) -----------------------------------------------------------------
+
+def publish_command(args: argparse.Namespace) -> int:
+    result = publish(args.root, args.edition, branch=args.branch, remote=args.remote, push=args.push,
+                     replace=args.replace)
+    _out.print(f"published edition {result.edition} to branch {result.branch} ({LATEST} is {result.latest}); "
+               f"tagged {result.tag} at {result.commit[:7]}", markup=False)
+    if result.pushed_to is None:
+        _out.print(f"nothing pushed: pass --push (make publish ... PUSH=1) to push {result.branch} and "
+                   f"{result.tag}", markup=False)
+    else:
+        _out.print(f"pushed {result.branch} and {result.tag} to {result.pushed_to}", markup=False)
+    return 0
+
+
+def verify_command(args: argparse.Namespace) -> int:
+    published, found = verify(args.root, args.edition, branch=args.branch)
+    tag = tag_name(args.edition)
+    if not found:
+        counts = ", ".join(f"{len(published.get(key, {}))} {key}" for key in ("runs", "figures", "claims", "pages"))
+        _out.print(f"edition {args.edition} rebuilt from tag {tag} is identical to its manifest ({counts})",
+                   markup=False)
+        return 0
+    _out.print(f"edition {args.edition} rebuilt from tag {tag} differs from its manifest in {len(found)} "
+               "places:", markup=False)
+    for line in found:
+        _out.print(f"  {line}", markup=False)
+    return EXIT_DIFFERS
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    _out.print(diff(args.root, args.old, args.new, branch=args.branch), markup=False, end="")
+    return 0

@@ -1,0 +1,281 @@
+"""The Metrics page's values: docs/data/metrics.yml says what each cell reads; this computes it from the runs.
+
+Every "Our range" / "Our value" cell is a statistic of the summaries, written at the row's rounding. Time
+rows read only the steps no heat-guard pause touched (RunSummary.clean_steps).
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from ._exceptions import Problem, ProblemsError, display_path
+from .summary import RunSummary
+from .wording import join, number, words
+
+
+class MetricsSpecError(ProblemsError):
+    what = "Metrics page spec"
+    hint = "the comment at the top of docs/data/metrics.yml lists the fields, run sets and statistics"
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    meaning: str
+    value: str | None  # None in a table without ranges
+    code: bool = True  # the metric is a metric name, shown as code
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    column: str | None
+    rows: tuple[Row, ...]
+    after: str = ""
+
+
+@dataclass(frozen=True)
+class Intro:
+    """The setup the ranges hold for, from the runs' configuration."""
+
+    model: str
+    dataset: str
+    machine: str  # "one GB10"
+    prompts: str
+    answers: str
+    max_tokens: str
+
+
+# --- selecting runs ---------------------------------------------------------------------------
+
+
+def _config(summary: RunSummary, dotted: str) -> Any:
+    try:
+        return summary.config_value(dotted)
+    except (KeyError, TypeError):
+        return None
+
+
+def _equal(actual: Any, wanted: Any) -> bool:
+    numbers = (int, float)
+    if isinstance(actual, numbers) and isinstance(wanted, numbers) and not isinstance(actual, bool) \
+            and not isinstance(wanted, bool):
+        return float(actual) == float(wanted)
+    return actual == wanted
+
+
+def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) -> list[RunSummary]:
+    """The runs a run set names: any of its tags, and every `where` field equal."""
+    tags = set(predicate.get("tags") or ())
+    where = predicate.get("where") or {}
+    chosen = []
+    for summary in summaries.values():
+        if tags and not tags & set(summary.config.get("tags") or ()):
+            continue
+        if all(_equal(_config(summary, key), value) for key, value in where.items()):
+            chosen.append(summary)
+    return chosen
+
+
+# --- statistics -------------------------------------------------------------------------------
+
+
+def _frame(summary: RunSummary, time: bool) -> pd.DataFrame:
+    return summary.clean_steps if time else summary.steps
+
+
+def _values(runs: list[RunSummary], metric: str, time: bool) -> pd.Series:
+    parts = [_frame(run, time)[metric].dropna() for run in runs if metric in run.steps.columns]
+    return pd.concat(parts) if parts else pd.Series(dtype=float)
+
+
+def _counts(values: list[int]) -> str:
+    """'48', or '12 to 48' when the runs differ."""
+    low, high = min(values), max(values)
+    return number(low) if low == high else f"{number(low)} to {number(high)}"
+
+
+def _stat_range(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    values = _values(runs, row["metric"], row.get("time", False))
+    decimals = int(row.get("decimals", 2))
+    steps = [len(_frame(run, row.get("time", False))) for run in runs]
+    return True, {"low": number(values.min(), decimals), "high": number(values.max(), decimals),
+                  "steps": _counts(steps)}
+
+
+def _stat_all_zero(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    values = _values(runs, row["metric"], row.get("time", False))
+    _, shown = _stat_range(runs, row)
+    return bool((values == 0).all()), shown
+
+
+def _stat_first_step(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    firsts = [run.steps[row["metric"]].dropna() for run in runs if row["metric"] in run.steps.columns]
+    values = pd.Series([first.iloc[0] for first in firsts if len(first)], dtype=float)
+    steps = sorted({int(first.index[0]) for first in firsts if len(first)})
+    decimals = int(row.get("decimals", 2))
+    return bool((values == 0).all()), {"low": number(values.min(), decimals),
+                                      "high": number(values.max(), decimals),
+                                      "first": join(str(step) for step in steps)}
+
+
+def _one_run(runs: list[RunSummary], row: Mapping[str, Any]) -> RunSummary:
+    if len(runs) != 1:
+        ids = ", ".join(run.run_id for run in runs)
+        raise ValueError(f"run set {row['runs']!r} matches {len(runs)} runs ({ids}); this statistic reads "
+                         "exactly one run")
+    return runs[0]
+
+
+def _stat_median(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    run = _one_run(runs, row)
+    values = _frame(run, row.get("time", False))[row["metric"]].dropna()
+    return True, {"value": number(values.median(), int(row.get("decimals", 2))), "steps": number(len(values)),
+                  "run_steps": number(len(run.steps))}
+
+
+def _stat_median_head(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    _, shown = _stat_median(runs, row)
+    run = runs[0]
+    count = int(row.get("head", 2))
+    frame = _frame(run, row.get("time", False))
+    head = frame[row["metric"]].dropna().head(count)
+    # The first steps of the run, unless a pause touched one: then the first clean ones, and it says so.
+    first = list(head.index) == list(run.steps.index[:count])
+    decimals = int(row.get("head_decimals", row.get("decimals", 2)))
+    shown |= {"low": number(head.min(), decimals), "high": number(head.max(), decimals),
+              "head": f"first {words(count)} steps" if first else f"first {words(count)} clean steps"}
+    return True, shown
+
+
+def _stat_every_step(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    total = sum(len(run.steps) for run in runs)
+    present = sum(int(run.steps[row["metric"]].notna().sum()) for run in runs if row["metric"] in run.steps)
+    return present == total, {"present": number(present), "total": number(total)}
+
+
+STATS: dict[str, Callable[[list[RunSummary], Mapping[str, Any]], tuple[bool, dict[str, str]]]] = {
+    "range": _stat_range,
+    "all_zero": _stat_all_zero,
+    "first_step": _stat_first_step,
+    "median": _stat_median,
+    "median_head": _stat_median_head,
+    "every_step": _stat_every_step,
+}
+
+
+# --- the page ---------------------------------------------------------------------------------
+
+
+def load_spec(path: Path) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MetricsSpecError([Problem(display_path(path), None, None, "file not found")]) from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        raise MetricsSpecError([Problem(display_path(path), mark.line + 1 if mark else None, None,
+                                        f"not valid YAML: {getattr(error, 'problem', error)}")]) from None
+    if not isinstance(document, dict) or not isinstance(document.get("tables"), list):
+        raise MetricsSpecError([Problem(display_path(path), None, "tables", "expected a list of tables")])
+    return document
+
+
+def _models(runs: list[RunSummary]) -> str:
+    return join(sorted({str(_config(run, "model.name")) for run in runs}))
+
+
+def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[str, RunSummary],
+          context: Mapping[str, str]) -> str:
+    """One cell, or ValueError saying why it cannot be computed."""
+    if row.get("runs") not in sets:
+        raise ValueError(f"unknown run set {row.get('runs')!r}; the run sets are {', '.join(sets)}")
+    if row.get("stat") not in STATS:
+        raise ValueError(f"unknown stat {row.get('stat')!r}; the stats are {', '.join(STATS)}")
+    runs = select(summaries, sets[row["runs"]] or {})
+    if not runs:
+        raise ValueError(f"run set {row['runs']!r} matches no run")
+    if not any(row["metric"] in run.steps.columns for run in runs):
+        raise ValueError(f"no run of {row['runs']!r} logs {row['metric']}")
+    holds, values = STATS[row["stat"]](runs, row)
+    wording = row.get("wording", "") if holds else row.get("otherwise", row.get("wording", ""))
+    return _fill(" ".join(str(wording).split()), {**context, "model": _models(runs), **values})
+
+
+def _fill(template: str, values: Mapping[str, str]) -> str:
+    names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    missing = [name for name in names if name not in values]
+    if missing:
+        raise ValueError(f"the text uses {{{missing[0]}}}, which is not known here "
+                         f"(known: {', '.join(sorted(values)) or 'nothing'})")
+    return template.format(**values)
+
+
+def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: str,
+                 context: Mapping[str, str]) -> list[Table]:
+    """Every table of the page; every row that cannot be computed is reported at once."""
+    sets = spec.get("run_sets") or {}
+    problems: list[Problem] = []
+    tables = []
+    for t_index, table in enumerate(spec["tables"]):
+        rows = []
+        for r_index, row in enumerate(table.get("rows") or []):
+            field = f"tables[{t_index}].rows[{r_index}]"
+            value = None
+            if table.get("column"):
+                try:
+                    value = _cell(row, sets, summaries, context)
+                except (ValueError, KeyError) as error:
+                    problems.append(Problem(where, None, field, f"{row.get('metric')}: {error}"))
+                    continue
+            rows.append(Row(str(row.get("metric", "")), " ".join(str(row.get("meaning", "")).split()), value,
+                            bool(row.get("code", True))))
+        try:
+            after = _fill(" ".join(str(table.get("after") or "").split()), context)
+        except ValueError as error:
+            problems.append(Problem(where, None, f"tables[{t_index}].after", f"{error}; is that page missing?"))
+            after = ""
+        tables.append(Table(str(table.get("title", "")), table.get("column"), tuple(rows), after))
+    if problems:
+        raise MetricsSpecError(problems)
+    return tables
+
+
+def intro(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: str) -> Intro:
+    """The setup of the runs the intro names, from run.yaml: nothing typed by hand."""
+    runs = select(summaries, (spec.get("run_sets") or {}).get(spec.get("intro_runs"), None) or {})
+    if not runs:
+        raise MetricsSpecError([Problem(where, None, "intro_runs", "names no run set that matches a run")])
+
+    def fact(dotted: str, shown: Callable[[Any], str] = str) -> str:
+        values = sorted({shown(_config(run, dotted)) for run in runs})
+        return join(values, "or")
+
+    def count(value: Any) -> str:
+        return number(value) if isinstance(value, int | float) and not math.isnan(value) else str(value)
+
+    gpus = fact("hardware.gpus", lambda n: words(int(n)) if isinstance(n, int) else str(n))
+    return Intro(model=fact("model.name"), dataset=fact("dataset"),
+                 machine=f"{gpus} {fact('hardware.chip')}", prompts=fact("flags.rollout_batch_size", count),
+                 answers=fact("flags.n_samples_per_prompt", count),
+                 max_tokens=fact("flags.rollout_max_response_len", count))
+
+
+def runs_read(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary]) -> list[RunSummary]:
+    """Every run some row or the intro of the page reads: the page's provenance is theirs."""
+    sets = spec.get("run_sets") or {}
+    names = {spec.get("intro_runs")} | {row.get("runs") for table in spec["tables"]
+                                         for row in table.get("rows") or [] if table.get("column")}
+    chosen: dict[str, RunSummary] = {}
+    for name in names:
+        for run in select(summaries, sets.get(name) or {}) if name in sets else []:
+            chosen[run.run_id] = run
+    return [chosen[key] for key in sorted(chosen)]

@@ -1,0 +1,346 @@
+"""Stage 6: render the pages the site is built from, into the staging folder `pages` (mkdocs' docs_dir).
+
+- the chapters of docs/ (NN-*.md), each figure block replaced by its figure: anchor, zoomable SVG, the
+  caption "Figure N.n. <claim>", the CSV behind it and a "checked against the runs" note; references
+  resolved; the troubleshooting table where `<!-- troubleshooting-table -->` stands;
+- the front matter (docs/index.md): its markers filled with the contents, the palette legend, where the
+  data comes from and the runs;
+- the Metrics page (06-metrics.md) from templates/metrics.md.j2 and docs/data/metrics.yml;
+- the Index of figures (figures.md) from the blocks;
+- `.manual.yml`, what the site stage adds to mkdocs.yml: the nav in chapter order, the edition stamp and
+  the provenance note of the footer (a dotfile, so mkdocs does not publish it).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+import yaml
+
+from . import metrics_table, palette
+from ._exceptions import ChapterError, Problem, display_path
+from ._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
+from .stamp import Stamp, load_stamp
+from .summary import RunSummary
+from .wording import Provenance, join, provenance, words
+
+if TYPE_CHECKING:
+    from .build import BuildResult, Layout
+
+CHAPTER = re.compile(r"^(\d\d)-[\w.-]+\.md$")
+METRICS_PAGE = "06-metrics.md"
+FIGURES_PAGE = "figures.md"
+SITE_SETTINGS = ".manual.yml"
+FRONT_MATTER = "Front matter"  # the nav's name for index.md, whose heading repeats the site name
+TROUBLESHOOTING_MARK = "<!-- troubleshooting-table -->"
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w-]*)")
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str  # file name in pages/
+    title: str  # its first heading, for the nav
+
+
+# --- the stage --------------------------------------------------------------------------------
+
+
+def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mapping[str, Any]) -> None:
+    """Write every page into pages/ (the runs' Miles commits were checked against the stamp in stage 2)."""
+    stamp = load_stamp(layout.edition_yml)
+    configs = {run_id: summary.config for run_id, summary in result.summaries.items()}
+    env = _environment(layout.root / "templates")
+    legend = palette.legend_sentences()
+    chapters = chapter_files(layout.docs)
+    figures = {figure.block_id: figure for figure in result.figures}
+    verdicts = {verdict.block.id: verdict for verdict in result.verdicts}
+
+    written = []
+    for path in chapters:
+        text = render_chapter(path, result.blocks, figures, verdicts, tables)
+        written.append(_write(pages, path.name, text))
+    chapter_names = {int(path.name[:2]): path.name for path in chapters}  # "05-heat.md" is chapter 5
+    written.append(_write(pages, METRICS_PAGE, render_metrics(env, layout.docs / "data" / "metrics.yml",
+                                                              result.summaries, chapter_names)))
+    written.append(_write(pages, FIGURES_PAGE, render_figure_index(env, result.blocks, result.summaries,
+                                                                   legend)))
+    index = _resolve(render_index(layout.docs / "index.md", result.summaries, legend, written), result.blocks,
+                     Path("index.md"))
+    written.insert(0, _write(pages, "index.md", index))
+    (pages / "assets").mkdir(parents=True, exist_ok=True)
+    (pages / "assets" / "palette.css").write_text(palette.css_variables(), encoding="utf-8")
+    write_site_settings(pages, stamp, provenance(configs), _nav_order(written))
+    write_versions(pages, stamp)
+
+
+def _write(pages: Path, name: str, text: str) -> Page:
+    pages.mkdir(parents=True, exist_ok=True)
+    (pages / name).write_text(text, encoding="utf-8")
+    return Page(name, FRONT_MATTER if name == "index.md" else page_title(text, name))
+
+
+def page_title(text: str, name: str) -> str:
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return Path(name).stem
+
+
+def _nav_order(written: Sequence[Page]) -> list[Page]:
+    """index first, the chapters by number (the Metrics page is chapter 6), the Index of figures last."""
+    def key(page: Page) -> tuple[int, str]:
+        if page.name == "index.md":
+            return (0, "")
+        return (2, page.name) if page.name == FIGURES_PAGE else (1, page.name)
+    return sorted(written, key=key)
+
+
+def chapter_files(docs: Path) -> list[Path]:
+    """docs/NN-*.md in order; chapter 6 is generated, so a hand-written one is an error."""
+    chapters = sorted(path for path in docs.glob("*.md") if CHAPTER.match(path.name))
+    clash = [path for path in chapters if path.name.startswith("06-")]
+    if clash:
+        raise ChapterError([Problem(display_path(path), None, None,
+                                    f"chapter 6 is the Metrics page, generated as {METRICS_PAGE} from "
+                                    "docs/data/metrics.yml; rename or remove this file") for path in clash])
+    return chapters
+
+
+def _environment(templates: Path) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, autoescape=False)
+    env.filters["cell"] = cell
+    env.filters["md"] = md_escape
+    env.filters["metric"] = lambda text, code=True: f"`{text}`" if code else cell(text)
+    return env
+
+
+def cell(text: Any) -> str:
+    """Text safe inside a Markdown table cell."""
+    return " ".join(str(text).split()).replace("|", r"\|")
+
+
+def write_site_settings(pages: Path, stamp: Stamp, source: Provenance, nav: Sequence[Page]) -> None:
+    """What the site stage merges into mkdocs.yml: computed, so it cannot live in the config file."""
+    settings = {
+        "copyright": stamp.text,
+        "extra": {"provenance": source.kind, "provenance_note": source.footer(), "edition": stamp.edition},
+        "nav": [{page.title: page.name} for page in nav],
+    }
+    (pages / SITE_SETTINGS).write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True, width=1000),
+                                       encoding="utf-8")
+
+
+def write_versions(pages: Path, stamp: Stamp) -> None:
+    """versions.json for the edition selector (mkdocs.yml extra.version, mike): a local build lists its own
+    edition, so the selector works in a preview; a published edition reads mike's file one level up."""
+    entry = [{"version": stamp.edition, "title": stamp.edition, "aliases": []}]
+    (pages / "versions.json").write_text(json.dumps(entry) + "\n", encoding="utf-8")
+
+
+# --- chapters ---------------------------------------------------------------------------------
+
+
+def figure_spans(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """(first, last) 0-based lines of each ```figure fenced block, skipping other fenced blocks."""
+    spans, index = [], 0
+    while index < len(lines):
+        match = _FENCE.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        fence, info = match.group(1), match.group(2)
+        end = index + 1
+        while end < len(lines) and not re.match(rf"^ {{0,3}}{fence[0]}{{{len(fence)},}}\s*$", lines[end]):
+            end += 1
+        if info == "figure":
+            spans.append((index, min(end, len(lines) - 1)))
+        index = end + 1
+    return spans
+
+
+def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[str, DrawnFigure],
+                   verdicts: Mapping[str, ClaimVerdict], tables: Mapping[str, Any]) -> str:
+    """A chapter with its figure blocks replaced by figures, references resolved, data tables filled."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    mine = sorted((b for b in blocks if Path(b.chapter_file).name == path.name), key=lambda b: b.line)
+    spans = figure_spans(lines)
+    if len(spans) != len(mine):
+        raise ChapterError([Problem(display_path(path), None, None,
+                                    f"{len(spans)} figure blocks in the file, but {len(mine)} were read")])
+    for (first, last), block in reversed(list(zip(spans, mine, strict=True))):
+        lines[first:last + 1] = figure_markup(block, figures.get(block.id), verdicts.get(block.id)).splitlines()
+    text = "\n".join(lines) + "\n"
+    text = _resolve(text, blocks, path)
+    if TROUBLESHOOTING_MARK in text:
+        text = text.replace(TROUBLESHOOTING_MARK, troubleshooting_table(tables))
+    return text
+
+
+def _resolve(text: str, blocks: Sequence[FigureBlock], path: Path) -> str:
+    from . import blocks as blocks_stage
+
+    return blocks_stage.resolve_references(text, list(blocks), f"docs/{path.name}")
+
+
+def md_escape(text: str) -> str:
+    """Text that Markdown shows as written (claims and alt text are prose, not markup)."""
+    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", " ".join(str(text).split()))
+
+
+def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None) -> str:
+    """The figure as the reader sees it. Links and the image are Markdown, so mkdocs --strict checks them."""
+    svg = f"figures/{figure.svg.name if figure else block.id + '.svg'}"
+    csv = f"figures/{figure.csv.name if figure else block.id + '.csv'}"
+    alt = md_escape((figure.alt if figure else "") or block.alt or block.claim)
+    return "\n".join([
+        "",
+        f'<figure class="manual-figure" id="{html.escape(block.id)}" markdown="1">',
+        "",
+        f'[![{alt}]({svg})]({svg}){{ .manual-zoom title="Open Figure {block.number} full size" }}',
+        "",
+        f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_escape(block.claim)} '
+        f'<span class="manual-data">[data behind this figure]({csv})</span></figcaption>',
+        "",
+        checked_note(block, verdict),
+        "",
+        "</figure>",
+        "",
+    ])
+
+
+def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
+    """The small note of what the claim's checks found in the runs (raw HTML: messages are not Markdown)."""
+    checks: Sequence[CheckResult] = verdict.checks if verdict else ()
+    items = "".join(f"<li>{html.escape(check.message)}</li>" for check in checks) or "<li>no checks</li>"
+    runs = ", ".join(f"<code>{html.escape(run)}</code>" for run in block.runs) or "none"
+    status = "holds" if verdict and verdict.status == "pass" else "was not checked"
+    return (f'<details class="manual-checked"><summary>Checked against the runs: the claim {status}'
+            f"</summary><ul>{items}</ul><p>Runs: {runs}</p></details>")
+
+
+def _code_spans(text: str) -> str:
+    """Flags, paths and metric names as code, the rest escaped."""
+    parts = re.split(r"(--[\w-]+|/?\w+(?:/\w+)+)", " ".join(str(text).split()))
+    return "".join(f"`{part}`" if index % 2 else md_escape(part) for index, part in enumerate(parts))
+
+
+def troubleshooting_table(tables: Mapping[str, Any]) -> str:
+    """The symptoms of docs/data/troubleshooting.yml: one first check and one fix each."""
+    data = tables.get("troubleshooting")
+    rows = data.get("symptoms") if isinstance(data, Mapping) else data
+    if not isinstance(rows, list) or not rows:
+        raise ChapterError([Problem("docs/data/troubleshooting.yml", None, "symptoms",
+                                    "expected a list of symptoms, each with symptom, check and fix")])
+    lines = ["| Symptom | First check | Fix |", "|---|---|---|"]
+    for row in rows:
+        row = row if isinstance(row, Mapping) else getattr(row, "__dict__", {})
+        lines.append(f"| {cell(_code_spans(row.get('symptom', '')))} | {cell(_code_spans(row.get('check', '')))}"
+                     f" | {cell(_code_spans(row.get('fix', '')))} |")
+    return "\n".join(lines)
+
+
+# --- the palette ------------------------------------------------------------------------------
+
+
+def legend_markup(lines: Sequence[str]) -> str:
+    """The legend as a list with a swatch of each colour (the colour comes from the generated palette.css)."""
+    out = []
+    for role, line in zip(palette.load_palette().roles, lines, strict=True):
+        swatch = f'<span class="manual-swatch" style="background: var(--role-{role.name})"></span>'
+        out.append(f"- {swatch} {line}")
+    return "\n".join(out)
+
+
+# --- the Metrics page and the Index of figures ------------------------------------------------------
+
+
+def render_metrics(env: jinja2.Environment, spec_file: Path, summaries: Mapping[str, RunSummary],
+                   chapters: Mapping[int, str]) -> str:
+    spec = metrics_table.load_spec(spec_file)
+    where = display_path(spec_file)
+    context = {f"chapter_{number}": name for number, name in chapters.items()}
+    tables = metrics_table.build_tables(spec, summaries, where, context)
+    intro = metrics_table.intro(spec, summaries, where)
+    source = provenance({run.run_id: run.config for run in metrics_table.runs_read(spec, summaries)})
+    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source())
+
+
+def _machine(summaries: Mapping[str, RunSummary], run_ids: Sequence[str] | None = None) -> str:
+    ids = run_ids if run_ids is not None else list(summaries)
+    names = sorted({str(summaries[r].config.get("hardware", {}).get("machine", "")) for r in ids if r in summaries})
+    return join([name for name in names if name], "or") or "machine"
+
+
+def render_figure_index(env: jinja2.Environment, blocks: Sequence[FigureBlock],
+                        summaries: Mapping[str, RunSummary], legend: Sequence[str]) -> str:
+    read = sorted({run for block in blocks for run in block.runs if run in summaries})
+    source = provenance({run: summaries[run].config for run in read})
+    figures = [{"number": b.number, "page": Path(b.chapter_file).name, "id": b.id, "claim": b.claim}
+               for b in blocks]
+    return env.get_template("figures.md.j2").render(
+        figures=figures, legend=legend, provenance_sentence=source.sentence(_machine(summaries, read)))
+
+
+# --- the front matter -------------------------------------------------------------------------
+
+
+def render_index(path: Path, summaries: Mapping[str, RunSummary], legend: Sequence[str],
+                 pages: Sequence[Page]) -> str:
+    """docs/index.md with its markers filled from the data."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else "# Miles on one DGX Spark\n"
+    source = provenance({run_id: summary.config for run_id, summary in summaries.items()})
+    fills = {
+        "<!-- contents -->": contents(pages),
+        "<!-- palette-legend -->": legend_markup(legend),
+        "<!-- provenance -->": provenance_paragraph(source, _machine(summaries)),
+        "<!-- runs-table -->": runs_table(summaries),
+    }
+    for mark, fill in fills.items():
+        text = text.replace(mark, fill)
+    return text
+
+
+def contents(pages: Sequence[Page]) -> str:
+    ordered = [page for page in _nav_order(pages) if page.name != "index.md"]
+    lines = []
+    for page in ordered:
+        match = CHAPTER.match(page.name)
+        label = f"{int(match.group(1))}\\. " if match else ""  # escaped: "1." would start a numbered list
+        lines.append(f"- {label}[{md_escape(page.title)}]({page.name})")
+    return "\n".join(lines)
+
+
+def provenance_paragraph(source: Provenance, machine: str) -> str:
+    """Where the data comes from, true of the runs the manual was built from."""
+    readme = "Each run is a folder of `runs/`; `runs/README.md` in the project documents every field."
+    if source.kind == "measured":
+        return (f"Every number comes from measured runs: Miles runs on one {machine}, each with the dashboard "
+                f"dump Miles wrote and the lab's own records of what Miles does not log. {readme}")
+    if source.kind == "example":
+        return ('!!! warning "Synthesized example runs, not measurements"\n\n'
+                f"    Every run this manual was built from is a synthesized example, written by a seeded "
+                f"generator that models Miles GRPO runs on one {machine} (`make examples`); none is a "
+                "measurement. The figures and tables show how the manual reads a run, not what the machine "
+                "did. A measured run replaces them: copy its dashboard dump into `runs/` with a `run.yaml` "
+                f"that says `provenance: measured`.\n\n{readme}")
+    return (f'!!! warning "Some runs are synthesized examples"\n\n    This manual was built from '
+            f"{source._mix()}. The run table below says which is which.\n\n{readme}")
+
+
+def runs_table(summaries: Mapping[str, RunSummary]) -> str:
+    lines = ["| Run | What it is | Model | Steps | Data |", "|---|---|---|---|---|"]
+    for run_id, summary in summaries.items():
+        config = summary.config
+        kind = "measured" if config.get("provenance") == "measured" else "synthesized example"
+        lines.append(f"| `{run_id}` | {cell(md_escape(config.get('title', '')))} | "
+                     f"{cell(config.get('model', {}).get('name', ''))} | {len(summary.steps)} | {kind} |")
+    count = len(summaries)
+    return f"The manual reads {words(count)} run{'s' if count != 1 else ''}:\n\n" + "\n".join(lines)

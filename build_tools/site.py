@@ -1,0 +1,229 @@
+"""Stage 7: build the site with mkdocs --strict, and `make serve`.
+
+mkdocs reads build/mkdocs.yml, written here: it INHERITs the project's mkdocs.yml and adds what the
+render stage computed (pages/.manual.yml: the nav, the stamp, the provenance note). Every warning mkdocs
+logs fails the build, reported with its page; they are collected from mkdocs' logger, since a bare
+`mkdocs build -q --strict` would hide them. A build whose inputs (pages, config, overrides, library
+versions) hash as the last one's is skipped and site/ is kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from ._exceptions import ManualError
+from ._staging import staging
+
+SETTINGS = ".manual.yml"  # written by render.py into the pages
+GENERATED_CONFIG = "mkdocs.yml"  # in the build folder (the pages' parent)
+KEY_FILE = "site.key"
+LIBRARIES = ("mkdocs", "mkdocs-material", "Markdown", "Jinja2", "pymdown-extensions", "PyYAML")
+HOST, PORT = "127.0.0.1", 8000
+WATCHED = ("docs", "runs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
+
+
+class SiteError(ManualError):
+    """mkdocs found a problem (a broken link, a missing anchor, a page left out of the nav)."""
+
+    hint = ("the pages are rendered from docs/ into build/docs/: fix the link or anchor in the chapter "
+            "named (or its figure block); every warning fails the build")
+
+    def __init__(self, messages: list[str]) -> None:
+        self.messages = list(messages)
+        count = len(messages)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(f"mkdocs build --strict found {count} {noun} in the pages:\n"
+                         + "\n".join(f"  {message}" for message in messages))
+
+
+# --- the stage --------------------------------------------------------------------------------
+
+
+def build_site(mkdocs_yml: Path, pages: Path, site: Path) -> bool:
+    """Build pages into site; False when nothing changed since the last build (site/ kept as it is)."""
+    build_dir = pages.parent
+    key = site_key(mkdocs_yml, pages)
+    key_file = build_dir / KEY_FILE
+    if site.is_dir() and any(site.iterdir()) and key_file.is_file() and key_file.read_text() == key:
+        return False
+    key_file.unlink(missing_ok=True)
+    config_file = write_config(mkdocs_yml, pages, site, build_dir / GENERATED_CONFIG)
+    with staging(site) as target:
+        try:
+            run_mkdocs(config_file, target)
+        except SiteError as error:
+            raise SiteError([_with_source(message, mkdocs_yml.parent) for message in error.messages]) from None
+    key_file.write_text(key, encoding="utf-8")
+    return True
+
+
+def _with_source(message: str, root: Path) -> str:
+    """mkdocs names the rendered page; add the file the reader would edit."""
+    match = re.match(r"Doc file '([^']+)'", message)
+    if not match:
+        return message
+    page = match.group(1)
+    sources = {"06-metrics.md": "templates/metrics.md.j2 and docs/data/metrics.yml",
+               "figures.md": "templates/figures.md.j2 and the figure blocks"}
+    source = sources.get(page) or (f"docs/{page}" if (root / "docs" / page).is_file() else "")
+    return f"{message} (rendered from {source})" if source else message
+
+
+def write_config(mkdocs_yml: Path, pages: Path, site_dir: Path, config_file: Path) -> Path:
+    """The config mkdocs reads: the project's mkdocs.yml plus what the render stage computed."""
+    settings_file = pages / SETTINGS
+    settings = yaml.safe_load(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
+    overrides = mkdocs_yml.parent / "overrides"
+    config = {
+        "INHERIT": str(mkdocs_yml.resolve()),
+        "docs_dir": str(pages.resolve()),
+        "site_dir": str(site_dir.resolve()),
+        # Paths in the inherited file would resolve against this file's folder: give the theme's its own.
+        "theme": {"name": "material", "custom_dir": str(overrides.resolve())},
+        **(settings or {}),
+    }
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    config_file.write_text("# Written by build_tools/site.py; edit mkdocs.yml instead.\n"
+                           + yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=1000), encoding="utf-8")
+    return config_file
+
+
+class _Collect(logging.Handler):
+    """Keeps every warning mkdocs logs, to report them all with their pages."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(" ".join(record.getMessage().split()))
+
+
+@contextmanager
+def _mkdocs_logging() -> Iterator[_Collect]:
+    """Collect mkdocs' warnings and keep its INFO lines off the terminal (the build prints its own)."""
+    logger = logging.getLogger("mkdocs")
+    handler = _Collect()
+    saved = logger.propagate, logger.level
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate, logger.level = saved
+
+
+def run_mkdocs(config_file: Path, site_dir: Path) -> None:
+    """mkdocs build --strict into site_dir, in this process; SiteError listing every warning."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    with _mkdocs_logging() as collected:
+        try:
+            config = load_config(config_file=str(config_file), strict=True, site_dir=str(site_dir))
+            config.plugins.on_startup(command="build", dirty=False)
+            try:
+                build(config)
+            finally:
+                config.plugins.on_shutdown()
+        except MkDocsException as error:
+            raise SiteError(collected.messages or [str(error)]) from None
+        except SystemExit as error:  # mkdocs exits on some config errors
+            raise SiteError(collected.messages or [f"mkdocs stopped (exit {error.code})"]) from None
+    if collected.messages:
+        raise SiteError(collected.messages)
+
+
+def site_key(mkdocs_yml: Path, pages: Path) -> str:
+    """Hash of everything the site is made from: pages, config, theme overrides, this code, library versions."""
+    digest = hashlib.sha256()
+    for library in LIBRARIES:
+        try:
+            digest.update(f"{library}=={metadata.version(library)}\n".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{library} absent\n".encode())
+    digest.update(Path(__file__).read_bytes())
+    digest.update(mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b"")
+    for folder in (pages, mkdocs_yml.parent / "overrides"):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
+            digest.update(f"\0{folder.name}/{path.relative_to(folder).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# --- make serve -------------------------------------------------------------------------------
+
+
+def serve(root: Path, host: str = HOST, port: int = PORT) -> int:
+    """Build, serve site/ on host:port, and rebuild when an input changes; Ctrl-C stops."""
+    from .build import build
+
+    console = Console(stderr=True, highlight=False)
+    build(root)
+    handler = functools.partial(_QuietHandler, directory=str(root / "site"))
+    server = http.server.ThreadingHTTPServer((host, port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    console.print(f"Serving the manual on http://{host}:{port}/ (Ctrl-C stops)")
+    try:
+        _watch(root, console)
+    except KeyboardInterrupt:
+        console.print("stopped")
+    finally:
+        server.shutdown()
+        server.server_close()
+    return 0
+
+
+def _snapshot(root: Path) -> dict[str, int]:
+    stamps = {}
+    for name in WATCHED:
+        path = root / name
+        paths = [path] if path.is_file() else path.rglob("*") if path.is_dir() else []
+        for item in paths:
+            if item.is_file() and "__pycache__" not in item.parts:
+                stamps[str(item)] = item.stat().st_mtime_ns
+    return stamps
+
+
+def _watch(root: Path, console: Console) -> None:
+    """Poll the inputs once a second; rebuild on a change and report a failed build without stopping."""
+    from rich.markup import escape
+
+    from .build import build
+
+    last = _snapshot(root)
+    while True:
+        time.sleep(1.0)
+        now = _snapshot(root)
+        if now == last:
+            continue
+        last = now
+        try:
+            build(root)
+        except ManualError as error:
+            console.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves site/ without a log line per request."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        if os.environ.get("MANUAL_SERVE_LOG"):
+            super().log_message(format, *args)

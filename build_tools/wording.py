@@ -1,0 +1,91 @@
+"""How the pages write numbers and say where the data comes from: shared by every rendered page."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+          "twelve")
+
+
+def number(value: float, decimals: int = 0) -> str:
+    """A number at fixed decimals with a thousands separator: 1024 -> '1,024', 0.00063 (5) -> '0.00063'."""
+    text = f"{value:,.{decimals}f}"
+    # Rounding a small negative value must not print "-0.00".
+    return text[1:] if text.startswith("-") and float(text[1:].replace(",", "")) == 0 else text
+
+
+def words(count: int) -> str:
+    """Small counts as words ('one GB10', 'the first two steps'), larger ones as digits."""
+    return _WORDS[count] if 0 <= count < len(_WORDS) else number(count)
+
+
+def join(items: Iterable[str], last: str = "and") -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def is_zero(value: float) -> bool:
+    return not math.isnan(value) and value == 0
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Which of a set of runs were measured and which are synthesized examples."""
+
+    measured: tuple[str, ...]
+    examples: tuple[str, ...]
+
+    @property
+    def kind(self) -> str:
+        """'measured', 'example' or 'mixed'."""
+        if self.measured and self.examples:
+            return "mixed"
+        return "measured" if self.measured else "example"
+
+    def sentence(self, machine: str) -> str:
+        """Where the numbers of a page come from, true of the runs it was built from."""
+        if self.kind == "measured":
+            return f"Every measured number in a figure comes from our runs on one {machine}."
+        if self.kind == "example":
+            return (f"Every number in a figure comes from synthesized example runs of one {machine}, "
+                    "not from measurements.")
+        return f"The numbers in the figures come from runs of one {machine}: {self._mix()}."
+
+    def source(self) -> str:
+        """What 'The ranges come from ...' ends with."""
+        if self.kind == "measured":
+            return "our lab runs"
+        if self.kind == "example":
+            return "synthesized example runs, not from measurements"
+        return f"our runs: {self._mix()}"
+
+    def footer(self) -> str:
+        """The footer's note on the data."""
+        if self.kind == "measured":
+            return "Built from measured runs."
+        if self.kind == "example":
+            return "Built from synthesized example runs, not measurements."
+        return f"Built from {self._mix()}."
+
+    def _mix(self) -> str:
+        return (f"{_count(self.measured, 'measured run')} ({', '.join(self.measured)}) and "
+                f"{_count(self.examples, 'synthesized example run')} ({', '.join(self.examples)}), "
+                "which are not measurements")
+
+
+def _count(ids: tuple[str, ...], noun: str) -> str:
+    return f"{words(len(ids))} {noun}{'' if len(ids) == 1 else 's'}"
+
+
+def provenance(configs: Mapping[str, Mapping[str, Any]]) -> Provenance:
+    """Provenance of the runs by id: only `provenance: measured` counts as a measurement."""
+    measured = tuple(sorted(rid for rid, cfg in configs.items() if cfg.get("provenance") == "measured"))
+    examples = tuple(sorted(rid for rid in configs if rid not in measured))
+    return Provenance(measured, examples)

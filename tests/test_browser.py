@@ -1,0 +1,146 @@
+"""The built site in a real browser: Debian's Chromium, driven by Playwright, opens every page from a local
+server and checks what a reader gets: figures that load, no console error, no request to any other host,
+the stamp in the footer, and Index links that land on their figures."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+STAMP = "Miles radixark/miles:latest, Miles main of 2026-10-15 · 08752a1 · 2026-10-15 · Edition 2026.10"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+HOST = "127.0.0.1"
+
+
+def _chromium() -> str:
+    """Debian's Chromium (make test installs it); Playwright cannot download its own browser here."""
+    found = os.environ.get("MANUAL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(found).is_file():
+        pytest.fail("Chromium not found: `make test` installs Debian's chromium package")
+    return found
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(built_manual: Path) -> Iterator[str]:
+    """The built site on 127.0.0.1 at a free port, in a thread, shut down after the module."""
+    handler = functools.partial(_Quiet, directory=str(built_manual / "site"))
+    httpd = http.server.ThreadingHTTPServer((HOST, 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://{HOST}:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def visit(browser: object) -> Iterator[object]:
+    """A fresh page whose every request is recorded; a request to any host but 127.0.0.1 is aborted."""
+    context = browser.new_context()  # type: ignore[attr-defined]
+    record: dict[str, list[str]] = {"outside": [], "errors": []}
+
+    def route(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        parts = urlsplit(url)
+        if parts.scheme in ("data", "blob", "about") or parts.hostname == HOST:
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            record["outside"].append(url)
+            route.abort()  # type: ignore[attr-defined]
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("console", lambda message: message.type == "error" and record["errors"].append(message.text))
+    page.on("pageerror", lambda error: record["errors"].append(str(error)))
+    page.record = record  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def _pages(site: Path) -> list[str]:
+    return sorted(p.name for p in site.glob("*.html") if p.name != "404.html")
+
+
+def test_every_page_loads_cleanly(built_manual, server, visit):
+    site = built_manual / "site"
+    names = _pages(site)
+    assert "index.html" in names and "figures.html" in names and "06-metrics.html" in names
+    figures_seen = 0
+    for name in names:
+        visit.goto(urljoin(server, name), wait_until="load")
+        images = visit.evaluate("""() => Array.from(document.images).map(img => ({
+            src: img.currentSrc || img.src, complete: img.complete, width: img.naturalWidth,
+            figure: !!img.closest('figure.manual-figure')}))""")
+        broken = [image["src"] for image in images if not image["complete"] or image["width"] == 0]
+        assert broken == [], f"{name}: images that did not load"
+        figures_seen += sum(image["figure"] for image in images)
+        footer = visit.locator("footer .md-copyright").inner_text()
+        assert STAMP in footer, name
+        assert "synthesized example runs" in footer, name
+    assert visit.record["errors"] == []
+    assert visit.record["outside"] == []
+    assert figures_seen == len(list((site / "figures").glob("*.svg")))
+
+
+def test_index_links_land_on_their_figures(server, visit):
+    visit.goto(urljoin(server, "figures.html"), wait_until="load")
+    links = visit.evaluate("""() => Array.from(document.querySelectorAll('table a[href*="#fig-"]'))
+        .map(a => ({text: a.textContent.trim(), href: a.href}))""")
+    assert len(links) == 18
+    for link in links:
+        visit.goto(link["href"], wait_until="load")
+        target = urlsplit(link["href"]).fragment
+        found = visit.evaluate("""id => { const e = document.getElementById(id);
+            return e && {tag: e.tagName, caption: (e.querySelector('figcaption') || {}).textContent || ''}; }""",
+                               target)
+        assert found is not None, link["href"]
+        assert found["tag"] == "FIGURE", link["href"]
+        assert found["caption"].startswith(f"Figure {link['text']}."), link["href"]
+    assert visit.record["errors"] == [] and visit.record["outside"] == []
+
+
+def test_a_figure_zooms_and_closes(server, visit):
+    visit.goto(urljoin(server, "01-step.html"), wait_until="load")
+    visit.locator("figure.manual-figure a.manual-zoom").first.click()
+    overlay = visit.locator(".manual-zoom-overlay img")
+    overlay.wait_for(state="visible")
+    visit.wait_for_function("() => document.querySelector('.manual-zoom-overlay img').naturalWidth > 0")
+    assert visit.url.endswith("01-step.html")  # the page stayed; the figure opened over it
+    visit.keyboard.press("Escape")
+    assert visit.locator(".manual-zoom-overlay").count() == 0
+
+
+def test_scheme_toggle_and_search_work_offline(server, visit):
+    visit.goto(urljoin(server, "index.html"), wait_until="load")
+    before = visit.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
+    visit.locator("label.md-header__button[for^='__palette']:visible").first.click()
+    after = visit.evaluate("() => document.body.getAttribute('data-md-color-scheme')")
+    assert {before, after} == {"default", "slate"}
+    search = visit.locator("input.md-search__input")  # in the header at desktop width
+    search.click()
+    visit.keyboard.type("heat guard", delay=30)  # key events, as a reader types
+    visit.locator(".md-search-result__item").first.wait_for(state="visible", timeout=15_000)
+    assert visit.record["errors"] == [] and visit.record["outside"] == []

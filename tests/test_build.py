@@ -1,0 +1,44 @@
+"""The ordered build and `make check`: what the user sees on the terminal, and what is left on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import copy_project
+
+from build_tools._exceptions import EXIT_BAD_INPUT
+from build_tools.cli import main
+
+
+@pytest.fixture()
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = copy_project(tmp_path / "manual")
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_check_prints_one_line_per_run_and_per_figure(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    runs = sorted(p.name for p in (project / "runs").iterdir() if p.is_dir())
+    assert [line.split()[0] for line in lines[:len(runs)]] == runs
+    figures = lines[len(runs):]
+    assert len(figures) == 18
+    assert figures[0].startswith("docs/01-step.md:8 fig 1.1 pass  ")
+    assert (project / "build" / "claims.json").is_file() and not (project / "site").exists()
+
+
+def test_a_run_made_with_another_miles_commit_stops_the_build(project: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    run_yaml = project / "runs" / "nondet-a" / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace("commit: 08752a1", "commit: 1a2b3c4"))
+    assert main(["check"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    error = err[err.index("ERROR"):]
+    assert error.splitlines() == [
+        "ERROR run nondet-a was made with Miles commit 1a2b3c4, but this edition is Miles commit 08752a1 "
+        "(runs/nondet-a/run.yaml miles.commit)",
+        "hint: rebuild that run with the edition's Miles commit, move it out of runs/, or change edition.yml",
+    ]
+    assert not (project / "build" / "claims.json").exists()  # stopped before the claims were checked
