@@ -46,10 +46,10 @@ publish: $(STAMP)
 	$(PY) -m build_tools publish $(EDITION) $(if $(BRANCH),--branch $(BRANCH)) $(if $(REMOTE),--remote $(REMOTE)) $(if $(PUSH),--push) $(if $(REPLACE),--replace)
 
 verify: $(STAMP)
-	$(PY) -m build_tools verify $(EDITION)
+	$(PY) -m build_tools verify $(EDITION) $(if $(BRANCH),--branch $(BRANCH))
 
 diff: $(STAMP)
-	$(PY) -m build_tools diff $(FROM) $(TO)
+	$(PY) -m build_tools diff $(FROM) $(TO) $(if $(BRANCH),--branch $(BRANCH))
 
 clean:
 	rm -rf site build .pytest_cache
