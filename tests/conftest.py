@@ -9,8 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "samples"
-MILES_SAMPLES = ROOT.parent / "shared" / "reference" / "miles-dashboard-samples"
-SEEDS = ROOT.parent / "shared" / "seeds"
+# Copies of ../shared/ kept with the tests (tests/samples/shared/README.md), so a bare clone can run them.
+MILES_SAMPLES = SAMPLES / "shared" / "miles-dashboard-samples"
+SEEDS = SAMPLES / "shared" / "seeds"
 # What a build reads; copied so that tests never write into the working tree.
 PROJECT_FILES = ("runs", "docs", "figures", "templates", "mkdocs.yml", "edition.yml", "overrides")
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import colorspacious
 import numpy as np
 import pytest
+from conftest import SEEDS
 
 from build_tools import palette
 from build_tools._exceptions import FigureError
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "samples" / "palette"
-SEED = ROOT.parent / "shared" / "seeds" / "003_f3e693af6112d108.txt"
+SEED = SEEDS / "003_f3e693af6112d108.txt"
 DEFICIENCIES = ("deuteranomaly", "protanomaly", "tritanomaly")
 MIN_ROLE_DISTANCE = 15.0  # CAM02-UCS, between any two roles, in every simulated vision
 MIN_NEUTRAL_DISTANCE = 10.0  # between a role and any neutral
