@@ -1,14 +1,14 @@
 """`make bench`: how long the build takes on this machine, against a bare `mkdocs build` of the same pages.
 
-Every build runs in a fresh Python process on a throw-away copy of the project (runs, chapters, figures,
-templates), as a user's `make` would: a cold build (empty build/), a no-op rebuild, and a rebuild after
-one run changed. The 18 figures are then drawn in this one warm process, and the generated pages are
-built by mkdocs alone. Goals: no-op within 1.15x of bare mkdocs; cold within 1.3x of figures + mkdocs.
+Every build runs as `python -m build_tools build` in a fresh process on a throw-away copy of the project
+(runs, chapters, figures, templates), as a user's `make` would: a cold build (empty build/), a no-op
+rebuild (which finds its inputs unchanged and stops), and a rebuild after one run changed. The 18
+figures are then drawn in this one warm process, and the generated pages are built by mkdocs alone.
+Goals: no-op within 1.15x of bare mkdocs; cold within 1.3x of figures + mkdocs.
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,17 +16,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ._layout import copy_inputs
+
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT_FILES = ("runs", "docs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
 NOOP_GOAL = 1.15
 COLD_GOAL = 1.3
-BUILD_SCRIPT = "import sys; from pathlib import Path; from build_tools.build import build; build(Path(sys.argv[1]))"
 
 
 def main() -> int:
     """Print the timings and the two ratios; 0 when both goals are met, 1 when not."""
     with tempfile.TemporaryDirectory(prefix="manual-bench-") as tmp:
-        work = _copy_project(Path(tmp) / "manual")
+        work = copy_inputs(ROOT, Path(tmp) / "manual")
         cold = _timed(lambda: _build_in_new_process(work))
         noop = _timed(lambda: _build_in_new_process(work))
         run_id = _touch_one_run(work)
@@ -60,22 +60,10 @@ def _timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def _copy_project(target: Path) -> Path:
-    """The project's inputs, without build/ or site/: the first build there is cold."""
-    target.mkdir(parents=True)
-    for name in PROJECT_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif source.is_file():
-            shutil.copy2(source, target / name)
-    return target
-
-
 def _build_in_new_process(work: Path) -> None:
-    """build_tools.build.build(work) in a fresh interpreter, as `make` runs it; fails loudly if it fails."""
-    done = subprocess.run([sys.executable, "-c", BUILD_SCRIPT, str(work)], cwd=work, capture_output=True,
-                          text=True, check=False)
+    """`python -m build_tools build` in a fresh interpreter, as `make` runs it; fails loudly if it fails."""
+    done = subprocess.run([sys.executable, "-m", "build_tools", "--root", str(work), "build"], cwd=work,
+                          capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the build failed during the benchmark:\n{done.stdout}{done.stderr}")
 

@@ -18,6 +18,7 @@ import yaml
 
 from ._exceptions import ChapterError, Problem
 from ._types import FigureBlock
+from ._yaml import load_yaml
 from .checks import validate
 from .checks._numbers import masked_spans
 
@@ -54,17 +55,25 @@ def fenced_blocks(text: str) -> Iterator[Fenced]:
         i = end + 1
 
 
-def _prose_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(line number, line) of every line outside fenced code blocks."""
+def _lines_with_fences(text: str) -> Iterator[tuple[int, str, bool]]:
+    """(line number, line, whether it is prose) for every line; fenced code blocks are not prose."""
     inside: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         match = FENCE.match(line)
         if inside is None and match:
             inside = match["fence"]
-        elif inside is not None and re.match(rf"^ {{0,3}}{re.escape(inside[0])}{{{len(inside)},}}\s*$", line):
-            inside = None
-        elif inside is None:
-            yield number, line
+            yield number, line, False
+        elif inside is not None:
+            if re.match(rf"^ {{0,3}}{re.escape(inside[0])}{{{len(inside)},}}\s*$", line):
+                inside = None
+            yield number, line, False
+        else:
+            yield number, line, True
+
+
+def _prose_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of every line outside fenced code blocks."""
+    return ((number, line) for number, line, prose in _lines_with_fences(text) if prose)
 
 
 def _outside_code_spans(line: str) -> list[tuple[bool, str]]:
@@ -111,7 +120,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
            problems: list[Problem]) -> FigureBlock | None:
     """One block from its YAML; problems are appended (each names the file, the line and the field)."""
     try:
-        data = yaml.safe_load(fenced.body)
+        data = load_yaml(fenced.body)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = fenced.line + 1 + mark.line if mark is not None else fenced.line
@@ -202,7 +211,7 @@ def load_tables(data_dir: Path) -> dict[str, Any]:
     problems = []
     for path in sorted(data_dir.glob("*.yml")) if data_dir.is_dir() else []:
         try:
-            tables[path.stem] = yaml.safe_load(path.read_text(encoding="utf-8"))
+            tables[path.stem] = load_yaml(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             problems.append(Problem(f"{data_dir.parent.name}/{data_dir.name}/{path.name}",
@@ -247,16 +256,9 @@ def resolve_references(markdown: str, blocks: list[FigureBlock], source_file: st
         href = f"#{block.id}" if target == page else f"{target}#{block.id}"
         return f"[Figure {block.number}]({href})"
 
-    out: list[str] = []
-    inside: str | None = None
-    for line in markdown.split("\n"):
-        match = FENCE.match(line)
-        if inside is None and match:
-            inside = match["fence"]
-        elif inside is not None and re.match(rf"^ {{0,3}}{re.escape(inside[0])}{{{len(inside)},}}\s*$", line):
-            inside = None
-        elif inside is None:
-            line = "".join(part if is_code else REFERENCE.sub(link, part)
-                           for is_code, part in _outside_code_spans(line))
-        out.append(line)
+    out = [
+        "".join(part if is_code else REFERENCE.sub(link, part) for is_code, part in _outside_code_spans(line))
+        if prose else line
+        for _, line, prose in _lines_with_fences(markdown)
+    ]
     return "\n".join(out)

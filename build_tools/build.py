@@ -6,56 +6,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import _uptodate
 from . import blocks as blocks_stage
 from . import claims as claims_stage
+from ._layout import Layout
 from ._progress import Progress
 from ._staging import staging
 from ._types import ClaimVerdict, DrawnFigure, FigureBlock
 from .stamp import check_commits, load_stamp
 from .summary import RunSummary, summarise_runs
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where the build reads and writes, all under one project root."""
-
-    root: Path
-
-    @property
-    def runs(self) -> Path:
-        return self.root / "runs"
-
-    @property
-    def docs(self) -> Path:
-        return self.root / "docs"
-
-    @property
-    def figures_src(self) -> Path:
-        return self.root / "figures"
-
-    @property
-    def build(self) -> Path:
-        return self.root / "build"
-
-    @property
-    def cache(self) -> Path:
-        return self.build / "cache"
-
-    @property
-    def pages(self) -> Path:
-        return self.build / "docs"
-
-    @property
-    def site(self) -> Path:
-        return self.root / "site"
-
-    @property
-    def mkdocs_yml(self) -> Path:
-        return self.root / "mkdocs.yml"
-
-    @property
-    def edition_yml(self) -> Path:
-        return self.root / "edition.yml"
 
 
 @dataclass
@@ -74,8 +33,9 @@ def check(root: Path, *, quiet: bool = False) -> BuildResult:
 
 def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False) -> BuildResult:
     """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim."""
-    layout = Layout(root)
+    layout = Layout(root.resolve())
     progress = Progress(quiet=quiet, stages=6 if site else 3)
+    _uptodate.forget(layout)
 
     # 1-2. Load and summarise every run; an unchanged run comes from the cache.
     with progress.stage("Loading and summarising runs"):
@@ -119,5 +79,6 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
     #    stages it); skipped, site/ kept, when the pages, config and library versions are the last build's.
     with progress.stage("Building the site"):
         site_stage.build_site(layout.mkdocs_yml, layout.pages, layout.site)
+    _uptodate.record(layout)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result

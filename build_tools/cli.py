@@ -17,6 +17,13 @@ _out = Console(highlight=False, soft_wrap=True)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
+    from . import _uptodate
+    from ._layout import Layout
+
+    # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
+    if not args.force and _uptodate.is_current(Layout(args.root.resolve())):
+        _err.print("Nothing changed since the last build: site/ is up to date (--force rebuilds).")
+        return 0
     from .build import build
 
     build(args.root, jobs=args.jobs)
@@ -82,8 +89,9 @@ def _parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         return sub
 
-    add("build", _cmd_build, "build the manual into site/").add_argument(
-        "--jobs", type=int, default=None, help="processes drawing figures (default: all cores)")
+    build = add("build", _cmd_build, "build the manual into site/")
+    build.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: all cores)")
+    build.add_argument("--force", action="store_true", help="build even when no input changed")
     add("check", _cmd_check, "load, summarise and check every claim; no figures, no site")
     add("serve", _cmd_serve, "build, then serve the site on 127.0.0.1:8000")
     add("bench", _cmd_bench, "time the build's stages and print the ratios")

@@ -87,12 +87,16 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
         if outcome.error is not None:
             problems.append(_problem(job.block, outcome.error))
             continue
-        _write_text(job.stem.with_suffix(".key"), key)  # last: a key means complete outputs
+        # The palette check runs on every new drawing; only a figure that passed gets a cache key, so a
+        # figure taken from the cache was checked against this same palette (the key includes it).
+        off_palette = palette_check.check_figures([(job.block, job.stem.with_suffix(".svg"))])
+        if off_palette:
+            problems += off_palette
+            continue
+        _write_text(job.stem.with_suffix(".key"), key)  # last: a key means complete, checked outputs
         ready[job.block.id] = True
 
     drawn = [_publish(block, cache_dir / block.id, out_dir, ready[block.id]) for block in blocks if block.id in ready]
-    problems += palette_check.check_figures([(block, out_dir / f"{block.id}.svg")
-                                             for block in blocks if block.id in ready])
     if problems:
         raise FigureError(problems)
     return drawn

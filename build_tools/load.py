@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError
 
 from ._exceptions import Problem, RunDataError, display_path
 from ._streams import DASHBOARD_DOCUMENTS, DASHBOARD_STREAMS, LAB_STREAMS, NON_FINITE, Stream
+from ._yaml import load_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 PARTITION = re.compile(r"^\d{8}_\d{2}\.jsonl(\.gz)?$")
@@ -89,34 +90,57 @@ def load_run(root: Path, problems: list[Problem]) -> RunData:
 # --- run.yaml and meta.json -------------------------------------------------------------------
 
 
-def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[dict[str, Any], dict[str, int]]:
-    """run.yaml as plain data, and the line of each flag (for messages about flags)."""
+class _YamlLines:
+    """The line of a dotted key of run.yaml, found only when a message needs one (ruamel's parse is slow)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.doc: Any = None
+
+    def of(self, dotted: str) -> int | None:
+        """The line of the key, or of its nearest parent that exists."""
+        if self.doc is None:
+            self.doc = YAML(typ="rt").load(self.text)
+        node, line = self.doc, None
+        for key in dotted.split("."):
+            if not isinstance(node, dict) or key not in node:
+                return line
+            line = node.lc.key(key)[0] + 1
+            node = node[key]
+        return line
+
+
+def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[dict[str, Any], _YamlLines | None]:
+    """run.yaml as plain data, and where its keys are (for messages)."""
     where = display_path(path)
     if not path.is_file():
         problems.append(Problem(where, None, None, "missing: every run needs a run.yaml (see runs/README.md)"))
-        return {}, {}
+        return {}, None
+    text = path.read_text(encoding="utf-8")
     try:
-        doc = YAML(typ="rt").load(path.read_text(encoding="utf-8"))
-    except MarkedYAMLError as err:
-        line = err.problem_mark.line + 1 if err.problem_mark else None
-        problems.append(Problem(where, line, None, f"not valid YAML: {err.problem}"))
-        return {}, {}
+        doc = load_yaml(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        problems.append(Problem(where, mark.line + 1 if mark else None, None,
+                                f"not valid YAML: {getattr(err, 'problem', err)}"))
+        return {}, None
     if not isinstance(doc, dict):
         problems.append(Problem(where, 1, None, "expected a mapping of fields"))
-        return {}, {}
+        return {}, None
+    lines = _YamlLines(text)
     for dotted, kind in RUN_YAML_FIELDS.items():
-        found, value, line = _lookup(doc, dotted)
+        found, value = _lookup(doc, dotted)
         if not found:
             parent_ok = "." not in dotted or _lookup(doc, dotted.rsplit(".", 1)[0])[0]
             if parent_ok:
-                problems.append(Problem(where, line, dotted, f"missing; expected {_kind_name(kind)}"))
+                problems.append(Problem(where, lines.of(dotted) if "." in dotted else None, dotted,
+                                        f"missing; expected {_kind_name(kind)}"))
         elif not _is_kind(value, kind):
-            problems.append(Problem(where, line, dotted, f"expected {_kind_name(kind)}, found {value!r}"))
-    _check_value(doc, where, "provenance", lambda v: v in PROVENANCES, f"expected one of {PROVENANCES}", problems)
-    _check_value(doc, where, "run_id", lambda v: v == run_id,
+            problems.append(Problem(where, lines.of(dotted), dotted, f"expected {_kind_name(kind)}, found {value!r}"))
+    _check_value(doc, lines, where, "provenance", lambda v: v in PROVENANCES, f"expected one of {PROVENANCES}",
+                 problems)
+    _check_value(doc, lines, where, "run_id", lambda v: v == run_id,
                  f"expected {run_id!r}, the name of the run's directory", problems)
-    flags = doc.get("flags")
-    lines = {name: flags.lc.key(name)[0] + 1 for name in flags} if isinstance(flags, dict) else {}
     return _plain(doc), lines
 
 
@@ -142,7 +166,7 @@ def _load_meta(path: Path, run_id: str, problems: list[Problem]) -> dict[str, An
     return meta
 
 
-def _check_flags_agree(root: Path, config: dict[str, Any], lines: dict[str, int], meta: dict[str, Any],
+def _check_flags_agree(root: Path, config: dict[str, Any], lines: _YamlLines | None, meta: dict[str, Any],
                        problems: list[Problem]) -> None:
     """A flag recorded both by Miles (meta.json args) and in run.yaml must say the same thing."""
     flags, args = config.get("flags"), meta.get("args")
@@ -150,25 +174,26 @@ def _check_flags_agree(root: Path, config: dict[str, Any], lines: dict[str, int]
         return
     for name in sorted(set(flags) & set(args)):
         if flags[name] != args[name]:
-            problems.append(Problem(display_path(root / "run.yaml"), lines.get(name), f"flags.{name}",
+            line = lines.of(f"flags.{name}") if lines else None
+            problems.append(Problem(display_path(root / "run.yaml"), line, f"flags.{name}",
                                     f"is {flags[name]!r}, but dashboard/meta.json args say {args[name]!r}"))
 
 
-def _lookup(doc: Any, dotted: str) -> tuple[bool, Any, int | None]:
-    """Find a dotted field in a ruamel document; return (found, value, line of the key or its parent)."""
-    node, line = doc, None
+def _lookup(doc: Any, dotted: str) -> tuple[bool, Any]:
+    """Find a dotted field in a document: (found, value)."""
+    node = doc
     for key in dotted.split("."):
         if not isinstance(node, dict) or key not in node:
-            return False, None, line
-        line = node.lc.key(key)[0] + 1 if hasattr(node, "lc") else None
+            return False, None
         node = node[key]
-    return True, node, line
+    return True, node
 
 
-def _check_value(doc: Any, where: str, dotted: str, ok: Any, expected: str, problems: list[Problem]) -> None:
-    found, value, line = _lookup(doc, dotted)
+def _check_value(doc: Any, lines: _YamlLines, where: str, dotted: str, ok: Any, expected: str,
+                 problems: list[Problem]) -> None:
+    found, value = _lookup(doc, dotted)
     if found and isinstance(value, str) and not ok(value):
-        problems.append(Problem(where, line, dotted, f"{expected}, found {value!r}"))
+        problems.append(Problem(where, lines.of(dotted), dotted, f"{expected}, found {value!r}"))
 
 
 def _plain(node: Any) -> Any:
@@ -238,28 +263,53 @@ def _partition_files(path: Path, problems: list[Problem]) -> list[Path]:
 def _read_stream(path: Path, stream: Stream, problems: list[Problem], warnings: list[str]) -> Iterator[Record]:
     where = display_path(path)
     raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    lines = raw.split(b"\n")
+    try:
+        lines = raw.decode("utf-8").split("\n")
+    except UnicodeDecodeError as err:
+        problems.append(Problem(where, raw[: err.start].count(b"\n") + 1, None, "not UTF-8 text"))
+        return
     if lines[-1].strip():
         warnings.append(f"{where}:{len(lines)}: last line has no newline (a writer mid-append); skipped")
+    fields = _compiled_fields(stream)
     for number, text in enumerate(lines[:-1], start=1):
         if not text.strip():
             continue
-        record = _parse_record(text, where, number, stream, problems)
+        record = _parse_record(text, where, number, stream, fields, problems)
         if record is not None:
             yield Record(record, where, number)
 
 
-def _parse_record(text: bytes, where: str, line: int, stream: Stream, problems: list[Problem]) -> dict | None:
+# Field kind -> the exact Python types json gives for it (bool is not an int here); "?" adds null.
+_TYPES: dict[str, frozenset[type]] = {
+    "num": frozenset({int, float}), "int": frozenset({int}), "str": frozenset({str}),
+    "list": frozenset({list}), "dict": frozenset({dict}), "bool": frozenset({bool}),
+}
+_DECODER = json.JSONDecoder()
+
+
+def _compiled_fields(stream: Stream) -> tuple[tuple[str, str, frozenset[type]], ...]:
+    """(name, kind, accepted types) per field, for the loader's hot loop."""
+    compiled = []
+    for name, kind in stream.fields.items():
+        types = _TYPES[kind.rstrip("?")]
+        compiled.append((name, kind, types | {type(None)} if kind.endswith("?") else types))
+    return tuple(compiled)
+
+
+def _parse_record(text: str, where: str, line: int, stream: Stream,
+                  fields: tuple[tuple[str, str, frozenset[type]], ...], problems: list[Problem]) -> dict | None:
     try:
-        record = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        problems.append(Problem(where, line, None, f"not valid JSON: {getattr(err, 'msg', err)}"))
+        record = _DECODER.decode(text)
+    except json.JSONDecodeError as err:
+        problems.append(Problem(where, line, None, f"not valid JSON: {err.msg}"))
         return None
     if not isinstance(record, dict):
         problems.append(Problem(where, line, None, "expected a JSON object"))
         return None
     ok = True
-    for name, kind in stream.fields.items():
+    for name, kind, types in fields:
+        if type(record.get(name)) in types and name in record:
+            continue  # the common case: present and of the right type
         if name not in record:
             problems.append(Problem(where, line, name, f"missing; expected {_kind_name(kind)}"))
             ok = False

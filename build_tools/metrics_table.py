@@ -17,6 +17,7 @@ import pandas as pd
 import yaml
 
 from ._exceptions import Problem, ProblemsError, display_path
+from ._yaml import load_yaml
 from .summary import RunSummary
 from .wording import join, number, words
 
@@ -177,7 +178,7 @@ STATS: dict[str, Callable[[list[RunSummary], Mapping[str, Any]], tuple[bool, dic
 
 def load_spec(path: Path) -> dict[str, Any]:
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise MetricsSpecError([Problem(display_path(path), None, None, "file not found")]) from None
     except yaml.YAMLError as error:

@@ -32,7 +32,8 @@ from .summary import RunSummary
 from .wording import Provenance, join, provenance, words
 
 if TYPE_CHECKING:
-    from .build import BuildResult, Layout
+    from ._layout import Layout
+    from .build import BuildResult
 
 CHAPTER = re.compile(r"^(\d\d)-[\w.-]+\.md$")
 METRICS_PAGE = "06-metrics.md"

@@ -27,6 +27,7 @@ from rich.console import Console
 
 from ._exceptions import ManualError
 from ._staging import staging
+from ._yaml import load_yaml
 
 SETTINGS = ".manual.yml"  # written by render.py into the pages
 GENERATED_CONFIG = "mkdocs.yml"  # in the build folder (the pages' parent)
@@ -86,7 +87,7 @@ def _with_source(message: str, root: Path) -> str:
 def write_config(mkdocs_yml: Path, pages: Path, site_dir: Path, config_file: Path) -> Path:
     """The config mkdocs reads: the project's mkdocs.yml plus what the render stage computed."""
     settings_file = pages / SETTINGS
-    settings = yaml.safe_load(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
+    settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
     overrides = mkdocs_yml.parent / "overrides"
     config = {
         "INHERIT": str(mkdocs_yml.resolve()),
@@ -137,7 +138,7 @@ def run_mkdocs(config_file: Path, site_dir: Path) -> None:
 
     with _mkdocs_logging() as collected:
         try:
-            config = load_config(config_file=str(config_file), strict=True, site_dir=str(site_dir))
+            config = load_config(config_file=str(config_file), strict=True, site_dir=str(site_dir.resolve()))
             config.plugins.on_startup(command="build", dirty=False)
             try:
                 build(config)

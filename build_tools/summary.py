@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from . import load
@@ -60,27 +61,35 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None) -> dict[str, R
     """Summaries of every run under runs_dir, by run id; cached under cache_dir by input content."""
     paths = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
     summaries: dict[str, RunSummary] = {}
-    to_load: list[Path] = []
+    to_load: list[tuple[Path, str]] = []
     for path in paths:
-        cached = _read_cache(cache_dir, path)
+        digest = input_hash(path)
+        cached = _read_cache(cache_dir, path, digest)
         if cached is not None:
             summaries[path.name] = cached
         else:
-            to_load.append(path)
+            to_load.append((path, digest))
     problems: list[Problem] = []
-    for path in to_load:
-        run = load.load_run(path, problems)
-        before = len(problems)
-        summary = summarise(run, problems)
-        if len(problems) == before:
-            summary.source_hash = input_hash(path)
+    for path, digest in to_load:
+        summary, found = load_and_summarise(path)
+        problems += found
+        if summary is not None:
+            summary.source_hash = digest
             summaries[path.name] = summary
-            _write_cache(cache_dir, path, summary)
+            _write_cache(cache_dir, path, digest, summary)
     if not paths:
         problems.append(Problem(str(runs_dir), None, None, "no run directories found"))
     if problems:
         raise RunDataError(problems)
     return dict(sorted(summaries.items()))
+
+
+def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
+    """One run from disk to its summary; None with the problems when anything is wrong."""
+    problems: list[Problem] = []
+    run = load.load_run(path, problems)
+    summary = summarise(run, problems)
+    return (None if problems else summary), problems
 
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
@@ -168,17 +177,18 @@ def _assign_steps(phases: pd.DataFrame, first_step: int) -> pd.DataFrame:
     Every other trainer phase belongs to the step whose `train_wait` began last before it.
     """
     phases = phases.copy()
-    phases["step"] = pd.Series(pd.NA, index=phases.index, dtype="Int64")
-    rollouts = phases.index[(phases["name"] == "rollout") & (phases["role"] == "rollout_manager")]
-    phases.loc[rollouts, "step"] = range(first_step, first_step + len(rollouts))
-    trainer = phases[phases["role"] == "train"]
-    for _rank, group in trainer.groupby("rank"):
-        waits = group[group["name"] == "train_wait"]
-        starts = waits["t0"].to_numpy()
-        for index, t0 in zip(group.index, group["t0"], strict=True):
-            count = int((starts <= t0).sum())
-            if count:
-                phases.loc[index, "step"] = first_step + count - 1
+    steps = np.full(len(phases), -1, dtype=np.int64)
+    rollouts = ((phases["name"] == "rollout") & (phases["role"] == "rollout_manager")).to_numpy()
+    steps[rollouts] = np.arange(first_step, first_step + int(rollouts.sum()))
+    trainer = (phases["role"] == "train").to_numpy()
+    for rank in phases.loc[trainer, "rank"].unique():
+        of_rank = trainer & (phases["rank"] == rank).to_numpy()
+        waits = np.sort(phases.loc[of_rank & (phases["name"] == "train_wait").to_numpy(), "t0"].to_numpy())
+        # How many of the rank's train_waits began at or before each phase: that count numbers its step.
+        count = np.searchsorted(waits, phases.loc[of_rank, "t0"].to_numpy(), side="right")
+        steps[of_rank] = np.where(count > 0, first_step + count - 1, -1)
+    phases["step"] = pd.array(np.where(steps >= 0, steps, 0), dtype="Int64")
+    phases.loc[steps < 0, "step"] = pd.NA
     return phases
 
 
@@ -260,32 +270,31 @@ def input_hash(run_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _cache_path(cache_dir: Path, run_dir: Path) -> Path:
-    return cache_dir / f"{run_dir.name}-{input_hash(run_dir)[:20]}.pkl"
+def _cache_path(cache_dir: Path, run_dir: Path, digest: str) -> Path:
+    return cache_dir / f"{run_dir.name}-{digest[:20]}.pkl"
 
 
-def _read_cache(cache_dir: Path | None, run_dir: Path) -> RunSummary | None:
+def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str) -> RunSummary | None:
     if cache_dir is None:
         return None
-    path = _cache_path(cache_dir, run_dir)
+    path = _cache_path(cache_dir, run_dir, digest)
     if not path.is_file():
         return None
     with path.open("rb") as handle:
         return pickle.load(handle)
 
 
-def _write_cache(cache_dir: Path | None, run_dir: Path, summary: RunSummary) -> None:
+def _write_cache(cache_dir: Path | None, run_dir: Path, digest: str, summary: RunSummary) -> None:
     if cache_dir is None:
         return
     cache_dir.mkdir(parents=True, exist_ok=True)
     for stale in cache_dir.glob(f"{run_dir.name}-*.pkl"):
         stale.unlink()
-    path = _cache_path(cache_dir, run_dir)
+    path = _cache_path(cache_dir, run_dir, digest)
     tmp = path.with_suffix(".tmp")
     with tmp.open("wb") as handle:
         pickle.dump(summary, handle, protocol=pickle.HIGHEST_PROTOCOL)
     tmp.replace(path)
-
 
 def describe(summary: RunSummary) -> str:
     """One line per run for `make check`: what it is and how much of it there is."""

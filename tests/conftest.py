@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,19 +11,11 @@ SAMPLES = Path(__file__).resolve().parent / "samples"
 # Copies of ../shared/ kept with the tests (tests/samples/shared/README.md), so a bare clone can run them.
 MILES_SAMPLES = SAMPLES / "shared" / "miles-dashboard-samples"
 SEEDS = SAMPLES / "shared" / "seeds"
-# What a build reads; copied so that tests never write into the working tree.
-PROJECT_FILES = ("runs", "docs", "figures", "templates", "mkdocs.yml", "edition.yml", "overrides")
-
-
 def copy_project(target: Path) -> Path:
     """A copy of the project's inputs in target, ready to build."""
-    for name in PROJECT_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif source.is_file():
-            shutil.copy2(source, target / name)
-    return target
+    from build_tools._layout import copy_inputs
+
+    return copy_inputs(ROOT, target)
 
 
 @pytest.fixture(scope="session")

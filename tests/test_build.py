@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from conftest import copy_project
 
+from build_tools import _uptodate
 from build_tools._exceptions import EXIT_BAD_INPUT
+from build_tools._layout import Layout
 from build_tools.cli import main
 
 
@@ -42,3 +45,38 @@ def test_a_run_made_with_another_miles_commit_stops_the_build(project: Path,
         "hint: rebuild that run with the edition's Miles commit, move it out of runs/, or change edition.yml",
     ]
     assert not (project / "build" / "claims.json").exists()  # stopped before the claims were checked
+
+
+@pytest.fixture()
+def built_copy(built_manual: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the built manual (inputs and outputs), to change without touching the shared one."""
+    root = tmp_path / "built"
+    shutil.copytree(built_manual, root)
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_a_no_op_build_stops_before_any_work(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site_before = (built_copy / "site" / "index.html").stat().st_mtime_ns
+    assert main(["build"]) == 0
+    assert capsys.readouterr().err.strip() == (
+        "Nothing changed since the last build: site/ is up to date (--force rebuilds).")
+    assert (built_copy / "site" / "index.html").stat().st_mtime_ns == site_before
+
+
+def test_a_changed_input_is_built_again(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _uptodate.is_current(Layout(built_copy))
+    chapter = built_copy / "docs" / "05-heat.md"
+    chapter.write_text(chapter.read_text() + "\nOne more sentence.\n")
+    assert not _uptodate.is_current(Layout(built_copy))
+    assert main(["build"]) == 0
+    assert "One more sentence." in (built_copy / "site" / "05-heat.html").read_text()
+    assert _uptodate.is_current(Layout(built_copy))
+
+
+def test_a_failed_build_is_not_current(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_yaml = built_copy / "runs" / "nondet-a" / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace("commit: 08752a1", "commit: 1a2b3c4"))
+    assert main(["build"]) == EXIT_BAD_INPUT
+    run_yaml.write_text(run_yaml.read_text().replace("commit: 1a2b3c4", "commit: 08752a1"))
+    assert not _uptodate.is_current(Layout(built_copy))  # back to the old inputs, but the key was dropped

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_FILES, ROOT, copy_project
+from conftest import ROOT, copy_project
 
 from build_tools import _git, _manifest, edition
 from build_tools._exceptions import ClaimsFailed, EditionError
+from build_tools._layout import PROJECT_INPUTS
 from build_tools.cli import main
 from build_tools.stamp import load_stamp
 
@@ -463,7 +464,7 @@ def test_metrics_tables_are_parsed_by_heading_and_first_cell() -> None:
 # --- the real manual, published twice ----------------------------------------------------------------------
 
 # What a checkout of the project holds: the build's inputs and its own code (verify rebuilds with the tag's code).
-CHECKOUT_FILES = (*PROJECT_FILES, "build_tools", "pyproject.toml", "README.md", "Makefile")
+CHECKOUT_FILES = (*PROJECT_INPUTS, "build_tools", "pyproject.toml", "README.md", "Makefile")
 
 
 def real_project(root: Path) -> Path:

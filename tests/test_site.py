@@ -44,6 +44,13 @@ def test_a_clean_build_then_a_no_op(small_project):
     assert _build(small_project) is True
 
 
+def test_relative_paths_build_into_the_named_site(small_project, monkeypatch):
+    # mkdocs resolves a relative site_dir against the config file's folder, not the working directory.
+    monkeypatch.chdir(small_project)
+    assert site.build_site(Path("mkdocs.yml"), Path("build/docs"), Path("site")) is True
+    assert (small_project / "site" / "01-one.html").is_file()
+
+
 def test_strict_build_fails_on_a_broken_link_naming_the_page(small_project):
     _build(small_project)
     (small_project / "build" / "docs" / "index.md").write_text(

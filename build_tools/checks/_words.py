@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from .._yaml import load_yaml
 
 WORDS_FILE = Path(__file__).with_name("words.yml")
 # Comparison words a check's `word` parameter may name; the first three are tolerances, the rest exact.
@@ -19,7 +19,7 @@ COMPARISONS = ("about", "near", "rounds", "exactly", "above", "below", "at_least
 @cache
 def words() -> dict[str, dict[str, Any]]:
     """The definitions in words.yml, read once."""
-    return yaml.safe_load(WORDS_FILE.read_text(encoding="utf-8"))
+    return load_yaml(WORDS_FILE.read_text(encoding="utf-8"))
 
 
 def setting(word: str, key: str, overrides: dict[str, Any]) -> Any:

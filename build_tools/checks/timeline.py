@@ -18,16 +18,19 @@ ENDPOINT = re.compile(r"^(?P<phase>[a-z_]+)\.(?P<edge>t0|t1)$")
 
 def _step_intervals(summary: RunSummary, names: list[str], spans: dict[str, list[str]]) -> dict[int, dict]:
     """Per step: name -> (t0, t1) of the first counted phase of that name, and the derived spans."""
-    counted = summary.phases[summary.phases["rank"].isin(COUNTED_RANKS) & summary.phases["step"].notna()]
+    phases = summary.phases
+    counted = phases[phases["rank"].isin(COUNTED_RANKS) & phases["step"].notna()]
+    first = counted.sort_values("t0", kind="stable").drop_duplicates(["step", "name"])
+    found: dict[int, dict[str, tuple[float, float]]] = {}
+    for step, name, t0, t1 in zip(first["step"], first["name"], first["t0"], first["t1"], strict=True):
+        found.setdefault(int(step), {})[name] = (float(t0), float(t1))
     out: dict[int, dict] = {}
-    for step, group in counted.groupby("step"):
-        first = group.sort_values("t0").drop_duplicates("name").set_index("name")
-        found = {n: (float(first.loc[n, "t0"]), float(first.loc[n, "t1"])) for n in first.index}
+    for step, edges in sorted(found.items()):
         for name, (start, end) in spans.items():
             a, b = ENDPOINT.match(start), ENDPOINT.match(end)
-            if a and b and a["phase"] in found and b["phase"] in found:
-                found[name] = (found[a["phase"]][a["edge"] == "t1"], found[b["phase"]][b["edge"] == "t1"])
-        out[int(step)] = {n: found.get(n) for n in names}
+            if a and b and a["phase"] in edges and b["phase"] in edges:
+                edges[name] = (edges[a["phase"]][a["edge"] == "t1"], edges[b["phase"]][b["edge"] == "t1"])
+        out[step] = {n: edges.get(n) for n in names}
     return out
 
 

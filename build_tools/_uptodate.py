@@ -1,0 +1,52 @@
+"""Whether site/ is still the build of the current inputs, decided before any heavy import.
+
+A no-op `make` should cost no more than hashing the inputs: every file the build reads (runs, chapters,
+figure code, templates, theme overrides, the build's own code), the library versions and
+SOURCE_DATE_EPOCH. The key is written after a successful build and checked before the next one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from ._layout import PROJECT_INPUTS, Layout
+
+KEY_FILE = "inputs.key"
+CODE = Path(__file__).resolve().parent  # build_tools/
+LIBRARIES = ("matplotlib", "numpy", "pandas", "mkdocs", "mkdocs-material", "Jinja2", "PyYAML", "ruamel.yaml")
+
+
+def inputs_key(layout: Layout) -> str:
+    digest = hashlib.sha256()
+    digest.update(f"python {sys.version}\nSOURCE_DATE_EPOCH={os.environ.get('SOURCE_DATE_EPOCH', '')}\n".encode())
+    for library in LIBRARIES:
+        digest.update(f"{library}=={metadata.version(library)}\n".encode())
+    for base in [CODE, *(layout.root / name for name in PROJECT_INPUTS)]:
+        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+        for path in files:
+            if "__pycache__" in path.parts:
+                continue
+            digest.update(f"\0{path.relative_to(base.parent).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def is_current(layout: Layout) -> bool:
+    """True when the last successful build had exactly these inputs and its outputs are all there."""
+    key_file = layout.build / KEY_FILE
+    outputs = (layout.site / "index.html", layout.build / "claims.json", layout.build / "claims.junit.xml")
+    return key_file.is_file() and all(p.is_file() for p in outputs) and key_file.read_text() == inputs_key(layout)
+
+
+def record(layout: Layout) -> None:
+    """Remember the inputs of the build that just succeeded."""
+    (layout.build / KEY_FILE).write_text(inputs_key(layout), encoding="utf-8")
+
+
+def forget(layout: Layout) -> None:
+    """A build is starting: until it succeeds, its outputs are not current."""
+    (layout.build / KEY_FILE).unlink(missing_ok=True)
