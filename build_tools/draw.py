@@ -32,6 +32,7 @@ from .summary import RunSummary
 
 PACKAGE = "figures"
 OUTPUTS = (".svg", ".png", ".csv")
+SYNTHESIZED_NOTE_COLOUR = "#262626"  # a neutral of figures/palette.yml
 PNG_DPI = 200
 CSV_FLOAT_FORMAT = "%.10g"
 # Same bytes on every build: no dates, no creator string with a version in it.
@@ -215,7 +216,9 @@ def draw_one(job: _Job) -> _Outcome:
         module = importlib.import_module(module_name)
         with rc_context(rc_params()):
             figure, data = _call(module, job)
-            _save(figure, data, job.stem)
+            provenance = _provenance(job)
+            _mark_synthesized(figure, provenance)
+            _save(figure, data, job.stem, provenance)
     except MissingData as error:
         return _Outcome(job.block.id, "", str(error))
     except Exception as error:  # any failure of figure code is the figure's problem: reported, not raised
@@ -241,12 +244,36 @@ def _call(module: Any, job: _Job) -> tuple[Any, Any]:
     return result
 
 
-def _save(figure: Any, data: Any, stem: Path) -> None:
+def _provenance(job: _Job) -> dict[str, str]:
+    """Run id -> `measured` or `example`, for every run the figure reads."""
+    return {run_id: str(summary.config.get("provenance", "unknown")) for run_id, summary in job.runs.items()}
+
+
+def _mark_synthesized(figure: Any, provenance: dict[str, str]) -> None:
+    """Data that was synthesized says so in the image too, since a PNG travels without its caption."""
+    if "example" in provenance.values():
+        # As the figure's suptitle, for which constrained layout makes room above the axes and their titles.
+        figure.suptitle("synthesized example data, not measured", x=0.995, ha="right", fontsize=6.5,
+                        color=SYNTHESIZED_NOTE_COLOUR)
+
+
+def _csv_header(provenance: dict[str, str]) -> str:
+    """The first line of every CSV: the runs behind the numbers and whether they were measured."""
+    runs = ", ".join(f"{run_id} ({kind})" for run_id, kind in sorted(provenance.items())) or "none"
+    note = "; synthesized example data, not measured" if "example" in provenance.values() else ""
+    return f"# runs: {runs}{note}\n"
+
+
+def _save(figure: Any, data: Any, stem: Path, provenance: dict[str, str]) -> None:
     """SVG, PNG and CSV, each written to a temporary name first so the cache never holds half a file."""
+    def write_csv(path: Path) -> None:
+        body = data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
+        path.write_text(_csv_header(provenance) + body, encoding="utf-8")
+
     writers = {
         ".svg": lambda path: figure.savefig(path, format="svg", metadata=SVG_METADATA),
         ".png": lambda path: figure.savefig(path, format="png", dpi=PNG_DPI, metadata=PNG_METADATA),
-        ".csv": lambda path: data.to_csv(path, index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n"),
+        ".csv": write_csv,
     }
     for suffix, write in writers.items():
         tmp = stem.with_name(f"{stem.name}.tmp{suffix}")

@@ -111,7 +111,26 @@ def test_source_date_epoch_dates_the_files_and_never_their_content(sample_figure
     drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "dated", tmp_path / "cache-dated", jobs=1)
     assert files_of(tmp_path / "plain") == files_of(tmp_path / "dated")
     assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].png, drawn[0].csv)} == {1700000000}
-    assert drawn[0].csv.read_text() == "run,step,reward\nrun-a,0,0.5\nrun-a,1,0.6\nrun-a,2,0.7\n"
+    assert drawn[0].csv.read_text() == ("# runs: run-a (unknown)\n"
+                                        "run,step,reward\nrun-a,0,0.5\nrun-a,1,0.6\nrun-a,2,0.7\n")
+
+
+def test_synthesized_data_says_so_in_the_image_and_the_csv(sample_figures, tmp_path):
+    run = fake_summary("run-a", [0.5, 0.6])
+    blocks = [block("1.1", "tiny_reward", ("run-a",))]
+
+    def drawn_with(provenance: str):
+        summary = dataclasses.replace(run, config={"provenance": provenance})
+        (figure,) = draw.draw_figures(blocks, {"run-a": summary}, {}, tmp_path / provenance,
+                                      tmp_path / f"cache-{provenance}", jobs=1)
+        return figure
+
+    shown, plain = drawn_with("example"), drawn_with("measured")
+    assert shown.csv.read_text().splitlines()[0] == "# runs: run-a (example); synthesized example data, not measured"
+    assert plain.csv.read_text().splitlines()[0] == "# runs: run-a (measured)"
+    assert shown.csv.read_text().splitlines()[1:] == plain.csv.read_text().splitlines()[1:]
+    # Same run, same numbers: the image differs only by the note drawn above the axes.
+    assert shown.svg.read_bytes() != plain.svg.read_bytes()
 
 
 # --- the palette check --------------------------------------------------------------------------
