@@ -9,6 +9,7 @@ Goals: no-op within 1.15x of bare mkdocs; cold within 1.3x of figures + mkdocs.
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="manual-bench-") as tmp:
         work = copy_inputs(ROOT, Path(tmp) / "manual")
         cold = _timed(lambda: _build_in_new_process(work))
+        # The build process itself (its figure workers are children of it, and counted on their own).
+        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         noop = _timed(lambda: _build_in_new_process(work))
         run_id = _touch_one_run(work)
         touched = _timed(lambda: _build_in_new_process(work))
@@ -44,6 +47,7 @@ def main() -> int:
     ]
     for what, seconds in rows:
         print(f"{what:<52} {seconds:7.2f} s")
+    print(f"{'peak memory of one build or figure process':<52} {peak_mib:7.0f} MiB")
     print(f"{'no-op / bare mkdocs':<52} {noop_ratio:7.2f}   goal <= {NOOP_GOAL}  {_verdict(noop_ratio, NOOP_GOAL)}")
     print(f"{'cold / (figures warm + bare mkdocs)':<52} {cold_ratio:7.2f}   goal <= {COLD_GOAL}  "
           f"{_verdict(cold_ratio, COLD_GOAL)}")
