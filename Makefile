@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
 
-.PHONY: all site check test lint serve bench publish verify diff clean examples
+.PHONY: all site check test lint serve bench compare publish verify diff clean examples
 
 all: site
 
@@ -35,6 +35,9 @@ serve: $(STAMP)
 test: $(STAMP) $(BROWSER_STAMP)
 	$(PY) -m ruff check build_tools figures tests
 	$(PY) -m pytest
+
+compare: $(STAMP)
+	$(PY) -m build_tools compare $(RUN)
 
 bench: $(STAMP)
 	$(PY) -m build_tools bench

@@ -49,6 +49,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from . import compare
+    from ._layout import Layout
+
+    yours = compare.load_reader_run(args.run)
+    setup, comparisons = compare.compare(Layout(args.root.resolve()), yours)
+    _out.print("\n".join(compare.report(setup, comparisons, yours)), markup=False)
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     from . import site
 
@@ -94,6 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="build even when no input changed")
     add("check", _cmd_check, "load, summarise and check every claim; no figures, no site")
     add("serve", _cmd_serve, "build, then serve the site on 127.0.0.1:8000")
+    add("compare", _cmd_compare, "set your own run beside the ranges of the Metrics page").add_argument(
+        "run", type=Path, help="your run: a Miles dashboard dump (meta.json, metrics.jsonl, ...) or a run folder")
     add("bench", _cmd_bench, "time the build's stages and print the ratios")
     publish = add("publish", _cmd_publish, "publish a numbered edition with mike")
     publish.add_argument("edition", nargs="?", default="", help="the edition number, e.g. 2026.10")

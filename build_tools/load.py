@@ -82,9 +82,28 @@ def load_run(root: Path, problems: list[Problem]) -> RunData:
     meta = _load_meta(root / "dashboard" / "meta.json", run_id, problems)
     run = RunData(run_id=run_id, root=root, config=config, meta=meta)
     _check_flags_agree(root, config, lines, meta, problems)
-    for name, stream, files in _stream_files(root, problems):
-        run.streams[name] = [rec for path in files for rec in _read_stream(path, stream, problems, run.warnings)]
+    _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems)
     return run
+
+
+def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
+    """A bare Miles dashboard dump (no run.yaml, no lab/), e.g. a reader's own run to compare with the manual.
+
+    Its configuration is what Miles recorded: meta.json's args as the flags, provenance measured.
+    """
+    meta = _load_meta(dashboard / "meta.json", None, problems)
+    args = meta.get("args") if isinstance(meta.get("args"), dict) else {}
+    checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
+    config = {"run_id": str(meta.get("run_name", dashboard.name)), "provenance": "measured", "tags": [],
+              "model": {"name": checkpoint.rsplit("/", 1)[-1] or "not recorded"}, "flags": dict(args), "lab": {}}
+    run = RunData(run_id=config["run_id"], root=dashboard, config=config, meta=meta)
+    _read_streams(run, {dashboard: DASHBOARD_STREAMS}, problems)
+    return run
+
+
+def _read_streams(run: RunData, folders: dict[Path, dict[str, Stream]], problems: list[Problem]) -> None:
+    for name, stream, files in _stream_files(folders, problems):
+        run.streams[name] = [rec for path in files for rec in _read_stream(path, stream, problems, run.warnings)]
 
 
 # --- run.yaml and meta.json -------------------------------------------------------------------
@@ -144,7 +163,7 @@ def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[di
     return _plain(doc), lines
 
 
-def _load_meta(path: Path, run_id: str, problems: list[Problem]) -> dict[str, Any]:
+def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[str, Any]:
     where = display_path(path)
     if not path.is_file():
         problems.append(Problem(where, None, None, "missing: copy the run's Miles dashboard dump into dashboard/"))
@@ -160,7 +179,7 @@ def _load_meta(path: Path, run_id: str, problems: list[Problem]) -> dict[str, An
             problems.append(Problem(where, None, name, f"missing; expected {_kind_name(kind)}"))
         elif not _is_kind(meta[name], kind):
             problems.append(Problem(where, None, name, f"expected {_kind_name(kind)}, found {meta[name]!r}"))
-    if isinstance(meta.get("run_name"), str) and meta["run_name"] != run_id:
+    if run_id is not None and isinstance(meta.get("run_name"), str) and meta["run_name"] != run_id:
         problems.append(Problem(where, None, "run_name",
                                 f"is {meta['run_name']!r}, but the run directory is {run_id!r}"))
     return meta
@@ -218,25 +237,24 @@ def _plain(node: Any) -> Any:
 # --- streams ----------------------------------------------------------------------------------
 
 
-def _stream_files(root: Path, problems: list[Problem]) -> Iterator[tuple[str, Stream, list[Path]]]:
-    """Every known stream of the run with its files, hourly partitions and flat files alike."""
-    found: dict[str, list[Path]] = {}
-    known = {**DASHBOARD_STREAMS, **LAB_STREAMS}
-    for folder, streams in (("dashboard", DASHBOARD_STREAMS), ("lab", LAB_STREAMS)):
-        base = root / folder
+def _stream_files(folders: dict[Path, dict[str, Stream]],
+                  problems: list[Problem]) -> Iterator[tuple[str, Stream, list[Path]]]:
+    """Every known stream of the folders with its files, hourly partitions and flat files alike."""
+    found: dict[str, tuple[Stream, list[Path]]] = {}
+    for base, streams in folders.items():
         if not base.is_dir():
             continue
         for path in sorted(base.iterdir()):
-            if folder == "dashboard" and path.name in DASHBOARD_DOCUMENTS:
+            if streams is DASHBOARD_STREAMS and path.name in DASHBOARD_DOCUMENTS:
                 continue
             stream = _stream_of(path, streams)
             if stream is None:
                 problems.append(Problem(display_path(path), None, None,
                                         f"unknown stream; expected one of {sorted(streams)} (runs/README.md)"))
                 continue
-            found.setdefault(stream.name, []).extend(_partition_files(path, problems))
+            found.setdefault(stream.name, (stream, []))[1].extend(_partition_files(path, problems))
     for name in sorted(found):
-        yield name, known[name], found[name]
+        yield name, *found[name]
 
 
 def _stream_of(path: Path, streams: dict[str, Stream]) -> Stream | None:

@@ -93,6 +93,11 @@ def _frame(summary: RunSummary, time: bool) -> pd.DataFrame:
     return summary.clean_steps if time else summary.steps
 
 
+def row_values(runs: list[RunSummary], row: Mapping[str, Any]) -> pd.Series:
+    """Every value a row's statistic reads: the metric at every step, only clean steps for a time row."""
+    return _values(runs, row["metric"], bool(row.get("time", False)))
+
+
 def _values(runs: list[RunSummary], metric: str, time: bool) -> pd.Series:
     parts = [_frame(run, time)[metric].dropna() for run in runs if metric in run.steps.columns]
     return pd.concat(parts) if parts else pd.Series(dtype=float)

@@ -1,0 +1,141 @@
+"""`make compare RUN=...`: a reader's own run against the manual's ranges, row by row of the Metrics page.
+
+The reader's run is a Miles dashboard dump (or a run folder of runs/). Each row of the Metrics page is
+computed for it with the same statistic, and set beside the manual's cell with a verdict. The manual's
+ranges hold for its setup, so the setup facts that differ are listed first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import load, metrics_table
+from ._exceptions import Problem, RunDataError, display_path
+from ._layout import Layout
+from .summary import RunSummary, summarise, summarise_runs
+from .wording import number
+
+# The setup facts the Metrics page's intro names, and how a reader's run records them.
+SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
+         ("prompts per step", "flags.rollout_batch_size"), ("length limit", "flags.rollout_max_response_len"))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    metric: str
+    ours: str  # the Metrics page's cell
+    yours: str  # the same statistic over the reader's run
+    verdict: str
+
+
+def load_reader_run(path: Path) -> RunSummary:
+    """A run folder (with run.yaml) or a bare dashboard dump (with meta.json), summarised."""
+    problems: list[Problem] = []
+    if (path / "run.yaml").is_file():
+        run = load.load_run(path, problems)
+    elif (path / "meta.json").is_file():
+        run = load.load_dump(path, problems)
+    else:
+        expected = "expected a Miles dashboard dump (with meta.json) or a run folder (with run.yaml)"
+        raise RunDataError([Problem(display_path(path), None, None, expected)])
+    summary = summarise(run, problems)
+    if problems:
+        raise RunDataError(problems)
+    return summary
+
+
+def compare(layout: Layout, yours: RunSummary) -> tuple[list[str], list[Comparison]]:
+    """The setup facts that differ, and one comparison per row of the Metrics page that has a value."""
+    spec = metrics_table.load_spec(layout.docs / "data" / "metrics.yml")
+    ours = summarise_runs(layout.runs, layout.cache / "summaries")
+    sets = spec.get("run_sets") or {}
+    rows = [row for table in spec["tables"] if table.get("column") for row in table.get("rows") or []]
+    intro_runs = metrics_table.select(ours, sets.get(spec.get("intro_runs")) or {})
+    comparisons = [_compare_row(row, metrics_table.select(ours, sets.get(row.get("runs")) or {}), yours, ours, spec)
+                   for row in rows]
+    return _setup_differences(intro_runs, yours), [c for c in comparisons if c is not None]
+
+
+def _setup_differences(ours: list[RunSummary], yours: RunSummary) -> list[str]:
+    lines = []
+    for what, dotted in SETUP:
+        our_values = sorted({str(_get(run, dotted)) for run in ours})
+        your_value = str(_get(yours, dotted))
+        if your_value not in our_values:
+            lines.append(f"{what}: yours is {your_value}, the manual's runs have {' or '.join(our_values)}")
+    return lines
+
+
+def _get(run: RunSummary, dotted: str) -> Any:
+    try:
+        return run.config_value(dotted)
+    except (KeyError, TypeError):
+        return "not recorded"
+
+
+def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunSummary,
+                 ours: Mapping[str, RunSummary], spec: Mapping[str, Any]) -> Comparison | None:
+    metric = str(row.get("metric"))
+    if not our_runs or not any(metric in run.steps.columns for run in our_runs):
+        return None
+    # The manual's cell, exactly as the Metrics page computes it.
+    cell = metrics_table.build_tables({"run_sets": spec.get("run_sets"), "tables": [
+        {"title": "", "column": "value", "rows": [row]}]}, ours, "docs/data/metrics.yml", {})
+    our_cell = cell[0].rows[0].value or ""
+    if metric not in yours.steps.columns or yours.steps[metric].dropna().empty:
+        return Comparison(metric, our_cell, "not logged", "cannot compare: your run does not log it")
+    decimals = int(row.get("decimals", 2))
+    mine = metrics_table.row_values([yours], row)
+    theirs = metrics_table.row_values(our_runs, row)
+    stat = row.get("stat")
+    if stat == "range":
+        return Comparison(metric, our_cell, f"{number(mine.min(), decimals)} to {number(mine.max(), decimals)}",
+                          _range_verdict(mine, float(theirs.min()), float(theirs.max()), decimals))
+    if stat == "all_zero":
+        nonzero = int((mine != 0).sum())
+        return Comparison(metric, our_cell, "0 at every step" if not nonzero else
+                          f"not 0 at {nonzero} of {len(mine)} steps",
+                          "as in the manual's runs" if not nonzero else "differs: the manual's runs log 0")
+    if stat == "first_step":
+        first = float(yours.steps[metric].dropna().iloc[0])
+        return Comparison(metric, our_cell, f"{number(first, decimals)} at step {int(yours.steps.index[0])}",
+                          "as in a healthy run" if first == 0 else "differs: a healthy run starts at 0")
+    if stat in ("median", "median_head"):
+        median, our_median = float(mine.median()), float(theirs.median())
+        ratio = f"{median / our_median:.2f} times the manual's" if our_median else "the manual's is 0"
+        return Comparison(metric, our_cell, f"{number(median, decimals)} s median of {len(mine)} steps", ratio)
+    if stat == "every_step":
+        present, total = int(yours.steps[metric].notna().sum()), len(yours.steps)
+        return Comparison(metric, our_cell, f"logged in {present} of {total} steps",
+                          "as in the manual's runs" if present == total else "missing at some steps")
+    return None
+
+
+def _range_verdict(values: Any, low: float, high: float, decimals: int) -> str:
+    # Compare at the rounding the page shows, so "0.53 to 0.87" admits what rounds to those.
+    below = int((values.round(decimals) < round(low, decimals)).sum())
+    above = int((values.round(decimals) > round(high, decimals)).sum())
+    if not below and not above:
+        return "inside the manual's range"
+    parts = [f"{count} {side}" for count, side in ((below, "below"), (above, "above")) if count]
+    return f"{' and '.join(parts)} the manual's range, of {len(values)} steps"
+
+
+def report(setup: list[str], comparisons: list[Comparison], yours: RunSummary) -> list[str]:
+    """The lines `make compare` prints."""
+    steps = f"{len(yours.steps)} step" + ("" if len(yours.steps) == 1 else "s")
+    lines = [f"Your run {yours.run_id} ({steps}) against the manual's Metrics page"]
+    if setup:
+        lines += ["", "Your setup differs from the one the manual's ranges hold for:"]
+        lines += [f"  {line}" for line in setup]
+    if yours.events.empty or "heat_pause" not in set(yours.events["kind"]):
+        lines += ["", "Your run has no heat-guard record: every step counts as clean for the time rows."]
+    width = max(len(c.metric) for c in comparisons) if comparisons else 0
+    lines.append("")
+    for c in comparisons:
+        lines += [f"{c.metric:<{width}}  yours: {c.yours}", f"{'':<{width}}  ours:  {c.ours}",
+                  f"{'':<{width}}  -> {c.verdict}"]
+    return lines

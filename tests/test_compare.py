@@ -1,0 +1,75 @@
+"""`make compare`: a reader's own run set beside the ranges of the Metrics page."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import MILES_SAMPLES, copy_project
+
+from build_tools._exceptions import EXIT_BAD_INPUT
+from build_tools.cli import main
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_project(tmp_path_factory.mktemp("manual"))
+
+
+def run_compare(project: Path, run: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    assert main(["--root", str(project), "compare", str(run)]) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def scaled_dump(project: Path, target: Path, key: str, factor: float) -> Path:
+    """A copy of an example run's dashboard with one metric scaled at every step."""
+    shutil.copytree(project / "runs" / "baseline-seed1" / "dashboard", target)
+    metrics = target / "metrics.jsonl"
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    for record in records:
+        if key in record["metrics"]:
+            record["metrics"][key] *= factor
+    metrics.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    return target
+
+
+def test_an_example_run_falls_inside_the_manual_ranges(project, capsys):
+    lines = run_compare(project, project / "runs" / "baseline-seed1" / "dashboard", capsys)
+    assert lines[0] == "Your run baseline-seed1 (48 steps) against the manual's Metrics page"
+    assert "Your setup differs" not in "\n".join(lines)
+    at = lines.index("rollout/raw_reward                    yours: 0.54 to 0.86")
+    assert lines[at + 1:at + 3] == ["                                      ours:  0.53 to 0.87 per step over 48 steps",
+                                    "                                      -> inside the manual's range"]
+    verdicts = [line.strip() for line in lines if line.strip().startswith("->")]
+    assert len(verdicts) == 17
+    assert all("range" not in v or v == "-> inside the manual's range" for v in verdicts)
+    assert "-> 1.00 times the manual's" in verdicts  # the run the time values come from
+
+
+def test_values_outside_the_range_are_counted(project, tmp_path, capsys):
+    dump = scaled_dump(project, tmp_path / "mine", "rollout/raw_reward", 1.1)
+    lines = run_compare(project, dump, capsys)
+    at = next(i for i, line in enumerate(lines) if line.startswith("rollout/raw_reward"))
+    assert lines[at + 2].strip().startswith("-> ")
+    assert lines[at + 2].strip().endswith("above the manual's range, of 48 steps")
+
+
+def test_a_different_setup_is_named_first(project, capsys):
+    lines = run_compare(project, MILES_SAMPLES / "open-phase-across-hours", capsys)
+    assert lines[:6] == [
+        "Your run miles-run (1 step) against the manual's Metrics page",
+        "",
+        "Your setup differs from the one the manual's ranges hold for:",
+        "  model: yours is not recorded, the manual's runs have Qwen3-0.6B",
+        "  prompts per step: yours is not recorded, the manual's runs have 32",
+        "  length limit: yours is 4096, the manual's runs have 1024",
+    ]
+    assert "rollout/raw_reward                    yours: not logged" in lines
+
+
+def test_a_folder_that_is_no_run_is_bad_input(project, tmp_path, capsys):
+    assert main(["--root", str(project), "compare", str(tmp_path)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{tmp_path}: expected a Miles dashboard dump (with meta.json) or a run folder (with run.yaml)" in err
