@@ -116,8 +116,8 @@ def test_about_passes_inside_and_fails_outside() -> None:
     assert (result.status, result.message, result.binds) == ("pass", "median x_time is 2.3 s", ("2",))
     runs["run-a"].steps["perf/x_time"] = [2.6, 2.7, 2.8]
     result = run(check, runs, "It takes about 2 s.")
-    assert (result.status, result.message, result.expected) == ("fail", "median x_time is 2.7 s, expected 2 +/- 0.5",
-                                                                 "2 +/- 0.5")
+    assert (result.status, result.message, result.expected) == (
+        "fail", "median x_time is 2.7 s, expected 2 +/- 0.5, 0.2 too high", "2 +/- 0.5")
 
 
 def test_time_values_read_clean_steps_only() -> None:
@@ -155,7 +155,7 @@ def test_falls_from_window_means() -> None:
     assert run(check, runs, claim).status == "pass"
     runs["run-a"].steps["len"] = [655.0] * 8 + [600.0] * 32 + [460.0] * 8
     result = run(check, runs, claim)
-    assert result.message == "first-window mean is 655 tokens, expected 720 +/- 36"
+    assert result.message == "first-window mean is 655 tokens, expected 720 +/- 36, 29 too low"
     runs["run-a"].steps["len"] = values[::-1]
     assert "is not above last-window mean" in run({"check": "falls_from", "metric": "len"}, runs).message
 

@@ -251,7 +251,8 @@ def test_the_failure_message(blocks, example_summaries, tables) -> None:
     fail = [line for line in lines if "FAIL" in line]
     first = sum(summaries[r].steps["rollout/response_lengths"].iloc[:8].mean() for r in BASELINES) / 3
     assert fail == [f'docs/01-step.md:107 fig 1.5 FAIL "falls from about 720 to about 460 tokens": first-window '
-                    f"mean is {first:.0f} tokens, expected 720 +/- 36 (runs: baseline-seed1..3)"]
+                    f"mean is {first:.0f} tokens, expected 720 +/- 36, {684 - first:.1f} too low "
+                    "(runs: baseline-seed1..3)"]
 
 
 def test_the_failure_message_of_an_event_span(blocks, example_summaries, tables) -> None:
@@ -259,7 +260,7 @@ def test_the_failure_message_of_an_event_span(blocks, example_summaries, tables)
                              _move_event("no-watchdog", "job_end", 120))
     lines = [line for line in report_lines(check_claims(blocks, summaries, tables)) if "FAIL" in line]
     assert lines == ['docs/01-step.md:53 fig 1.3 FAIL "left the job running for 63 minutes": idle 65.2 min, '
-                     "expected 63 +/- 0.5 (runs: no-watchdog)"]
+                     "expected 63 +/- 0.5, 1.7 too high (runs: no-watchdog)"]
 
 
 def test_an_unbound_number_fails_the_claim(blocks, example_summaries, tables) -> None:

@@ -42,6 +42,7 @@ class Outcome:
     expected: str
     fields: dict[str, Any]  # fills the check's template: the observation in words
     failure: str | None = None  # a fuller failure text than "<observation>, expected <expected>"
+    off_by: str = ""  # by how much the observation misses, for a failure ("11 too low")
 
 
 class Missing(Exception):
@@ -233,6 +234,8 @@ def evaluate(params: dict[str, Any], block: FigureBlock, summaries: dict[str, Ru
         return CheckResult(spec.name, "fail", None, "data to check", f"{missing}", binds)
     text = spec.template.format_map({**out.fields, "label": params.get("label") or out.fields.get("label", "")})
     message = text if out.ok else (out.failure or f"{text}, expected {out.expected}")
+    if not out.ok and out.off_by:
+        message += f", {out.off_by}"
     return CheckResult(spec.name, "pass" if out.ok else "fail", _jsonable(out.observed), out.expected,
                        message, binds)
 

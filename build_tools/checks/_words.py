@@ -71,6 +71,14 @@ class Expectation:
         eps = 0.0 if self.low == self.high else 1e-9 * max(1.0, abs(x))  # "exactly" has no slack
         return self.low - eps <= x <= self.high + eps
 
+    def off_by(self, x: float) -> str:
+        """By how much x misses the interval, past its nearer end ("11 too low"); empty when it holds."""
+        if self.holds(x) or x is None or not math.isfinite(x):
+            return ""
+        if x <= self.low:
+            return f"{fmt(self.low - x)} too low"
+        return f"{fmt(x - self.high)} too high"
+
 
 def expect(word: str, value: float, written: str, overrides: dict[str, Any], unit: str = "") -> Expectation:
     """The interval `word value` stands for; `written` is the number as the claim writes it."""

@@ -142,7 +142,7 @@ def paired_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     unit = f" {p['unit']}" if p["unit"] else ""
     lo, hi = float(diff.min()), float(diff.max())
     exp_lo, exp_hi = ctx.expect(p["word"], p["low"], p), ctx.expect(p["word"], p["high"], p)
-    failures = [f"{name} difference is {fmt(x)}{unit}, expected {e.text}"
+    failures = [f"{name} difference is {fmt(x)}{unit}, expected {e.text}, {e.off_by(x)}"
                 for name, x, e in (("smallest", lo, exp_lo), ("largest", hi, exp_hi)) if not e.holds(x)]
     fields = {"label": f"{label_of(p['metric'])} {p['run']} minus {p['minus']}",
               "value": f"{fmt(lo)} to {fmt(hi)}{unit} over {len(diff)} paired steps"}

@@ -95,7 +95,8 @@ def event_span(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         spans[run_id] = (t1 - t0) / UNITS[p["unit"]]
     ok = all(exp.holds(x) for x in spans.values())
     text = ", ".join(f"{fmt(x)} {p['unit']}" for x in spans.values())
-    return Outcome(ok, spans, exp.text, {"label": f"{p['from']} to {p['to']}", "value": text})
+    misses = "; ".join(exp.off_by(x) for x in spans.values() if exp.off_by(x))
+    return Outcome(ok, spans, exp.text, {"label": f"{p['from']} to {p['to']}", "value": text}, off_by=misses)
 
 
 @register("series_during", "{label} {value}",
