@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
-from . import metrics_table, palette
+from . import claims, metrics_table, palette
 from ._exceptions import ChapterError, Problem, display_path
 from ._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
 from .stamp import Stamp, load_stamp
@@ -220,7 +220,10 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
 def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
     """The small note of what the claim's checks found in the runs (raw HTML: messages are not Markdown)."""
     checks: Sequence[CheckResult] = verdict.checks if verdict else ()
-    items = "".join(f"<li>{html.escape(check.message)}</li>" for check in checks) or "<li>no checks</li>"
+    # Each check as: the words of the claim it proves, what the runs show, and what the words need.
+    items = "".join(f"<li><q>{html.escape(claims.says(block, params))}</q>: {html.escape(check.message)} "
+                    f"<span class=\"manual-needs\">(the claim needs {html.escape(check.expected)})</span></li>"
+                    for params, check in zip(block.checks, checks, strict=False)) or "<li>no checks</li>"
     runs = ", ".join(f"<code>{html.escape(run)}</code>" for run in block.runs) or "none"
     status = "holds" if verdict and verdict.status == "pass" else "was not checked"
     return (f'<details class="manual-checked"><summary>Checked against the runs: the claim {status}'

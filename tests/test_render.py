@@ -286,7 +286,8 @@ def test_figure_markup_has_anchor_caption_csv_and_checks(blocks):
     assert "[![" in markup and f"](figures/{block.id}.svg){{ .manual-zoom" in markup
     assert f"<strong>Figure {block.number}.</strong> {block.claim}" in markup
     assert f"[data behind this figure](figures/{block.id}.csv)" in markup
-    assert "<li>48 of 48 steps in order &lt;ok&gt;</li>" in markup
+    assert ('<li><q>in that order</q>: 48 of 48 steps in order &lt;ok&gt; '
+            '<span class="manual-needs">(the claim needs every step)</span></li>') in markup
     assert all(f"<code>{run}</code>" in markup for run in block.runs)
 
 
