@@ -32,7 +32,6 @@ from .summary import RunSummary
 
 PACKAGE = "figures"
 OUTPUTS = (".svg", ".png", ".csv")
-SYNTHESIZED_NOTE_COLOUR = "#262626"  # a neutral of figures/palette.yml
 PNG_DPI = 200
 CSV_FLOAT_FORMAT = "%.10g"
 # Same bytes on every build: no dates, no creator string with a version in it.
@@ -252,9 +251,9 @@ def _provenance(job: _Job) -> dict[str, str]:
 def _mark_synthesized(figure: Any, provenance: dict[str, str]) -> None:
     """Data that was synthesized says so in the image too, since a PNG travels without its caption."""
     if "example" in provenance.values():
-        # As the figure's suptitle, for which constrained layout makes room above the axes and their titles.
-        figure.suptitle("synthesized example data, not measured", x=0.995, ha="right", fontsize=6.5,
-                        color=SYNTHESIZED_NOTE_COLOUR)
+        # As the figure's suptitle, for which constrained layout makes room above the axes and their titles;
+        # in the style's text colour, a neutral of the palette.
+        figure.suptitle("synthesized example data, not measured", x=0.995, ha="right", fontsize=6.5)
 
 
 def _csv_header(provenance: dict[str, str]) -> str:
