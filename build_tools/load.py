@@ -187,15 +187,22 @@ def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[
 
 def _check_flags_agree(root: Path, config: dict[str, Any], lines: _YamlLines | None, meta: dict[str, Any],
                        problems: list[Problem]) -> None:
-    """A flag recorded both by Miles (meta.json args) and in run.yaml must say the same thing."""
+    """What Miles recorded (meta.json args) and what run.yaml says must agree: every shared flag, and the model."""
     flags, args = config.get("flags"), meta.get("args")
     if not isinstance(flags, dict) or not isinstance(args, dict):
         return
+    where = display_path(root / "run.yaml")
     for name in sorted(set(flags) & set(args)):
         if flags[name] != args[name]:
             line = lines.of(f"flags.{name}") if lines else None
-            problems.append(Problem(display_path(root / "run.yaml"), line, f"flags.{name}",
+            problems.append(Problem(where, line, f"flags.{name}",
                                     f"is {flags[name]!r}, but dashboard/meta.json args say {args[name]!r}"))
+    # A hub checkpoint name (owner/model, e.g. Qwen/Qwen3-0.6B) names the model; a local path need not.
+    checkpoint = str(args.get("hf_checkpoint") or "")
+    model = config["model"].get("name") if isinstance(config.get("model"), dict) else None
+    if checkpoint.count("/") == 1 and isinstance(model, str) and checkpoint.split("/")[1] != model:
+        problems.append(Problem(where, lines.of("model.name") if lines else None, "model.name",
+                                f"is {model!r}, but dashboard/meta.json args say hf_checkpoint {checkpoint!r}"))
 
 
 def _lookup(doc: Any, dotted: str) -> tuple[bool, Any]:

@@ -70,6 +70,8 @@ def test_gb10_null_gpu_memory_is_accepted(monkeypatch: pytest.MonkeyPatch) -> No
         ("bad-run-id", ["Tiny_Run: run id 'Tiny_Run' is not a plain name (lower-case letters, digits, '.', '-')"]),
         ("disagrees-with-meta", ["tiny-run/run.yaml:27: flags.rollout_max_response_len: is 1024, but "
                                  "dashboard/meta.json args say 4096"]),
+        ("model-disagrees-with-meta", ["tiny-run/run.yaml:8: model.name: is 'Qwen3-0.6B', but dashboard/meta.json "
+                                       "args say hf_checkpoint 'Qwen/Qwen3-1.7B'"]),
     ],
 )
 def test_each_problem_names_file_line_and_field(scenario: str, expected: list[str],
