@@ -11,8 +11,7 @@ from matplotlib.figure import Figure
 from ._common import SHADE_ALPHA, colour, metric, new_figure, setting
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3", "n4-seed1", "n16-seed1")
-ALT = ("Reward gain of each run against its answers per prompt: the gains with 4 and with 16 answers lie "
-       "inside the shaded range of the three seeds with 8.")
+ALT = ("Reward gain of each run against its answers per prompt, with the shaded range of the baseline seeds.")
 KEY = "rollout/raw_reward"
 WINDOW = 8  # steps at each end whose mean reward gives the gain
 REFERENCE_N = 8  # the setting whose seeds give the shaded range

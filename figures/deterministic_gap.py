@@ -11,8 +11,7 @@ from matplotlib.figure import Figure
 from ._common import colour, metric, new_figure
 
 RUNS_NEEDED = ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b")
-ALT = ("The trainer-engine gap per step of four runs: the two deterministic Triton runs start from the same "
-       "gap at step 0, and all four stay near 0.015.")
+ALT = ("The trainer-engine gap per step of the deterministic Triton runs and the default runs.")
 KEY = "train/train_rollout_logprob_abs_diff"
 MARKERS = ("o", "s", "^", "D")
 

@@ -11,8 +11,8 @@ from matplotlib.figure import Figure
 from ._common import INK, SHADE_ALPHA, colour, metric, new_figure
 
 RUNS_NEEDED = ("baseline-seed2", "kept-loaded-seed2")
-ALT = ("Bars per step: the rollout time saved by keeping the engine loaded, between about 0.6 and 1.8 s on "
-       "the steps clean in both runs; steps a heat pause touched in either run are marked and left out.")
+ALT = ("Bars per step: the rollout time saved by keeping the engine loaded, on the steps clean in both runs; "
+       "steps a heat pause touched in either run are marked and left out.")
 KEY = "perf/rollout_time"
 
 

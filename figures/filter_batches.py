@@ -11,8 +11,8 @@ from matplotlib.figure import Figure
 from ._common import INK, colour, metric, new_figure, stream
 
 RUNS_NEEDED = ("dynamic-filter-seed1",)
-ALT = ("Two panels over the steps: the groups the filter dropped, with a line at 16, and the over-sampling "
-       "batches drawn: one batch when 16 or fewer were dropped, two when more were.")
+ALT = ("Two panels over the steps: the groups the filter dropped, with the split line, and the over-sampling "
+       "batches drawn.")
 DROPPED = "rollout/dynamic_filter/drop_zero_std"
 DEFAULT_SPLIT = 16  # used when the figure block sets no `split` option
 

@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 from ._common import SHADE_ALPHA, colour, metric, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed2", "baseline-seed3")
-ALT = ("Step time per step of two seeds: the steps that overlapped a heat-guard pause stand out about 45 s "
-       "above the clean steps; dashed lines give the median of each kind.")
+ALT = ("Step time per step of two seeds: the steps that overlapped a heat-guard pause stand out above the "
+       "clean steps; dashed lines give the median of each kind.")
 KEY = "perf/step_time"
 
 

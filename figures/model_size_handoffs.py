@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 from ._common import colour, metric, new_figure, setting
 
 RUNS_NEEDED = ("baseline-seed1", "qwen3-1.7b")
-ALT = ("Grouped bars of the median weight update and trainer offload for the 0.6B and the 1.7B model: "
-       "both grow with the model, the offload more than the update.")
+ALT = ("Grouped bars of the median weight update and trainer offload for the two model sizes: both grow with "
+       "the model, the offload more than the update.")
 METRICS = {"perf/update_weights_time": "weight update", "perf/sleep_time": "trainer offload (sleep)"}
 HATCHES = ("", "///", "...", "xxx")
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from ._common import INK, colour, events, new_figure, setting, stream
 
 RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
-ALT = ("Node memory share of the two 4B runs in the minutes before Ray's kill: both climb to Ray's "
+ALT = ("Node memory share of the large-model runs in the minutes before Ray's kill: both climb to Ray's "
        "threshold of the whole node's memory, and the kill comes there.")
 MINUTE = 60.0
 WINDOW_MIN = 10.0  # minutes before the kill shown

@@ -11,8 +11,8 @@ from matplotlib.figure import Figure
 from ._common import INK, colour, metric, new_figure, setting
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
-ALT = ("Two panels over the steps: the mean answer length falls from about 720 to about 460 tokens, well "
-       "below the 1,024-token cap, and the share of answers cut at the cap falls with it.")
+ALT = ("Two panels over the steps: the mean answer length falls, below the length cap drawn as a line, and "
+       "the share of answers cut at the cap falls with it.")
 LENGTH, TRUNCATED = "rollout/response_lengths", "rollout/truncated"
 CAP = "flags.rollout_max_response_len"
 

@@ -12,8 +12,8 @@ from matplotlib.figure import Figure
 from ._common import INK, colour, least_squares_trend, metric, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
-ALT = ("Three panels, one per seed: the reward of each step jumps up and down around a least-squares "
-       "trend line that rises over the 48 steps in every panel.")
+ALT = ("One panel per seed: the reward of each step jumps up and down around a least-squares trend line that "
+       "rises in every panel.")
 KEY = "rollout/raw_reward"
 
 

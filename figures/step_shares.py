@@ -12,7 +12,7 @@ from ._common import MissingData, colour, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Stacked bars, one per seed, splitting a clean step into rollout, training, the hand-offs and the "
-       "rest: rollout and training fill almost the whole bar, the hand-offs a thin sliver of about 2 s.")
+       "rest: rollout and training fill almost the whole bar, the hand-offs a thin sliver.")
 
 # part -> (phases summed, role, legend text)
 PARTS = {

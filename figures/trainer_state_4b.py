@@ -22,8 +22,8 @@ from ._common import (
 )
 
 RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
-ALT = ("Host memory used by the two 4B runs over time: the estimated trainer state alone is about half "
-       "the machine, and both runs climb to Ray's memory limit, where Ray kills a worker.")
+ALT = ("Host memory used by the large-model runs over time, against the estimated trainer state, the "
+       "machine's memory and Ray's memory limit, where Ray kills a worker.")
 GIB = 1024**3
 MINUTE = 60.0
 LINESTYLES = ("-", "--", ":", "-.")

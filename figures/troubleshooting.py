@@ -13,7 +13,7 @@ from matplotlib.patches import FancyBboxPatch
 from ._common import INK, SHADE_ALPHA, colour, new_figure
 
 RUNS_NEEDED: tuple[str, ...] = ()
-ALT = ("A table of five rows drawn as boxes: each symptom, in rose, leads by an arrow to one first check, "
+ALT = ("A table drawn as boxes, one row per symptom: each symptom, in rose, leads by an arrow to one first check, "
        "in amber, and from there to one fix, in teal.")
 TABLE = "troubleshooting"
 # column -> (heading, role)

@@ -234,3 +234,15 @@ def test_a_figure_of_the_manual_names_the_run_and_metric_it_lacks(example_summar
         draw.draw_figures(blocks, broken, tables, tmp_path / "out", tmp_path / "cache", jobs=1)
     assert [str(p) for p in caught.value.problems] == [
         "docs/01-chapter.md:42: fig 1.4 (fig-reward): run baseline-seed2 has no metric rollout/raw_reward"]
+
+
+def test_default_alt_texts_type_no_number_the_data_has():
+    # A module's ALT is shown when a block gives none; numbers from the runs belong in checked captions.
+    import importlib
+    import pkgutil
+    import re
+
+    for module in pkgutil.iter_modules(figures.__path__):
+        if not module.name.startswith("_"):
+            alt = importlib.import_module(f"figures.{module.name}").ALT
+            assert not re.search(r"\d", alt), f"figures/{module.name}.py ALT types a number: {alt}"
