@@ -206,14 +206,21 @@ def _added_removed(old: Mapping[str, Any], new: Mapping[str, Any], noun: str) ->
             + [f"{noun} {key} removed" for key in sorted(set(old) - set(new))])
 
 
-def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    lines = _added_removed(old, new, "run")
-    for run in sorted(set(old) & set(new)):
-        what = [label for label, key in (("files", "sha256"), ("provenance", "provenance"))
-                if old[run].get(key) != new[run].get(key)]
+def _changed_fields(old: Mapping[str, Any], new: Mapping[str, Any],
+                    fields: tuple[tuple[str, str], ...]) -> dict[str, list[str]]:
+    """For each entry in both manifests, the labels of the fields (label, key) whose values differ."""
+    changed = {}
+    for name in sorted(set(old) & set(new)):
+        what = [label for label, key in fields if old[name].get(key) != new[name].get(key)]
         if what:
-            lines.append(f"run {run} changed ({' and '.join(what)})")
-    return lines
+            changed[name] = what
+    return changed
+
+
+def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    changed = _changed_fields(old, new, (("files", "sha256"), ("provenance", "provenance")))
+    return _added_removed(old, new, "run") + [f"run {run} changed ({' and '.join(what)})"
+                                              for run, what in changed.items()]
 
 
 def _claim_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
@@ -222,8 +229,7 @@ def _claim_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         before, after = old[claim], new[claim]
         if before.get("verdict") != after.get("verdict"):
             lines.append(f"claim {claim}: verdict {before.get('verdict')} → {after.get('verdict')}")
-        moved = [line for line in _value_moves(before.get("observed"), after.get("observed"))]
-        lines += [f"claim {claim}: {line}" for line in moved]
+        lines += [f"claim {claim}: {line}" for line in _value_moves(before.get("observed"), after.get("observed"))]
     return lines
 
 
@@ -239,13 +245,9 @@ def _value_moves(old: Any, new: Any) -> list[str]:
 
 
 def _figure_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    lines = _added_removed(old, new, "figure")
-    for figure in sorted(set(old) & set(new)):
-        what = [label for label, key in (("data (CSV)", "csv_sha256"), ("image (SVG)", "svg_sha256"))
-                if old[figure].get(key) != new[figure].get(key)]
-        if what:
-            lines.append(f"figure {figure}: {' and '.join(what)} changed")
-    return lines
+    changed = _changed_fields(old, new, (("data (CSV)", "csv_sha256"), ("image (SVG)", "svg_sha256")))
+    return _added_removed(old, new, "figure") + [f"figure {figure}: {' and '.join(what)} changed"
+                                                 for figure, what in changed.items()]
 
 
 def _metric_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
