@@ -35,6 +35,14 @@ def display_path(path: Path | str) -> str:
         return str(path)
 
 
+class InputProblem(Exception):
+    """One problem that stops reading one file; the stage collects it with the others and goes on."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
+        super().__init__(str(problem))
+
+
 class ManualError(Exception):
     """Base of every error the CLI reports as `ERROR ...` with a hint, never as a traceback."""
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ._exceptions import ChapterError, Problem
+from ._exceptions import ChapterError, InputProblem, Problem
+from ._files import read_text
 from ._types import FigureBlock
 from ._yaml import load_yaml
 from .checks import validate
@@ -120,12 +119,11 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
            problems: list[Problem]) -> FigureBlock | None:
     """One block from its YAML; problems are appended (each names the file, the line and the field)."""
     try:
-        data = load_yaml(fenced.body)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = fenced.line + 1 + mark.line if mark is not None else fenced.line
-        reason = getattr(error, "problem", None) or str(error).splitlines()[0]
-        problems.append(Problem(shown, line, None, f"figure {number}: bad YAML: {reason}"))
+        data = load_yaml(fenced.body, shown)
+    except InputProblem as error:
+        found = error.problem
+        line = fenced.line + found.line if found.line is not None else fenced.line
+        problems.append(Problem(shown, line, found.field, f"figure {number}: {found.message}"))
         return None
     if not isinstance(data, dict):
         problems.append(Problem(shown, fenced.line, None, f"figure {number}: expected a mapping of fields"))
@@ -211,11 +209,9 @@ def load_tables(data_dir: Path) -> dict[str, Any]:
     problems = []
     for path in sorted(data_dir.glob("*.yml")) if data_dir.is_dir() else []:
         try:
-            tables[path.stem] = load_yaml(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            problems.append(Problem(f"{data_dir.parent.name}/{data_dir.name}/{path.name}",
-                                    mark.line + 1 if mark else None, None, f"bad YAML: {error}"))
+            tables[path.stem] = load_yaml(read_text(path), f"{data_dir.parent.name}/{data_dir.name}/{path.name}")
+        except InputProblem as error:
+            problems.append(error.problem)
     if problems:
         raise ChapterError(problems)
     return tables

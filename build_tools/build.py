@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,11 +10,12 @@ from pathlib import Path
 from . import _uptodate
 from . import blocks as blocks_stage
 from . import claims as claims_stage
+from ._exceptions import Problem, RunDataError
 from ._layout import Layout
 from ._progress import Progress
 from ._staging import staging
 from ._types import ClaimVerdict, DrawnFigure, FigureBlock
-from .stamp import check_commits, load_stamp
+from .stamp import EditionFileError, Stamp, check_commits, load_stamp
 from .summary import RunSummary, summarise_runs
 
 
@@ -24,6 +26,13 @@ class BuildResult:
     verdicts: list[ClaimVerdict]
     figures: list[DrawnFigure] = field(default_factory=list)
     report_lines: list[str] = field(default_factory=list)
+
+
+def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
+    try:
+        return load_stamp(layout.edition_yml), []
+    except EditionFileError as error:
+        return None, error.problems
 
 
 def check(root: Path, *, quiet: bool = False) -> BuildResult:
@@ -37,14 +46,21 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
     progress = Progress(quiet=quiet, stages=6 if site else 3)
     _uptodate.forget(layout)
 
-    # 1-2. Load and summarise every run; an unchanged run comes from the cache.
+    # 1-2. Load and summarise every run; an unchanged run comes from the cache. No run may end after the
+    #      edition's date, and every run must be made with the Miles build the edition's stamp names.
+    stamp, stamp_problems = _stamp_or_problems(layout)
+    warnings: list[str] = []
     with progress.stage("Loading and summarising runs"):
-        summaries = summarise_runs(layout.runs, layout.cache / "summaries")
-    for summary in summaries.values():
-        for warning in summary.warnings:
-            progress.warn(warning)
-    # Every run must be made with the Miles build the edition's stamp names; fail before the slow stages.
-    check_commits({run_id: s.config for run_id, s in summaries.items()}, load_stamp(layout.edition_yml))
+        try:
+            summaries = summarise_runs(layout.runs, layout.cache / "summaries", warnings=warnings,
+                                       latest=dt.date.fromisoformat(stamp.date) if stamp else None)
+        except RunDataError as error:  # the edition file's problems are listed with the runs'
+            raise RunDataError([*error.problems, *stamp_problems]) from None
+    if stamp is None:
+        raise EditionFileError(stamp_problems)
+    for warning in warnings + [w for summary in summaries.values() for w in summary.warnings]:
+        progress.warn(warning)
+    check_commits({run_id: s.config for run_id, s in summaries.items()}, stamp)
 
     # 3. Read the figure blocks of the chapters and the data tables they read.
     with progress.stage("Reading figure blocks"):

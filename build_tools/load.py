@@ -1,12 +1,12 @@
 """Stage 1: load every run directory under runs/, in every form Miles writes, and validate it.
 
-All problems of all runs are collected; the stage then fails once with the whole list.
+Every file is checked against its schema (build_tools/schemas.py). All problems of all runs are
+collected; the stage then fails once with the whole list.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import json
 import math
 import re
@@ -15,29 +15,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from ruamel.yaml import YAML
-
-from ._exceptions import Problem, RunDataError, display_path
-from ._streams import DASHBOARD_DOCUMENTS, DASHBOARD_STREAMS, LAB_STREAMS, NON_FINITE, Stream
-from ._yaml import load_yaml
+from . import schemas
+from ._exceptions import InputProblem, Problem, RunDataError, display_path
+from ._files import STREAM_LIMIT, check_tree, decode_utf8, read_bytes, read_text
+from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
-PARTITION = re.compile(r"^\d{8}_\d{2}\.jsonl(\.gz)?$")
+PARTITION = re.compile(r"^(?P<hour>\d{8}_\d{2})\.jsonl(\.gz)?$")
 JSONL = re.compile(r"^(?P<stream>[a-z_]+)\.jsonl(\.gz)?$")
 
-# run.yaml: field -> kind, nested by dots. Kinds as in _streams, plus "date".
-RUN_YAML_FIELDS: dict[str, str] = {
-    "run_id": "str", "provenance": "str", "title": "str", "date": "date", "tags": "list", "seed": "int",
-    "model": "dict", "model.name": "str", "model.size": "str", "model.parameters": "int",
-    "dataset": "str",
-    "miles": "dict", "miles.image": "str", "miles.branch": "str", "miles.commit": "str",
-    "miles.commit_date": "date",
-    "hardware": "dict", "hardware.machine": "str", "hardware.chip": "str", "hardware.gpus": "int",
-    "hardware.memory_gib": "num", "hardware.memory_gb": "num", "hardware.memory_pools": "int",
-    "flags": "dict", "lab": "dict",
-}
-PROVENANCES = ("measured", "example")
+# The streams of each folder of a run; Miles splits the high-rate ones into hourly files
+# {stream}/{YYYYMMDD_HH}.jsonl, and an older flat {stream}.jsonl is the same stream as one partition.
+DASHBOARD_STREAMS = ("metrics", "phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
+                     "topology", "data_buffer")
+PARTITIONED = frozenset({"phases", "gpu_util", "gpu_processes", "engine_series", "trajectories"})
+LAB_STREAMS = ("events", "host_memory", "gpu_temp", "held_memory", "sampling", "repeat_probe")
+# Written once as whole JSON documents, not JSON Lines.
+DASHBOARD_DOCUMENTS = ("meta.json", "lane_catalog.json")
+# Deeper than any record Miles writes (topology: engines -> engine -> gpus -> [node, gpu]).
+MAX_JSON_DEPTH = 8
+# A run's records may start a little before the day its run.yaml names (a job launched before midnight).
+DATE_SLACK = dt.timedelta(days=1)
 
 
 @dataclass
@@ -61,12 +59,24 @@ class RunData:
     warnings: list[str] = field(default_factory=list)
 
 
+def run_folders(runs_dir: Path, problems: list[Problem]) -> list[Path]:
+    """The run directories under runs_dir, after checking that nothing in it leads outside the project."""
+    if not runs_dir.is_dir():
+        problems.append(Problem(display_path(runs_dir), None, None, "no runs folder"))
+        return []
+    problems += check_tree(runs_dir, runs_dir.resolve().parent)
+    bad = {Path(p.file) for p in problems}
+    folders = [path for path in sorted(runs_dir.iterdir())
+               if path.is_dir() and Path(display_path(path)) not in bad and path.name != "__pycache__"]
+    if not folders and not problems:
+        problems.append(Problem(display_path(runs_dir), None, None, "no run directories found"))
+    return folders
+
+
 def load_runs(runs_dir: Path) -> list[RunData]:
     """Load every run under runs_dir; raise RunDataError listing every problem found in any of them."""
     problems: list[Problem] = []
-    runs = [load_run(path, problems) for path in sorted(runs_dir.iterdir()) if path.is_dir()]
-    if not runs and not problems:
-        problems.append(Problem(display_path(runs_dir), None, None, "no run directories found"))
+    runs = [load_run(path, problems) for path in run_folders(runs_dir, problems)]
     if problems:
         raise RunDataError(problems)
     return runs
@@ -91,6 +101,9 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
 
     Its configuration is what Miles recorded: meta.json's args as the flags, provenance measured.
     """
+    problems += check_tree(dashboard, dashboard)
+    if problems:
+        return RunData(run_id=dashboard.name, root=dashboard, config={}, meta={})
     meta = _load_meta(dashboard / "meta.json", None, problems)
     args = meta.get("args") if isinstance(meta.get("args"), dict) else {}
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
@@ -101,66 +114,54 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     return run
 
 
-def _read_streams(run: RunData, folders: dict[Path, dict[str, Stream]], problems: list[Problem]) -> None:
-    for name, stream, files in _stream_files(folders, problems):
-        run.streams[name] = [rec for path in files for rec in _read_stream(path, stream, problems, run.warnings)]
+def time_problems(run_id: str, config: dict[str, Any], first: float, last: float,
+                  latest: dt.date | None) -> list[Problem]:
+    """A run whose records start days before its run.yaml date, or end after the edition's date."""
+    where = f"runs/{run_id}/run.yaml"
+    problems = []
+    date = config.get("date")
+    if isinstance(date, str) and math.isfinite(first):
+        start = dt.datetime.fromtimestamp(first, dt.UTC)
+        if start.date() < dt.date.fromisoformat(date) - DATE_SLACK:
+            problems.append(Problem(where, None, "date", f"is {date}, but the run's records start on "
+                                                         f"{start:%Y-%m-%d %H:%M} UTC (expected the day it ran)"))
+    if latest is not None and math.isfinite(last):
+        end = dt.datetime.fromtimestamp(last, dt.UTC)
+        if end.date() > latest + DATE_SLACK:
+            problems.append(Problem(where, None, None, f"the run's records end on {end:%Y-%m-%d %H:%M} UTC, after "
+                                                       f"the edition's date {latest} (edition.yml date)"))
+    return problems
+
+
+def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: list[Problem]) -> None:
+    for name, files in _stream_files(folders, problems):
+        run.streams[name] = [rec for path in files for rec in _read_stream(path, name, problems, run.warnings)]
 
 
 # --- run.yaml and meta.json -------------------------------------------------------------------
 
 
-class _YamlLines:
-    """The line of a dotted key of run.yaml, found only when a message needs one (ruamel's parse is slow)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.doc: Any = None
-
-    def of(self, dotted: str) -> int | None:
-        """The line of the key, or of its nearest parent that exists."""
-        if self.doc is None:
-            self.doc = YAML(typ="rt").load(self.text)
-        node, line = self.doc, None
-        for key in dotted.split("."):
-            if not isinstance(node, dict) or key not in node:
-                return line
-            line = node.lc.key(key)[0] + 1
-            node = node[key]
-        return line
-
-
-def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[dict[str, Any], _YamlLines | None]:
+def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[dict[str, Any], Any]:
     """run.yaml as plain data, and where its keys are (for messages)."""
     where = display_path(path)
     if not path.is_file():
         problems.append(Problem(where, None, None, "missing: every run needs a run.yaml (see runs/README.md)"))
         return {}, None
-    text = path.read_text(encoding="utf-8")
     try:
-        doc = load_yaml(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problems.append(Problem(where, mark.line + 1 if mark else None, None,
-                                f"not valid YAML: {getattr(err, 'problem', err)}"))
+        doc = parse_yaml(read_text(path), where)
+    except InputProblem as error:
+        problems.append(error.problem)
         return {}, None
-    if not isinstance(doc, dict):
-        problems.append(Problem(where, 1, None, "expected a mapping of fields"))
+    if not isinstance(doc.value, dict):
+        problems.append(Problem(where, 1, None, "expected a mapping of fields (runs/README.md)"))
         return {}, None
-    lines = _YamlLines(text)
-    for dotted, kind in RUN_YAML_FIELDS.items():
-        found, value = _lookup(doc, dotted)
-        if not found:
-            parent_ok = "." not in dotted or _lookup(doc, dotted.rsplit(".", 1)[0])[0]
-            if parent_ok:
-                problems.append(Problem(where, lines.of(dotted) if "." in dotted else None, dotted,
-                                        f"missing; expected {_kind_name(kind)}"))
-        elif not _is_kind(value, kind):
-            problems.append(Problem(where, lines.of(dotted), dotted, f"expected {_kind_name(kind)}, found {value!r}"))
-    _check_value(doc, lines, where, "provenance", lambda v: v in PROVENANCES, f"expected one of {PROVENANCES}",
-                 problems)
-    _check_value(doc, lines, where, "run_id", lambda v: v == run_id,
-                 f"expected {run_id!r}, the name of the run's directory", problems)
-    return _plain(doc), lines
+    _, found = schemas.validate(schemas.RunYaml, doc.value, where, doc.line_of)
+    problems += found
+    if isinstance(doc.value.get("run_id"), str) and doc.value["run_id"] != run_id:
+        problems.append(Problem(where, doc.line_of(("run_id",)), "run_id",
+                                f"expected {run_id!r}, the name of the run's directory, "
+                                f"found {doc.value['run_id']!r}"))
+    return doc.value, doc
 
 
 def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[str, Any]:
@@ -169,23 +170,26 @@ def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[
         problems.append(Problem(where, None, None, "missing: copy the run's Miles dashboard dump into dashboard/"))
         return {}
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        problems.append(Problem(where, err.lineno, None, f"not valid JSON: {err.msg}"))
+        meta = _parse_json(read_text(path), where, 1)
+    except InputProblem as error:
+        problems.append(error.problem)
         return {}
-    kinds = {"run_name": "str", "start_ts": "num", "args": "dict", "schema_version": "int"}
-    for name, kind in kinds.items():
-        if name not in meta:
-            problems.append(Problem(where, None, name, f"missing; expected {_kind_name(kind)}"))
-        elif not _is_kind(meta[name], kind):
-            problems.append(Problem(where, None, name, f"expected {_kind_name(kind)}, found {meta[name]!r}"))
+    if not isinstance(meta, dict):
+        problems.append(Problem(where, 1, None, "expected a JSON object"))
+        return {}
+    _, found = schemas.validate(schemas.Meta, meta, where, lambda loc: None)
+    problems += found
     if run_id is not None and isinstance(meta.get("run_name"), str) and meta["run_name"] != run_id:
         problems.append(Problem(where, None, "run_name",
                                 f"is {meta['run_name']!r}, but the run directory is {run_id!r}"))
-    return meta
+    return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_time(v)}
 
 
-def _check_flags_agree(root: Path, config: dict[str, Any], lines: _YamlLines | None, meta: dict[str, Any],
+def _is_time(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _check_flags_agree(root: Path, config: dict[str, Any], doc: Any, meta: dict[str, Any],
                        problems: list[Problem]) -> None:
     """What Miles recorded (meta.json args) and what run.yaml says must agree: every shared flag, and the model."""
     flags, args = config.get("flags"), meta.get("args")
@@ -193,61 +197,28 @@ def _check_flags_agree(root: Path, config: dict[str, Any], lines: _YamlLines | N
         return
     where = display_path(root / "run.yaml")
     for name in sorted(set(flags) & set(args)):
-        if flags[name] != args[name]:
-            line = lines.of(f"flags.{name}") if lines else None
-            problems.append(Problem(where, line, f"flags.{name}",
+        if not _same_value(flags[name], args[name]):
+            problems.append(Problem(where, doc.line_of(("flags", name)) if doc else None, f"flags.{name}",
                                     f"is {flags[name]!r}, but dashboard/meta.json args say {args[name]!r}"))
     # A hub checkpoint name (owner/model, e.g. Qwen/Qwen3-0.6B) names the model; a local path need not.
     checkpoint = str(args.get("hf_checkpoint") or "")
     model = config["model"].get("name") if isinstance(config.get("model"), dict) else None
     if checkpoint.count("/") == 1 and isinstance(model, str) and checkpoint.split("/")[1] != model:
-        problems.append(Problem(where, lines.of("model.name") if lines else None, "model.name",
+        problems.append(Problem(where, doc.line_of(("model", "name")) if doc else None, "model.name",
                                 f"is {model!r}, but dashboard/meta.json args say hf_checkpoint {checkpoint!r}"))
 
 
-def _lookup(doc: Any, dotted: str) -> tuple[bool, Any]:
-    """Find a dotted field in a document: (found, value)."""
-    node = doc
-    for key in dotted.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return False, None
-        node = node[key]
-    return True, node
-
-
-def _check_value(doc: Any, lines: _YamlLines, where: str, dotted: str, ok: Any, expected: str,
-                 problems: list[Problem]) -> None:
-    found, value = _lookup(doc, dotted)
-    if found and isinstance(value, str) and not ok(value):
-        problems.append(Problem(where, lines.of(dotted), dotted, f"{expected}, found {value!r}"))
-
-
-def _plain(node: Any) -> Any:
-    """ruamel's round-trip types to plain Python; dates to ISO strings so every consumer sees one type."""
-    if isinstance(node, dict):
-        return {str(k): _plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    if isinstance(node, dt.date):
-        return node.isoformat()
-    if isinstance(node, bool):
-        return bool(node)
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    if isinstance(node, str):
-        return str(node)
-    return node
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal as the flag's value: `true` is not `1`, and `1` is `1.0`."""
+    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
 
 
 # --- streams ----------------------------------------------------------------------------------
 
 
-def _stream_files(folders: dict[Path, dict[str, Stream]],
-                  problems: list[Problem]) -> Iterator[tuple[str, Stream, list[Path]]]:
+def _stream_files(folders: dict[Path, tuple[str, ...]], problems: list[Problem]) -> Iterator[tuple[str, list[Path]]]:
     """Every known stream of the folders with its files, hourly partitions and flat files alike."""
-    found: dict[str, tuple[Stream, list[Path]]] = {}
+    found: dict[str, list[Path]] = {}
     for base, streams in folders.items():
         if not base.is_dir():
             continue
@@ -259,17 +230,28 @@ def _stream_files(folders: dict[Path, dict[str, Stream]],
                 problems.append(Problem(display_path(path), None, None,
                                         f"unknown stream; expected one of {sorted(streams)} (runs/README.md)"))
                 continue
-            found.setdefault(stream.name, (stream, []))[1].extend(_partition_files(path, problems))
+            found.setdefault(stream, []).extend(_partition_files(path, problems))
+    for files in found.values():
+        problems += _twins(files)
     for name in sorted(found):
-        yield name, *found[name]
+        yield name, found[name]
 
 
-def _stream_of(path: Path, streams: dict[str, Stream]) -> Stream | None:
+def _twins(files: list[Path]) -> list[Problem]:
+    """One stream, one file: `x.jsonl` beside `x.jsonl.gz` would be read twice."""
+    by_plain: dict[Path, list[Path]] = {}
+    for path in files:
+        by_plain.setdefault(path.with_name(path.name.removesuffix(".gz")), []).append(path)
+    return [Problem(display_path(pair[-1]), None, None,
+                    f"the same stream file twice: {pair[0].name} and {pair[1].name}; keep one of them")
+            for pair in by_plain.values() if len(pair) > 1]
+
+
+def _stream_of(path: Path, streams: tuple[str, ...]) -> str | None:
     if path.is_dir():
-        stream = streams.get(path.name)
-        return stream if stream is not None and stream.partitioned else None
+        return path.name if path.name in streams and path.name in PARTITIONED else None
     match = JSONL.match(path.name)
-    return streams.get(match["stream"]) if match else None
+    return match["stream"] if match and match["stream"] in streams else None
 
 
 def _partition_files(path: Path, problems: list[Problem]) -> list[Path]:
@@ -285,116 +267,72 @@ def _partition_files(path: Path, problems: list[Problem]) -> list[Path]:
     return files
 
 
-def _read_stream(path: Path, stream: Stream, problems: list[Problem], warnings: list[str]) -> Iterator[Record]:
+def _read_stream(path: Path, stream: str, problems: list[Problem], warnings: list[str]) -> Iterator[Record]:
     where = display_path(path)
-    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     try:
-        lines = raw.decode("utf-8").split("\n")
-    except UnicodeDecodeError as err:
-        problems.append(Problem(where, raw[: err.start].count(b"\n") + 1, None, "not UTF-8 text"))
+        lines = decode_utf8(read_bytes(path, STREAM_LIMIT), where).split("\n")
+    except InputProblem as error:
+        problems.append(error.problem)
         return
     if lines[-1].strip():
         warnings.append(f"{where}:{len(lines)}: last line has no newline (a writer mid-append); skipped")
-    fields = _compiled_fields(stream)
     for number, text in enumerate(lines[:-1], start=1):
         if not text.strip():
             continue
-        record = _parse_record(text, where, number, stream, fields, problems)
+        try:
+            data = _parse_json(text, where, number)
+        except InputProblem as error:
+            problems.append(error.problem)
+            continue
+        if not isinstance(data, dict):
+            problems.append(Problem(where, number, None, "expected a JSON object"))
+            continue
+        record, found = schemas.validate_record(stream, data, where, number)
+        problems += found
         if record is not None:
             yield Record(record, where, number)
 
 
-# Field kind -> the exact Python types json gives for it (bool is not an int here); "?" adds null.
-_TYPES: dict[str, frozenset[type]] = {
-    "num": frozenset({int, float}), "int": frozenset({int}), "str": frozenset({str}),
-    "list": frozenset({list}), "dict": frozenset({dict}), "bool": frozenset({bool}),
-}
-_DECODER = json.JSONDecoder()
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > 18:
+        raise ValueError(f"the integer {text[:24]}{'...' if len(text) > 24 else ''} is beyond 64 bits")
+    return int(text)
 
 
-def _compiled_fields(stream: Stream) -> tuple[tuple[str, str, frozenset[type]], ...]:
-    """(name, kind, accepted types) per field, for the loader's hot loop."""
-    compiled = []
-    for name, kind in stream.fields.items():
-        types = _TYPES[kind.rstrip("?")]
-        compiled.append((name, kind, types | {type(None)} if kind.endswith("?") else types))
-    return tuple(compiled)
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:24]} is beyond the range of a double")
+    return value
 
 
-def _parse_record(text: str, where: str, line: int, stream: Stream,
-                  fields: tuple[tuple[str, str, frozenset[type]], ...], problems: list[Problem]) -> dict | None:
+_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
+
+
+def _parse_json(text: str, where: str, line: int) -> Any:
+    """One JSON value; bare NaN and Infinity (as Python's json writes them) stay non-finite floats."""
     try:
-        record = _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as err:
-        problems.append(Problem(where, line, None, f"not valid JSON: {err.msg}"))
-        return None
-    if not isinstance(record, dict):
-        problems.append(Problem(where, line, None, "expected a JSON object"))
-        return None
-    ok = True
-    for name, kind, types in fields:
-        if type(record.get(name)) in types and name in record:
-            continue  # the common case: present and of the right type
-        if name not in record:
-            problems.append(Problem(where, line, name, f"missing; expected {_kind_name(kind)}"))
-            ok = False
-            continue
-        value = _finite_marker(record[name]) if kind.startswith("num") else record[name]
-        if not _is_kind(value, kind):
-            problems.append(Problem(where, line, name, f"expected {_kind_name(kind)}, found {record[name]!r}"))
-            ok = False
-        record[name] = value
-    for name, allowed in stream.choices:
-        if ok and record[name] not in allowed:
-            problems.append(Problem(where, line, name, f"expected one of {allowed}, found {record[name]!r}"))
-            ok = False
-    if ok and stream.name == "metrics":
-        ok = _clean_metric_values(record, where, line, problems)
-    return record if ok else None
+        raise InputProblem(Problem(where, line + err.lineno - 1, None, f"not valid JSON: {err.msg}")) from None
+    except ValueError as err:
+        raise InputProblem(Problem(where, line, None, f"not valid JSON: {err}")) from None
+    except RecursionError:
+        raise InputProblem(Problem(where, line, None, "not valid JSON: nested too deeply")) from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise InputProblem(Problem(where, line, None,
+                                   f"nested more than {MAX_JSON_DEPTH} levels deep, deeper than any Miles record"))
+    return value
 
 
-def _clean_metric_values(record: dict, where: str, line: int, problems: list[Problem]) -> bool:
-    ok = True
-    for key, value in record["metrics"].items():
-        value = _finite_marker(value)
-        if not isinstance(value, int | float | str | bool):
-            problems.append(Problem(where, line, f"metrics.{key}",
-                                    f"expected a number, string or boolean, found {value!r}"))
-            ok = False
-        record["metrics"][key] = value
-    return ok
-
-
-def _finite_marker(value: Any) -> Any:
-    return NON_FINITE.get(value, value) if isinstance(value, str) else value
-
-
-def _is_kind(value: Any, kind: str) -> bool:
-    if kind.endswith("?"):
-        return value is None or _is_kind(value, kind[:-1])
-    if kind == "num":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "date":
-        return isinstance(value, dt.date) or (isinstance(value, str) and _is_iso_date(value))
-    types: dict[str, type | tuple[type, ...]] = {"str": str, "list": list, "dict": dict, "bool": bool}
-    return isinstance(value, types[kind])
-
-
-def _is_iso_date(text: str) -> bool:
-    try:
-        dt.date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _kind_name(kind: str) -> str:
-    names = {"num": "a number", "int": "an integer", "str": "a string", "list": "a list", "dict": "a mapping",
-             "bool": "true or false", "date": "a date (YYYY-MM-DD)"}
-    base = names[kind.rstrip("?")]
-    return f"{base} or null" if kind.endswith("?") else base
+def _depth(value: Any, level: int = 0) -> int:
+    if level > MAX_JSON_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
 
 
 def is_nan(value: Any) -> bool:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
-from ._exceptions import Problem, ProblemsError, display_path
+from ._exceptions import InputProblem, Problem, ProblemsError, display_path
+from ._files import read_text
 from ._yaml import load_yaml
 from .summary import RunSummary
 from .wording import join, number, words
@@ -182,14 +182,12 @@ STATS: dict[str, Callable[[list[RunSummary], Mapping[str, Any]], tuple[bool, dic
 
 
 def load_spec(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise MetricsSpecError([Problem(display_path(path), None, None, "file not found")])
     try:
-        document = load_yaml(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MetricsSpecError([Problem(display_path(path), None, None, "file not found")]) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise MetricsSpecError([Problem(display_path(path), mark.line + 1 if mark else None, None,
-                                        f"not valid YAML: {getattr(error, 'problem', error)}")]) from None
+        document = load_yaml(read_text(path), display_path(path))
+    except InputProblem as error:
+        raise MetricsSpecError([error.problem]) from None
     if not isinstance(document, dict) or not isinstance(document.get("tables"), list):
         raise MetricsSpecError([Problem(display_path(path), None, "tables", "expected a list of tables")])
     return document

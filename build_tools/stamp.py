@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ._exceptions import ManualError, Problem, ProblemsError, display_path
-
-FIELDS = ("edition", "date", "miles.image", "miles.branch", "miles.commit", "miles.commit_date")
+from . import schemas
+from ._exceptions import InputProblem, ManualError, Problem, ProblemsError, display_path
+from ._files import read_text
+from ._yaml import parse_yaml
 
 
 class EditionFileError(ProblemsError):
@@ -45,42 +44,28 @@ class Stamp:
 
 
 def load_stamp(path: Path) -> Stamp:
-    """Read edition.yml; every missing or empty field is reported at once."""
+    """Read edition.yml against its schema; every wrong or missing field is reported at once."""
     where = display_path(path)
     if not path.is_file():
         raise EditionFileError([Problem(where, None, None, "file not found")])
     try:
-        # BaseLoader keeps every value a string: a commit such as 0123456 must not become a number.
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise EditionFileError([Problem(where, mark.line + 1 if mark else None, None,
-                                        f"not valid YAML: {getattr(error, 'problem', error)}")]) from None
-    values, problems = {}, []
-    for name in FIELDS:
-        value = _dotted(document, name)
-        if not isinstance(value, str) or not value.strip():
-            problems.append(Problem(where, None, name, "expected a non-empty value"))
-        values[name.split(".")[-1]] = str(value).strip() if value is not None else ""
-    if problems:
-        raise EditionFileError(problems)
-    return Stamp(**values)
-
-
-def _dotted(document: Any, dotted: str) -> Any:
-    node = document
-    for key in dotted.split("."):
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
+        doc = parse_yaml(read_text(path), where)
+    except InputProblem as error:
+        raise EditionFileError([error.problem]) from None
+    model, problems = schemas.validate(schemas.EditionYaml, doc.value, where, doc.line_of)
+    if model is None:
+        raise EditionFileError(problems or [Problem(where, 1, None, "expected a mapping of fields")])
+    miles = model.miles
+    return Stamp(edition=model.edition, date=model.date, image=miles.image, branch=miles.branch,
+                 commit=miles.commit, commit_date=miles.commit_date)
 
 
 def check_commits(configs: Mapping[str, Mapping[str, Any]], stamp: Stamp) -> None:
     """Fail with one line per run whose run.yaml miles.commit is not the stamp's commit."""
     lines = []
     for run_id, config in sorted(configs.items()):
-        commit = str(_dotted(config, "miles.commit") or "").strip()
+        miles = config.get("miles")
+        commit = str(miles.get("commit") or "" if isinstance(miles, Mapping) else "").strip()
         if commit != stamp.commit:
             shown = commit or "no commit"
             lines.append(f"run {run_id} was made with Miles commit {shown}, but this edition is Miles "

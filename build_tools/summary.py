@@ -7,9 +7,9 @@ inputs, so an unchanged run is not read again.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import math
-import pickle
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import load
+from . import _summary_cache, load
 from ._exceptions import Problem, RunDataError
 from .load import Record, RunData
 
@@ -57,19 +57,25 @@ class RunSummary:
 # --- the stage --------------------------------------------------------------------------------
 
 
-def summarise_runs(runs_dir: Path, cache_dir: Path | None = None) -> dict[str, RunSummary]:
-    """Summaries of every run under runs_dir, by run id; cached under cache_dir by input content."""
-    paths = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: list[str] | None = None,
+                   latest: dt.date | None = None) -> dict[str, RunSummary]:
+    """Summaries of every run under runs_dir, by run id; cached under cache_dir by input content.
+
+    Warnings about the cache go to `warnings`; `latest` is the edition's date, after which no run may end.
+    """
+    problems: list[Problem] = []
+    paths = load.run_folders(runs_dir, problems)
+    if problems:  # a link out of the project or a FIFO: nothing under runs/ is read
+        raise RunDataError(problems)
     summaries: dict[str, RunSummary] = {}
     to_load: list[tuple[Path, str]] = []
     for path in paths:
         digest = input_hash(path)
-        cached = _read_cache(cache_dir, path, digest)
+        cached = _read_cache(cache_dir, path, digest, warnings if warnings is not None else [])
         if cached is not None:
             summaries[path.name] = cached
         else:
             to_load.append((path, digest))
-    problems: list[Problem] = []
     for path, digest in to_load:
         summary, found = load_and_summarise(path)
         problems += found
@@ -77,8 +83,9 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None) -> dict[str, R
             summary.source_hash = digest
             summaries[path.name] = summary
             _write_cache(cache_dir, path, digest, summary)
-    if not paths:
-        problems.append(Problem(str(runs_dir), None, None, "no run directories found"))
+    for run_id, summary in summaries.items():
+        problems += load.time_problems(run_id, summary.config, summary.facts["start_ts"], summary.facts["end_ts"],
+                                       latest)
     if problems:
         raise RunDataError(problems)
     return dict(sorted(summaries.items()))
@@ -255,7 +262,7 @@ def _facts(summary: RunSummary, run: RunData) -> dict[str, Any]:
 
 # --- cache ------------------------------------------------------------------------------------
 
-_CODE_FILES = ("load.py", "summary.py", "_streams.py")
+_CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_summary_cache.py")
 
 
 def input_hash(run_dir: Path) -> str:
@@ -270,31 +277,33 @@ def input_hash(run_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _cache_path(cache_dir: Path, run_dir: Path, digest: str) -> Path:
-    return cache_dir / f"{run_dir.name}-{digest[:20]}.pkl"
-
-
-def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str) -> RunSummary | None:
+def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: list[str]) -> RunSummary | None:
     if cache_dir is None:
         return None
-    path = _cache_path(cache_dir, run_dir, digest)
-    if not path.is_file():
+    try:
+        entry = _summary_cache.read_entry(cache_dir, run_dir.name, digest)
+    except ValueError as error:
+        warnings.append(f"build/cache: a damaged cache entry was discarded and the run read again ({error})")
         return None
-    with path.open("rb") as handle:
-        return pickle.load(handle)
+    if entry is None:
+        return None
+    frames, body = entry
+    series = {name.removeprefix("series/"): frame for name, frame in frames.items() if name.startswith("series/")}
+    facts = dict(body["facts"])
+    facts["gpus_used"] = [tuple(pair) for pair in facts["gpus_used"]]
+    return RunSummary(body["run_id"], body["config"], frames["steps"], frames["phases"], frames["events"], series,
+                      facts=facts, warnings=list(body["warnings"]), source_hash=digest)
 
 
 def _write_cache(cache_dir: Path | None, run_dir: Path, digest: str, summary: RunSummary) -> None:
     if cache_dir is None:
         return
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    for stale in cache_dir.glob(f"{run_dir.name}-*.pkl"):
-        stale.unlink()
-    path = _cache_path(cache_dir, run_dir, digest)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("wb") as handle:
-        pickle.dump(summary, handle, protocol=pickle.HIGHEST_PROTOCOL)
-    tmp.replace(path)
+    frames = {"steps": summary.steps, "phases": summary.phases, "events": summary.events,
+              **{f"series/{name}": frame for name, frame in summary.series.items()}}
+    body = {"run_id": summary.run_id, "config": summary.config, "facts": summary.facts,
+            "warnings": summary.warnings}
+    _summary_cache.write_entry(cache_dir, run_dir.name, digest, frames, body)
+
 
 def describe(summary: RunSummary) -> str:
     """One line per run for `make check`: what it is and how much of it there is."""

@@ -66,7 +66,7 @@ def test_tables_load_by_stem() -> None:
 
 def test_bad_yaml_names_the_line() -> None:
     assert problems_of("bad_yaml") == [
-        "docs/01-first.md:6: figure 1.1: bad YAML: mapping values are not allowed in this context"]
+        "docs/01-first.md:6: figure 1.1: not valid YAML: mapping values are not allowed in this context"]
 
 
 def test_missing_and_unknown_fields_unknown_module_bad_id() -> None:

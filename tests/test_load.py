@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import MILES_SAMPLES, SAMPLES
+from conftest import MILES_SAMPLES, ROOT, SAMPLES
 
 from build_tools import load
 from build_tools._exceptions import EXIT_BAD_INPUT, RunDataError
@@ -63,7 +63,8 @@ def test_gb10_null_gpu_memory_is_accepted(monkeypatch: pytest.MonkeyPatch) -> No
     [
         ("bad-json", ["tiny-run/dashboard/metrics.jsonl:2: not valid JSON: Expecting property name enclosed in "
                       "double quotes"]),
-        ("missing-field", ["tiny-run/dashboard/phases/20260921_13.jsonl:1: t1: missing; expected a number"]),
+        ("missing-field", ["tiny-run/dashboard/phases/20260921_13.jsonl:1: t1: missing (expected a time, or -1 "
+                           "while open)"]),
         ("wrong-type", ["tiny-run/dashboard/gpu_util/20260921_13.jsonl:1: util: expected a number, found 'high'"]),
         ("unknown-stream", ["tiny-run/lab/fan_speed.jsonl: unknown stream; expected one of ['events', 'gpu_temp', "
                             "'held_memory', 'host_memory', 'repeat_probe', 'sampling'] (runs/README.md)"]),
@@ -82,8 +83,8 @@ def test_each_problem_names_file_line_and_field(scenario: str, expected: list[st
 def test_all_problems_of_all_runs_are_reported_together(monkeypatch: pytest.MonkeyPatch) -> None:
     assert problems_of("many-problems", monkeypatch) == [
         "run-a/dashboard/metrics.jsonl:1: not valid JSON: Expecting value",
-        "run-b/lab/events.jsonl:1: kind: expected one of ('heat_pause', 'engine_death', 'watchdog_kill', "
-        "'ray_oom_kill', 'job_end'), found 'meteor'",
+        "run-b/lab/events.jsonl:1: kind: expected 'heat_pause', 'engine_death', 'watchdog_kill', "
+        "'ray_oom_kill' or 'job_end', found 'meteor'",
         "run-b/run.yaml:27: flags.rollout_max_response_len: is 2048, but dashboard/meta.json args say 1024",
     ]
 
@@ -98,9 +99,9 @@ def test_run_yaml_fields_are_validated(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(RunDataError) as caught:
         load.load_runs(Path("."))
     assert [str(p) for p in caught.value.problems] == [
-        "tiny-run/run.yaml: seed: missing; expected an integer",
-        "tiny-run/run.yaml:2: provenance: expected one of ('measured', 'example'), found 'guessed'",
-        "tiny-run/run.yaml:19: hardware.gpus: expected an integer, found 'one'",
+        "tiny-run/run.yaml: seed: missing (expected a whole number)",
+        "tiny-run/run.yaml:2: provenance: expected 'measured' or 'example', found 'guessed'",
+        "tiny-run/run.yaml:19: hardware.gpus: expected a whole number, found 'one'",
     ]
 
 
@@ -129,6 +130,7 @@ def test_dumps_written_by_miles_load(sample: str, tmp_path: Path) -> None:
 def test_cli_prints_every_problem_and_exits_with_bad_input(capsys: pytest.CaptureFixture[str],
                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     shutil.copytree(LOAD / "many-problems", tmp_path / "runs")
+    shutil.copy(ROOT / "edition.yml", tmp_path / "edition.yml")
     monkeypatch.chdir(tmp_path)
     code = main(["check"])
     err = capsys.readouterr().err

@@ -255,8 +255,9 @@ def test_stamp_file_problems_are_listed(tmp_path):
         load_stamp(path)
     message = str(caught.value)
     assert "3 problems in the edition file" in message
-    for field in ("date", "miles.commit", "miles.commit_date"):
-        assert f"{field}: expected a non-empty value" in message
+    assert "edition.yml: date: missing (expected a date YYYY-MM-DD)" in message
+    assert "edition.yml:2: miles.commit: missing (expected text of 7 to 40 hex digits)" in message
+    assert "edition.yml:2: miles.commit_date: missing (expected a date YYYY-MM-DD)" in message
 
 
 def test_a_run_with_another_miles_commit_fails_with_one_line(example_summaries):

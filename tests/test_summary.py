@@ -72,7 +72,7 @@ def test_multi_rank_phases_are_counted_once(tmp_path: Path) -> None:
     shutil.copytree(MILES_SAMPLES / "four-gpu-colocated", run / "dashboard")
     text = (GOOD / "tiny-run" / "run.yaml").read_text().replace("tiny-run", "dummy-telemetry")
     (run / "run.yaml").write_text(text.replace("  rollout_max_response_len: 1024\n", "").replace(
-        "  n_samples_per_prompt: 8\n", ""))
+        "  n_samples_per_prompt: 8\n", "").replace("date: 2026-09-21", "date: 1970-01-12"))
     result = summarise_runs(tmp_path)["dummy-telemetry"]
     assert result.steps.loc[0, "phase/actor_train"] == pytest.approx(39.0)  # rank 0 only, not 39 + 39.3
     assert result.steps.loc[0, "perf/step_time"] == 95.0
@@ -102,4 +102,4 @@ def test_a_changed_file_is_read_again(tmp_path: Path, monkeypatch: pytest.Monkey
     after = summarise_runs(runs, cache)["tiny-run"]
     assert after.source_hash != before.source_hash
     assert list(after.steps["heat_touched"]) == [True, True]
-    assert len(list(cache.glob("tiny-run-*.pkl"))) == 1  # the stale entry is gone
+    assert len(list(cache.glob("tiny-run-*"))) == 1  # the stale entry is gone

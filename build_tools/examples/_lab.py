@@ -49,7 +49,8 @@ def gpu_util(
         util[m] = rng.integers(lo, hi + 1, m.sum())
     idle = code == IDLE  # a dead engine: 0 with the odd blip of 1-2 %
     util[idle] = np.where(rng.random(idle.sum()) < 0.03, rng.integers(1, 3, idle.sum()), 0)
-    power = np.rint(9 + 0.82 * util + rng.normal(0, 2.5, len(ts))).astype(np.int64)
+    # NVML never reports a negative draw: the noise is clipped at 0 W.
+    power = np.maximum(np.rint(9 + 0.82 * util + rng.normal(0, 2.5, len(ts))), 0).astype(np.int64)
     rows = []
     for t, u, p in zip(ts.tolist(), util.tolist(), power.tolist(), strict=True):
         rows.append(

@@ -1,0 +1,124 @@
+"""Reading input files safely: nothing outside the project, nothing that is not a plain file, bytes that are
+what they claim to be (UTF-8 text, whole gzip), and nothing larger than the stated limits.
+
+The tree is checked before anything in it is read, so a link to /etc/passwd, a FIFO or /dev/zero is an
+error naming the path, never a file that was opened.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import stat
+import zlib
+from pathlib import Path
+
+from ._exceptions import InputProblem, Problem, display_path
+
+# A YAML or JSON document a person writes or Miles writes once (run.yaml, meta.json, a chapter).
+DOCUMENT_LIMIT = 4 * 1024 * 1024
+# One stream file, after decompression: an hour of 1 Hz telemetry is a few MB; a whole metrics.jsonl of
+# ten thousand steps is tens of MB.
+STREAM_LIMIT = 256 * 1024 * 1024
+
+
+def check_tree(folder: Path, boundary: Path) -> list[Problem]:
+    """Every entry under folder that is not a plain file or folder inside boundary, as problems.
+
+    Symbolic links are allowed when they resolve to a file or folder inside boundary; links out of it,
+    broken links, link loops, FIFOs, sockets and devices are each a problem naming the path.
+    """
+    problems: list[Problem] = []
+    boundary = boundary.resolve()
+    _check_entry(folder, boundary, problems, set())
+    return problems
+
+
+def _check_entry(path: Path, boundary: Path, problems: list[Problem], seen: set[Path]) -> None:
+    try:
+        info = path.lstat()
+    except OSError as error:
+        problems.append(Problem(display_path(path), None, None, f"cannot be read ({error.strerror})"))
+        return
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            target = path.resolve(strict=True)
+        except RuntimeError:
+            problems.append(Problem(display_path(path), None, None, "is a symbolic link loop"))
+            return
+        except OSError:
+            problems.append(Problem(display_path(path), None, None, "is a broken symbolic link"))
+            return
+        if not target.is_relative_to(boundary):
+            problems.append(Problem(display_path(path), None, None,
+                                    "is a symbolic link to outside the project; copy the file in instead"))
+            return
+        info = target.stat()
+    if stat.S_ISDIR(info.st_mode):
+        real = path.resolve()
+        if real in seen:
+            problems.append(Problem(display_path(path), None, None, "is a folder reached twice (a link loop)"))
+            return
+        seen.add(real)
+        for child in sorted(path.iterdir()):
+            _check_entry(child, boundary, problems, seen)
+    elif not stat.S_ISREG(info.st_mode):
+        problems.append(Problem(display_path(path), None, None,
+                                f"is a {_kind(info.st_mode)}, not a plain file; only plain files are read"))
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
+
+
+def read_bytes(path: Path, limit: int = DOCUMENT_LIMIT) -> bytes:
+    """The file's bytes, gunzipped when its name ends in .gz; InputProblem when it cannot be what it claims."""
+    where = display_path(path)
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputProblem(Problem(where, None, None, "is not a plain file"))
+        if info.st_size > limit:
+            raise InputProblem(Problem(where, None, None, f"is {info.st_size:,} bytes, above the limit of "
+                                                          f"{limit:,} bytes for this kind of file"))
+        if path.name.endswith(".gz"):
+            return _gunzip(path, where, limit)
+        return path.read_bytes()
+    except OSError as error:
+        raise InputProblem(Problem(where, None, None, f"cannot be read ({error.strerror or error})")) from None
+
+
+def _gunzip(path: Path, where: str, limit: int) -> bytes:
+    try:
+        with gzip.open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except gzip.BadGzipFile:
+        raise InputProblem(Problem(where, None, None, "is not gzip data (the name ends in .gz)")) from None
+    except EOFError:
+        raise InputProblem(Problem(where, None, None, "is a truncated gzip file (it ends mid-stream)")) from None
+    except (zlib.error, OSError) as error:
+        raise InputProblem(Problem(where, None, None, f"is a corrupt gzip file ({error})")) from None
+    if len(data) > limit:
+        raise InputProblem(Problem(where, None, None,
+                                   f"unpacks to more than the limit of {limit:,} bytes for this kind of file"))
+    return data
+
+
+def decode_utf8(data: bytes, where: str) -> str:
+    """UTF-8 text (a leading byte-order mark is dropped); InputProblem naming the first bad line."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise InputProblem(Problem(where, line, None, "not UTF-8 text")) from None
+
+
+def read_text(path: Path, limit: int = DOCUMENT_LIMIT) -> str:
+    """A whole text file, checked as read_bytes and decode_utf8 do."""
+    return decode_utf8(read_bytes(path, limit), display_path(path))

@@ -1,0 +1,112 @@
+"""The summary cache: data only, checked before it is trusted.
+
+A cached summary is a folder `<run-id>-<input hash>/` holding one Parquet file per table (steps, phases,
+events, each sampled series) and `entry.json` with the run's configuration, facts and warnings, the
+sha256 of every Parquet file, and the sha256 of its own body. Nothing in it can run code when read (no
+pickle); an entry whose hashes do not match, or that does not parse, is discarded with a warning and
+the run is summarised again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FORMAT = 1
+# Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
+TUPLE_COLUMNS = {"gpus"}
+
+
+def entry_dir(cache_dir: Path, run_id: str, digest: str) -> Path:
+    return cache_dir / f"{run_id}-{digest[:20]}"
+
+
+def write_entry(cache_dir: Path, run_id: str, digest: str, frames: dict[str, pd.DataFrame],
+                body: dict[str, Any]) -> None:
+    """Write one entry whole (a unique temporary folder renamed into place), replacing older ones of the run."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}-", dir=cache_dir))
+    try:
+        files = {}
+        for index, (name, frame) in enumerate(sorted(frames.items())):
+            file = f"{index:02d}.parquet"
+            _write_frame(frame, tmp / file)
+            files[file] = {"name": name, "sha256": _sha256(tmp / file)}
+        content = {"format": FORMAT, "digest": digest, "files": files, **body}
+        text = json.dumps(content, sort_keys=True, allow_nan=True)
+        (tmp / "entry.json").write_text(json.dumps({"sha256": _sha256_text(text), "body": content},
+                                                   sort_keys=True, allow_nan=True), encoding="utf-8")
+        for stale in cache_dir.glob(f"{run_id}-*"):
+            if stale.is_dir() and stale != tmp:
+                shutil.rmtree(stale, ignore_errors=True)
+        target = entry_dir(cache_dir, run_id, digest)
+        try:
+            tmp.rename(target)
+        except OSError:  # another build wrote the same entry meanwhile: keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[dict[str, pd.DataFrame], dict[str, Any]] | None:
+    """(frames, body) of a valid entry; None when there is none. ValueError when one exists but is damaged."""
+    folder = entry_dir(cache_dir, run_id, digest)
+    if not folder.is_dir():
+        return None
+    try:
+        wrapper = json.loads((folder / "entry.json").read_text(encoding="utf-8"))
+        body = wrapper["body"]
+        if _sha256_text(json.dumps(body, sort_keys=True, allow_nan=True)) != wrapper["sha256"]:
+            raise ValueError("entry.json does not match its hash")
+        if body.get("format") != FORMAT or body.get("digest") != digest:
+            raise ValueError("another format or input")
+        frames = {}
+        for file, info in body["files"].items():
+            path = folder / Path(file).name
+            if _sha256(path) != info["sha256"]:
+                raise ValueError(f"{file} does not match its hash")
+            frames[info["name"]] = _read_frame(path)
+        return frames, body
+    except (OSError, KeyError, TypeError, AttributeError, ValueError, pa.ArrowException) as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise ValueError(f"{folder.name}: {error}") from None
+
+
+def _write_frame(frame: pd.DataFrame, path: Path) -> None:
+    frame = frame.copy()
+    encoded = [column for column in frame.columns if frame[column].dtype == object
+               and frame[column].map(lambda v: isinstance(v, list | tuple | dict)).any()]
+    for column in encoded:
+        frame[column] = frame[column].map(lambda v: json.dumps(v, sort_keys=True, allow_nan=True))
+    table = pa.Table.from_pandas(frame, preserve_index=True)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           b"manual_json_columns": json.dumps(encoded).encode()})
+    pq.write_table(table, path)
+
+
+def _read_frame(path: Path) -> pd.DataFrame:
+    table = pq.read_table(path)
+    encoded = json.loads((table.schema.metadata or {}).get(b"manual_json_columns", b"[]"))
+    frame = table.to_pandas()
+    for column in encoded:
+        as_tuple = column in TUPLE_COLUMNS
+        frame[column] = frame[column].map(
+            lambda v, t=as_tuple: (tuple(json.loads(v)) if t else json.loads(v)) if isinstance(v, str) else v)
+    return frame
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,449 @@
+"""One typed schema per input file: the one validation vocabulary of the build.
+
+Each schema is a pydantic v2 model in strict mode: a field has one type (a `1` is not `true`, a `"3"` is
+not `3`), unknown keys are errors that suggest the closest known name, and the checks a single value or
+record needs live beside its fields. `validate()` turns pydantic's errors into the build's one-line
+problems: `file:line: field: what is wrong (what was expected)`.
+
+runs/README.md's field tables are tested against these classes (tests/test_schemas.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import math
+import re
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic_core import PydanticCustomError
+from typing_extensions import TypedDict
+
+from ._exceptions import Problem
+
+# Markers Miles writes for non-finite numbers, since JSON has none; Python's json writes them bare.
+NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+EVENT_KINDS = ("heat_pause", "engine_death", "watchdog_kill", "ray_oom_kill", "job_end")
+PROVENANCES = ("measured", "example")
+
+
+# --- value types ------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> int | float:
+    """An int or float, never a bool; the NaN/Infinity markers become floats (kept, never dropped)."""
+    if isinstance(value, str) and value in NON_FINITE:
+        return NON_FINITE[value]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("number", "expected a number, found {found}", {"found": _shown(value)})
+    return value
+
+
+def _time(value: Any) -> float | int:
+    """Seconds since the epoch: finite and not negative."""
+    number = _number(value)
+    if not math.isfinite(number) or number < 0:
+        raise PydanticCustomError("time", "expected a time in seconds, finite and not negative, found {found}",
+                                  {"found": _shown(value)})
+    return number
+
+
+def _iso_date(value: Any) -> str:
+    """A real calendar date written YYYY-MM-DD, kept as that text (every consumer sees one type)."""
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        try:
+            dt.date.fromisoformat(value)
+            return value
+        except ValueError:
+            pass
+    raise PydanticCustomError("date", "expected a real date written YYYY-MM-DD, found {found}",
+                              {"found": _shown(value)})
+
+
+def _non_empty(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("empty", "expected a non-empty string")
+    return value
+
+
+def _edition(value: Any) -> str:
+    if isinstance(value, str) and (match := re.fullmatch(r"(\d{4})\.(\d{2})", value)):
+        year, month = int(match[1]), int(match[2])
+        if 2000 <= year <= 2200 and 1 <= month <= 12:
+            return value
+    raise PydanticCustomError("edition", "expected YEAR.MONTH with a real month, e.g. \"2026.10\", found {found}",
+                              {"found": _shown(value)})
+
+
+def _commit(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{7,40}", value):
+        return value
+    hint = " (quote it: YAML reads a commit of digits as a number)" if isinstance(value, int) else ""
+    raise PydanticCustomError("commit", "expected text of 7 to 40 hex digits, found {found}" + hint,
+                              {"found": _shown(value)})
+
+
+Number = Annotated[int | float, PlainValidator(_number)]
+Time = Annotated[int | float, PlainValidator(_time)]
+IsoDate = Annotated[str, PlainValidator(_iso_date)]
+Text = Annotated[str, AfterValidator(_non_empty)]
+Count = Annotated[int, Field(ge=0)]
+Step = Annotated[int, Field(ge=0)]
+Edition = Annotated[str, PlainValidator(_edition)]
+Commit = Annotated[str, PlainValidator(_commit)]
+# A phase still open when written has t1 == -1; any other end is a time.
+def _phase_end(value: Any) -> int | float:
+    return value if _number(value) == -1 else _time(value)
+
+
+PhaseEnd = Annotated[int | float, PlainValidator(_phase_end)]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class Schema(BaseModel):
+    """A mapping of known fields: strict types, unknown keys refused."""
+
+    model_config = _STRICT
+
+
+# --- run.yaml ---------------------------------------------------------------------------------
+
+
+class Model(Schema):
+    name: Text
+    size: Text
+    parameters: Annotated[int, Field(gt=0)]
+
+
+class Miles(Schema):
+    image: Text
+    branch: Text
+    commit: Commit
+    commit_date: IsoDate
+
+
+class Hardware(Schema):
+    machine: Text
+    chip: Text
+    gpus: Annotated[int, Field(ge=1)]
+    memory_gib: Annotated[Number, Field(gt=0)]
+    memory_gb: Annotated[Number, Field(gt=0)]
+    memory_pools: Annotated[int, Field(ge=1)]
+
+
+class Flags(Schema):
+    """The Miles launch flags the manual reads (underscored, as meta.json's args spell them)."""
+
+    n_samples_per_prompt: Annotated[int, Field(ge=1)] | None = None
+    rollout_batch_size: Annotated[int, Field(ge=1)] | None = None
+    over_sampling_batch_size: Annotated[int, Field(ge=1)] | None = None
+    rollout_max_response_len: Annotated[int, Field(ge=1)] | None = None
+    num_rollout: Annotated[int, Field(ge=1)] | None = None
+    colocate: bool | None = None
+    offload_train: bool | None = None
+    offload_rollout: bool | None = None
+    offload_rollout_level: list[str] | None = None
+    offload_train_target: Literal["cpu", "disk"] | None = None
+    rollout_top_p: Annotated[Number, Field(ge=0, le=1)] | None = None
+    rollout_top_k: int | None = None
+    deterministic_mode: bool | None = None
+    true_on_policy_mode: bool | None = None
+    sglang_enable_deterministic_inference: bool | None = None
+    sglang_attention_backend: str | None = None
+    sglang_watchdog_timeout: Number | None = None
+    dynamic_sampling_filter_path: str | None = None
+    use_fault_tolerance: bool | None = None
+    rollout_health_check_interval: Number | None = None
+    rollout_health_check_timeout: Number | None = None
+    rollout_health_check_first_wait: Number | None = None
+    entropy_coef: Number | None = None
+    hf_checkpoint: str | None = None
+    use_miles_dashboard: bool | None = None
+    dump_details: str | None = None
+
+
+class Lab(Schema):
+    """Facts of the lab's setup that Miles does not record."""
+
+    heat_guard: bool | None = None
+    ray_memory_usage_threshold: Annotated[Number, Field(gt=0, le=1)] | None = None
+    trainer_bytes_per_parameter: Annotated[Number, Field(gt=0)] | None = None
+    sampling_replay: bool | None = None
+
+
+class RunYaml(Schema):
+    """runs/<run-id>/run.yaml: what the run was."""
+
+    run_id: Text  # must be the run folder's name (checked by the loader)
+    provenance: Literal["measured", "example"]
+    title: Text
+    date: IsoDate
+    tags: list[Text]
+    seed: int
+    model: Model
+    dataset: Text
+    miles: Miles
+    hardware: Hardware
+    flags: Flags
+    lab: Lab
+
+
+# --- the dashboard dump -----------------------------------------------------------------------
+
+
+class Meta(Schema):
+    """dashboard/meta.json, written once by Miles. `args` is Miles' own subset of its launch flags."""
+
+    run_name: Text
+    start_ts: Time
+    args: dict[str, Any]
+    schema_version: Literal[1]
+
+
+def _record(**fields: Any) -> type:
+    """A stream record type: a TypedDict validated strictly, unknown keys refused (fast: stays a dict)."""
+    record = TypedDict("Record", fields)  # type: ignore[operator]
+    record.__pydantic_config__ = ConfigDict(strict=True, extra="forbid")  # type: ignore[attr-defined]
+    return record
+
+
+def _scalar(value: Any) -> int | float | str | bool:
+    return NON_FINITE.get(value, value) if isinstance(value, str) else value if isinstance(value, bool) \
+        else _number(value)
+
+
+Scalar = Annotated[int | float | str | bool, PlainValidator(_scalar)]
+
+STREAM_RECORDS: dict[str, type] = {
+    # dashboard/
+    "metrics": _record(ts=Time, step_key=str | None, step=Step | None, metrics=dict[str, Scalar]),
+    "phases": _record(name=Text, t0=Time, t1=PhaseEnd, node=str, gpus=list[Count], rank=int,
+                      role=Literal["train", "rollout_manager"]),
+    "gpu_util": _record(ts=Time, node=str, gpu=Count, util=Annotated[Number, Field(ge=0, le=100)],
+                        mem_mb=Annotated[Number, Field(ge=0)] | None,
+                        power_w=Annotated[Number, Field(ge=0)] | None),
+    "gpu_processes": _record(ts=Time, node=str, gpu=Count, pid=Count, name=str,
+                             mem_mb=Annotated[Number, Field(ge=0)] | None),
+    "engine_series": _record(ts=Time, addr=str, metric=Text, labels=dict[str, str], value=Number),
+    "trajectories": _record(ts=Time, kind=Text, sample_index=int, group_index=int, turn=int,
+                            weight_version=str, detail=str),
+    "topology": _record(ts=Time, engines=list[dict[str, Any]]),
+    "data_buffer": _record(ts=Time, length=Count),
+    # lab/
+    "events": _record(kind=Literal[EVENT_KINDS], t0=Time, t1=Time, detail=str),  # type: ignore[valid-type]
+    "host_memory": _record(ts=Time, total_kib=Annotated[int, Field(gt=0)], available_kib=Count),
+    "gpu_temp": _record(ts=Time, gpu=Count, temp_c=Annotated[Number, Field(ge=-50, le=150)]),
+    "held_memory": _record(ts=Time, side=Literal["trainer", "engine"], gib=Annotated[Number, Field(ge=0)]),
+    "sampling": _record(ts=Time, step=Step, batches=Count, reward_before_filter=Number),
+    "repeat_probe": _record(ts=Time, probe=Count, repeat=Count, output_sha256=Annotated[
+        str, Field(pattern=r"^[0-9a-f]{64}$")]),
+}
+
+# Rules across the fields of one record (pandera-style: a tiny function and the message it explains).
+RecordRule = tuple[Callable[[dict[str, Any]], bool], str, str]
+RECORD_RULES: dict[str, list[RecordRule]] = {
+    "phases": [(lambda r: r["t1"] == -1 or r["t1"] >= r["t0"], "t1",
+                "ends at {t1} before it starts at {t0} (expected t1 >= t0, or -1 for a phase still open)")],
+    "events": [(lambda r: r["t1"] >= r["t0"], "t1", "ends at {t1} before it starts at {t0} (expected t1 >= t0)")],
+    "host_memory": [(lambda r: r["available_kib"] <= r["total_kib"], "available_kib",
+                     "is {available_kib}, above total_kib {total_kib} (expected available <= total)")],
+}
+
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(record) for name, record in STREAM_RECORDS.items()}
+
+
+def validate_record(stream: str, data: Any, where: str, line: int) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """One stream record checked against its schema and rules: (the record, []) or (None, problems)."""
+    try:
+        record = _ADAPTERS[stream].validate_python(data)
+    except ValidationError as error:
+        return None, problems_of(error, where, lambda _loc: line, STREAM_RECORDS[stream])
+    problems = [Problem(where, line, field, message.format(**record))
+                for ok, field, message in RECORD_RULES.get(stream, ()) if not ok(record)]
+    return (None, problems) if problems else (record, [])
+
+
+# --- the manual's own files -------------------------------------------------------------------
+
+
+class MilesStamp(Schema):
+    image: Text
+    branch: Text
+    commit: Commit
+    commit_date: IsoDate
+
+
+class EditionYaml(Schema):
+    """edition.yml: the edition this build makes, the stamp on every page."""
+
+    edition: Edition
+    date: IsoDate
+    miles: MilesStamp
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(schema: type[M], data: Any, where: str,
+             line_of: Callable[[tuple[Any, ...]], int | None]) -> tuple[M | None, list[Problem]]:
+    """data checked against schema: (the model, []) or (None, one problem per wrong field)."""
+    try:
+        return schema.model_validate(data), []
+    except ValidationError as error:
+        return None, problems_of(error, where, line_of, schema)
+
+
+def problems_of(error: ValidationError, where: str, line_of: Callable[[tuple[Any, ...]], int | None],
+                schema: Any) -> list[Problem]:
+    """pydantic's errors as the build's problems, one per field (a union's alternatives merged)."""
+    problems: dict[tuple[Any, ...], Problem] = {}
+    for item in error.errors(include_url=False):
+        loc = _field_path(item["loc"])
+        if loc in problems:
+            continue
+        field = ".".join(str(part) for part in loc) or None
+        problems[loc] = Problem(where, line_of(loc), field, _message(item, loc, schema))
+    return list(problems.values())
+
+
+def _field_path(loc: Iterable[Any]) -> tuple[Any, ...]:
+    """The fields of a pydantic location, without the names of union members and validators."""
+    return tuple(part for part in loc
+                 if isinstance(part, int) or not (part in _MEMBER_NAMES or "[" in str(part)))
+
+
+_MEMBER_NAMES = {"int", "float", "str", "bool", "none", "list", "dict", "literal", "nullable", "function-plain",
+                 "function-after", "function-before", "constrained-int", "constrained-float"}
+
+_EXPECTED = {
+    "int_type": "a whole number", "int_from_float": "a whole number", "float_type": "a number",
+    "string_type": "a string", "bool_type": "true or false", "list_type": "a list", "dict_type": "a mapping",
+    "model_type": "a mapping of fields", "model_attributes_type": "a mapping of fields",
+    "typed_dict_type": "a JSON object", "int_parsing": "a whole number", "none_required": "nothing (null)",
+}
+
+
+def _message(item: Any, loc: tuple[Any, ...], schema: Any) -> str:
+    kind, found = item["type"], _shown(item.get("input"))
+    if kind == "missing":
+        return f"missing (expected {expected_of(schema, loc)})"
+    if kind == "extra_forbidden":
+        return "unknown field" + _did_you_mean(schema, loc)
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, found {found}"
+    if kind == "literal_error":
+        return f"expected {item['ctx']['expected']}, found {found}"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
+        bound = next(iter(item["ctx"].values()))
+        return f"expected a value {sign} {bound}, found {found}"
+    if kind == "string_pattern_mismatch":
+        return f"expected text matching {item['ctx']['pattern']}, found {found}"
+    return item["msg"] if "found" in item["msg"] else f"{item['msg']}, found {found}"
+
+
+def _fields_at(schema: Any, loc: tuple[Any, ...]) -> dict[str, Any]:
+    """The declared fields (name -> annotation) of the mapping that holds loc's last part."""
+    node = schema
+    for part in loc[:-1]:
+        fields = _declared(node)
+        if isinstance(part, int) or part not in fields:
+            node = _inner(node)
+            continue
+        node = _inner(fields[part])
+    return _declared(node)
+
+
+def _declared(node: Any) -> dict[str, Any]:
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        return {name: Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+                for name, info in node.model_fields.items()}
+    if hasattr(node, "__annotations__") and hasattr(node, "__total__"):
+        return dict(node.__annotations__)
+    return {}
+
+
+def _inner(annotation: Any) -> Any:
+    """Unwrap Optional, Annotated and list[...] down to the type that has fields."""
+    for _ in range(5):
+        if _declared(annotation):
+            return annotation
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if not args:
+            return annotation
+        annotation = args[0]
+    return annotation
+
+
+def _did_you_mean(schema: Any, loc: tuple[Any, ...]) -> str:
+    known = sorted(_fields_at(schema, loc))
+    if not known:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f" (expected one of: {', '.join(known)})" if len(known) <= 8 else " (runs/README.md lists the fields)"
+
+
+def expected_of(schema: Any, loc: tuple[Any, ...]) -> str:
+    """A person's words for the type of the field at loc: 'a whole number', 'a date YYYY-MM-DD', ..."""
+    return describe(_fields_at(schema, loc).get(str(loc[-1]) if loc else "", Any))
+
+
+def describe(annotation: Any) -> str:
+    """A person's words for an annotation (also used to write and test runs/README.md's tables)."""
+    words = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", Any: "any value"}
+    if annotation in words:
+        return words[annotation]
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        for meta in annotation.__metadata__:
+            if isinstance(meta, PlainValidator | AfterValidator) and meta.func in _VALIDATOR_WORDS:
+                return _VALIDATOR_WORDS[meta.func] + _bounds(annotation.__metadata__)
+        return describe(args[0]) + _bounds(annotation.__metadata__)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin is list:
+        return f"a list of {describe(args[0]).removeprefix('a ').removeprefix('an ')}s" if args else "a list"
+    if origin is dict:
+        return "a mapping"
+    if type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return f"{describe(rest[0])}, or null" if len(rest) == 1 else "a value, or null"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "a mapping of fields"
+    return "a value"
+
+
+_VALIDATOR_WORDS: dict[Callable[..., Any], str] = {
+    _number: "a number", _time: "a time (epoch seconds)", _iso_date: "a date YYYY-MM-DD", _edition: "YEAR.MONTH",
+    _commit: "text of 7 to 40 hex digits", _non_empty: "a non-empty string", _phase_end: "a time, or -1 while open",
+    _scalar: "a number, string or true/false",
+}
+
+
+def _bounds(metadata: Iterable[Any]) -> str:
+    """' >= 0', ' > 0 <= 1': the bounds annotated_types put on a field, in words."""
+    words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+    found = [f" {sign} {getattr(m, name)}" for m in metadata for name, sign in words.items()
+             if type(m).__name__ == name.capitalize()]
+    return "".join(found)
