@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +29,15 @@ class Problem:
 
 def display_path(path: Path | str) -> str:
     """A path as the user would type it: relative to the working directory where possible."""
-    path = Path(path)
+    # abspath, not resolve: a path may be a link loop or lead outside, and is shown as the user wrote it.
+    absolute, here = Path(os.path.abspath(path)), Path(os.path.abspath(Path.cwd()))
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(absolute.relative_to(here))
     except ValueError:
-        return str(path)
+        try:
+            return str(absolute.relative_to(here.resolve()))
+        except ValueError:
+            return str(path)
 
 
 class InputProblem(Exception):

@@ -114,10 +114,9 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     return run
 
 
-def time_problems(run_id: str, config: dict[str, Any], first: float, last: float,
+def time_problems(where: str, config: dict[str, Any], first: float, last: float,
                   latest: dt.date | None) -> list[Problem]:
     """A run whose records start days before its run.yaml date, or end after the edition's date."""
-    where = f"runs/{run_id}/run.yaml"
     problems = []
     date = config.get("date")
     if isinstance(date, str) and math.isfinite(first):

@@ -209,6 +209,9 @@ def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[st
         raise ValueError(f"run set {row['runs']!r} matches no run")
     if not any(row["metric"] in run.steps.columns for run in runs):
         raise ValueError(f"no run of {row['runs']!r} logs {row['metric']}")
+    for run in runs:  # a NaN or an infinity in the runs is never dropped from a range silently
+        if (bad := run.non_finite([row["metric"]])) is not None:
+            raise ValueError(bad)
     holds, values = STATS[row["stat"]](runs, row)
     wording = row.get("wording", "") if holds else row.get("otherwise", row.get("wording", ""))
     return _fill(" ".join(str(wording).split()), {**context, "model": _models(runs), **values})

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from . import _summary_cache, load
-from ._exceptions import Problem, RunDataError
+from ._exceptions import Problem, RunDataError, display_path
 from .load import Record, RunData
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
@@ -47,6 +47,20 @@ class RunSummary:
         for key in dotted.split("."):
             node = node[key]
         return node
+
+    def non_finite(self, names: Iterable[str], steps: Iterable[int] | None = None) -> str | None:
+        """Where the run logged NaN or an infinity for one of the metrics (at the given steps), in words;
+        None when every value read is finite. A non-finite value is never dropped silently: the reader of
+        a value that is not a number fails and says this."""
+        wanted = None if steps is None else {int(step) for step in steps}
+        found = [f"{name} = {value} at step {step}" for name in names
+                 for step, value in sorted(self.facts.get("non_finite", {}).get(name, {}).items(), key=lambda kv:
+                                           int(kv[0]))
+                 if wanted is None or int(step) in wanted]
+        if not found:
+            return None
+        more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+        return f"run {self.run_id} logged {', '.join(found[:3])}{more}: not a number that can be read"
 
     @property
     def clean_steps(self) -> pd.DataFrame:
@@ -84,8 +98,8 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
             summaries[path.name] = summary
             _write_cache(cache_dir, path, digest, summary)
     for run_id, summary in summaries.items():
-        problems += load.time_problems(run_id, summary.config, summary.facts["start_ts"], summary.facts["end_ts"],
-                                       latest)
+        problems += load.time_problems(display_path(runs_dir / run_id / "run.yaml"), summary.config,
+                                       summary.facts["start_ts"], summary.facts["end_ts"], latest)
     if problems:
         raise RunDataError(problems)
     return dict(sorted(summaries.items()))
@@ -95,14 +109,19 @@ def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
     """One run from disk to its summary; None with the problems when anything is wrong."""
     problems: list[Problem] = []
     run = load.load_run(path, problems)
-    summary = summarise(run, problems)
-    return (None if problems else summary), problems
+    if not problems:
+        return summarise(run, problems), problems
+    try:  # still look for the problems only the summary finds (a step logged twice), to list them all at once
+        summarise(run, problems)
+    except Exception:  # noqa: BLE001 - the run is already rejected; what is missing from it may trip the summary
+        pass
+    return None, problems
 
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
     phases = _phases(run.streams.get("phases", []), run.warnings)
-    steps = _metric_table(run.streams.get("metrics", []), problems)
+    steps, non_finite = _metric_table(run.streams.get("metrics", []), problems)
     events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
     phases = _assign_steps(phases, first_step=int(steps.index.min()) if len(steps) else 0)
     steps = _add_phase_columns(steps, phases)
@@ -112,14 +131,14 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     if "host_memory" in series:
         series["host_memory"] = _host_memory(series["host_memory"])
     summary = RunSummary(run.run_id, run.config, steps, phases, events, series, warnings=list(run.warnings))
-    summary.facts = _facts(summary, run)
+    summary.facts = _facts(summary, run) | {"non_finite": non_finite}
     return summary
 
 
 # --- metrics ----------------------------------------------------------------------------------
 
 
-def _metric_table(records: Iterable[Record], problems: list[Problem]) -> pd.DataFrame:
+def _metric_table(records: Iterable[Record], problems: list[Problem]) -> tuple[pd.DataFrame, dict[str, dict]]:
     """One row per step: the trainer's and the rollout manager's lines for the step merged.
 
     `rollout/*` and `perf/*` are logged against `rollout/step`, `train/*` against `train/step`; with one
@@ -127,6 +146,7 @@ def _metric_table(records: Iterable[Record], problems: list[Problem]) -> pd.Data
     """
     rows: dict[int, dict[str, Any]] = {}
     origin: dict[tuple[int, str], tuple[str, int]] = {}
+    non_finite: dict[str, dict[str, str]] = {}  # metric -> step -> "NaN" / "Infinity" / "-Infinity"
     for rec in records:
         key, step = rec.data["step_key"], rec.data["step"]
         if key not in ("rollout/step", "train/step") or step is None:
@@ -144,9 +164,12 @@ def _metric_table(records: Iterable[Record], problems: list[Problem]) -> pd.Data
                 continue
             row[name] = value
             origin[(step, name)] = (rec.file, rec.line)
+            if not math.isfinite(value):
+                non_finite.setdefault(name, {})[str(step)] = "NaN" if math.isnan(value) else \
+                    ("Infinity" if value > 0 else "-Infinity")
     table = pd.DataFrame.from_dict(rows, orient="index").sort_index()
     table.index.name = "step"
-    return table
+    return table, non_finite
 
 
 def _same(a: float, b: float) -> bool:

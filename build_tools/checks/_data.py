@@ -53,6 +53,9 @@ def step_values(summary: RunSummary, metric: str | Sequence[str], mode: str = "a
     if use_clean(metric, mode):
         clean = summary.steps.index[~summary.steps["heat_touched"].astype(bool)]
         values = values[values.index.isin(clean)]
+    # A step that did not log the metric is left out; one that logged NaN or an infinity fails the check.
+    if (bad := summary.non_finite(names_of(metric), values.index)) is not None:
+        raise Missing(bad)
     values = values.dropna()
     if values.empty:
         raise Missing(f"run {summary.run_id} has no {'clean ' if use_clean(metric, mode) else ''}steps "
