@@ -317,7 +317,9 @@ def problems_of(error: ValidationError, where: str, line_of: Callable[[tuple[Any
     """pydantic's errors as the build's problems, one per field (a union's alternatives merged)."""
     problems: dict[tuple[Any, ...], Problem] = {}
     for item in error.errors(include_url=False):
-        loc = _field_path(item["loc"])
+        # An unknown key is the last part of its location whatever it is called ("int", "a[0]").
+        loc = _field_path(item["loc"][:-1]) + item["loc"][-1:] if item["type"] == "extra_forbidden" \
+            else _field_path(item["loc"])
         if loc in problems:
             continue
         field = ".".join(str(part) for part in loc) or None
@@ -327,8 +329,10 @@ def problems_of(error: ValidationError, where: str, line_of: Callable[[tuple[Any
 
 def _field_path(loc: Iterable[Any]) -> tuple[Any, ...]:
     """The fields of a pydantic location, without the names of union members and validators."""
-    return tuple(part for part in loc
-                 if isinstance(part, int) or not (part in _MEMBER_NAMES or "[" in str(part)))
+    return tuple(part for part in loc if isinstance(part, int) or not (part in _MEMBER_NAMES or _TAG.match(part)))
+
+
+_TAG = re.compile(r"^[a-z][a-z-]*\[.*\]$")  # pydantic's name of a validator or a union member
 
 
 _MEMBER_NAMES = {"int", "float", "str", "bool", "none", "list", "dict", "literal", "nullable", "function-plain",
@@ -395,6 +399,8 @@ def _inner(annotation: Any) -> Any:
 
 
 def _did_you_mean(schema: Any, loc: tuple[Any, ...]) -> str:
+    if not loc:
+        return ""
     known = sorted(_fields_at(schema, loc))
     if not known:
         return ""
