@@ -450,6 +450,23 @@ _VALIDATOR_WORDS: dict[Callable[..., Any], str] = {
 def _bounds(metadata: Iterable[Any]) -> str:
     """' >= 0', ' > 0 <= 1': the bounds annotated_types put on a field, in words."""
     words = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-    found = [f" {sign} {getattr(m, name)}" for m in metadata for name, sign in words.items()
+    flat = [x for m in metadata for x in (getattr(m, "metadata", None) or [m])]  # a Field(...) holds its own
+    found = [f" {sign} {getattr(m, name)}" for m in flat for name, sign in words.items()
              if type(m).__name__ == name.capitalize()]
     return "".join(found)
+
+
+# --- the schemas as documentation --------------------------------------------------------------
+
+
+def field_rows(schema: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(dotted field, its type in words) for every field of a schema, nested mappings spelled out;
+    runs/README.md's tables list exactly these (tests/test_schemas.py)."""
+    rows: list[tuple[str, str]] = []
+    for name, annotation in _declared(schema).items():
+        inner = _inner(annotation)
+        if isinstance(inner, type) and issubclass(inner, BaseModel) and inner is not schema:
+            rows += field_rows(inner, f"{prefix}{name}.")
+        else:
+            rows.append((f"{prefix}{name}", describe(annotation)))
+    return rows
