@@ -42,6 +42,8 @@ def metric(summary: RunSummary, key: str, steps: pd.DataFrame | None = None) -> 
     table = summary.steps if steps is None else steps
     if key not in summary.steps.columns or summary.steps[key].isna().all():
         raise MissingData(summary.run_id, f"metric {key}")
+    if (bad := summary.non_finite([key], table.index)) is not None:
+        raise MissingData(summary.run_id, f"finite {key} ({bad})")
     return table[key].astype(float)
 
 

@@ -235,7 +235,9 @@ def test_edition_file_errors(text: str, expected: str, tmp_path: Path, monkeypat
 
 # --- random input: nothing but the build's own input error ---------------------------------------
 
-FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# FUZZ_EXAMPLES=5000 searches harder than the default run of the suite.
+FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")), deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
