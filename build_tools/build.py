@@ -85,7 +85,10 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
         # 5. Draw the figures (cached; in parallel), then check that they use only palette colours.
         with progress.stage("Drawing figures"):
             result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
-                                               layout.cache / "figures", jobs=jobs)
+                                               layout.cache / "figures", jobs=jobs, warnings=(figure_warnings := []))
+
+        for warning in figure_warnings:
+            progress.warn(warning)
 
         # 6. Render the chapters, the Metrics page and the Index of figures from the data.
         with progress.stage("Rendering pages"):

@@ -61,8 +61,11 @@ class _Outcome:
 
 
 def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
-                 out_dir: Path, cache_dir: Path, jobs: int | None = None) -> list[DrawnFigure]:
-    """Draw (or take from the cache) every figure, then check its colours; FigureError lists every problem."""
+                 out_dir: Path, cache_dir: Path, jobs: int | None = None,
+                 warnings: list[str] | None = None) -> list[DrawnFigure]:
+    """Draw (or take from the cache) every figure, then check its colours; FigureError lists every problem.
+
+    A damaged cache entry is redrawn and said in `warnings`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
     problems: list[Problem] = []
@@ -76,7 +79,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             continue
         key = cache_key(block, summaries, tables, shared)
         stem = cache_dir / block.id
-        if _cache_holds(stem, key):
+        if _cache_holds(stem, key, warnings if warnings is not None else []):
             ready[block.id] = False
             continue
         job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
@@ -93,7 +96,8 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
         if off_palette:
             problems += off_palette
             continue
-        _write_text(job.stem.with_suffix(".key"), key)  # last: a key means complete, checked outputs
+        # last: a key means complete, checked outputs, with the hash of each
+        _write_text(job.stem.with_suffix(".key"), _cache_entry(job.stem, key))
         ready[job.block.id] = True
 
     drawn = [_publish(block, cache_dir / block.id, out_dir, ready[block.id]) for block in blocks if block.id in ready]
@@ -156,10 +160,36 @@ def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: M
     return digest.hexdigest()
 
 
-def _cache_holds(stem: Path, key: str) -> bool:
+def _cache_holds(stem: Path, key: str, warnings: list[str]) -> bool:
+    """Whether the cache holds this figure drawn from these inputs, every file as it was written.
+
+    The key file records the sha256 of each output, so a cached SVG replaced or damaged since is noticed
+    (and redrawn, with a warning) rather than copied into the site.
+    """
     key_file = stem.with_suffix(".key")
-    outputs = [stem.with_suffix(suffix) for suffix in (*OUTPUTS, ".alt")]
-    return key_file.is_file() and key_file.read_text() == key and all(path.is_file() for path in outputs)
+    try:
+        entry = json.loads(key_file.read_text(encoding="utf-8"))
+        if entry["key"] != key:
+            return False
+        if all(_sha256(stem.with_suffix(suffix)) == digest for suffix, digest in entry["sha256"].items()) \
+                and set(entry["sha256"]) == {*OUTPUTS, ".alt"}:
+            return True
+    except FileNotFoundError:
+        if not key_file.exists():
+            return False
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    warnings.append(f"build/cache: the cached files of {stem.name} do not match their hashes; redrawn")
+    return False
+
+
+def _cache_entry(stem: Path, key: str) -> str:
+    return json.dumps({"key": key, "sha256": {suffix: _sha256(stem.with_suffix(suffix))
+                                              for suffix in (*OUTPUTS, ".alt")}}, sort_keys=True)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _publish(block: FigureBlock, stem: Path, out_dir: Path, redrawn: bool) -> DrawnFigure:

@@ -197,6 +197,23 @@ def test_a_changed_option_or_a_lost_output_redraws(sample_figures, tmp_path):
     assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)[0].redrawn
 
 
+@pytest.mark.parametrize("damage", ["replace the svg", "garble the key"])
+def test_a_tampered_cache_entry_is_redrawn_with_a_warning_never_published(damage, sample_figures, tmp_path):
+    runs = {"run-a": fake_summary("run-a", [0.5])}
+    first = block("1.1", "tiny_reward", ("run-a",))
+    draw.draw_figures([first], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+    if damage == "replace the svg":
+        (tmp_path / "cache" / "fig-tiny-reward.svg").write_text("<svg><script>alert(1)</script></svg>")
+    else:
+        (tmp_path / "cache" / "fig-tiny-reward.key").write_text("{not json")
+    warnings = []
+    (again,) = draw.draw_figures([first], runs, {}, tmp_path / "out2", tmp_path / "cache", jobs=1,
+                                 warnings=warnings)
+    assert again.redrawn
+    assert warnings == ["build/cache: the cached files of fig-tiny-reward do not match their hashes; redrawn"]
+    assert "<script>" not in again.svg.read_text()
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 
