@@ -14,10 +14,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import schemas
 from ._exceptions import ChapterError, InputProblem, Problem
 from ._files import read_text
 from ._types import FigureBlock
-from ._yaml import load_yaml
+from ._yaml import parse_yaml
 from .checks import validate
 from .checks._numbers import masked_spans
 
@@ -119,27 +120,28 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
            problems: list[Problem]) -> FigureBlock | None:
     """One block from its YAML; problems are appended (each names the file, the line and the field)."""
     try:
-        data = load_yaml(fenced.body, shown)
+        doc = parse_yaml(fenced.body, shown)
     except InputProblem as error:
         found = error.problem
         line = fenced.line + found.line if found.line is not None else fenced.line
         problems.append(Problem(shown, line, found.field, f"figure {number}: {found.message}"))
         return None
+    data = doc.value
     if not isinstance(data, dict):
         problems.append(Problem(shown, fenced.line, None, f"figure {number}: expected a mapping of fields"))
         return None
     before = len(problems)
 
-    def bad(field: str, message: str) -> None:
-        problems.append(Problem(shown, fenced.line, field, message))
+    def line_of(loc: tuple[Any, ...]) -> int:
+        line = doc.line_of(loc)
+        return fenced.line + line if line is not None else fenced.line
 
-    for key in data:
-        if key not in REQUIRED + OPTIONAL:
-            bad(str(key), f"unknown field; a figure block has {', '.join(REQUIRED + OPTIONAL)}")
-    for key in REQUIRED:
-        if key not in data:
-            bad(key, "missing (required)")
-    _check_fields(data, bad, figures_dir, tables_dir)
+    def bad(field: str, message: str) -> None:
+        problems.append(Problem(shown, line_of((field,)), field, message))
+
+    _, found = schemas.validate(schemas.FigureBlockYaml, data, shown, line_of)
+    problems += found
+    _check_files(data, bad, figures_dir, tables_dir)
     if len(problems) > before:
         return None
     block = FigureBlock(
@@ -160,33 +162,15 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
     return replace(block, checks=tuple(checks))
 
 
-def _check_fields(data: dict[str, Any], bad: Any, figures_dir: Path, tables_dir: Path) -> None:
-    """Types and values of the block's own fields (the checks are validated by the registry)."""
-    if "id" in data and not (isinstance(data["id"], str) and FIGURE_ID.match(data["id"])):
-        bad("id", f"expected fig-<lower-case letters, digits, dashes>, got {data['id']!r}")
+def _check_files(data: dict[str, Any], bad: Any, figures_dir: Path, tables_dir: Path) -> None:
+    """The module and tables a block names exist (its fields' types are the schema's)."""
     module = data.get("module")
-    if "module" in data:
-        if not (isinstance(module, str) and MODULE.match(module)):
-            bad("module", f"expected a module name under figures/, got {module!r}")
-        elif not (figures_dir / f"{module}.py").is_file():
-            bad("module", f"unknown module {module!r}: there is no figures/{module}.py")
-    if "runs" in data and not (isinstance(data["runs"], list) and all(isinstance(r, str) for r in data["runs"])):
-        bad("runs", f"expected a list of run ids, got {data['runs']!r}")
-    if "claim" in data and not (isinstance(data["claim"], str) and data["claim"].strip()):
-        bad("claim", "expected the caption as a non-empty string")
-    if "checks" in data and not (isinstance(data["checks"], list) and data["checks"]):
-        bad("checks", "expected a non-empty list of checks")
-    for key in ("tables", "prose"):
-        value = data.get(key)
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            bad(key, f"expected a list of strings, got {value!r}")
-    for table in data.get("tables") or []:
-        if isinstance(table, str) and not (tables_dir / f"{table}.yml").is_file():
+    if isinstance(module, str) and MODULE.match(module) and not (figures_dir / f"{module}.py").is_file():
+        bad("module", f"unknown module {module!r}: there is no figures/{module}.py")
+    tables = data.get("tables")
+    for table in tables if isinstance(tables, list) else []:
+        if isinstance(table, str) and table.isidentifier() and not (tables_dir / f"{table}.yml").is_file():
             bad("tables", f"unknown table {table!r}: there is no docs/data/{table}.yml")
-    if data.get("alt") is not None and not isinstance(data["alt"], str):
-        bad("alt", f"expected a string, got {data['alt']!r}")
-    if data.get("options") is not None and not isinstance(data["options"], dict):
-        bad("options", f"expected a mapping, got {data['options']!r}")
 
 
 def _duplicate_ids(blocks: list[FigureBlock]) -> list[Problem]:
@@ -208,10 +192,16 @@ def load_tables(data_dir: Path) -> dict[str, Any]:
     tables: dict[str, Any] = {}
     problems = []
     for path in sorted(data_dir.glob("*.yml")) if data_dir.is_dir() else []:
+        where = f"{data_dir.parent.name}/{data_dir.name}/{path.name}"
         try:
-            tables[path.stem] = load_yaml(read_text(path), f"{data_dir.parent.name}/{data_dir.name}/{path.name}")
+            doc = parse_yaml(read_text(path), where)
         except InputProblem as error:
             problems.append(error.problem)
+            continue
+        schema = schemas.DATA_TABLES.get(path.stem)  # metrics, troubleshooting; a new table is plain data
+        if schema is not None:
+            problems += schemas.validate(schema, doc.value, where, doc.line_of)[1]
+        tables[path.stem] = doc.value
     if problems:
         raise ChapterError(problems)
     return tables

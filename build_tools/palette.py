@@ -12,10 +12,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError
-
-from ._exceptions import FigureError, Problem, display_path
+from . import schemas
+from ._exceptions import FigureError, InputProblem, Problem, display_path
+from ._files import read_text
+from ._yaml import YamlDoc, parse_yaml
 
 FIGURES_DIR = Path(__file__).resolve().parent.parent / "figures"
 PALETTE_FILE = FIGURES_DIR / "palette.yml"
@@ -80,115 +80,48 @@ def load_palette(path: Path = PALETTE_FILE) -> Palette:
 def _load_cached(path: Path, _mtime: int) -> Palette:
     problems: list[Problem] = []
     where = display_path(path)
-    document = _read_yaml(path, where, problems)
-    palette = _validate(document, where, problems) if not problems else None
+    doc = _read_yaml(path, where, problems)
+    palette = _validate(doc, where, problems) if doc is not None else None
     if problems or palette is None:
         raise FigureError(problems)
     return palette
 
 
-def _read_yaml(path: Path, where: str, problems: list[Problem]) -> Any:
+def _read_yaml(path: Path, where: str, problems: list[Problem]) -> YamlDoc | None:
     if not path.is_file():
         problems.append(Problem(where, None, None, "file not found"))
         return None
     try:
-        return YAML(typ="rt").load(path.read_text(encoding="utf-8"))
-    except MarkedYAMLError as error:
-        line = error.problem_mark.line + 1 if error.problem_mark else None
-        problems.append(Problem(where, line, None, f"not valid YAML: {error.problem}"))
+        return parse_yaml(read_text(path), where)
+    except InputProblem as error:
+        problems.append(error.problem)
         return None
 
 
-def _line(node: Any, key: str | int | None = None) -> int | None:
-    """1-based line of a key (or item) of a ruamel mapping or sequence, when known."""
-    lc = getattr(node, "lc", None)
-    if lc is None:
+def _validate(doc: YamlDoc, where: str, problems: list[Problem]) -> Palette | None:
+    model, found = schemas.validate(schemas.PaletteYaml, doc.value, where, doc.line_of)
+    problems += found
+    if model is None:
         return None
-    try:
-        if key is None:
-            return lc.line + 1
-        return (lc.key(key) if isinstance(key, str) else lc.item(key))[0] + 1
-    except (KeyError, IndexError, TypeError):
-        return lc.line + 1
+    roles = tuple(Role(r.name, r.colour_name, r.phrase, r.hex, r.meaning) for r in model.roles)
+    problems += _role_rules(roles, where, doc.line_of(("roles",)))
+    return Palette(roles, tuple(model.neutrals))
 
 
-def _validate(document: Any, where: str, problems: list[Problem]) -> Palette | None:
-    if not isinstance(document, dict):
-        problems.append(Problem(where, None, None, "expected a mapping with `roles` and `neutrals`"))
-        return None
-    roles = _validate_roles(document, where, problems)
-    neutrals = _validate_neutrals(document, where, problems)
-    return Palette(tuple(roles), tuple(neutrals))
-
-
-def _validate_roles(document: dict, where: str, problems: list[Problem]) -> list[Role]:
-    entries = document.get("roles")
-    if not isinstance(entries, list):
-        problems.append(Problem(where, _line(document, "roles"), "roles", "expected a list of roles"))
-        return []
-    roles: list[Role] = []
-    for index, entry in enumerate(entries):
-        role = _validate_role(entry, index, where, _line(entries, index), problems)
-        if role is not None:
-            roles.append(role)
-    # Names of every entry, valid or not, so that one bad field is reported once, not also as a missing role.
-    names = [str(entry.get("name")) for entry in entries if isinstance(entry, dict) and entry.get("name")]
-    for name in ROLE_NAMES:
-        if name not in names:
-            problems.append(Problem(where, _line(document, "roles"), "roles", f"role {name!r} is missing"))
+def _role_rules(roles: tuple[Role, ...], where: str, line: int | None) -> list[Problem]:
+    """Every role once, no other role, no colour shared by two roles."""
+    names = [role.name for role in roles]
+    problems = [Problem(where, line, "roles", f"role {name!r} is missing") for name in ROLE_NAMES if name not in names]
     for name in sorted(set(names)):
         if names.count(name) > 1:
-            problems.append(Problem(where, _line(document, "roles"), "roles", f"role {name!r} is defined twice"))
+            problems.append(Problem(where, line, "roles", f"role {name!r} is defined twice"))
         if name not in ROLE_NAMES:
-            problems.append(Problem(where, _line(document, "roles"), "roles",
+            problems.append(Problem(where, line, "roles",
                                     f"unknown role {name!r}; the roles are {', '.join(ROLE_NAMES)}"))
     hexes = [role.hex for role in roles]
-    for colour in sorted({h for h in hexes if hexes.count(h) > 1}):
-        problems.append(Problem(where, _line(document, "roles"), "roles", f"colour {colour} is used by two roles"))
-    return roles
-
-
-def _validate_role(entry: Any, index: int, where: str, line: int | None, problems: list[Problem]) -> Role | None:
-    if not isinstance(entry, dict):
-        problems.append(Problem(where, line, f"roles[{index}]", f"expected a mapping with {', '.join(ROLE_FIELDS)}"))
-        return None
-    before = len(problems)
-    for key in ROLE_FIELDS:
-        value = entry.get(key)
-        if not isinstance(value, str) or not value.strip():
-            problems.append(Problem(where, _line(entry, key) if key in entry else line, f"roles[{index}].{key}",
-                                    f"expected a non-empty string, got {_shown(value)}"))
-    hex_value = entry.get("hex")
-    if isinstance(hex_value, str) and hex_value.strip() and not HEX.match(hex_value.lower()):
-        problems.append(Problem(where, _line(entry, "hex"), f"roles[{index}].hex",
-                                f"expected a colour as #rrggbb, got {hex_value!r}"))
-    if len(problems) > before:
-        return None
-    return Role(*(str(entry[key]) if key != "hex" else str(entry[key]).lower() for key in ROLE_FIELDS))
-
-
-def _validate_neutrals(document: dict, where: str, problems: list[Problem]) -> list[str]:
-    entries = document.get("neutrals")
-    if not isinstance(entries, list) or not entries:
-        problems.append(Problem(where, _line(document, "neutrals") if "neutrals" in document else None,
-                                "neutrals", "expected a list of grey colours as #rrggbb"))
-        return []
-    neutrals = []
-    for index, value in enumerate(entries):
-        text = value.lower() if isinstance(value, str) else ""
-        if not HEX.match(text):
-            problems.append(Problem(where, _line(entries, index), f"neutrals[{index}]",
-                                    f"expected a colour as #rrggbb, got {_shown(value)}"))
-        elif not text[1:3] == text[3:5] == text[5:7]:
-            problems.append(Problem(where, _line(entries, index), f"neutrals[{index}]",
-                                    f"expected a grey (equal red, green and blue), got {value!r}"))
-        else:
-            neutrals.append(text)
-    return neutrals
-
-
-def _shown(value: Any) -> str:
-    return "nothing" if value is None else repr(value) if isinstance(value, str) else type(value).__name__
+    problems += [Problem(where, line, "roles", f"colour {colour} is used by two roles")
+                 for colour in sorted({h for h in hexes if hexes.count(h) > 1})]
+    return problems
 
 
 # --- what the build makes of it -------------------------------------------------------------------

@@ -25,6 +25,7 @@ from pydantic import (
     PlainValidator,
     TypeAdapter,
     ValidationError,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
@@ -298,6 +299,121 @@ class EditionYaml(Schema):
     miles: MilesStamp
 
 
+class RunSet(Schema):
+    """A named predicate on run.yaml: any of these tags, and every dotted field equal to its value."""
+
+    tags: list[Text] = []
+    where: dict[str, int | float | str | bool | None] = {}
+
+
+STATS = ("range", "all_zero", "first_step", "median", "median_head", "every_step")
+
+
+class MetricRow(Schema):
+    """A row of the Metrics page; a table with a value column needs runs, stat and wording in each row."""
+
+    metric: Text
+    meaning: Text
+    runs: Text | None = None
+    stat: Literal[STATS] | None = None  # type: ignore[valid-type]
+    wording: Text | None = None
+    otherwise: Text | None = None
+    decimals: Annotated[int, Field(ge=0, le=6)] = 2
+    head: Annotated[int, Field(ge=1)] | None = None
+    head_decimals: Annotated[int, Field(ge=0, le=6)] | None = None
+    time: bool = False
+    code: bool | None = None
+
+
+class MetricTable(Schema):
+    title: Text
+    column: Text | None = None
+    rows: list[MetricRow]
+    after: Text | None = None
+
+    @model_validator(mode="after")
+    def _rows_fill_the_column(self) -> MetricTable:
+        for index, row in enumerate(self.rows):
+            for name in ("runs", "stat", "wording"):
+                if self.column and getattr(row, name) is None:
+                    raise PydanticCustomError("row", "row {index} ({metric}) has no {name}, which a table with "
+                                              "the column {column!r} needs",
+                                              {"index": index, "metric": row.metric, "name": name,
+                                               "column": self.column})
+        return self
+
+
+class MetricsYaml(Schema):
+    """docs/data/metrics.yml: the Metrics page as data (rows, run sets, how each cell is computed)."""
+
+    run_sets: dict[str, RunSet]
+    intro_runs: Text
+    tables: list[MetricTable]
+
+
+class Symptom(Schema):
+    symptom: Text
+    check: Text
+    fix: Text
+
+
+class TroubleshootingYaml(Schema):
+    """docs/data/troubleshooting.yml: the symptoms of chapter 7, one check and one fix each."""
+
+    symptoms: Annotated[list[Symptom], Field(min_length=1)]
+
+
+# docs/data/<name>.yml -> its schema; a data file with no schema here is refused.
+DATA_TABLES: dict[str, type[Schema]] = {"metrics": MetricsYaml, "troubleshooting": TroubleshootingYaml}
+
+
+class FigureBlockYaml(Schema):
+    """A ```figure block of a chapter (docs/README.md documents each field)."""
+
+    id: Annotated[str, Field(pattern=r"^fig-[a-z0-9-]+$")]
+    module: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+    runs: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")]]
+    claim: Text
+    checks: Annotated[list[dict[str, Any]], Field(min_length=1)]
+    alt: Text | None = None
+    tables: list[Text] | None = None
+    options: dict[str, Any] | None = None
+    prose: list[Text] | None = None
+
+
+def _hex(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"#[0-9a-fA-F]{6}", value):
+        return value.lower()
+    raise PydanticCustomError("hex", "expected a colour as #rrggbb, found {found}", {"found": _shown(value)})
+
+
+def _grey(value: Any) -> str:
+    colour = _hex(value)
+    if not colour[1:3] == colour[3:5] == colour[5:7]:
+        raise PydanticCustomError("grey", "expected a grey (equal red, green and blue), found {found}",
+                                  {"found": _shown(value)})
+    return colour
+
+
+Hex = Annotated[str, PlainValidator(_hex)]
+Grey = Annotated[str, PlainValidator(_grey)]
+
+
+class PaletteRole(Schema):
+    name: Text
+    colour_name: Text
+    phrase: Text
+    hex: Hex
+    meaning: Text
+
+
+class PaletteYaml(Schema):
+    """figures/palette.yml: the role colours and the neutral greys (the one place a colour is defined)."""
+
+    roles: list[PaletteRole]
+    neutrals: Annotated[list[Grey], Field(min_length=1)]
+
+
 # --- errors -----------------------------------------------------------------------------------
 
 M = TypeVar("M", bound=BaseModel)
@@ -322,7 +438,7 @@ def problems_of(error: ValidationError, where: str, line_of: Callable[[tuple[Any
             else _field_path(item["loc"])
         if loc in problems:
             continue
-        field = ".".join(str(part) for part in loc) or None
+        field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".") or None
         problems[loc] = Problem(where, line_of(loc), field, _message(item, loc, schema))
     return list(problems.values())
 
@@ -337,6 +453,12 @@ _TAG = re.compile(r"^[a-z][a-z-]*\[.*\]$")  # pydantic's name of a validator or 
 
 _MEMBER_NAMES = {"int", "float", "str", "bool", "none", "list", "dict", "literal", "nullable", "function-plain",
                  "function-after", "function-before", "constrained-int", "constrained-float"}
+
+_PATTERN_WORDS = {
+    r"^fig-[a-z0-9-]+$": "fig-<lower-case letters, digits, dashes>",
+    r"^[a-z][a-z0-9_]*$": "a module name under figures/ (lower-case letters, digits, _)",
+    r"^[a-z0-9][a-z0-9.-]*$": "a run id (lower-case letters, digits, '.', '-')",
+}
 
 _EXPECTED = {
     "int_type": "a whole number", "int_from_float": "a whole number", "float_type": "a number",
@@ -361,7 +483,8 @@ def _message(item: Any, loc: tuple[Any, ...], schema: Any) -> str:
         bound = next(iter(item["ctx"].values()))
         return f"expected a value {sign} {bound}, found {found}"
     if kind == "string_pattern_mismatch":
-        return f"expected text matching {item['ctx']['pattern']}, found {found}"
+        pattern = item["ctx"]["pattern"]
+        return f"expected {_PATTERN_WORDS.get(pattern, f'text matching {pattern}')}, found {found}"
     return item["msg"] if "found" in item["msg"] else f"{item['msg']}, found {found}"
 
 
@@ -407,7 +530,7 @@ def _did_you_mean(schema: Any, loc: tuple[Any, ...]) -> str:
     close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
     if close:
         return f"; did you mean {close[0]!r}?"
-    return f" (expected one of: {', '.join(known)})" if len(known) <= 8 else " (runs/README.md lists the fields)"
+    return f" (expected one of: {', '.join(known)})" if len(known) <= 12 else " (runs/README.md lists the fields)"
 
 
 def expected_of(schema: Any, loc: tuple[Any, ...]) -> str:
@@ -443,7 +566,7 @@ def describe(annotation: Any) -> str:
 _VALIDATOR_WORDS: dict[Callable[..., Any], str] = {
     _number: "a number", _time: "a time (epoch seconds)", _iso_date: "a date YYYY-MM-DD", _edition: "YEAR.MONTH",
     _commit: "text of 7 to 40 hex digits", _non_empty: "a non-empty string", _phase_end: "a time, or -1 while open",
-    _scalar: "a number, string or true/false",
+    _scalar: "a number, string or true/false", _hex: "a colour #rrggbb", _grey: "a grey #rrggbb",
 }
 
 

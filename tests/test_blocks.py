@@ -71,11 +71,11 @@ def test_bad_yaml_names_the_line() -> None:
 
 def test_missing_and_unknown_fields_unknown_module_bad_id() -> None:
     assert problems_of("bad_fields") == [
-        "docs/01-first.md:3: claim: missing (required)",
-        "docs/01-first.md:3: colour: unknown field; a figure block has id, module, runs, claim, checks, alt, "
-        "tables, options, prose",
-        "docs/01-first.md:3: id: expected fig-<lower-case letters, digits, dashes>, got 'Fig_First'",
-        "docs/01-first.md:3: module: unknown module 'nowhere': there is no figures/nowhere.py",
+        "docs/01-first.md:3: claim: missing (expected a non-empty string)",
+        "docs/01-first.md:4: id: expected fig-<lower-case letters, digits, dashes>, found 'Fig_First'",
+        "docs/01-first.md:5: module: unknown module 'nowhere': there is no figures/nowhere.py",
+        "docs/01-first.md:7: colour: unknown field (expected one of: alt, checks, claim, id, module, options, prose, "
+        "runs, tables)",
     ]
 
 
@@ -98,7 +98,7 @@ def test_bad_check_parameters_are_all_reported_one_line_each() -> None:
         "(run-a)",
     ]
     assert problems[5].startswith("docs/01-first.md:3: figure 1.1: check 4 (teleport): unknown check; known checks:")
-    assert problems[6] == "docs/01-first.md:3: prose: 'not in the claim' is not part of the claim"
+    assert problems[6] == "docs/01-first.md:8: prose: 'not in the claim' is not part of the claim"
 
 
 def test_a_figure_block_outside_a_chapter_is_an_error() -> None:

@@ -75,7 +75,7 @@ def test_a_bad_colour_gives_one_line_naming_file_line_and_field(monkeypatch):
         palette.load_palette(SAMPLES / "bad_hex" / "palette.yml")
     assert str(caught.value) == (
         "1 problem in the figures:\n"
-        "  tests/samples/palette/bad_hex/palette.yml:16: roles[0].hex: expected a colour as #rrggbb, got 'blue'")
+        "  tests/samples/palette/bad_hex/palette.yml:16: roles[0].hex: expected a colour as #rrggbb, found 'blue'")
 
 
 def test_a_neutral_must_be_a_grey(monkeypatch):
@@ -84,7 +84,7 @@ def test_a_neutral_must_be_a_grey(monkeypatch):
         palette.load_palette(SAMPLES / "not_grey" / "palette.yml")
     assert [str(p) for p in caught.value.problems] == [
         "tests/samples/palette/not_grey/palette.yml:53: neutrals[2]: "
-        "expected a grey (equal red, green and blue), got '#d9d9e0'"]
+        "expected a grey (equal red, green and blue), found '#d9d9e0'"]
 
 
 def test_a_missing_file_is_a_problem_not_a_crash(monkeypatch, tmp_path):
