@@ -77,6 +77,21 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
+def plain_files(base: Path) -> list[Path]:
+    """Every regular file under base (or base itself), in sorted order, without following a symbolic link
+    or opening anything else: for hashing a tree before check_tree has looked at it."""
+    if base.is_file() and not base.is_symlink():
+        return [base]
+    found = []
+    for folder, dirs, files in os.walk(base, followlinks=False):
+        dirs.sort()
+        for name in files:
+            path = Path(folder) / name
+            if stat.S_ISREG(path.lstat().st_mode):
+                found.append(path)
+    return sorted(found)
+
+
 def read_bytes(path: Path, limit: int = DOCUMENT_LIMIT) -> bytes:
     """The file's bytes, gunzipped when its name ends in .gz; InputProblem when it cannot be what it claims."""
     where = display_path(path)

@@ -13,11 +13,13 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from ._files import plain_files
 from ._layout import PROJECT_INPUTS, Layout
 
 KEY_FILE = "inputs.key"
 CODE = Path(__file__).resolve().parent  # build_tools/
-LIBRARIES = ("matplotlib", "numpy", "pandas", "mkdocs", "mkdocs-material", "Jinja2", "PyYAML", "ruamel.yaml")
+LIBRARIES = ("matplotlib", "numpy", "pandas", "mkdocs", "mkdocs-material", "Jinja2", "PyYAML", "ruamel.yaml",
+             "pydantic", "pyarrow")
 
 
 def inputs_key(layout: Layout) -> str:
@@ -26,8 +28,8 @@ def inputs_key(layout: Layout) -> str:
     for library in LIBRARIES:
         digest.update(f"{library}=={metadata.version(library)}\n".encode())
     for base in [CODE, *(layout.root / name for name in PROJECT_INPUTS)]:
-        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
-        for path in files:
+        # Regular files only, links never followed: a FIFO or a link out of the tree is the build's to refuse.
+        for path in plain_files(base) if base.exists() else []:
             if "__pycache__" in path.parts:
                 continue
             digest.update(f"\0{path.relative_to(base.parent).as_posix()}\0".encode())

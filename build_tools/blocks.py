@@ -16,7 +16,7 @@ from typing import Any
 
 from . import schemas
 from ._exceptions import ChapterError, InputProblem, Problem
-from ._files import read_text
+from ._files import check_tree, read_text
 from ._types import FigureBlock
 from ._yaml import parse_yaml
 from .checks import validate
@@ -92,9 +92,16 @@ def read_blocks(docs_dir: Path, figures_dir: Path) -> list[FigureBlock]:
     problems: list[Problem] = []
     blocks: list[FigureBlock] = []
     tables_dir = docs_dir / "data"
+    problems += check_tree(docs_dir, docs_dir.resolve().parent)
+    if problems:  # a link out of the project, a FIFO: nothing under docs/ is read
+        raise ChapterError(problems)
     for path in sorted(docs_dir.glob("*.md")):
         shown = f"{docs_dir.name}/{path.name}"
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = read_text(path)
+        except InputProblem as error:
+            problems.append(error.problem)
+            continue
         chapter = CHAPTER.match(path.name)
         position = 0
         for fenced in fenced_blocks(text):
@@ -215,7 +222,10 @@ def check_references(docs_dir: Path, blocks: list[FigureBlock]) -> list[Problem]
     known = {block.id for block in blocks}
     problems = []
     for path in sorted(docs_dir.glob("*.md")):
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = read_text(path)
+        except InputProblem:
+            continue  # reported by read_blocks
         for number, line in _prose_lines(text):
             for is_code, part in _outside_code_spans(line):
                 for match in [] if is_code else REFERENCE.finditer(part):

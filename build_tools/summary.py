@@ -20,6 +20,7 @@ import pandas as pd
 
 from . import _summary_cache, load
 from ._exceptions import Problem, RunDataError, display_path
+from ._files import plain_files
 from .load import Record, RunData
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
@@ -294,7 +295,7 @@ def input_hash(run_dir: Path) -> str:
     here = Path(__file__).parent
     for name in _CODE_FILES:
         digest.update((here / name).read_bytes())
-    for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
+    for path in plain_files(run_dir):
         digest.update(str(path.relative_to(run_dir)).encode() + b"\0")
         digest.update(path.read_bytes())
     return digest.hexdigest()

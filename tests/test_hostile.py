@@ -149,6 +149,27 @@ def test_a_gzip_bomb_stops_at_the_limit(tmp_path: Path) -> None:
     assert caught.value.problem.message == "unpacks to more than the limit of 1,000,000 bytes for this kind of file"
 
 
+def test_docs_are_read_without_following_a_link_out_of_the_project(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    root = copy_project(tmp_path / "project")
+    (root / "docs" / "99-passwd.md").symlink_to("/etc/passwd")
+    os.mkfifo(root / "docs" / "98-fifo.md")
+    assert main(["--root", str(root), "check"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "root:" not in err and "Traceback" not in err
+    assert "docs/98-fifo.md: is a FIFO (named pipe), not a plain file; only plain files are read" in err
+    assert "docs/99-passwd.md: is a symbolic link to outside the project; copy the file in instead" in err
+
+
+def test_a_chapter_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = copy_project(tmp_path / "project")
+    chapter = root / "docs" / "05-heat.md"
+    chapter.write_bytes(chapter.read_bytes().replace(b"heat", b"h\xe9at", 1))
+    assert main(["--root", str(root), "check"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "docs/05-heat.md:" in err and ": not UTF-8 text" in err and "Traceback" not in err
+
+
 # --- a non-finite value is never dropped silently -----------------------------------------------
 
 
