@@ -10,7 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import math
-from collections.abc import Iterable
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,11 +75,35 @@ class RunSummary:
 # --- the stage --------------------------------------------------------------------------------
 
 
+# Reads and summarises runs not in the cache: serially, in a local process pool, or as Ray tasks (_ray.py).
+# Each result pairs with its path: (the summary, or None and the problems that rejected the run).
+Summariser = Callable[[Sequence[Path]], list[tuple[RunSummary | None, list[Problem]]]]
+# Below this many runs to read, starting worker processes costs more than it saves.
+POOL_FROM = 24
+
+
+def summarise_serially(paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
+    return [load_and_summarise(path) for path in paths]
+
+
+def summarise_in_pool(paths: Sequence[Path], workers: int | None = None) -> list[tuple[RunSummary | None,
+                                                                                     list[Problem]]]:
+    """Each run read and summarised in a worker process (a fresh interpreter, like draw.py's)."""
+    count = min(workers or os.cpu_count() or 1, len(paths))
+    if count <= 1 or len(paths) < POOL_FROM:
+        return summarise_serially(paths)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(count, mp_context=context) as pool:
+        return list(pool.map(load_and_summarise, paths, chunksize=max(1, len(paths) // (count * 8))))
+
+
 def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: list[str] | None = None,
-                   latest: dt.date | None = None) -> dict[str, RunSummary]:
+                   latest: dt.date | None = None, summariser: Summariser | None = None) -> dict[str, RunSummary]:
     """Summaries of every run under runs_dir, by run id; cached under cache_dir by input content.
 
-    Warnings about the cache go to `warnings`; `latest` is the edition's date, after which no run may end.
+    Warnings about the cache go to `warnings`; `latest` is the edition's date, after which no run may end;
+    `summariser` reads the runs the cache does not hold (default: a local process pool for many runs).
     """
     problems: list[Problem] = []
     paths = load.run_folders(runs_dir, problems)
@@ -91,8 +118,8 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
             summaries[path.name] = cached
         else:
             to_load.append((path, digest))
-    for path, digest in to_load:
-        summary, found = load_and_summarise(path)
+    results = (summariser or summarise_in_pool)([path for path, _ in to_load])
+    for (path, digest), (summary, found) in zip(to_load, results, strict=True):
         problems += found
         if summary is not None:
             summary.source_hash = digest
