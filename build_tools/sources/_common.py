@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import gzip
 import math
 from dataclasses import dataclass, field
@@ -19,6 +20,12 @@ RENAMED = {"perf/total_train_time": "perf/step_time"}
 STEP_KEY_OF_PREFIX = {"train": "train/step", "rollout": "rollout/step", "perf": "rollout/step",
                       "multi_turn": "rollout/step", "passrate": "rollout/step", "eval": "eval/step"}
 STEP_KEYS = ("rollout/step", "train/step", "eval/step")
+# The keys the manual reads (miles-run-data.md, section 3): a key one letter away from one of them is reported.
+KNOWN_KEYS = ("rollout/raw_reward", "rollout/response_lengths", "rollout/truncated",
+              "train/train_rollout_logprob_abs_diff", "train/train_rollout_kl", "train/grad_norm", "train/pg_clipfrac",
+              "train/ppo_kl", "train/entropy_loss", "perf/step_time", "perf/rollout_time", "perf/log_probs_time",
+              "perf/train_time", "perf/update_weights_time", "perf/sleep_time", "perf/wake_up_time",
+              "perf/train_wait_time", "eval/lag_steps", *STEP_KEYS)
 
 
 @dataclass
@@ -65,6 +72,14 @@ def read_bytes(path: Path, problems: list[Problem]) -> bytes | None:
     except (OSError, EOFError, gzip.BadGzipFile) as err:
         problems.append(Problem(display_path(path), None, None, f"cannot be read: {err}"))
         return None
+
+
+def misread_of(key: str) -> str | None:
+    """The known key an unknown one is probably a misreading of (a stray or swapped letter), else None."""
+    if key in KNOWN_KEYS or key in RENAMED:
+        return None
+    close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.9)
+    return close[0] if close else None
 
 
 def step_key_of(metric: str) -> str | None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._exceptions import Problem, display_path
 from ..load import Record
-from ._common import Found, MetricRecord, read_text
+from ._common import Found, MetricRecord, misread_of, read_text
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Ray's prefix on a line an actor printed: "(RolloutManager pid=4243)", "(raylet, ip=10.0.6.140)".
@@ -171,6 +171,9 @@ def _metrics_line(match: re.Match[str], ts: float | None, where: str, number: in
     for key, value in values.items():
         if value is None:
             continue
+        if (known := misread_of(key)) is not None:
+            warnings.append(f"{where}:{number}: key {key!r} looks like a misreading of {known!r}; kept under the "
+                            "name it has, not read as that key")
         if isinstance(value, int | float | bool):
             metrics[key] = value
         else:
@@ -190,7 +193,7 @@ def parse_payload(text: str) -> tuple[dict[str, Any], dict[str, str]]:
         raise PayloadError("longer than a million characters")
     text = text.strip()
     if not text.endswith("}"):
-        raise PayloadError("it is cut off before its closing '}'")
+        raise PayloadError("it does not end with '}': wrapped, cut off, or another process's output inside it")
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
