@@ -63,8 +63,9 @@ LAB_STREAMS: dict[str, Stream] = {
     for s in (
         Stream("events", {"kind": "str", "t0": "num", "t1": "num", "detail": "str"},
                choices=(("kind", EVENT_KINDS),)),
-        Stream("host_memory", {"ts": "num", "total_kib": "int", "available_kib": "int"}),
-        Stream("gpu_temp", {"ts": "num", "gpu": "int", "temp_c": "num"}),
+        # `manual record` writes these two as Miles writes its high-rate streams: hourly files.
+        Stream("host_memory", {"ts": "num", "total_kib": "int", "available_kib": "int"}, partitioned=True),
+        Stream("gpu_temp", {"ts": "num", "gpu": "int", "temp_c": "num"}, partitioned=True),
         Stream("held_memory", {"ts": "num", "side": "str", "gib": "num"},
                choices=(("side", ("trainer", "engine")),)),
         Stream("sampling", {"ts": "num", "step": "int", "batches": "int", "reward_before_filter": "num"}),

@@ -67,11 +67,34 @@ def has_dump(root: Path) -> bool:
 
 def add_streams(run: RunData, problems: list[Problem]) -> None:
     """Read the run folder's other sources into run.streams, checked against what is already there."""
+    check_placeholders(run.root / "run.yaml", run.config, problems)
     files = source_files(run.root, run.warnings)
     if not files:
         return
     founds = [READERS[name](paths, problems, run.warnings) for name, paths in files.items() if paths]
     merge(run, founds, problems)
+
+
+PLACEHOLDER = "FILL IN"  # how `make add-run` marks a run.yaml field it could not know
+
+
+def check_placeholders(path: Path, config: dict[str, Any], problems: list[Problem]) -> None:
+    """Every field `make add-run` left for a person to fill is an error until it is filled."""
+    if not path.is_file():
+        return
+    lines = path.read_text(encoding="utf-8").split("\n")
+
+    def walk(node: Any, dotted: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{dotted}.{key}" if dotted else str(key))
+        elif isinstance(node, str) and node.startswith(PLACEHOLDER):
+            line = next((n for n, text in enumerate(lines, start=1) if node in text or repr(node)[1:-1] in text),
+                        None)
+            problems.append(Problem(display_path(path), line, dotted,
+                                    f"not filled in yet ({node.removeprefix(PLACEHOLDER).lstrip(': ')})"))
+
+    walk(config, "")
 
 
 # --- merging ----------------------------------------------------------------------------------
@@ -118,6 +141,7 @@ def _new_values(record: Record, seen: dict[tuple[str, int, str], tuple[float, st
     data = record.data
     texts = record.texts if isinstance(record, MetricRecord) else {}
     metrics: dict[str, Any] = {}
+    kept_texts: dict[str, str] = {}
     for key, value in data["metrics"].items():
         text = texts.get(key, number_text(value))
         if key in RENAMED:
@@ -129,6 +153,7 @@ def _new_values(record: Record, seen: dict[tuple[str, int, str], tuple[float, st
         where = (_group(data["step_key"]), data["step"], key)
         if key in STEP_KEYS or not isinstance(value, int | float) or where not in seen:
             metrics[key] = value
+            kept_texts[key] = text
             if key not in STEP_KEYS and isinstance(value, int | float):
                 seen[where] = (float(value), text, record.file, record.line)
             continue
@@ -139,7 +164,7 @@ def _new_values(record: Record, seen: dict[tuple[str, int, str], tuple[float, st
                                     "two sources of one run must agree within the precision they print"))
     if not any(key not in STEP_KEYS for key in metrics):
         return None
-    return Record({**data, "metrics": metrics}, record.file, record.line)
+    return MetricRecord({**data, "metrics": metrics}, record.file, record.line, kept_texts)
 
 
 def _merge_phases(run: RunData, founds: list[Found]) -> None:
