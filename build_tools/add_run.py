@@ -47,6 +47,10 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
     summary = summarise(run, problems) if not problems else None
     if problems or summary is None:
         raise RunDataError(problems)
+    dump_name = run.meta.get("run_name") if "dashboard" in found else None
+    if run_id and dump_name and run_id != dump_name:
+        raise RunDataError([Problem("ID", None, None, f"is {run_id!r}, but the dump's meta.json names the run "
+                                                      f"{dump_name!r}: leave ID out, or use that name")])
     run_id = run_id or _plain_id(str(run.meta.get("run_name") or run.run_id))
     if not load_run_id_ok(run_id):
         raise RunDataError([Problem("ID", None, None, f"{run_id!r} is not a plain run id (lower-case letters, "
@@ -209,8 +213,8 @@ def _run_set_words(predicate: dict[str, Any]) -> str:
     if predicate.get("tags"):
         parts.append("tagged " + " or ".join(predicate["tags"]))
     for dotted, value in (predicate.get("where") or {}).items():
-        parts.append(f"{dotted} = {value}")
-    return "feeds it when " + " and ".join(parts) if parts else "feeds it as any run"
+        parts.append(f"{dotted} is {str(value).lower() if isinstance(value, bool) else value}")
+    return "feeds it when " + " and ".join(parts) if parts else "feeds it from every run"
 
 
 _QUOTED = re.compile(r"""["']([a-z_]+(?:/[A-Za-z0-9_.]+)+|[a-z_]+)["']""")

@@ -82,15 +82,20 @@ def check_placeholders(path: Path, config: dict[str, Any], problems: list[Proble
     """Every field `make add-run` left for a person to fill is an error until it is filled."""
     if not path.is_file():
         return
+    from .. import load
+
     lines = path.read_text(encoding="utf-8").split("\n")
+    kinds = getattr(load, "RUN_YAML_FIELDS", {})
 
     def walk(node: Any, dotted: str) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 walk(value, f"{dotted}.{key}" if dotted else str(key))
         elif isinstance(node, str) and node.startswith(PLACEHOLDER):
-            line = next((n for n, text in enumerate(lines, start=1) if node in text or repr(node)[1:-1] in text),
-                        None)
+            if kinds.get(dotted, "str") != "str":
+                return  # the loader's type check already says what it found and what it expected
+            line = next((n for n, text in enumerate(lines, start=1)
+                         if node in text or node.replace("'", "''") in text), None)
             problems.append(Problem(display_path(path), line, dotted,
                                     f"not filled in yet ({node.removeprefix(PLACEHOLDER).lstrip(': ')})"))
 

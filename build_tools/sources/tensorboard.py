@@ -9,7 +9,6 @@ check, is the shortest text that reads back as that float32.
 from __future__ import annotations
 
 import gzip
-import math
 import tempfile
 from pathlib import Path
 
@@ -52,19 +51,16 @@ def _read_file(path: Path, where: str, found: Found, warnings: list[str]) -> Non
                 kind = item.WhichOneof("value")
                 if kind == "simple_value":
                     number = float(item.simple_value)
-                    text = np.format_float_positional(np.float32(item.simple_value), unique=True, trim="-")
+                    text = repr(float(str(np.float32(item.simple_value))))  # the float32's shortest text
                 elif kind == "tensor":
                     array = tensor_util.make_ndarray(item.tensor)
                     if array.size != 1:
                         continue
                     scalar = array.reshape(()).item()
                     number = float(scalar)
-                    text = (np.format_float_positional(array.reshape(()), unique=True, trim="-")
-                            if array.dtype.kind == "f" else str(scalar))
+                    text = repr(float(str(array.reshape(())))) if array.dtype.kind == "f" else str(scalar)
                 else:
                     continue
-                if math.isnan(number):
-                    text = "nan"
                 data = {"ts": float(event.wall_time), "step_key": step_key, "step": int(event.step),
                         "metrics": {key: number}}
                 # An event file has no lines: the event's position in the file stands for one.
