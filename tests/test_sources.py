@@ -213,3 +213,22 @@ def test_tensorboard_float32_agrees_with_the_dump_it_rounds() -> None:
     assert agree(0.53, "0.53", stored, "0.53")
     assert not agree(0.53, "0.53", 0.54, "0.54")
     assert agree(math.nan, "nan", math.nan, "NaN") and not agree(math.inf, "inf", 1e308, "1e308")
+
+
+@pytest.mark.parametrize("name", ["log", "tensorboard", "wandb", "ci_history", "events"])
+def test_no_source_file_crashes_a_reader(name: str, tmp_path: Path) -> None:
+    """Garbage, a broken gzip, NUL bytes, a truncated event file: each is a problem or a warning, never a crash."""
+    folder = tmp_path / name
+    folder.mkdir()
+    tb = (SOURCES / "tensorboard" / "tb" / "events.out.tfevents.1789999200.spark.4242.sample").read_bytes()
+    junk = {"a.log": b"\x00\xff{'x': 1}\n" * 3, "b.txt.gz": b"not gzip", "c.csv": b"Step,a/b\n\x00,\x00\n",
+            "d.jsonl": b'{"metric": 1, "series": 2}\n[1]\n{"type": "metric", "timestamp": 3}\n\xff\n',
+            "e.jsonl.gz": b"\x1f\x8b\x08broken", "events.out.tfevents.1.x": tb[: len(tb) // 2],
+            "events.out.tfevents.2.x": b"\x00" * 40}
+    for file, data in junk.items():
+        (folder / file).write_bytes(data)
+    problems: list = []
+    warnings: list = []
+    files = sorted(p for p in folder.iterdir() if sources.FILES[name].search(p.name))
+    found = sources.READERS[name](files, problems, warnings)
+    assert all(isinstance(p.message, str) for p in problems) and isinstance(found.streams, dict)

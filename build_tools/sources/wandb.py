@@ -43,7 +43,11 @@ def _key_of(column: str) -> str:
 
 
 def _read_csv(lines: list[str], where: str, found: Found, problems: list[Problem], warnings: list[str]) -> None:
-    rows = list(csv.reader([line for line in lines if line.strip()]))
+    try:
+        rows = list(csv.reader([line for line in lines if line.strip()]))
+    except csv.Error as err:
+        problems.append(Problem(where, None, None, f"not a CSV file: {err}"))
+        return
     if not rows:
         return
     header = rows[0]
