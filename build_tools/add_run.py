@@ -128,7 +128,9 @@ def run_yaml(run_id: str, run: Any, summary: Any) -> tuple[dict[str, Any], list[
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
     model_name = checkpoint.rsplit("/", 1)[-1]
     size = re.search(r"(\d+(?:\.\d+)?)[Bb]\b", model_name)
-    gpus = summary.facts.get("gpus_used") or []
+    from .compare import gpus_of
+
+    gpus = sorted(gpus_of(summary))
     nodes = sorted({node for node, _ in gpus})
     config: dict[str, Any] = {
         "run_id": run_id,

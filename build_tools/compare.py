@@ -78,12 +78,26 @@ def _setup_differences(ours: list[RunSummary], yours: RunSummary) -> list[str]:
     return lines
 
 
+def gpus_of(run: RunSummary) -> set[tuple[str, int]]:
+    """Every (node, GPU) the run shows: the phases' GPUs, the GPU samples, the engines of the topology."""
+    gpus = {(str(node), int(gpu)) for node, gpu in run.facts.get("gpus_used") or []}
+    util = run.series.get("gpu_util")
+    if util is not None and len(util) and {"node", "gpu"} <= set(util.columns):
+        gpus |= {(str(node), int(gpu)) for node, gpu in zip(util["node"], util["gpu"], strict=True)}
+    topology = run.series.get("topology")
+    if topology is not None and "engines" in topology.columns:
+        for engines in topology["engines"]:
+            for engine in engines if isinstance(engines, list) else []:
+                gpus |= {(str(pair[0]), int(pair[1])) for pair in engine.get("gpus") or [] if len(pair) == 2}
+    return gpus
+
+
 def _gpu_count(run: RunSummary) -> int:
-    return len(run.facts.get("gpus_used") or [])
+    return len(gpus_of(run))
 
 
 def _node_count(run: RunSummary) -> int:
-    return len({node for node, _ in run.facts.get("gpus_used") or []})
+    return len({node for node, _ in gpus_of(run)})
 
 
 def verdict(setup: list[str], comparisons: list[Comparison]) -> str:

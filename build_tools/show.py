@@ -85,10 +85,12 @@ def report(run: Any, summary: Any, found: dict[str, list[Path]], path: Path) -> 
     lines += ["", "Setup:"]
     for what, dotted in SETUP:
         lines.append(f"  {what:<20} {_config(run.config, dotted)}")
-    gpus = facts.get("gpus_used") or []
+    from .compare import gpus_of
+
+    gpus = gpus_of(summary)
     nodes = {node for node, _ in gpus}
     lines.append(f"  {'GPUs':<20} " + (f"{len(gpus)} on {len(nodes)} node{'s' if len(nodes) != 1 else ''}" if gpus
-                                        else "not recorded (no phase names its GPUs)"))
+                                        else "not recorded (no phase, GPU sample or topology names one)"))
     start = facts.get("start_ts")
     if isinstance(start, float) and not math.isnan(start):
         lines.append(f"  {'started':<20} {dt.datetime.fromtimestamp(start, dt.UTC):%Y-%m-%d %H:%M:%S} UTC")

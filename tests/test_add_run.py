@@ -154,7 +154,7 @@ def test_show_on_a_bare_log_prints_sources_setup_steps_and_events(monkeypatch, c
         "  prompts per step     not recorded",
         "  length cap           not recorded",
         "  colocated            not recorded",
-        "  GPUs                 not recorded (no phase names its GPUs)",
+        "  GPUs                 not recorded (no phase, GPU sample or topology names one)",
     ]
     assert "      0                               -              40.25                          inf" in "\n".join(lines)
     assert lines[lines.index("Events:") + 3] == "  job_end        2026-09-21 15:05:00  dirty/log/job.log:14: Job " \
