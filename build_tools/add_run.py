@@ -164,7 +164,7 @@ def run_yaml(run_id: str, run: Any, summary: Any) -> tuple[dict[str, Any], list[
     filled, missing = [], []
 
     def walk(node: Any, dotted: str) -> None:
-        if isinstance(node, dict) and node:
+        if isinstance(node, dict):
             for key, value in node.items():
                 walk(value, f"{dotted}.{key}" if dotted else key)
         else:

@@ -232,3 +232,12 @@ def test_no_source_file_crashes_a_reader(name: str, tmp_path: Path) -> None:
     files = sorted(p for p in folder.iterdir() if sources.FILES[name].search(p.name))
     found = sources.READERS[name](files, problems, warnings)
     assert all(isinstance(p.message, str) for p in problems) and isinstance(found.streams, dict)
+
+
+def test_the_launch_command_and_megatrons_argument_list_give_the_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SOURCES)
+    run, _ = sources.load_path(Path("launch"), [])
+    assert run.meta["args"] == {"n_samples_per_prompt": 16, "offload_train": True, "hf_checkpoint": "Qwen/Qwen3-1.7B",
+                                "rollout_max_response_len": 2048, "colocate": True, "offload_rollout": False,
+                                "rollout_top_p": 0.9}
+    assert run.config["model"] == {"name": "Qwen3-1.7B"} and run.meta["start_ts"] == 1790064005.25

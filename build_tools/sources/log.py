@@ -18,6 +18,7 @@ import ast
 import datetime as dt
 import math
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,9 @@ ARGS_BEGIN = re.compile(r"^-+ arguments -+$")
 ARGS_END = re.compile(r"^-+ end of arguments -+$")
 ARG_LINE = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*) \.+ (?P<value>.*)$")
 ROLLOUT_MANAGER_TIMERS = ("rollout", "eval_rollout")
+# The launch command a script echoes (`set -x`, or `ray job submit ... -- python3 train.py --flag value ...`).
+LAUNCH = re.compile(r"(?:^|\s)(?:\S*/)?train(?:_async)?\.py\s+(?P<args>--.*)$")
+NEGATABLE = ("offload_train", "offload_rollout", "colocate", "use_fault_tolerance")  # flags with a --no- form
 
 # The messages that mark a kill, a dead engine and the job's end, exactly as Ray and SGLang print them.
 EVENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -99,6 +103,7 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
     open_timers: dict[tuple[str, str], float] = {}
     events: list[tuple[str, float | None, str, int]] = []  # kind, ts, the line, line number
     in_args = False
+    launched: dict[str, tuple[Any, str, int]] = {}
     for number, raw in enumerate(lines[:-1], start=1):
         text = ANSI.sub("", raw).rstrip("\r")
         prefix = RAY_PREFIX.match(text)
@@ -120,6 +125,9 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         source = SOURCE.match(body)
         message = body[source.end():] if source else body
         message = message.strip()
+        if (launch := LAUNCH.search(message)) and not launched:
+            launched = {name: (value, where, number) for name, value in _launch_args(launch["args"]).items()}
+            continue
         if ARGS_BEGIN.match(message):
             in_args = True
             continue
@@ -148,6 +156,29 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
                     events.append((kind, ts if ts is not None else last_ts, message, number))
                     break
     _add_events(events, last_ts, where, found, warnings)
+    for name, item in launched.items():  # the resolved arguments Megatron prints win over the command line
+        found.args.setdefault(name, item)
+
+
+def _launch_args(text: str) -> dict[str, Any]:
+    """`--n-samples-per-prompt 8 --colocate --no-offload-train` as {n_samples_per_prompt: 8, ...}."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return {}
+    args: dict[str, Any] = {}
+    name: str | None = None
+    values: list[Any] = []
+    for word in [*words, "--"]:
+        if word.startswith("--"):
+            if name:
+                args[name] = True if not values else values[0] if len(values) == 1 else values
+            name, values = word[2:].replace("-", "_") or None, []
+            if name and name.startswith("no_") and name[3:] in NEGATABLE:
+                args[name[3:]], name = False, None
+        elif name:
+            values.append(_arg_value(word))
+    return args
 
 
 def _timestamp(stamp: re.Match[str]) -> float | None:
