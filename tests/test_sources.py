@@ -204,6 +204,14 @@ def test_run_yaml_flags_must_agree_with_the_arguments_a_log_printed(tmp_path: Pa
     load.load_run(root, problems)
     assert [str(p) for p in problems] == [
         "sample-run/run.yaml: flags.n_samples_per_prompt: is 16, but sample-run/log/job.log:4 printed 8"]
+    (root / "run.yaml").write_text((root / "run.yaml").read_text().replace("n_samples_per_prompt: 16",
+                                                                          "n_samples_per_prompt: 8")
+                                   .replace("name: Qwen3-0.6B", "name: Qwen3-4B"))
+    problems = []
+    load.load_run(root, problems)
+    assert [str(p) for p in problems] == [
+        "sample-run/run.yaml: model.name: is 'Qwen3-4B', but sample-run/log/job.log:3 printed hf_checkpoint "
+        "'Qwen/Qwen3-0.6B'"]
 
 
 def test_tensorboard_float32_agrees_with_the_dump_it_rounds() -> None:

@@ -202,6 +202,13 @@ def _merge_meta(run: RunData, founds: list[Found], problems: list[Problem]) -> N
         starts = [f.start_ts for f in founds if f.start_ts is not None]
         run.meta = {"run_name": run.run_id, "args": {name: item[0] for name, item in args.items()},
                     "schema_version": 1, **({"start_ts": min(starts)} if starts else {})}
+    model = run.config.get("model")
+    if "hf_checkpoint" in args and isinstance(model, dict) and isinstance(model.get("name"), str):
+        checkpoint, file, line = args["hf_checkpoint"]
+        # A hub name (owner/model) names the model; a local path need not.
+        if isinstance(checkpoint, str) and checkpoint.count("/") == 1 and checkpoint.split("/")[1] != model["name"]:
+            problems.append(Problem(display_path(run.root / "run.yaml"), None, "model.name",
+                                    f"is {model['name']!r}, but {file}:{line} printed hf_checkpoint {checkpoint!r}"))
     flags = run.config.get("flags")
     if not isinstance(flags, dict):
         return
