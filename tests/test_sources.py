@@ -249,3 +249,27 @@ def test_the_launch_command_and_megatrons_argument_list_give_the_arguments(monke
                                 "rollout_max_response_len": 2048, "colocate": True, "offload_rollout": False,
                                 "rollout_top_p": 0.9}
     assert run.config["model"] == {"name": "Qwen3-1.7B"} and run.meta["start_ts"] == 1790064005.25
+
+
+def test_exports_keep_only_what_was_logged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A downsampled chart's bucket, a value with no step, a retried rollout: never read as a logged value."""
+    monkeypatch.chdir(SOURCES / "dirty-exports")
+    problems: list = []
+    warnings: list = []
+    files = sources.source_files(Path("."))
+    found = {name: sources.READERS[name](paths, problems, warnings) for name, paths in files.items()}
+    rewards = [(r.data["step"], r.data["metrics"]["rollout/raw_reward"]) for r in found["wandb"].streams["metrics"]]
+    assert rewards == [(0, 0.5), (3, 0.75)]
+    norms = [(r.data["step"], r.data["metrics"]["train/grad_norm"]) for r in found["ci_history"].streams["metrics"]]
+    assert norms[0] == (0, 0.375) and math.isnan(norms[1][1]) and norms[2] == (2, math.inf)
+    (retried,) = found["events"].streams["metrics"]
+    assert retried.data["metrics"] == {"train/grad_norm": 0.375, "train/step": 0}  # the last attempt's value
+    assert [str(p) for p in problems] == [
+        "ci_history/4242-aa.jsonl:2: train/ppo_kl: expected [step, number], found [0, 'high']"]
+    assert warnings == [
+        "events/actor_cell0_rank0.jsonl: skipped records of types not read here: 1 cell_reconfigure, "
+        "1 witness_allocate_id",
+        "ci_history/4242-aa.jsonl:1: train/grad_norm: 1 value(s) with no step; not read",
+        "wandb/downsampled.csv: 1 downsampled value(s) (min and max differ) not read; export the chart with every "
+        "point, or the run history",
+    ]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .._exceptions import Problem, display_path
 from ._common import Found, MetricRecord, read_text, step_key_of
-from ._json import loads, value
+from ._json import loads, plain, value
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
@@ -53,7 +53,7 @@ def _read_line(text: str, where: str, number: int, found: Found, problems: list[
         parsed = value(point[1]) if isinstance(point, list) and len(point) == 2 else None
         step = value(point[0]) if isinstance(point, list) and len(point) == 2 and point[0] is not None else None
         if parsed is None or (point[0] is not None and (step is None or not isinstance(step[0], int))):
-            problems.append(Problem(where, number, metric, f"expected [step, number], found {point!r}"))
+            problems.append(Problem(where, number, metric, f"expected [step, number], found {plain(point)!r}"))
             continue
         if step is None:
             unplaced += 1
