@@ -37,7 +37,7 @@ test: $(STAMP) $(BROWSER_STAMP)
 	$(PY) -m pytest
 
 compare: $(STAMP)
-	$(PY) -m build_tools compare $(RUN)
+	$(PY) -m build_tools compare "$$RUN"
 
 # SRC and ID reach the command as environment variables, never as shell text.
 add-run: $(STAMP)
