@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
 
-.PHONY: all site check test lint serve bench compare publish verify diff clean examples
+.PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples
 
 all: site
 
@@ -37,7 +37,12 @@ test: $(STAMP) $(BROWSER_STAMP)
 	$(PY) -m pytest
 
 compare: $(STAMP)
-	$(PY) -m build_tools compare $(RUN)
+	$(PY) -m build_tools compare "$$RUN"
+
+# SRC and ID reach the command as environment variables, never as shell text.
+add-run: $(STAMP)
+	@test -n "$$SRC" || { echo "usage: make add-run SRC=path [ID=run-id]" >&2; exit 2; }
+	$(PY) -m build_tools add-run "$$SRC" --id "$$ID"
 
 bench: $(STAMP)
 	$(PY) -m build_tools bench

@@ -59,6 +59,33 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_show(args: argparse.Namespace) -> int:
+    from . import show
+
+    path = show.resolve(args.root.resolve(), args.run)
+    run, summary, found = show.load(path)
+    if args.csv:
+        sys.stdout.write(show.as_csv(run))
+    else:
+        _out.print("\n".join(show.report(run, summary, found, path)), markup=False)
+    return 0
+
+
+def _cmd_add_run(args: argparse.Namespace) -> int:
+    from .add_run import add_run
+
+    _out.print("\n".join(add_run(args.root.resolve(), args.src, args.id or None)), markup=False)
+    return 0
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    from . import record
+
+    return record.main(record.Recorder(args.out, meminfo=args.meminfo, nvidia_smi=args.nvidia_smi,
+                                       interval=args.interval, flush_every=args.flush, until_exit=args.until_exit,
+                                       samples=args.samples))
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     from . import site
 
@@ -106,6 +133,20 @@ def _parser() -> argparse.ArgumentParser:
     add("serve", _cmd_serve, "build, then serve the site on 127.0.0.1:8000")
     add("compare", _cmd_compare, "set your own run beside the ranges of the Metrics page").add_argument(
         "run", type=Path, help="your run: a Miles dashboard dump (meta.json, metrics.jsonl, ...) or a run folder")
+    show = add("show", _cmd_show, "print what the manual reads from a run: sources, setup, steps, phases, events")
+    show.add_argument("run", help="a run id of runs/, or a path holding any Miles output")
+    show.add_argument("--csv", action="store_true", help="print the whole per-step table as CSV")
+    add_run = add("add-run", _cmd_add_run, "copy a Miles job's outputs into runs/<id>/ and write its run.yaml")
+    add_run.add_argument("src", type=Path, help="a dump, a log, a wandb export, a TensorBoard folder, or a folder")
+    add_run.add_argument("--id", default="", help="the run id (default: from the sources)")
+    record = add("record", _cmd_record, "record host memory and GPU temperature beside a Miles job into lab/")
+    record.add_argument("out", type=Path, help="the run folder; streams are written under its lab/")
+    record.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    record.add_argument("--flush", type=float, default=5.0, help="seconds between writes to disk (default 5)")
+    record.add_argument("--until-exit", type=int, default=None, metavar="PID", help="stop when PID ends")
+    record.add_argument("--samples", type=int, default=None, help="stop after this many samples")
+    record.add_argument("--meminfo", type=Path, default=Path("/proc/meminfo"), help=argparse.SUPPRESS)
+    record.add_argument("--nvidia-smi", default="nvidia-smi", help="the nvidia-smi to run (default: from PATH)")
     add("bench", _cmd_bench, "time the build's stages and print the ratios")
     publish = add("publish", _cmd_publish, "publish a numbered edition with mike")
     publish.add_argument("edition", nargs="?", default="", help="the edition number, e.g. 2026.10")

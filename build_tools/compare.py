@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import load, metrics_table
+from . import metrics_table
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
+from .sources._common import RENAMED
 from .summary import RunSummary, summarise, summarise_runs
 from .wording import number
 
@@ -32,16 +33,19 @@ class Comparison:
 
 
 def load_reader_run(path: Path) -> RunSummary:
-    """A run folder (with run.yaml) or a bare dashboard dump (with meta.json), summarised."""
+    """A run folder (with run.yaml), a dashboard dump, or a bare path holding any Miles output, summarised."""
+    from . import sources
+
     problems: list[Problem] = []
-    if (path / "run.yaml").is_file():
-        run = load.load_run(path, problems)
-    elif (path / "meta.json").is_file():
-        run = load.load_dump(path, problems)
-    else:
-        expected = "expected a Miles dashboard dump (with meta.json) or a run folder (with run.yaml)"
+    if not (path / "run.yaml").is_file() and not (path / "meta.json").is_file() and not sources.classify(path, []):
+        expected = ("expected a Miles dashboard dump (with meta.json) or a run folder (with run.yaml), or a log, "
+                    "a wandb export, TensorBoard event files, a CI history record or --dump-details event files")
         raise RunDataError([Problem(display_path(path), None, None, expected)])
+    run, _ = sources.load_path(path, problems)
     summary = summarise(run, problems)
+    for old, new in RENAMED.items():  # a dump of an older Miles: the key under its name of today
+        if old in summary.steps.columns and new not in summary.steps.columns:
+            summary.steps = summary.steps.rename(columns={old: new})
     if problems:
         raise RunDataError(problems)
     return summary
@@ -66,7 +70,50 @@ def _setup_differences(ours: list[RunSummary], yours: RunSummary) -> list[str]:
         your_value = str(_get(yours, dotted))
         if your_value not in our_values:
             lines.append(f"{what}: yours is {your_value}, the manual's runs have {' or '.join(our_values)}")
+    for what, count in (("GPUs", _gpu_count), ("nodes", _node_count)):
+        our_counts = sorted({count(run) for run in ours if count(run)})
+        if count(yours) and our_counts and count(yours) not in our_counts:
+            lines.append(f"{what}: yours is {count(yours)}, the manual's runs have "
+                         f"{' or '.join(str(c) for c in our_counts)}")
     return lines
+
+
+def gpus_of(run: RunSummary) -> set[tuple[str, int]]:
+    """Every (node, GPU) the run shows: the phases' GPUs, the GPU samples, the engines of the topology."""
+    gpus = {(str(node), int(gpu)) for node, gpu in run.facts.get("gpus_used") or []}
+    util = run.series.get("gpu_util")
+    if util is not None and len(util) and {"node", "gpu"} <= set(util.columns):
+        gpus |= {(str(node), int(gpu)) for node, gpu in zip(util["node"], util["gpu"], strict=True)}
+    topology = run.series.get("topology")
+    if topology is not None and "engines" in topology.columns:
+        for engines in topology["engines"]:
+            for engine in engines if isinstance(engines, list) else []:
+                gpus |= {(str(pair[0]), int(pair[1])) for pair in engine.get("gpus") or [] if len(pair) == 2}
+    return gpus
+
+
+def _gpu_count(run: RunSummary) -> int:
+    return len(gpus_of(run))
+
+
+def _node_count(run: RunSummary) -> int:
+    return len({node for node, _ in gpus_of(run)})
+
+
+def verdict(setup: list[str], comparisons: list[Comparison]) -> str:
+    """One line: how many rows hold as in the manual's runs, differ, or cannot be compared."""
+    cannot = sum(c.verdict.startswith("cannot compare") for c in comparisons)
+    same = sum(c.verdict.startswith(("inside", "as in")) for c in comparisons)
+    ratio = sum("times the manual's" in c.verdict or "the manual's is 0" in c.verdict for c in comparisons)
+    differ = len(comparisons) - cannot - same - ratio
+    words = [f"{same} of {len(comparisons)} rows as in the manual's runs", f"{differ} differ"]
+    if ratio:
+        words.append(f"{ratio} compared as a ratio")
+    if cannot:
+        words.append(f"{cannot} not logged by your run")
+    setup_words = (f"; your setup differs in {len(setup)} fact{'s' if len(setup) != 1 else ''}, so the ranges may "
+                   "not apply") if setup else ""
+    return "Verdict: " + ", ".join(words) + setup_words
 
 
 def _get(run: RunSummary, dotted: str) -> Any:
@@ -138,4 +185,5 @@ def report(setup: list[str], comparisons: list[Comparison], yours: RunSummary) -
     for c in comparisons:
         lines += [f"{c.metric:<{width}}  yours: {c.yours}", f"{'':<{width}}  ours:  {c.ours}",
                   f"{'':<{width}}  -> {c.verdict}"]
+    lines += ["", verdict(setup, comparisons)]
     return lines

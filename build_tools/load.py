@@ -28,7 +28,9 @@ JSONL = re.compile(r"^(?P<stream>[a-z_]+)\.jsonl(\.gz)?$")
 # {stream}/{YYYYMMDD_HH}.jsonl, and an older flat {stream}.jsonl is the same stream as one partition.
 DASHBOARD_STREAMS = ("metrics", "phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
                      "topology", "data_buffer")
-PARTITIONED = frozenset({"phases", "gpu_util", "gpu_processes", "engine_series", "trajectories"})
+PARTITIONED = frozenset({"phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
+                         # `manual record` writes these two as Miles writes its high-rate streams
+                         "host_memory", "gpu_temp"})
 LAB_STREAMS = ("events", "host_memory", "gpu_temp", "held_memory", "sampling", "repeat_probe")
 # Written once as whole JSON documents, not JSON Lines.
 DASHBOARD_DOCUMENTS = ("meta.json", "lane_catalog.json")
@@ -88,11 +90,14 @@ def load_run(root: Path, problems: list[Problem]) -> RunData:
     if not RUN_ID.match(run_id):
         problems.append(Problem(display_path(root), None, None,
                                 f"run id {run_id!r} is not a plain name (lower-case letters, digits, '.', '-')"))
+    from . import sources  # log/, tensorboard/, wandb/, ci_history/, events/ (build_tools/sources/)
+
     config, lines = _load_run_yaml(root / "run.yaml", run_id, problems)
-    meta = _load_meta(root / "dashboard" / "meta.json", run_id, problems)
+    meta = _load_meta(root / "dashboard" / "meta.json", run_id, problems) if sources.has_dump(root) else {}
     run = RunData(run_id=run_id, root=root, config=config, meta=meta)
     _check_flags_agree(root, config, lines, meta, problems)
     _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems)
+    sources.add_streams(run, problems)  # the other sources' streams, checked against the dump's
     return run
 
 

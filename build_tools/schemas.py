@@ -15,7 +15,7 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Literal, NotRequired, TypeVar, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -250,7 +250,10 @@ STREAM_RECORDS: dict[str, type] = {
     # lab/
     "events": _record(kind=Literal[EVENT_KINDS], t0=Time, t1=Time, detail=str),  # type: ignore[valid-type]
     "host_memory": _record(ts=Time, total_kib=Annotated[int, Field(gt=0)], available_kib=Count),
-    "gpu_temp": _record(ts=Time, gpu=Count, temp_c=Annotated[Number, Field(ge=-50, le=150)]),
+    "gpu_temp": _record(ts=Time, gpu=Count, temp_c=Annotated[Number, Field(ge=-50, le=150)],
+                        # `manual record` adds what nvidia-smi reports beside the temperature
+                        util=NotRequired[Annotated[Number, Field(ge=0, le=100)] | None],
+                        power_w=NotRequired[Annotated[Number, Field(ge=0)] | None]),
     "held_memory": _record(ts=Time, side=Literal["trainer", "engine"], gib=Annotated[Number, Field(ge=0)]),
     "sampling": _record(ts=Time, step=Step, batches=Count, reward_before_filter=Number),
     "repeat_probe": _record(ts=Time, probe=Count, repeat=Count, output_sha256=Annotated[

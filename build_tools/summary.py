@@ -322,6 +322,8 @@ def input_hash(run_dir: Path) -> str:
     here = Path(__file__).parent
     for name in _CODE_FILES:
         digest.update((here / name).read_bytes())
+    for reader in sorted((here / "sources").glob("*.py")):  # the readers of log/, tensorboard/, wandb/, ...
+        digest.update(reader.read_bytes())
     for path in plain_files(run_dir):
         digest.update(str(path.relative_to(run_dir)).encode() + b"\0")
         digest.update(path.read_bytes())

@@ -73,3 +73,15 @@ def test_a_folder_that_is_no_run_is_bad_input(project, tmp_path, capsys):
     assert main(["--root", str(project), "compare", str(tmp_path)]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert f"{tmp_path}: expected a Miles dashboard dump (with meta.json) or a run folder (with run.yaml)" in err
+
+
+def test_a_four_gpu_dump_and_a_bare_log_are_compared_with_a_verdict(project, capsys):
+    from conftest import SAMPLES
+
+    lines = run_compare(project, MILES_SAMPLES / "four-gpu-colocated", capsys)
+    assert "  GPUs: yours is 4, the manual's runs have 1" in lines
+    assert lines[-1].startswith("Verdict: ") and lines[-1].endswith("so the ranges may not apply")
+    lines = run_compare(project, SAMPLES / "sources" / "log" / "job.log", capsys)
+    assert lines[0] == "Your run job (3 steps) against the manual's Metrics page"
+    assert lines[-1] == ("Verdict: 3 of 17 rows as in the manual's runs, 6 differ, 3 compared as a ratio, "
+                         "5 not logged by your run")

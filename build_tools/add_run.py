@@ -1,0 +1,261 @@
+"""`make add-run SRC=path [ID=run-id]`: a finished Miles job's outputs become a run of runs/, in one command.
+
+SRC may be a dashboard dump, a log file, a wandb export, a TensorBoard folder, or a folder holding several
+(each in its own sub-folder, or loose). The files are copied into runs/<id>/ gzipped, under the sub-folder of
+their source; run.yaml is written from what the sources say, with every field they cannot tell written as a
+`FILL IN: ...` placeholder that `make check` reports until a person fills it in. Then it says what the run
+can feed: which rows of the Metrics page and which figures, and what is missing for the others.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import sources
+from ._exceptions import Problem, RunDataError, display_path
+from ._layout import Layout
+from .sources import PLACEHOLDER
+
+# The flags of run.yaml the manual reads (runs/README.md), copied from the launch arguments when found.
+FLAGS = ("n_samples_per_prompt", "rollout_batch_size", "over_sampling_batch_size", "rollout_max_response_len",
+         "num_rollout", "colocate", "offload_train", "offload_rollout", "rollout_top_p", "rollout_top_k",
+         "deterministic_mode", "true_on_policy_mode", "sglang_enable_deterministic_inference",
+         "sglang_attention_backend", "dynamic_sampling_filter_path", "use_fault_tolerance")
+STREAM_NAMES = ("gpu_util", "host_memory", "held_memory", "gpu_temp", "sampling", "repeat_probe", "engine_series",
+                "gpu_processes", "topology", "trajectories", "data_buffer")
+PHASE_NAMES = ("train_wait", "train", "data_preprocess", "log_probs", "ref_log_probs", "actor_train", "sleep",
+               "wake_up", "update_weights", "rollout", "eval_rollout")
+EVENT_KINDS = ("heat_pause", "engine_death", "watchdog_kill", "ray_oom_kill", "job_end")
+
+
+def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
+    """Copy the sources at src into runs/<id>/ and write its run.yaml; the lines to print."""
+    from .summary import summarise
+
+    layout = Layout(root)
+    if not src.exists():
+        raise RunDataError([Problem(display_path(src), None, None, "no such file or folder (SRC=...)")])
+    problems: list[Problem] = []
+    run, found = sources.load_path(src, problems)
+    summary = summarise(run, problems) if not problems else None
+    if problems or summary is None:
+        raise RunDataError(problems)
+    dump_name = run.meta.get("run_name") if "dashboard" in found else None
+    if run_id and dump_name and run_id != dump_name:
+        raise RunDataError([Problem("ID", None, None, f"is {run_id!r}, but the dump's meta.json names the run "
+                                                      f"{dump_name!r}: leave ID out, or use that name")])
+    run_id = run_id or _plain_id(str(run.meta.get("run_name") or run.run_id))
+    if not load_run_id_ok(run_id):
+        raise RunDataError([Problem("ID", None, None, f"{run_id!r} is not a plain run id (lower-case letters, "
+                                                      "digits, '.', '-')")])
+    target = layout.runs / run_id
+    if target.exists():
+        raise RunDataError([Problem(display_path(target), None, None,
+                                    "already exists: choose another ID=, or remove the folder first")])
+    copied = _copy(found, src, target)
+    config, filled, missing = run_yaml(run_id, run, summary)
+    (target / "run.yaml").write_text(_yaml_text(config), encoding="utf-8")
+    lines = [f"Added {display_path(target)} from {display_path(src)}:"]
+    lines += [f"  {kind:<12} {count} file{'s' if count != 1 else ''} -> {display_path(target / folder)}/"
+              for kind, (folder, count) in copied.items()]
+    lines += ["", f"run.yaml: filled from the sources: {', '.join(filled) or 'nothing'}",
+              f"  to fill in by hand ({len(missing)} fields; `make check` reports each until it is): "
+              f"{', '.join(missing)}"]
+    lines += ["", *feeds(layout, summary)]
+    return lines
+
+
+def load_run_id_ok(run_id: str) -> bool:
+    from .load import RUN_ID
+
+    return bool(RUN_ID.match(run_id))
+
+
+def _plain_id(name: str) -> str:
+    return re.sub(r"[^a-z0-9.-]+", "-", name.lower()).strip("-.") or "run"
+
+
+# --- copying ----------------------------------------------------------------------------------
+
+
+def _copy(found: dict[str, list[Path]], src: Path, target: Path) -> dict[str, tuple[str, int]]:
+    """Every source file under target/<source>/, gzipped (JSON documents of a dump stay plain)."""
+    copied: dict[str, tuple[str, int]] = {}
+    for kind, paths in found.items():
+        if kind == "dashboard":
+            dump = paths[0]
+            files = sorted(p for p in dump.rglob("*") if p.is_file())
+            for file in files:
+                _copy_file(file, target / "dashboard" / file.relative_to(dump),
+                           compress=file.name not in ("meta.json", "lane_catalog.json"))
+            copied[kind] = ("dashboard", len(files))
+            continue
+        base = src / kind if (src / kind).is_dir() else (src if src.is_dir() else src.parent)
+        for file in paths:
+            relative = file.relative_to(base) if file.is_relative_to(base) else Path(file.name)
+            _copy_file(file, target / kind / relative, compress=True)
+        copied[kind] = (kind, len(paths))
+    return copied
+
+
+def _copy_file(source: Path, destination: Path, *, compress: bool) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if not compress or source.name.endswith(".gz"):
+        shutil.copyfile(source, destination)
+        return
+    # mtime 0: the same source gives the same bytes (an edition rebuilds byte for byte).
+    destination.with_name(destination.name + ".gz").write_bytes(gzip.compress(source.read_bytes(), mtime=0))
+
+
+# --- run.yaml ---------------------------------------------------------------------------------
+
+
+def _todo(what: str) -> str:
+    return f"{PLACEHOLDER}: {what}"
+
+
+def run_yaml(run_id: str, run: Any, summary: Any) -> tuple[dict[str, Any], list[str], list[str]]:
+    """run.yaml's fields from what the sources say; (config, fields filled, fields left to fill)."""
+    args = run.meta.get("args") if isinstance(run.meta.get("args"), dict) else {}
+    start = run.meta.get("start_ts")
+    checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
+    model_name = checkpoint.rsplit("/", 1)[-1]
+    size = re.search(r"(\d+(?:\.\d+)?)[Bb]\b", model_name)
+    from .compare import gpus_of
+
+    gpus = sorted(gpus_of(summary))
+    nodes = sorted({node for node, _ in gpus})
+    config: dict[str, Any] = {
+        "run_id": run_id,
+        "provenance": "measured",
+        "title": _todo("a short human name for the run"),
+        "date": (dt.datetime.fromtimestamp(float(start), dt.UTC).date() if isinstance(start, int | float)
+                 else _todo("the day the run started, YYYY-MM-DD")),
+        "tags": _todo("a list of the groups the run belongs to, e.g. [baseline]"),
+        "seed": args["seed"] if isinstance(args.get("seed"), int) else _todo("the run's seed, an integer"),
+        "model": {
+            "name": model_name or _todo("the model, e.g. Qwen3-0.6B"),
+            "size": f"{size.group(1)}B" if size else _todo("the model size, e.g. 0.6B"),
+            "parameters": _todo("the parameter count, an integer (e.g. from the checkpoint's config)"),
+        },
+        "dataset": _todo("the data set, e.g. GSM8K" + (f" (prompt_data was {args['prompt_data']})"
+                                                       if args.get("prompt_data") else "")),
+        "miles": {"image": _todo("the Miles image"), "branch": _todo("the Miles branch"),
+                  "commit": _todo("the Miles commit"), "commit_date": _todo("the commit's date, YYYY-MM-DD")},
+        "hardware": {
+            "machine": _todo("e.g. DGX Spark"), "chip": _todo("e.g. GB10"),
+            "gpus": len(gpus) if gpus else _todo("the number of GPUs, an integer"),
+            "memory_gib": _todo("memory the OS sees, GiB (121.7 on a GB10)"),
+            "memory_gb": _todo("nominal memory, GB (128 on a DGX Spark)"),
+            "memory_pools": _todo("1 for unified memory"),
+        },
+        "flags": {name: args[name] for name in FLAGS if name in args},
+        "lab": {"heat_guard": _todo("true if the heat guard was running, else false")},
+    }
+    if len(nodes) > 1:
+        config["hardware"]["nodes"] = len(nodes)
+    filled, missing = [], []
+
+    def walk(node: Any, dotted: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{dotted}.{key}" if dotted else key)
+        else:
+            (missing if isinstance(node, str) and node.startswith(PLACEHOLDER) else filled).append(dotted)
+
+    walk({k: v for k, v in config.items() if k not in ("run_id", "provenance")}, "")
+    return config, filled, missing
+
+
+def _yaml_text(config: dict[str, Any]) -> str:
+    head = ("# Written by `make add-run`. Fill in every FILL IN field (make check lists them), then check the\n"
+            "# rest: runs/README.md documents each field.\n")
+    return head + yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=120)
+
+
+# --- what the run can feed --------------------------------------------------------------------
+
+
+def feeds(layout: Layout, summary: Any) -> list[str]:
+    """Which Metrics-page rows and figures the run has the data for, and what the others miss."""
+    from . import blocks, metrics_table
+
+    lines = ["Metrics page rows (a row reads the runs of its run set; tag the run to join it):"]
+    spec = metrics_table.load_spec(layout.docs / "data" / "metrics.yml")
+    sets = spec.get("run_sets") or {}
+    steps = summary.steps
+    for table in spec["tables"]:
+        for row in table.get("rows") or []:
+            metric = str(row.get("metric"))
+            if not table.get("column"):
+                continue
+            present = int(steps[metric].notna().sum()) if metric in steps.columns else 0
+            need = _run_set_words(sets.get(row.get("runs")) or {})
+            state = f"has it at {present} of {len(steps)} steps" if present else "missing: no source logs it"
+            lines.append(f"  {metric:<40} {state}; {need}")
+    lines += ["", "Figures (the data each figure's code reads, against what the run has):"]
+    for block in blocks.read_blocks(layout.docs, layout.figures_src):
+        needs = _figure_needs(layout.figures_src / f"{block.module}.py")
+        missing = [need for need in needs if not _has(summary, need)]
+        tags = _tags_of(layout, block.runs)
+        state = "has all it reads" if not missing else f"missing {', '.join(missing)}"
+        lines.append(f"  figure {block.number} ({block.module}; runs tagged {', '.join(tags) or 'none'}): {state}")
+    return lines
+
+
+def _run_set_words(predicate: dict[str, Any]) -> str:
+    parts = []
+    if predicate.get("tags"):
+        parts.append("tagged " + " or ".join(predicate["tags"]))
+    for dotted, value in (predicate.get("where") or {}).items():
+        parts.append(f"{dotted} is {str(value).lower() if isinstance(value, bool) else value}")
+    return "feeds it when " + " and ".join(parts) if parts else "feeds it from every run"
+
+
+_QUOTED = re.compile(r"""["']([a-z_]+(?:/[A-Za-z0-9_.]+)+|[a-z_]+)["']""")
+
+
+def _figure_needs(module: Path) -> list[str]:
+    """The metric keys, streams, phases and event kinds a figure module names (a reading of its code)."""
+    if not module.is_file():
+        return []
+    needs = []
+    for name in dict.fromkeys(_QUOTED.findall(module.read_text(encoding="utf-8"))):
+        if "/" in name and name.split("/", 1)[0] in ("rollout", "train", "perf", "eval"):
+            needs.append(name)
+        elif name in STREAM_NAMES:
+            needs.append(f"series {name}")
+        elif name in EVENT_KINDS and name != "job_end":
+            needs.append(f"events {name}")
+        elif name in PHASE_NAMES:
+            needs.append(f"phase {name}")
+    return needs
+
+
+def _has(summary: Any, need: str) -> bool:
+    if need.startswith("series "):
+        return need[7:] in summary.series and len(summary.series[need[7:]]) > 0
+    if need.startswith("events "):
+        return bool(len(summary.events)) and need[7:] in set(summary.events["kind"])
+    if need.startswith("phase "):
+        return bool(len(summary.phases)) and need[6:] in set(summary.phases["name"])
+    return need in summary.steps.columns and bool(summary.steps[need].notna().any())
+
+
+def _tags_of(layout: Layout, run_ids: tuple[str, ...]) -> list[str]:
+    from ._yaml import load_yaml
+
+    tags: dict[str, None] = {}
+    for run_id in run_ids:
+        path = layout.runs / run_id / "run.yaml"
+        doc = load_yaml(path.read_text(encoding="utf-8")) if path.is_file() else None
+        for tag in (doc or {}).get("tags") or []:
+            tags[str(tag)] = None
+    return list(tags)

@@ -1,0 +1,169 @@
+"""`manual record RUN_FOLDER`: record beside a Miles job what Miles does not, as the run's `lab/` streams.
+
+Every second: host memory from /proc/meminfo (MemTotal, MemAvailable: the numbers Ray's memory monitor reads)
+into `lab/host_memory/`, and each GPU's temperature, utilisation and power from `nvidia-smi` into
+`lab/gpu_temp/`. Like Miles' dashboard writer, streams are append-only JSON Lines split into hourly files
+(`{stream}/{YYYYMMDD_HH}.jsonl`, UTC) and only complete lines are written, every few seconds, so a kill loses
+at most the last flush interval. SIGINT and SIGTERM stop it cleanly (a last flush). When nvidia-smi fails, it
+says so once and goes on recording host memory. `--until-exit PID` stops it when that process ends and
+records the job's end in `lab/events.jsonl`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+GPU_QUERY = ("--query-gpu=index,temperature.gpu,utilization.gpu,power.draw", "--format=csv,noheader,nounits")
+
+
+@dataclass
+class Recorder:
+    out: Path  # the run folder; streams go to out/lab/
+    meminfo: Path = Path("/proc/meminfo")
+    nvidia_smi: str = "nvidia-smi"
+    interval: float = 1.0
+    flush_every: float = 5.0
+    until_exit: int | None = None
+    samples: int | None = None  # stop after this many samples (for tests and short checks)
+    say: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr, flush=True))
+    stop: threading.Event = field(default_factory=threading.Event)
+    _pending: dict[Path, list[str]] = field(default_factory=dict)
+    _gpu_failed: bool = False
+
+    def run(self) -> int:
+        lab = self.out / "lab"
+        lab.mkdir(parents=True, exist_ok=True)
+        self.say(f"recording host memory and GPUs into {lab} every {self.interval:g} s (Ctrl-C stops)")
+        last_flush, taken = time.monotonic(), 0
+        try:
+            while not self.stop.is_set():
+                ts = time.time()
+                self.sample(ts)
+                taken += 1
+                if self.until_exit is not None and not _alive(self.until_exit):
+                    self._append(lab / "events.jsonl", {"kind": "job_end", "t0": ts, "t1": ts,
+                                                        "detail": f"process {self.until_exit} ended "
+                                                                  "(manual record --until-exit)"})
+                    self.say(f"process {self.until_exit} ended: recorded job_end, stopping")
+                    break
+                if self.samples is not None and taken >= self.samples:
+                    break
+                if time.monotonic() - last_flush >= self.flush_every:
+                    self.flush()
+                    last_flush = time.monotonic()
+                self.stop.wait(max(0.0, self.interval - (time.time() - ts)))
+        finally:
+            self.flush()
+        self.say(f"stopped after {taken} samples")
+        return 0
+
+    def sample(self, ts: float) -> None:
+        lab = self.out / "lab"
+        hour = dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y%m%d_%H")
+        memory = read_meminfo(self.meminfo)
+        if memory is not None:
+            self._append(lab / "host_memory" / f"{hour}.jsonl", {"ts": ts, **memory})
+        for gpu in self.query_gpus():
+            self._append(lab / "gpu_temp" / f"{hour}.jsonl", {"ts": ts, **gpu})
+
+    def query_gpus(self) -> list[dict[str, Any]]:
+        try:
+            result = subprocess.run([self.nvidia_smi, *GPU_QUERY], capture_output=True, text=True, timeout=5,
+                                    check=False)
+            if result.returncode != 0:
+                raise OSError(result.stderr.strip() or f"exit status {result.returncode}")
+            gpus = [_gpu_line(line) for line in result.stdout.splitlines() if line.strip()]
+        except (OSError, subprocess.TimeoutExpired, ValueError) as err:
+            if not self._gpu_failed:
+                self.say(f"the GPU query ({self.nvidia_smi}) failed: {err}; recording host memory only")
+                self._gpu_failed = True
+            return []
+        return [gpu for gpu in gpus if gpu is not None]
+
+    def _append(self, path: Path, record: dict[str, Any]) -> None:
+        self._pending.setdefault(path, []).append(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def flush(self) -> None:
+        """Append every pending line, whole lines only, in one write per file."""
+        for path, lines in self._pending.items():
+            if lines:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8") as handle:
+                    _write(handle, "".join(lines))
+        self._pending.clear()
+
+
+def _write(handle: TextIO, text: str) -> None:
+    handle.write(text)
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def read_meminfo(path: Path) -> dict[str, int] | None:
+    """MemTotal and MemAvailable in KiB, as /proc/meminfo prints them ("MemTotal:  127535876 kB")."""
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("MemTotal", "MemAvailable") and rest.split():
+            values[name] = int(rest.split()[0])
+    if len(values) != 2:
+        return None
+    return {"total_kib": values["MemTotal"], "available_kib": values["MemAvailable"]}
+
+
+def _gpu_line(line: str) -> dict[str, Any] | None:
+    """One line of `nvidia-smi --query-gpu=index,temperature.gpu,utilization.gpu,power.draw`; "[N/A]" is None."""
+    cells = [cell.strip() for cell in line.split(",")]
+    if len(cells) != 4:
+        raise ValueError(f"unexpected line {line!r}")
+
+    def number(text: str) -> float | None:
+        try:
+            return float(text)
+        except ValueError:
+            return None  # "[N/A]", "[Not Supported]"
+
+    temp = number(cells[1])
+    if temp is None:
+        return None
+    return {"gpu": int(cells[0]), "temp_c": temp, "util": number(cells[2]), "power_w": number(cells[3])}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A child that ended but was not reaped yet is a zombie: ended, for this purpose.
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return status != "Z"
+
+
+def main(recorder: Recorder) -> int:
+    def stop(signum: int, _frame: Any) -> None:
+        recorder.say(f"got {signal.Signals(signum).name}: flushing and stopping")
+        recorder.stop.set()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    return recorder.run()

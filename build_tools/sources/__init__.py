@@ -1,0 +1,322 @@
+"""Every other form of output a Miles run leaves besides the dashboard dump, one reader per source.
+
+A run folder may hold, beside `dashboard/` and `lab/`, any of these sub-folders (files plain or gzipped):
+
+| sub-folder | reader | files |
+|---|---|---|
+| `events/` | `events.py` | the `--dump-details` event files, `{proc}.jsonl` |
+| `log/` | `log.py` | standard output and error, `*.log`, `*.txt` |
+| `ci_history/` | `ci_history.py` | the CI history record, `{pid}-{uuid}.jsonl` |
+| `wandb/` | `wandb.py` | a wandb chart's CSV, or JSON lines of `run.scan_history()` |
+| `tensorboard/` | `tensorboard.py` | `events.out.tfevents.*` |
+
+Each reader yields the records the dashboard reader yields (`metrics`, `phases`, lab `events`), so nothing
+after the loader knows where a value came from. `add_streams` adds them to a loaded run: a metric a more
+precise source already holds for the same step is checked against it (within the printing precision of the
+less precise one) and not added twice; phases come from the dump when it has any; an event already in
+`lab/events` (same kind within a minute) is not added again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._exceptions import Problem, display_path
+from ..load import Record, RunData
+from . import ci_history, events, log, tensorboard, wandb
+from ._common import RENAMED, STEP_KEYS, Found, MetricRecord, agree, number_text, read_text
+
+Reader = Callable[[list[Path], list[Problem], list[str]], Found]
+
+# In order of precedence: a value read first is the one kept when a later source repeats it.
+READERS: dict[str, Reader] = {"events": events.read, "log": log.read, "ci_history": ci_history.read,
+                              "wandb": wandb.read, "tensorboard": tensorboard.read}
+FILES = {
+    "events": re.compile(r"\.jsonl(\.gz)?$"),
+    "log": re.compile(r"\.(log|txt)(\.gz)?$"),
+    "ci_history": re.compile(r"\.jsonl(\.gz)?$"),
+    "wandb": re.compile(r"\.(csv|jsonl)(\.gz)?$"),
+    "tensorboard": re.compile(r"(^|\.)tfevents\.|^events\.out\."),
+}
+SAME_EVENT_WITHIN_S = 60.0
+
+
+def source_files(root: Path, warnings: list[str] | None = None) -> dict[str, list[Path]]:
+    """The files of each source sub-folder of a run folder, in a fixed order."""
+    found: dict[str, list[Path]] = {}
+    for name, pattern in FILES.items():
+        folder = root / name
+        if not folder.is_dir():
+            continue
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        found[name] = [p for p in files if pattern.search(p.name)]
+        if warnings is not None:
+            warnings += [f"{display_path(p)}: not a file the {name} reader reads; ignored"
+                         for p in files if not pattern.search(p.name)]
+    return found
+
+
+def has_dump(root: Path) -> bool:
+    """Whether the loader should ask for dashboard/meta.json: a dump is there, or there is nothing else."""
+    return (root / "dashboard").is_dir() or not source_files(root)
+
+
+def add_streams(run: RunData, problems: list[Problem]) -> None:
+    """Read the run folder's other sources into run.streams, checked against what is already there."""
+    check_placeholders(run.root / "run.yaml", run.config, problems)
+    files = source_files(run.root, run.warnings)
+    if not files:
+        return
+    founds = [READERS[name](paths, problems, run.warnings) for name, paths in files.items() if paths]
+    merge(run, founds, problems)
+
+
+PLACEHOLDER = "FILL IN"  # how `make add-run` marks a run.yaml field it could not know
+
+
+def check_placeholders(path: Path, config: dict[str, Any], problems: list[Problem]) -> None:
+    """Every field `make add-run` left for a person to fill is an error until it is filled."""
+    if not path.is_file():
+        return
+    lines = path.read_text(encoding="utf-8").split("\n")
+    from .. import schemas
+
+    kinds = dict(schemas.field_rows(schemas.RunYaml))  # dotted field -> its type in words
+
+    def walk(node: Any, dotted: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{dotted}.{key}" if dotted else str(key))
+        elif isinstance(node, str) and node.startswith(PLACEHOLDER):
+            if "string" not in kinds.get(dotted, "a string"):
+                return  # the loader's type check already says what it found and what it expected
+            line = next((n for n, text in enumerate(lines, start=1)
+                         if node in text or node.replace("'", "''") in text), None)
+            problems.append(Problem(display_path(path), line, dotted,
+                                    f"not filled in yet ({node.removeprefix(PLACEHOLDER).lstrip(': ')})"))
+
+    walk(config, "")
+
+
+# --- merging ----------------------------------------------------------------------------------
+
+
+def merge(run: RunData, founds: list[Found], problems: list[Problem]) -> None:
+    """Add what the sources found to the run: each value once, every repeat checked."""
+    seen: dict[tuple[str, int, str], tuple[float, str, str, int]] = {}
+    for record in run.streams.get("metrics", []):
+        _remember(record, seen)
+    renamed: set[tuple[str, str]] = set()
+    for found in founds:
+        added = []
+        for record in found.streams.get("metrics", []):
+            kept = _new_values(record, seen, renamed, problems, run.warnings)
+            if kept is not None:
+                added.append(kept)
+        if added:
+            run.streams.setdefault("metrics", []).extend(added)
+    _merge_phases(run, founds)
+    _merge_events(run, founds)
+    _merge_meta(run, founds, problems)
+
+
+def _remember(record: Record, seen: dict[tuple[str, int, str], tuple[float, str, str, int]]) -> None:
+    data = record.data
+    if data.get("step_key") not in STEP_KEYS or not isinstance(data.get("step"), int):
+        return
+    for key, value in data["metrics"].items():
+        if key in STEP_KEYS or not isinstance(value, int | float):
+            continue
+        texts = record.texts if isinstance(record, MetricRecord) else {}
+        seen.setdefault((_group(data["step_key"]), data["step"], key),
+                        (float(value), texts.get(key, number_text(value)), record.file, record.line))
+
+
+def _group(step_key: str) -> str:
+    # The summary merges rollout/step and train/step into one row per step; eval steps are their own.
+    return "eval" if step_key == "eval/step" else "main"
+
+
+def _new_values(record: Record, seen: dict[tuple[str, int, str], tuple[float, str, str, int]],
+                renamed: set[tuple[str, str]], problems: list[Problem], warnings: list[str]) -> Record | None:
+    data = record.data
+    texts = record.texts if isinstance(record, MetricRecord) else {}
+    metrics: dict[str, Any] = {}
+    kept_texts: dict[str, str] = {}
+    for key, value in data["metrics"].items():
+        text = texts.get(key, number_text(value))
+        if key in RENAMED:
+            if (record.file, key) not in renamed:
+                renamed.add((record.file, key))
+                warnings.append(f"{record.file}:{record.line}: {key} read as {RENAMED[key]} (its name in older "
+                                "Miles versions)")
+            key = RENAMED[key]
+        where = (_group(data["step_key"]), data["step"], key)
+        if key in STEP_KEYS or not isinstance(value, int | float) or where not in seen:
+            metrics[key] = value
+            kept_texts[key] = text
+            if key not in STEP_KEYS and isinstance(value, int | float):
+                seen[where] = (float(value), text, record.file, record.line)
+            continue
+        old, old_text, old_file, old_line = seen[where]
+        if not agree(old, old_text, float(value), text):
+            problems.append(Problem(record.file, record.line, f"metrics.{key}",
+                                    f"step {data['step']} is {text} here but {old_text} in {old_file}:{old_line}; "
+                                    "two sources of one run must agree within the precision they print"))
+    if not any(key not in STEP_KEYS for key in metrics):
+        return None
+    return MetricRecord({**data, "metrics": metrics}, record.file, record.line, kept_texts)
+
+
+def _merge_phases(run: RunData, founds: list[Found]) -> None:
+    if run.streams.get("phases"):
+        return  # the dump's phases are exact; Timer lines print a tenth of a second
+    for found in founds:
+        if found.streams.get("phases"):
+            run.streams["phases"] = list(found.streams["phases"])
+            return
+
+
+def _merge_events(run: RunData, founds: list[Found]) -> None:
+    known = [(rec.data["kind"], rec.data["t0"]) for rec in run.streams.get("events", [])]
+    for found in founds:
+        for record in found.streams.get("events", []):
+            kind, t0 = record.data["kind"], record.data["t0"]
+            if any(k == kind and abs(t - t0) <= SAME_EVENT_WITHIN_S for k, t in known):
+                continue
+            known.append((kind, t0))
+            run.streams.setdefault("events", []).append(record)
+
+
+def _merge_meta(run: RunData, founds: list[Found], problems: list[Problem]) -> None:
+    """A run without a dump gets its start and arguments from the sources; run.yaml's flags must agree."""
+    args: dict[str, tuple[Any, str, int]] = {}
+    for found in founds:
+        for name, item in found.args.items():
+            args.setdefault(name, item)
+    if not run.meta:
+        starts = [f.start_ts for f in founds if f.start_ts is not None]
+        run.meta = {"run_name": run.run_id, "args": {name: item[0] for name, item in args.items()},
+                    "schema_version": 1, **({"start_ts": min(starts)} if starts else {})}
+    model = run.config.get("model")
+    if "hf_checkpoint" in args and isinstance(model, dict) and isinstance(model.get("name"), str):
+        checkpoint, file, line = args["hf_checkpoint"]
+        # A hub name (owner/model) names the model; a local path need not.
+        if isinstance(checkpoint, str) and checkpoint.count("/") == 1 and checkpoint.split("/")[1] != model["name"]:
+            problems.append(Problem(display_path(run.root / "run.yaml"), None, "model.name",
+                                    f"is {model['name']!r}, but {file}:{line} printed hf_checkpoint {checkpoint!r}"))
+    flags = run.config.get("flags")
+    if not isinstance(flags, dict):
+        return
+    for name in sorted(set(flags) & set(args)):
+        value, file, line = args[name]
+        if flags[name] != value:
+            problems.append(Problem(display_path(run.root / "run.yaml"), None, f"flags.{name}",
+                                    f"is {flags[name]!r}, but {file}:{line} printed {value!r}"))
+
+
+# --- a bare path: `manual show PATH`, `make compare RUN=PATH`, `make add-run SRC=PATH` ------------------
+
+
+def classify(path: Path, warnings: list[str]) -> dict[str, list[Path]]:
+    """What a path holds, by source: 'dashboard' maps to the dump folder, every other source to its files."""
+    if path.is_file():
+        kind = _kind_of_file(path)
+        if kind is None:
+            warnings.append(f"{display_path(path)}: not a file any reader reads; ignored")
+            return {}
+        return {kind: [path]}
+    if not path.is_dir():
+        return {}
+    if (path / "meta.json").is_file():
+        return {"dashboard": [path]}
+    found: dict[str, list[Path]] = {}
+    if (path / "dashboard" / "meta.json").is_file():
+        found["dashboard"] = [path / "dashboard"]
+    named = source_files(path, warnings)
+    found.update({name: files for name, files in named.items() if files})
+    skip = {path / "dashboard", path / "lab", *(path / name for name in FILES)}
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        if any(parent in skip for parent in file.parents) or file.name == "run.yaml":
+            continue
+        kind = _kind_of_file(file)
+        if kind is None:
+            warnings.append(f"{display_path(file)}: not a file any reader reads; ignored")
+        else:
+            found.setdefault(kind, []).append(file)
+    return found
+
+
+def _kind_of_file(path: Path) -> str | None:
+    name = path.name.removesuffix(".gz")
+    if FILES["tensorboard"].search(name):
+        return "tensorboard"
+    if re.search(r"\.(log|txt)$", name):
+        return "log"
+    if name.endswith(".csv"):
+        return "wandb"
+    if name.endswith(".jsonl"):
+        return _sniff_jsonl(path)
+    return None
+
+
+def _sniff_jsonl(path: Path) -> str | None:
+    lines = read_text(path, [])
+    for line in lines or []:
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(doc, dict):
+            return None
+        if "metric" in doc and "series" in doc:
+            return "ci_history"
+        if "type" in doc and "timestamp" in doc:
+            return "events"
+        if "_step" in doc or any("/" in key for key in doc):
+            return "wandb"
+        return None
+    return None
+
+
+def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
+    """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded."""
+    from .. import load
+
+    warnings: list[str] = []
+    if (path / "run.yaml").is_file():
+        run = load.load_run(path, problems)
+        found = {"dashboard": [path / "dashboard"]} if (path / "dashboard").is_dir() else {}
+        found.update({k: v for k, v in source_files(path).items() if v})
+        return run, found
+    found = classify(path, warnings)
+    if not found:
+        problems.append(Problem(display_path(path), None, None,
+                                "found no Miles output: expected a dashboard dump (meta.json), a log (*.log, *.txt), "
+                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record or "
+                                "--dump-details event files"))
+        run = RunData(run_id=path.name, root=path, config=_bare_config(path.name, {}), meta={})
+        return run, found
+    if "dashboard" in found:
+        run = load.load_dump(found["dashboard"][0], problems)
+    else:
+        run_id = path.name.split(".")[0] if path.is_file() else path.name
+        run = RunData(run_id=run_id, root=path, config={}, meta={})
+    run.warnings += warnings
+    founds = [READERS[name](found[name], problems, run.warnings) for name in READERS if found.get(name)]
+    merge(run, founds, problems)
+    if "dashboard" not in found:
+        run.config = _bare_config(run.run_id, run.meta.get("args") or {})
+    return run, found
+
+
+def _bare_config(run_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
+    return {"run_id": run_id, "provenance": "measured", "tags": [],
+            "model": {"name": checkpoint.rsplit("/", 1)[-1] or "not recorded"}, "flags": dict(args), "lab": {}}

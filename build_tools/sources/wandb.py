@@ -1,0 +1,129 @@
+"""A wandb history export (`wandb/`), in either of the two forms a user can get without Miles' help.
+
+- `*.csv`: the CSV a wandb chart downloads. A `Step` column and one column per key; the key may carry the run's
+  name in front (`my-run - rollout/raw_reward`). Miles plots every key against its own step key
+  (`define_metric` in miles/utils/tracking_utils/wandb_utils.py), so `Step` is read as that step key. A
+  downsampled chart adds `key__MIN` and `key__MAX` columns: a row is read only where they equal the value (a
+  bucket of one logged value), never a bucket's mean.
+- `*.jsonl`: JSON lines of the public API's `run.scan_history()`, one row per `log()` call: `_step`,
+  `_timestamp`, the step key (`rollout/step`, `train/step`, `eval/step`) and the logged keys.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from .._exceptions import Problem, display_path
+from ._common import STEP_KEYS, Found, MetricRecord, read_text, step_key_of
+from ._json import loads, value
+
+
+def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
+    found = Found("wandb")
+    for path in files:
+        lines = read_text(path, problems)
+        if lines is None:
+            continue
+        where = display_path(path)
+        found.files.append(where)
+        name = path.name.removesuffix(".gz")
+        if name.endswith(".csv"):
+            _read_csv(lines, where, found, problems, warnings)
+        else:
+            _read_jsonl(lines, where, found, problems, warnings)
+    return found
+
+
+def _key_of(column: str) -> str:
+    # "my-run - rollout/raw_reward" -> "rollout/raw_reward"
+    return column.rsplit(" - ", 1)[1] if " - " in column and "/" in column.rsplit(" - ", 1)[1] else column
+
+
+def _read_csv(lines: list[str], where: str, found: Found, problems: list[Problem], warnings: list[str]) -> None:
+    try:
+        rows = list(csv.reader([line for line in lines if line.strip()]))
+    except csv.Error as err:
+        problems.append(Problem(where, None, None, f"not a CSV file: {err}"))
+        return
+    if not rows:
+        return
+    header = rows[0]
+    if "Step" not in header:
+        problems.append(Problem(where, 1, None, "expected a 'Step' column (the CSV a wandb chart downloads)"))
+        return
+    step_at = header.index("Step")
+    columns = {i: _key_of(c) for i, c in enumerate(header) if i != step_at and not c.endswith(("__MIN", "__MAX"))}
+    bounds = {i: (header.index(f"{c}__MIN") if f"{c}__MIN" in header else None,
+                  header.index(f"{c}__MAX") if f"{c}__MAX" in header else None) for i, c in
+              ((i, header[i]) for i in columns)}
+    bucketed = 0
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            warnings.append(f"{where}:{number}: {len(row)} cells for {len(header)} columns; row not read")
+            continue
+        try:
+            step = int(row[step_at])
+        except ValueError:
+            warnings.append(f"{where}:{number}: Step {row[step_at]!r} is not a whole number; row not read")
+            continue
+        for i, key in columns.items():
+            text = row[i].strip()
+            if not text:
+                continue
+            try:
+                number_value = float(text)
+            except ValueError:
+                warnings.append(f"{where}:{number}: {key}: {text!r} is not a number; not read")
+                continue
+            low, high = bounds[i]
+            if low is not None and high is not None and not (row[low].strip() == row[high].strip() == text):
+                bucketed += 1
+                continue
+            step_key = step_key_of(key) if key not in STEP_KEYS else None
+            if step_key is None:
+                continue
+            data = {"ts": math.nan, "step_key": step_key, "step": step, "metrics": {key: number_value}}
+            found.add("metrics", MetricRecord(data, where, number, {key: text}))
+    if bucketed:
+        warnings.append(f"{where}: {bucketed} downsampled value(s) (min and max differ) not read; export the chart "
+                        "with every point, or the run history")
+
+
+def _read_jsonl(lines: list[str], where: str, found: Found, problems: list[Problem], warnings: list[str]) -> None:
+    if lines[-1].strip():
+        warnings.append(f"{where}:{len(lines)}: last line has no newline; skipped")
+    for number, text in enumerate(lines[:-1], start=1):
+        if not text.strip():
+            continue
+        try:
+            row = loads(text)
+        except (json.JSONDecodeError, RecursionError) as err:
+            problems.append(Problem(where, number, None, f"not valid JSON: {getattr(err, 'msg', err)}"))
+            continue
+        if not isinstance(row, dict):
+            problems.append(Problem(where, number, None, "expected a JSON object (a row of run.scan_history())"))
+            continue
+        stamp = value(row.get("_timestamp"))
+        ts = float(stamp[0]) if stamp is not None else math.nan
+        found.saw_time(ts)
+        groups: dict[tuple[str, int], MetricRecord] = {}
+        for key, raw in row.items():
+            if key.startswith("_") or key in STEP_KEYS:
+                continue
+            parsed = value(raw)
+            step_key = step_key_of(key)
+            if parsed is None or step_key is None:
+                continue
+            own = value(row.get(step_key))
+            if own is None or not isinstance(own[0], int):
+                warnings.append(f"{where}:{number}: {key}: the row has no {step_key}; not read")
+                continue
+            record = groups.setdefault((step_key, own[0]), MetricRecord(
+                {"ts": ts, "step_key": step_key, "step": own[0], "metrics": {}}, where, number))
+            record.data["metrics"][key] = parsed[0]
+            record.texts[key] = parsed[1]
+        for record in groups.values():
+            found.add("metrics", record)

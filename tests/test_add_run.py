@@ -1,0 +1,172 @@
+"""`make add-run` and `manual show`: a Miles job's outputs become a run, and the manual says what it reads."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT, SAMPLES, copy_project
+
+from build_tools import load
+from build_tools._exceptions import EXIT_BAD_INPUT
+from build_tools.cli import main
+
+SOURCES = SAMPLES / "sources"
+CSV = (SOURCES / "expected.csv").read_text()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_project(tmp_path_factory.mktemp("manual"))
+
+
+def walkthrough() -> tuple[list[str], dict, list[str]]:
+    """The commands and the fill-in of runs/README.md's walkthrough, as written there."""
+    text = (ROOT / "runs" / "README.md").read_text()
+    section = text.split("## Adding a run: from a finished Miles job to a page")[1].split("\n## ")[0]
+    blocks = re.findall(r"```(\w+)\n(.*?)```", section, flags=re.S)
+    assert [kind for kind, _ in blocks] == ["sh", "yaml", "sh"]
+    commands = [line.split("#")[0].strip() for kind, body in blocks if kind == "sh" for line in body.splitlines()]
+    return commands[:1], yaml.safe_load(blocks[1][1]), commands[1:]
+
+
+def argv(command: str, home: Path) -> list[str]:
+    """A command of the walkthrough as the arguments of `python -m build_tools` (make passes them on)."""
+    words = shlex.split(command.replace("~", str(home)))
+    if words[0] == "make":
+        target, *assignments = words[1:]
+        values = dict(a.split("=", 1) for a in assignments)
+        if target == "add-run":
+            return ["add-run", values["SRC"], "--id", values.get("ID", "")]
+        if target == "compare":
+            return ["compare", values["RUN"]]
+        return [target]
+    assert words[0] == ".venv/bin/manual"
+    return words[1:]
+
+
+def merge(into: dict, update: dict) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def test_the_walkthrough_of_runs_readme_works_as_written(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    (add,), fill, then = walkthrough()
+    home = tmp_path / "home"
+    (home / "miles-job").mkdir(parents=True)
+    shutil.copy(SOURCES / "log" / "job.log", home / "miles-job" / "output.log")
+    monkeypatch.chdir(project)
+    assert main(["--root", str(project), *argv(add, home)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Added runs/my-run from {home}/miles-job/output.log:\n"
+                          "  log          1 file -> runs/my-run/log/")
+    assert "  rollout/raw_reward                       has it at 3 of 3 steps; feeds it when tagged baseline" in out
+    # Before the fill-in, make check names every placeholder.
+    assert main(["--root", str(project), "check"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "runs/my-run/run.yaml:5: title: not filled in yet (a short human name for the run)" in err
+    config = yaml.safe_load((project / "runs" / "my-run" / "run.yaml").read_text())
+    merge(config, fill)
+    (project / "runs" / "my-run" / "run.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    outputs = []
+    for command in then:
+        assert main(["--root", str(project), *argv(command, home)]) == 0, command
+        outputs.append(capsys.readouterr().out)
+    assert "my-run                   measured Qwen3-0.6B    3 steps (3 clean)" in outputs[0]
+    assert outputs[1].startswith("Run my-run (measured), read from runs/my-run\n\nSources:\n  log          "
+                                 "runs/my-run/log/output.log.gz\n")
+    assert outputs[2] == CSV  # the values exactly as the log printed them
+    assert outputs[3].splitlines()[0] == "Your run my-run (3 steps) against the manual's Metrics page"
+    assert outputs[3].splitlines()[-1].startswith("Verdict: ")
+
+
+@pytest.mark.parametrize("form", ["dump/dashboard", "log/job.log", "tensorboard/tb", "wandb-jsonl/history.jsonl",
+                                  "events/events"])
+def test_each_source_form_becomes_a_run_that_shows_the_same_table(form: str, project: Path, tmp_path: Path,
+                                                                   monkeypatch, capsys) -> None:
+    monkeypatch.chdir(project)
+    # A dump names its run (meta.json run_name); any other source takes the ID given.
+    run_id = "sample-run" if form.startswith("dump") else "form-" + form.split("/")[0]
+    assert main(["--root", str(project), "add-run", str(SOURCES / form), "--id", run_id]) == 0
+    capsys.readouterr()
+    request_cleanup = project / "runs" / run_id
+    problems: list = []
+    run = load.load_run(project / "runs" / run_id, problems)
+    # Only the fields a person fills in are wrong: the copied sources read without a problem.
+    assert all("run.yaml" in p.file for p in problems) and len(run.streams["metrics"]) > 0
+    assert main(["--root", str(project), "show", run_id, "--csv"]) == 0
+    assert capsys.readouterr().out == CSV
+    copied = [p for p in (project / "runs" / run_id).rglob("*") if p.is_file() and p.name != "run.yaml"]
+    assert all(p.name.endswith(".gz") or p.name == "meta.json" for p in copied)
+    assert all(gzip.decompress(p.read_bytes()) for p in copied if p.name.endswith(".gz"))
+    shutil.rmtree(request_cleanup)
+
+
+def test_a_folder_holding_several_sources(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    job = tmp_path / "job"
+    shutil.copytree(SOURCES / "dump" / "dashboard", job / "dashboard")
+    shutil.copytree(SOURCES / "log", job / "log")
+    shutil.copytree(SOURCES / "tensorboard" / "tb", job / "tensorboard_log" / "proj" / "exp")
+    shutil.copy(SOURCES / "ci_history" / "4242-0f3a.jsonl", job / "4242-0f3a.jsonl")
+    monkeypatch.chdir(project)
+    assert main(["--root", str(project), "add-run", str(job)]) == 0
+    out = capsys.readouterr().out
+    target = project / "runs" / "sample-run"  # the dump's run_name
+    assert out.splitlines()[1:5] == [
+        "  dashboard    3 files -> runs/sample-run/dashboard/",
+        "  log          1 file -> runs/sample-run/log/",
+        "  ci_history   1 file -> runs/sample-run/ci_history/",
+        "  tensorboard  1 file -> runs/sample-run/tensorboard/",
+    ]
+    assert (target / "tensorboard" / "tensorboard_log" / "proj" / "exp").is_dir()
+    assert main(["--root", str(project), "show", "sample-run", "--csv"]) == 0
+    assert capsys.readouterr().out == CSV
+    written = yaml.safe_load((target / "run.yaml").read_text())
+    assert written["flags"] == {"n_samples_per_prompt": 8, "rollout_batch_size": 32, "rollout_max_response_len": 1024,
+                                "num_rollout": 3, "colocate": True}
+    assert written["hardware"]["gpus"] == 1 and str(written["date"]) == "2026-09-21"
+    # Added once: the same id again is refused.
+    assert main(["--root", str(project), "add-run", str(job)]) == EXIT_BAD_INPUT
+    assert "runs/sample-run: already exists: choose another ID=, or remove the folder first" in capsys.readouterr().err
+
+
+def test_show_on_a_bare_log_prints_sources_setup_steps_and_events(monkeypatch, capsys) -> None:
+    monkeypatch.chdir(SOURCES)
+    assert main(["show", "dirty/log/job.log"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:12] == [
+        "Run job (measured), read from dirty/log/job.log",
+        "",
+        "Sources:",
+        "  log          dirty/log/job.log",
+        "",
+        "Setup:",
+        "  model                not recorded",
+        "  answers per prompt   not recorded",
+        "  prompts per step     not recorded",
+        "  length cap           not recorded",
+        "  colocated            not recorded",
+        "  GPUs                 not recorded (no phase, GPU sample or topology names one)",
+    ]
+    assert "      0                               -              40.25                          inf" in "\n".join(lines)
+    assert lines[lines.index("Events:") + 3] == "  job_end        2026-09-21 15:05:00  dirty/log/job.log:14: Job " \
+                                                "'raysubmit_4Xk2' failed"
+
+
+def test_an_id_other_than_the_dumps_run_name_is_refused(project: Path, capsys) -> None:
+    assert main(["--root", str(project), "add-run", str(SOURCES / "dump"), "--id", "other"]) == EXIT_BAD_INPUT
+    assert "ID: is 'other', but the dump's meta.json names the run 'sample-run': leave ID out, or use that name" \
+        in capsys.readouterr().err
+
+
+def test_show_of_nothing_is_bad_input(tmp_path: Path, capsys) -> None:
+    assert main(["show", str(tmp_path)]) == EXIT_BAD_INPUT
+    assert "found no Miles output" in capsys.readouterr().err
