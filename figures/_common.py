@@ -16,6 +16,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from build_tools.checks import words
+from build_tools.checks._data import step_values
 from build_tools.palette import role_color, role_label
 from build_tools.summary import RunSummary
 
@@ -95,6 +97,16 @@ def least_squares_trend(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(slope), float(intercept)
 
 
+def window() -> int:
+    """The steps at each end whose means a caption compares ("falls from about A to about B"): words.yml."""
+    return int(words()["falls_from"]["window"])
+
+
+def checked_values(summary: RunSummary, key: str | Sequence[str]) -> pd.Series:
+    """Per-step values exactly as the claim checks read them (clean steps only for time values)."""
+    return step_values(summary, key)
+
+
 def need(runs: Mapping[str, RunSummary], run_id: str) -> RunSummary:
     """A run the figure reads by name (draw.py has checked the block lists it)."""
     if run_id not in runs:
@@ -135,19 +147,21 @@ def shade_heat_pauses(ax: Axes, summary: RunSummary, origin: float, scale: float
     return len(pauses)
 
 
-def mark_failure(ax: Axes, x: float, text: str, *, y: float = 0.98) -> None:
-    """A failure event: a vertical rose line with its name at the top."""
+def mark_failure(ax: Axes, x: float, text: str, *, y: float = 0.98, side: str = "right") -> None:
+    """A failure event: a vertical rose line with its name at the top, on the `side` of the line."""
     ax.axvline(x, color=colour("failure"), lw=1.4, ls="--")
-    ax.annotate(text, xy=(x, y), xycoords=("data", "axes fraction"), xytext=(3, 0), textcoords="offset points",
-                ha="left", va="top", fontsize=8, color=colour("failure"))
+    ax.annotate(text, xy=(x, y), xycoords=("data", "axes fraction"), xytext=(3 if side == "right" else -3, 0),
+                textcoords="offset points", ha="left" if side == "right" else "right", va="top",
+                color=colour("failure"))
 
 
-def legend(ax: Axes, **kwargs: Any) -> None:
-    """A legend without duplicate labels."""
+def legend(ax: Axes, *, figure: Figure | None = None, **kwargs: Any) -> None:
+    """A legend without duplicate labels; with `figure`, a figure legend (loc="outside lower center" puts it
+    below the axes, where constrained layout makes room, never over the data)."""
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
     if unique:
-        ax.legend(unique.values(), unique.keys(), **kwargs)
+        (figure or ax).legend(unique.values(), unique.keys(), **kwargs)
 
 
 def seed_label(run_id: str) -> str:

@@ -12,8 +12,9 @@ from matplotlib.patches import Patch
 from ._common import PAPER, colour, new_figure, phases, shade_heat_pauses
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
-ALT = ("Timeline of three training steps on one GPU: in each step the rollout comes first, then scoring, "
-       "log probabilities, training, and the weight update, one after another without overlap.")
+ALT = ("Timeline of the first three clean steps of one baseline seed, in one row for its one GPU: in each step "
+       "the rollout comes first, then scoring, log probabilities, training, and the weight update, one after "
+       "another without overlap.")
 STEPS_SHOWN = 3
 
 # phase -> (legend text, role, hatch); the order is the order of a step.
@@ -44,7 +45,7 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
                        edgecolor=PAPER, hatch=hatch or None, lw=0.4)
     for step, group in data.groupby("step"):
         ax.annotate(f"step {step}", xy=(group["t0"].min(), 1.0), xytext=(0, 2), textcoords="offset points",
-                    fontsize=8, va="bottom")
+                    va="bottom")
     shade_heat_pauses(ax, summary, origin, 1.0)
     ax.set_ylim(0, 1.25)
     ax.set_yticks([0.5], ["GPU 0"])
@@ -54,5 +55,5 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
     handles = [Patch(facecolor=colour(role), edgecolor=PAPER, hatch=hatch or None, label=text)
                for text, role, hatch in PHASES.values()]
     # A figure legend "outside" the axes is one that constrained layout makes room for.
-    figure.legend(handles=handles, ncols=4, loc="outside lower center", fontsize=7.5)
+    figure.legend(handles=handles, ncols=4, loc="outside lower center")
     return figure, data
