@@ -133,6 +133,20 @@ def colour(role: str) -> str:
     return role_color(role)
 
 
+def text_on(fill: str) -> str:
+    """The neutral (INK or PAPER) that reads best on a fill colour "#rrggbb": the higher WCAG contrast."""
+    def luminance(hex_colour: str) -> float:
+        channels = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    def contrast(a: str, b: str) -> float:
+        high, low = sorted((luminance(a), luminance(b)), reverse=True)
+        return (high + 0.05) / (low + 0.05)
+
+    return max((INK, PAPER), key=lambda text: contrast(text, fill))
+
+
 def label(role: str) -> str:
     """What a legend calls a role."""
     return role_label(role)
