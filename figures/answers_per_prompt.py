@@ -11,9 +11,9 @@ from matplotlib.figure import Figure
 from ._common import SHADE_ALPHA, colour, legend, metric, new_figure, setting, window
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3", "n4-seed1", "n16-seed1")
-ALT = ("Reward gain of each run, one dot per run, against its answers per prompt (4, 8 and 16) on an axis from "
-       "zero: the dots of the runs with 4 and with 16 lie inside the shaded band of the range of the three "
-       "seeds with 8, whose ends are written at its right.")
+ALT = ("Reward gain of each run, one dot per run, against its answers per prompt on an axis from zero: the "
+       "dots of the runs with fewer and with more answers lie inside the shaded band of the range of the "
+       "baseline seeds, whose ends are written at its right.")
 KEY = "rollout/raw_reward"
 REFERENCE_N = 8  # the setting whose seeds give the shaded range
 

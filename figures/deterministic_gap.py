@@ -13,7 +13,7 @@ from ._common import INK, PAPER, colour, metric, new_figure
 RUNS_NEEDED = ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b")
 ALT = ("Two panels, the deterministic Triton runs and the default runs, on an axis that spans only the "
        "values: the trainer-engine gap per step of each run wanders around the dotted mean of the four runs, "
-       "and at step 0 the two deterministic runs have the same value, written beside it.")
+       "and at the first step the two deterministic runs have the same value, written beside it.")
 KEY = "train/train_rollout_logprob_abs_diff"
 MARKERS = ("o", "s", "^", "D")
 

@@ -14,9 +14,8 @@ from ._common import INK, colour, metric, new_figure, stream, text_on
 
 RUNS_NEEDED = ("onpolicy-plain", "onpolicy-det-inference", "onpolicy-true")
 ALT = ("Two panels of bars for three set-ups, plain, deterministic inference and true on-policy, each bar "
-       "labelled: on the left, the share of probes whose repeated answers were identical, on an axis up to "
-       "100 %, none for plain and all for the other two; on the right, the mean trainer-engine gap, zero only "
-       "with true on-policy.")
+       "labelled: on the left, the share of probes whose repeats agree, none for plain and all for the other "
+       "two; on the right, the mean trainer-engine gap, zero only with true on-policy.")
 GAP = "train/train_rollout_logprob_abs_diff"
 NAMES = {"onpolicy-plain": "plain", "onpolicy-det-inference": "deterministic\ninference",
          "onpolicy-true": "true\non-policy"}

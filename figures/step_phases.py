@@ -47,6 +47,7 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
         ax.annotate(f"step {step}", xy=(group["t0"].min(), 1.0), xytext=(0, 2), textcoords="offset points",
                     va="bottom")
     shade_heat_pauses(ax, summary, origin, 1.0)
+    ax.set_title(f"{summary.run_id}: the first {len(shown)} clean steps")
     ax.set_ylim(0, 1.25)
     ax.set_yticks([0.5], ["GPU 0"])
     ax.set_xlim(0, float(data["t1"].max()))

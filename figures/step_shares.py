@@ -12,8 +12,9 @@ from ._common import MissingData, colour, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Stacked bars, one per seed, splitting the median clean step into rollout, training, the hand-offs and "
-       "the rest, on an axis from 0 to 100 %: rollout and training fill almost the whole bar, the hand-offs a "
-       "thin sliver; beside each bar, the share of rollout and training and the seconds of the hand-offs.")
+       "the rest, on a share axis that ends at the whole step: rollout and training fill almost the whole bar, "
+       "the hand-offs a thin sliver; beside each bar, the share of rollout and training and the seconds of the "
+       "hand-offs.")
 
 # part -> (phases summed, role, legend text)
 PARTS = {
