@@ -117,13 +117,16 @@ def need(runs: Mapping[str, RunSummary], run_id: str) -> RunSummary:
 # --- drawing ----------------------------------------------------------------------------------------
 
 
-def new_figure(rows: int = 1, cols: int = 1, *, height: float | None = None, width: float | None = None,
+def new_figure(rows: int = 1, cols: int = 1, *, height: float | None = None, mosaic: list[list[str]] | None = None,
                **subplot_kw: Any) -> tuple[Figure, Any]:
-    """A figure in the manual's style (the rcParams set by draw.py) and its axes."""
+    """A figure in the manual's style (the rcParams set by draw.py) and its axes. Its width is the style's, the
+    width of the page's content column, so that its text keeps the style's size on the page; a module sets
+    only the height. With `mosaic`, the axes are a dict by the mosaic's names."""
     figure = Figure()
-    if height is not None or width is not None:
-        default_w, default_h = figure.get_size_inches()
-        figure.set_size_inches(width or default_w, height or default_h)
+    if height is not None:
+        figure.set_size_inches(figure.get_size_inches()[0], height)
+    if mosaic is not None:
+        return figure, figure.subplot_mosaic(mosaic, **subplot_kw)
     axes = figure.subplots(rows, cols, squeeze=True, **subplot_kw)
     return figure, axes
 

@@ -26,8 +26,9 @@ NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 # titles, found in any text of the figure (legend, title, annotation, tick label); `axes`, found in an axis
 # label. Each must be written in the figure block's alt text too, so the two cannot drift apart.
 ALT_NAMES: dict[str, dict[str, list[str]]] = {
-    "fig-step-phases": {"drawn": ["baseline-seed1", "GPU 0", "rollout", "scoring", "log probabilities", "training",
-                                  "weight update", "wake-up", "sleep"], "axes": []},
+    "fig-step-phases": {"drawn": ["baseline-seed1", "GPU 0", "clean steps", "from the rollout to the log probabilities",
+                                  "from training to the next step", "rollout", "scoring", "log probabilities",
+                                  "training", "weight update", "wake-up", "sleep"], "axes": []},
     "fig-step-shares": {"drawn": ["rollout", "training", "hand-offs", "other", "seed"], "axes": ["share"]},
     "fig-dead-engine": {"drawn": ["engine died", "job ended", "GPU idle, job still running"],
                         "axes": ["GPU utilisation"]},
