@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import palette_check
+from . import legibility, palette_check
 from ._exceptions import FigureError, Problem
 from ._types import DrawnFigure, FigureBlock
 from .palette import FIGURES_DIR, PALETTE_FILE, STYLE_FILE
@@ -39,6 +39,8 @@ SVG_METADATA = {"Date": None, "Creator": None}
 PNG_METADATA = {"Software": None}
 # What else a drawing depends on besides its module, its runs and its tables.
 CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
+              Path(__file__).with_name("legibility.py"), Path(__file__).parent / "checks" / "_data.py",
+              Path(__file__).parent / "checks" / "words.yml",
               FIGURES_DIR / "__init__.py", FIGURES_DIR / "_common.py", PALETTE_FILE, STYLE_FILE)
 LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools")
 
@@ -90,9 +92,10 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
         if outcome.error is not None:
             problems.append(_problem(job.block, outcome.error))
             continue
-        # The palette check runs on every new drawing; only a figure that passed gets a cache key, so a
-        # figure taken from the cache was checked against this same palette (the key includes it).
-        off_palette = palette_check.check_figures([(job.block, job.stem.with_suffix(".svg"))])
+        # The palette and legibility checks run on every new drawing; only a figure that passed gets a cache
+        # key, so a figure taken from the cache was checked against this same palette (the key includes it).
+        checked = [(job.block, job.stem.with_suffix(".svg"))]
+        off_palette = palette_check.check_figures(checked) + legibility.check_figures(checked)
         if off_palette:
             problems += off_palette
             continue
@@ -282,8 +285,8 @@ def _mark_synthesized(figure: Any, provenance: dict[str, str]) -> None:
     """Data that was synthesized says so in the image too, since a PNG travels without its caption."""
     if "example" in provenance.values():
         # As the figure's suptitle, for which constrained layout makes room above the axes and their titles;
-        # in the style's text colour, a neutral of the palette.
-        figure.suptitle("synthesized example data, not measured", x=0.995, ha="right", fontsize=6.5)
+        # in the style's text colour and size (figure.titlesize), a neutral of the palette.
+        figure.suptitle("synthesized example data, not measured", x=0.995, ha="right")
 
 
 def _csv_header(provenance: dict[str, str]) -> str:

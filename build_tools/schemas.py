@@ -354,10 +354,19 @@ class MetricsYaml(Schema):
     tables: list[MetricTable]
 
 
+class ShortSymptom(Schema):
+    """A symptom's short forms, a few words each, for figure 7.1's quick-reference chart."""
+
+    symptom: Text
+    check: Text
+    fix: Text
+
+
 class Symptom(Schema):
     symptom: Text
     check: Text
     fix: Text
+    short: ShortSymptom | None = None
 
 
 class TroubleshootingYaml(Schema):

@@ -16,6 +16,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from build_tools.checks import words
+from build_tools.checks._data import step_values
 from build_tools.palette import role_color, role_label
 from build_tools.summary import RunSummary
 
@@ -97,6 +99,16 @@ def least_squares_trend(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(slope), float(intercept)
 
 
+def window() -> int:
+    """The steps at each end whose means a caption compares ("falls from about A to about B"): words.yml."""
+    return int(words()["falls_from"]["window"])
+
+
+def checked_values(summary: RunSummary, key: str | Sequence[str]) -> pd.Series:
+    """Per-step values exactly as the claim checks read them (clean steps only for time values)."""
+    return step_values(summary, key)
+
+
 def need(runs: Mapping[str, RunSummary], run_id: str) -> RunSummary:
     """A run the figure reads by name (draw.py has checked the block lists it)."""
     if run_id not in runs:
@@ -107,13 +119,16 @@ def need(runs: Mapping[str, RunSummary], run_id: str) -> RunSummary:
 # --- drawing ----------------------------------------------------------------------------------------
 
 
-def new_figure(rows: int = 1, cols: int = 1, *, height: float | None = None, width: float | None = None,
+def new_figure(rows: int = 1, cols: int = 1, *, height: float | None = None, mosaic: list[list[str]] | None = None,
                **subplot_kw: Any) -> tuple[Figure, Any]:
-    """A figure in the manual's style (the rcParams set by draw.py) and its axes."""
+    """A figure in the manual's style (the rcParams set by draw.py) and its axes. Its width is the style's, the
+    width of the page's content column, so that its text keeps the style's size on the page; a module sets
+    only the height. With `mosaic`, the axes are a dict by the mosaic's names."""
     figure = Figure()
-    if height is not None or width is not None:
-        default_w, default_h = figure.get_size_inches()
-        figure.set_size_inches(width or default_w, height or default_h)
+    if height is not None:
+        figure.set_size_inches(figure.get_size_inches()[0], height)
+    if mosaic is not None:
+        return figure, figure.subplot_mosaic(mosaic, **subplot_kw)
     axes = figure.subplots(rows, cols, squeeze=True, **subplot_kw)
     return figure, axes
 
@@ -121,6 +136,20 @@ def new_figure(rows: int = 1, cols: int = 1, *, height: float | None = None, wid
 def colour(role: str) -> str:
     """The colour of a palette role; figure code names roles, never colours."""
     return role_color(role)
+
+
+def text_on(fill: str) -> str:
+    """The neutral (INK or PAPER) that reads best on a fill colour "#rrggbb": the higher WCAG contrast."""
+    def luminance(hex_colour: str) -> float:
+        channels = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    def contrast(a: str, b: str) -> float:
+        high, low = sorted((luminance(a), luminance(b)), reverse=True)
+        return (high + 0.05) / (low + 0.05)
+
+    return max((INK, PAPER), key=lambda text: contrast(text, fill))
 
 
 def label(role: str) -> str:
@@ -137,19 +166,21 @@ def shade_heat_pauses(ax: Axes, summary: RunSummary, origin: float, scale: float
     return len(pauses)
 
 
-def mark_failure(ax: Axes, x: float, text: str, *, y: float = 0.98) -> None:
-    """A failure event: a vertical rose line with its name at the top."""
+def mark_failure(ax: Axes, x: float, text: str, *, y: float = 0.98, side: str = "right") -> None:
+    """A failure event: a vertical rose line with its name at the top, on the `side` of the line."""
     ax.axvline(x, color=colour("failure"), lw=1.4, ls="--")
-    ax.annotate(text, xy=(x, y), xycoords=("data", "axes fraction"), xytext=(3, 0), textcoords="offset points",
-                ha="left", va="top", fontsize=8, color=colour("failure"))
+    ax.annotate(text, xy=(x, y), xycoords=("data", "axes fraction"), xytext=(3 if side == "right" else -3, 0),
+                textcoords="offset points", ha="left" if side == "right" else "right", va="top",
+                color=colour("failure"))
 
 
-def legend(ax: Axes, **kwargs: Any) -> None:
-    """A legend without duplicate labels."""
+def legend(ax: Axes, *, figure: Figure | None = None, **kwargs: Any) -> None:
+    """A legend without duplicate labels; with `figure`, a figure legend (loc="outside lower center" puts it
+    below the axes, where constrained layout makes room, never over the data)."""
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
     if unique:
-        ax.legend(unique.values(), unique.keys(), **kwargs)
+        (figure or ax).legend(unique.values(), unique.keys(), **kwargs)
 
 
 def seed_label(run_id: str) -> str:

@@ -8,11 +8,20 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import SHADE_ALPHA, colour, events, mark_failure, new_figure, shade_heat_pauses, start_ts, stream
+from ._common import (
+    SHADE_ALPHA,
+    colour,
+    events,
+    mark_failure,
+    new_figure,
+    shade_heat_pauses,
+    start_ts,
+    stream,
+)
 
 RUNS_NEEDED = ("no-watchdog",)
-ALT = ("GPU utilisation over the run without a watchdog: busy until the engine died, then near zero for "
-       "about an hour until the job ended; the idle span is shaded.")
+ALT = ("GPU utilisation over the run without a watchdog: busy until the engine died, then near zero until the "
+       "job ended; the idle span between the two dashed lines is shaded, with its length in minutes.")
 MINUTE = 60.0
 
 
@@ -28,18 +37,21 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
                           "minute": [(death["t0"] - origin) / MINUTE, (end["t0"] - origin) / MINUTE]})
     data = pd.concat([data, marks], ignore_index=True)
 
-    figure, ax = new_figure(height=2.8)
+    figure, ax = new_figure(height=3.0)
     samples = data[data["series"] == "gpu_util"]
     ax.plot(samples["minute"], samples["util_pct"], color=colour("outside"), lw=0.9, label="GPU utilisation")
     dead_at, end_at = marks["minute"]
-    ax.axvspan(dead_at, end_at, color=colour("failure"), alpha=SHADE_ALPHA, lw=0,
-               label=f"GPU idle, job still running: {end_at - dead_at:.0f} min")
+    ax.axvspan(dead_at, end_at, color=colour("failure"), alpha=SHADE_ALPHA, lw=0)
+    # The caption's number on the span itself: the minutes from the engine's death to the job's end.
+    ax.annotate("", xy=(dead_at, 55), xytext=(end_at, 55),
+                arrowprops={"arrowstyle": "<->", "color": colour("failure"), "lw": 1.2, "shrinkA": 0, "shrinkB": 0})
+    ax.text((dead_at + end_at) / 2, 58, f"GPU idle, job still running: {end_at - dead_at:.0f} min", ha="center",
+            va="bottom", color=colour("failure"))
     mark_failure(ax, dead_at, "engine died")
-    mark_failure(ax, end_at, "job ended", y=0.86)
+    mark_failure(ax, end_at, "job ended", side="left")
     shade_heat_pauses(ax, summary, origin, MINUTE)
-    ax.set_ylim(0, 110)
+    ax.set_ylim(0, 100)
     ax.set_xlim(0, float(data["minute"].max()) * 1.02)
     ax.set_xlabel("time since the run started (min)")
     ax.set_ylabel("GPU utilisation (%)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=3)
     return figure, data

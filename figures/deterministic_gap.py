@@ -8,10 +8,12 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import colour, metric, new_figure
+from ._common import INK, PAPER, colour, metric, new_figure
 
 RUNS_NEEDED = ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b")
-ALT = ("The trainer-engine gap per step of the deterministic Triton runs and the default runs.")
+ALT = ("Two panels, the deterministic Triton runs and the default runs, on an axis that spans only the "
+       "values: the trainer-engine gap per step of each run wanders around the dotted mean of the four runs, "
+       "and at the first step the two deterministic runs have the same value, written beside it.")
 KEY = "train/train_rollout_logprob_abs_diff"
 MARKERS = ("o", "s", "^", "D")
 
@@ -21,13 +23,41 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
                                     "gap": metric(summary, KEY).to_numpy()}) for run_id, summary in runs.items()],
                      ignore_index=True)
 
-    figure, ax = new_figure(height=2.8)
-    for (run_id, run_data), marker in zip(data.groupby("run", sort=False), MARKERS, strict=False):
-        deterministic = str(run_id).startswith("det")
-        ax.plot(run_data["step"], run_data["gap"], color=colour("trainer" if deterministic else "outside"),
-                ls="-" if deterministic else "--", marker=marker, ms=4, lw=1.1, label=str(run_id))
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("step")
-    ax.set_ylabel("trainer-engine gap\n(mean |Δ log p| per token)")
-    ax.legend(loc="lower right", ncols=2)
+    mean = float(data["gap"].mean())
+    data = pd.concat([data, pd.DataFrame({"run": ["mean of all runs"], "step": [pd.NA], "gap": [mean]})],
+                     ignore_index=True)
+    per_step = data[data["run"] != "mean of all runs"]
+
+    # One panel per kind of run; in each, the two repeats told apart by marker, fill and name.
+    kinds = {True: ("deterministic Triton", "trainer"), False: ("default", "outside")}
+    figure, axes = new_figure(1, 2, height=3.6, sharey=True)
+    for ax, (deterministic, (title, role)) in zip(axes, kinds.items(), strict=True):
+        of_kind = [run_id for run_id in dict.fromkeys(per_step["run"]) if _deterministic(run_id) == deterministic]
+        for index, run_id in enumerate(of_kind):
+            run_data = per_step[per_step["run"] == run_id]
+            ax.plot(run_data["step"], run_data["gap"], color=colour(role), marker=MARKERS[index % len(MARKERS)],
+                    ms=6, lw=1.2, ls="-" if index == 0 else (0, (4, 2)), mfc=None if index == 0 else PAPER,
+                    label=str(run_id))
+        ax.axhline(mean, color=INK, lw=1.0, ls=(0, (1, 2)), label=f"mean of the {len(runs)} runs: {mean:.4f}")
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        if deterministic and len(of_kind) > 1:
+            # The caption's "the same gap at step 0": the two values, side by side.
+            first = per_step[(per_step["run"].isin(of_kind)) & (per_step["step"] == per_step["step"].min())]
+            values = " = ".join(f"{value:.5f}" for value in first["gap"])
+            ax.annotate(f"step {int(first['step'].iloc[0])}: {values}", xy=(float(first["step"].iloc[0]),
+                        float(first["gap"].iloc[0])), xytext=(10, -34), textcoords="offset points", ha="left",
+                        va="top", arrowprops={"arrowstyle": "-", "color": INK, "lw": 0.8})
+    low, high = float(per_step["gap"].min()), float(per_step["gap"].max())
+    axes[0].set_ylim(low - 0.6 * (high - low), high + 0.3 * (high - low))  # the data's range, not from zero
+    axes[0].set_ylabel("trainer-engine gap\n(mean |Δ log p| per token)")
+    handles = [h for ax in axes for h in ax.get_legend_handles_labels()[0]]
+    labels = [t for ax in axes for t in ax.get_legend_handles_labels()[1]]
+    unique = dict(zip(labels, handles, strict=True))
+    order = sorted(unique, key=lambda text: text.startswith("mean"))  # the runs first, the mean last
+    figure.legend([unique[text] for text in order], order, loc="outside lower center", ncols=3)
     return figure, data
+
+
+def _deterministic(run_id: str) -> bool:
+    return str(run_id).startswith("det")

@@ -8,11 +8,12 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, metric, new_figure, stream
+from ._common import INK, colour, metric, new_figure, setting, stream
 
 RUNS_NEEDED = ("dynamic-filter-seed1",)
-ALT = ("Two panels over the steps: the groups the filter dropped, with the split line, and the over-sampling "
-       "batches drawn.")
+ALT = ("Two panels over the same steps: above, bars of the groups dropped by the filter at each step, with a "
+       "dashed line at the split; below, bars of the over-sampling batches drawn, one where the bar above stays "
+       "at or under the line and two where it rises above it.")
 DROPPED = "rollout/dynamic_filter/drop_zero_std"
 DEFAULT_SPLIT = 16  # used when the figure block sets no `split` option
 
@@ -26,13 +27,21 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any],
     data = pd.DataFrame({"step": dropped.index.astype(int), "dropped_groups": dropped.to_numpy(),
                          "batches": sampling.reindex(dropped.index).to_numpy(dtype=float), "split": split})
 
-    figure, (top, bottom) = new_figure(2, 1, height=3.8, sharex=True)
-    top.bar(data["step"], data["dropped_groups"], color=colour("data"), width=0.7, label="groups dropped")
-    top.axhline(split, color=INK, ls="--", lw=1.0, label=f"{split:g} groups")
+    batch_size = int(setting(summary, "flags.over_sampling_batch_size"))
+    data["batch_size"] = batch_size
+
+    figure, (top, bottom) = new_figure(2, 1, height=4.4, sharex=True)
+    top.bar(data["step"], data["dropped_groups"], color=colour("data"), width=0.7)
+    top.axhline(split, color=INK, ls=(0, (4, 2)), lw=1.0)
+    top.annotate(f"{split:g} groups", xy=(1, split), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                 textcoords="offset points", va="center")
     top.set_ylabel("groups dropped")
-    top.legend(loc="upper left", ncols=2)
+    top.set_ylim(0, float(data["dropped_groups"].max()) * 1.1)
     bottom.bar(data["step"], data["batches"], color=colour("engine"), width=0.7)
     bottom.set_yticks(range(0, int(data["batches"].max()) + 1))
-    bottom.set_ylabel("batches drawn")
+    bottom.set_ylabel(f"batches of {batch_size}\nprompts drawn")
     bottom.set_xlabel("step")
+    bottom.set_xticks(data["step"])
+    for ax in (top, bottom):
+        ax.grid(axis="x", visible=False)
     return figure, data

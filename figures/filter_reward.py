@@ -8,11 +8,13 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import PAPER, colour, metric, new_figure, stream
+from ._common import INK, PAPER, colour, legend, metric, new_figure, stream
 
 RUNS_NEEDED = ("dynamic-filter-seed1",)
-ALT = ("Reward per step counted before the dynamic filter (all groups) and after it (the groups kept); "
-       "steps where the reward before the filter was higher are marked.")
+ALT = ("Two panels over the steps: above, the mean raw reward counted before the filter (all groups, a dashed "
+       "dark line with hollow squares) and after it (the groups kept, a solid green line with dots); below, "
+       "bars of the difference, before minus after, filled where the reward before the filter was higher, "
+       "with the count of those steps.")
 AFTER = "rollout/raw_reward"
 
 
@@ -25,15 +27,26 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
                          "reward_after_filter": after.to_numpy()})
     data["before_higher"] = data["reward_before_filter"] > data["reward_after_filter"]
 
-    figure, ax = new_figure(height=2.8)
-    ax.plot(data["step"], data["reward_before_filter"], color=colour("data"), ls="--", marker="o", ms=5,
+    data["before_minus_after"] = data["reward_before_filter"] - data["reward_after_filter"]
+
+    figure, (ax, diff_ax) = new_figure(2, 1, height=4.8, sharex=True, height_ratios=(3, 2))
+    # Two readings of the same reward: told apart by colour, line, marker and fill, and named below.
+    ax.plot(data["step"], data["reward_before_filter"], color=INK, ls=(0, (4, 2)), lw=1.2, marker="s", ms=6,
             mfc=PAPER, label="before the filter (all groups)")
-    ax.plot(data["step"], data["reward_after_filter"], color=colour("data"), marker="o", ms=5,
+    ax.plot(data["step"], data["reward_after_filter"], color=colour("data"), lw=2.0, marker="o", ms=6,
             label="after the filter (groups kept)")
-    higher = data[data["before_higher"]]
-    ax.plot(higher["step"], higher["reward_before_filter"], ls="none", marker="^", ms=7, color=colour("lifecycle"),
-            label=f"before higher ({len(higher)} of {len(data)} steps)")
-    ax.set_xlabel("step")
     ax.set_ylabel("mean raw reward")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=3)
+    # The caption's "higher in 8 of the 12 steps": the difference of every step, and the count.
+    higher = data["before_higher"]
+    diff_ax.bar(data["step"], data["before_minus_after"], width=0.7, color=[colour("data") if h else PAPER
+                                                                            for h in higher],
+                edgecolor=colour("data"), lw=1.2)
+    diff_ax.axhline(0, color=INK, lw=0.8)
+    diff_ax.set_title(f"before minus after: above zero at {int(higher.sum())} of {len(data)} steps")
+    diff_ax.set_ylabel("difference")
+    diff_ax.set_xlabel("step")
+    diff_ax.set_xticks(data["step"])
+    for axes in (ax, diff_ax):
+        axes.grid(axis="x", visible=False)
+    legend(ax, figure=figure, loc="outside lower center", ncols=2)
     return figure, data

@@ -12,8 +12,9 @@ from matplotlib.figure import Figure
 from ._common import colour, metric, new_figure, setting
 
 RUNS_NEEDED = ("baseline-seed1", "qwen3-1.7b")
-ALT = ("Grouped bars of the median weight update and trainer offload for the two model sizes: both grow with "
-       "the model, the offload more than the update.")
+ALT = ("Grouped bars of the median weight update and trainer offload for the two model sizes, each labelled "
+       "in seconds: both grow with the model, the offload more than the update, and above each pair the ratio "
+       "of the larger model's time to the smaller one's.")
 METRICS = {"perf/update_weights_time": "weight update", "perf/sleep_time": "trainer offload (sleep)"}
 HATCHES = ("", "///", "...", "xxx")
 
@@ -24,19 +25,29 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
             for run_id, summary in runs.items() for key in METRICS]
     data = pd.DataFrame(rows)
 
-    figure, ax = new_figure(height=2.8)
     sizes = list(dict.fromkeys(data["model_size"]))
+    medians = data.pivot(index="metric", columns="model_size", values="median_s").loc[list(METRICS), sizes]
+    ratios = medians[sizes[-1]] / medians[sizes[0]]
+    data = pd.concat([data, pd.DataFrame({"run": f"{medians.columns[-1]} / {medians.columns[0]}", "model_size": "",
+                                          "metric": list(METRICS), "ratio": ratios.to_numpy()})],
+                     ignore_index=True)
+
+    figure, ax = new_figure(height=3.4)
     width = 0.8 / len(sizes)
     positions = np.arange(len(METRICS))
     for index, (size, hatch) in enumerate(zip(sizes, HATCHES, strict=False)):
-        values = data[data["model_size"] == size].set_index("metric").loc[list(METRICS), "median_s"]
-        bars = ax.bar(positions + (index - (len(sizes) - 1) / 2) * width, values, width * 0.95,
+        bars = ax.bar(positions + (index - (len(sizes) - 1) / 2) * width, medians[size], width * 0.95,
                       color=colour("lifecycle"), alpha=1.0 - 0.45 * index, hatch=hatch or None,
                       label=f"Qwen3-{size}")
-        ax.bar_label(bars, fmt="%.1f s", fontsize=8, padding=2)
+        ax.bar_label(bars, fmt="%.2f s", padding=2)
+    # The caption's "grew 1.4 times": the ratio of the two medians, above each pair of bars.
+    top = float(medians.to_numpy().max())
+    for position, (key, ratio) in zip(positions, ratios.items(), strict=True):
+        ax.annotate(f"grew {ratio:.2f} times", xy=(position, float(medians.loc[key].max())), xytext=(0, 20),
+                    textcoords="offset points", ha="center", va="bottom")
     ax.set_xticks(positions, list(METRICS.values()))
+    ax.set_ylim(0, top * 1.35)
     ax.set_ylabel("median time per step (s)")
-    ax.margins(y=0.15)
     ax.grid(axis="x", visible=False)
-    ax.legend(loc="upper left")
+    figure.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=len(sizes))
     return figure, data

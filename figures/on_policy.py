@@ -6,13 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from ._common import colour, metric, new_figure, stream
+from ._common import INK, colour, metric, new_figure, stream, text_on
 
 RUNS_NEEDED = ("onpolicy-plain", "onpolicy-det-inference", "onpolicy-true")
-ALT = ("Two panels for three set-ups: the share of probes whose repeated answers were identical, all of them "
-       "with deterministic inference; and the trainer-engine gap, zero only with the true on-policy mode.")
+ALT = ("Two panels of bars for three set-ups, plain, deterministic inference and true on-policy, each bar "
+       "labelled: on the left, the share of probes whose repeats agree, none for plain and all for the other "
+       "two; on the right, the mean trainer-engine gap, zero only with true on-policy.")
 GAP = "train/train_rollout_logprob_abs_diff"
 NAMES = {"onpolicy-plain": "plain", "onpolicy-det-inference": "deterministic\ninference",
          "onpolicy-true": "true\non-policy"}
@@ -31,21 +34,31 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
         rows.append({"run": run_id, "measure": "mean_gap", "value": float(metric(summary, GAP).mean())})
     data = pd.DataFrame(rows)
 
-    figure, (engine_ax, gap_ax) = new_figure(1, 2, height=2.8)
+    figure, (engine_ax, gap_ax) = new_figure(1, 2, height=3.6)
     names = [NAMES.get(run_id, run_id) for run_id in runs]
     agreement = data[data["measure"] == "repeat_agreement_pct"]["value"].to_numpy()
     gap = data[data["measure"] == "mean_gap"]["value"].to_numpy()
     engine_bars = engine_ax.bar(names, agreement, color=colour("engine"), width=0.6)
-    engine_ax.bar_label(engine_bars, fmt="%.0f %%", fontsize=8, padding=2)
-    engine_ax.set_ylim(0, 115)
+    _label_bars(engine_ax, engine_bars, [f"{value:.0f} %" for value in agreement], 100.0)
+    engine_ax.set_ylim(0, 100)
     engine_ax.set_ylabel("probes whose repeats agree (%)")
     engine_ax.set_title("rollout engine: same answer twice?")
     gap_bars = gap_ax.bar(names, gap, color=colour("trainer"), width=0.6)
-    gap_ax.bar_label(gap_bars, fmt="%.4f", fontsize=8, padding=2)
-    gap_ax.margins(y=0.2)
+    _label_bars(gap_ax, gap_bars, ["0 (none)" if value == 0 else f"{value:.4f}" for value in gap],
+                float(gap.max()) * 1.15)
+    gap_ax.set_ylim(0, float(gap.max()) * 1.15)
     gap_ax.set_ylabel("mean trainer-engine gap\n(|Δ log p| per token)")
-    gap_ax.set_title("trainer vs engine")
+    gap_ax.set_title("trainer vs engine: a gap?")
     for ax in (engine_ax, gap_ax):
         ax.grid(axis="x", visible=False)
-        ax.tick_params(axis="x", labelsize=7.5)
     return figure, data
+
+
+def _label_bars(ax: Axes, bars: Any, texts: list[str], top: float) -> None:
+    """Each bar's value: inside the top of a tall bar (the axis ends at its scale's top), above a short one."""
+    for bar, text in zip(bars, texts, strict=True):
+        height = bar.get_height()
+        inside = height > 0.6 * top
+        ax.annotate(text, xy=(bar.get_x() + bar.get_width() / 2, height), xytext=(0, -4 if inside else 3),
+                    textcoords="offset points", ha="center", va="top" if inside else "bottom",
+                    color=text_on(to_hex(bar.get_facecolor())) if inside else INK)

@@ -8,11 +8,12 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, events, new_figure, setting, stream
+from ._common import INK, colour, events, legend, new_figure, setting, stream
 
 RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
-ALT = ("Node memory share of the large-model runs in the minutes before Ray's kill: both climb to Ray's "
-       "threshold of the whole node's memory, and the kill comes there.")
+ALT = ("Node memory used, as a share of the whole node, of the two large-model runs in the minutes before Ray's "
+       "kill, each line named: both stay below Ray's threshold, drawn dashed, until they jump past it, and the "
+       "kill comes there.")
 MINUTE = 60.0
 WINDOW_MIN = 10.0  # minutes before the kill shown
 LINESTYLES = ("-", "--", ":", "-.")
@@ -35,18 +36,30 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
     threshold = max(thresholds) * 100
     data = pd.concat(frames, ignore_index=True).assign(threshold_pct=threshold)
 
-    figure, ax = new_figure(height=2.9)
-    for run_id, style in zip(runs, LINESTYLES, strict=False):
+    figure, ax = new_figure(height=3.4)
+    for index, (run_id, style) in enumerate(zip(runs, LINESTYLES, strict=False)):
         run_data = data[(data["run"] == run_id) & (data["series"] == "node_memory_used")]
         ax.plot(run_data["minute_to_kill"], run_data["used_pct"], color=colour("outside"), ls=style, lw=1.3,
-                label=f"node memory used, {run_id}")
-    ax.axhline(threshold, color=INK, ls="--", lw=1.0, label=f"Ray threshold ({threshold:.0f} % of the node)")
+                label="node memory used" if index == 0 else None)
+        # Each run named on its own line, the upper one above it and the lower one below it.
+        middle = run_data[run_data["minute_to_kill"] >= -WINDOW_MIN / 2].iloc[0]
+        upper = middle["used_pct"] >= data[(data["series"] == "node_memory_used")
+                                           & (data["minute_to_kill"] == middle["minute_to_kill"])]["used_pct"].max()
+        ax.annotate(f"{run_id} ({'dashed' if style == '--' else 'solid'})", xy=(middle["minute_to_kill"],
+                    middle["used_pct"]), xytext=(0, 5 if upper else -5), textcoords="offset points", ha="center",
+                    va="bottom" if upper else "top", color=INK)
+    ax.axhline(threshold, color=INK, ls=(0, (4, 2)), lw=1.0)
+    ax.annotate(f"Ray threshold: {threshold:.0f} % of the node", xy=(-WINDOW_MIN, threshold), xytext=(4, 4),
+                textcoords="offset points", va="bottom")
     kills = data[data["series"] == "ray_oom_kill"]
-    ax.plot(kills["minute_to_kill"], kills["used_pct"], ls="none", marker="X", ms=8, color=colour("failure"),
+    at_kill = sorted({f"{value:.1f}" for value in kills["used_pct"]})
+    ax.plot(kills["minute_to_kill"], kills["used_pct"], ls="none", marker="X", ms=9, color=colour("failure"),
             label="Ray kills a worker")
+    ax.annotate(f"kill at {' and '.join(at_kill)} %", xy=(0, float(kills["used_pct"].max())), xytext=(-10, 3),
+                textcoords="offset points", ha="right", va="bottom", color=colour("failure"))
     ax.set_xlim(-WINDOW_MIN, 0.5)
     ax.set_ylim(top=100)
     ax.set_xlabel("time before Ray's kill (min)")
     ax.set_ylabel("node memory used (%)")
-    ax.legend(loc="lower right")
+    legend(ax, figure=figure, loc="outside lower center", ncols=2)
     return figure, data

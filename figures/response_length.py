@@ -6,15 +6,35 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, metric, new_figure, setting
+from ._common import INK, colour, legend, metric, new_figure, setting, window
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
-ALT = ("Two panels over the steps: the mean answer length falls, below the length cap drawn as a line, and "
-       "the share of answers cut at the cap falls with it.")
+ALT = ("Two panels over the steps: the mean answer length falls, below the length cap drawn as a dashed line, "
+       "and the share of answers cut at the cap falls with it; in both panels the first and the last steps are "
+       "shaded, with their mean written on a bar across them.")
 LENGTH, TRUNCATED = "rollout/response_lengths", "rollout/truncated"
 CAP = "flags.rollout_max_response_len"
+
+
+def _window_means(per_run: pd.DataFrame, column: str, size: int) -> tuple[float, float]:
+    """Means of the first and the last `size` steps, pooled over the runs: what the caption's check reads."""
+    firsts = [run_data[column].iloc[:size] for _, run_data in per_run.groupby("run", sort=False)]
+    lasts = [run_data[column].iloc[-size:] for _, run_data in per_run.groupby("run", sort=False)]
+    return float(pd.concat(firsts).mean()), float(pd.concat(lasts).mean())
+
+
+def _mark_windows(ax: Axes, steps: pd.Series, means: tuple[float, float], size: int, text: str) -> None:
+    """Shade the first and last windows of steps and draw each window's mean across it, with its value."""
+    spans = ((float(steps.iloc[0]), float(steps.iloc[size - 1])), (float(steps.iloc[-size]), float(steps.iloc[-1])))
+    for (start, end), mean in zip(spans, means, strict=True):
+        ax.axvspan(start - 0.5, end + 0.5, color=INK, alpha=0.07, lw=0)
+        ax.plot([start - 0.5, end + 0.5], [mean, mean], color=INK, lw=2.2, solid_capstyle="butt")
+        # The value at the top of its window, above the data (the panels leave room there).
+        ax.annotate(text.format(mean), xy=((start + end) / 2, 1), xycoords=("data", "axes fraction"),
+                    xytext=(0, -3), textcoords="offset points", ha="center", va="top")
 
 
 def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
@@ -26,21 +46,30 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
     mean = per_run.groupby("step", as_index=False)[["response_length", "truncated_pct"]].mean()
     caps = {int(setting(summary, CAP)) for summary in runs.values()}
     cap = max(caps)
-    data = pd.concat([per_run, mean.assign(run="mean")], ignore_index=True).assign(cap_tokens=cap)
+    size = window()
+    length_means = _window_means(per_run, "response_length", size)
+    cut_means = _window_means(per_run, "truncated_pct", size)
+    windows = pd.DataFrame({"run": [f"mean of the first {size} steps", f"mean of the last {size} steps"],
+                            "response_length": length_means, "truncated_pct": cut_means})
+    data = pd.concat([per_run, mean.assign(run="mean"), windows], ignore_index=True).assign(cap_tokens=cap)
 
-    figure, (top, bottom) = new_figure(2, 1, height=4.2, sharex=True, height_ratios=(3, 2))
+    figure, (top, bottom) = new_figure(2, 1, height=5.0, sharex=True, height_ratios=(3, 2))
     for run_id, run_data in per_run.groupby("run", sort=False):
         first = run_id == per_run["run"].iloc[0]
-        top.plot(run_data["step"], run_data["response_length"], color=colour("data"), alpha=0.35, lw=0.8,
+        top.plot(run_data["step"], run_data["response_length"], color=colour("data"), alpha=0.45, lw=0.8,
                  label="one seed" if first else None)
-        bottom.plot(run_data["step"], run_data["truncated_pct"], color=colour("data"), alpha=0.35, lw=0.8)
+        bottom.plot(run_data["step"], run_data["truncated_pct"], color=colour("data"), alpha=0.45, lw=0.8)
     top.plot(mean["step"], mean["response_length"], color=colour("data"), lw=2.0, label="mean of the seeds")
     bottom.plot(mean["step"], mean["truncated_pct"], color=colour("data"), lw=2.0)
     top.axhline(cap, color=INK, ls="--", lw=1.0, label=f"length cap ({cap:,} tokens)")
-    top.set_ylim(0, cap * 1.1)
+    top.plot([], [], color=INK, lw=2.2, label=f"mean of the first and of the last {size} steps")
+    # The caption's "from about A to about B": the windows the check averages, and their means.
+    _mark_windows(top, mean["step"], length_means, size, "mean {:.0f} tokens")
+    _mark_windows(bottom, mean["step"], cut_means, size, "mean {:.0f} %")
+    top.set_ylim(0, cap * 1.22)
     top.set_ylabel("mean answer length\n(tokens)")
-    top.legend(loc="lower left", ncols=3)
-    bottom.set_ylim(bottom=0)
+    bottom.set_ylim(0, float(per_run["truncated_pct"].max()) * 1.45)
     bottom.set_ylabel("answers cut at\nthe cap (%)")
     bottom.set_xlabel("step")
+    legend(top, figure=figure, loc="outside lower center", ncols=2)
     return figure, data

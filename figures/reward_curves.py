@@ -9,31 +9,39 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, least_squares_trend, metric, new_figure, seed_label
+from ._common import INK, colour, least_squares_trend, legend, metric, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
-ALT = ("One panel per seed: the reward of each step jumps up and down around a least-squares trend line that "
-       "rises in every panel.")
+ALT = ("One panel per seed: the mean raw reward of each step jumps up and down around a dashed least-squares "
+       "trend line that rises in every panel; each panel gives the trend's rise per step.")
 KEY = "rollout/raw_reward"
 
 
 def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
+    slopes = {}
     for run_id, summary in runs.items():
         reward = metric(summary, KEY)
         steps = reward.index.to_numpy(dtype=float)
         slope, intercept = least_squares_trend(steps, reward.to_numpy())
+        slopes[run_id] = slope
         frames.append(pd.DataFrame({"run": run_id, "step": reward.index.astype(int), "reward": reward.to_numpy(),
-                                    "trend": intercept + slope * steps}))
+                                    "trend": intercept + slope * steps, "trend_per_step": slope}))
     data = pd.concat(frames, ignore_index=True)
 
-    figure, axes = new_figure(1, len(runs), height=2.6, sharey=True)
+    figure, axes = new_figure(1, len(runs), height=3.2, sharey=True)
     for ax, (run_id, run_data) in zip(np.atleast_1d(axes), data.groupby("run", sort=False), strict=True):
         ax.plot(run_data["step"], run_data["reward"], color=colour("data"), lw=1.0, marker="o", ms=2.5,
                 label="reward of the step")
         ax.plot(run_data["step"], run_data["trend"], color=INK, lw=1.2, ls="--", label="least-squares trend")
+        # The caption's "goes up": the slope of the trend, in the empty lower right of the panel.
+        ax.text(0.97, 0.04, f"trend over {len(run_data)} steps:\n{slopes[run_id]:+.4f} per step", ha="right",
+                va="bottom", transform=ax.transAxes)
         ax.set_title(seed_label(str(run_id)))
         ax.set_xlabel("step")
-    np.atleast_1d(axes)[0].set_ylabel("mean raw reward")
-    np.atleast_1d(axes)[0].legend(loc="upper left")
+    first = np.atleast_1d(axes)[0]
+    low, high = float(data["reward"].min()), float(data["reward"].max())
+    first.set_ylim(low - 0.4 * (high - low), high + 0.05 * (high - low))  # room for the slope below the data
+    first.set_ylabel("mean raw reward")
+    legend(first, figure=figure, loc="outside lower center", ncols=2)
     return figure, data

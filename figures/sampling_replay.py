@@ -11,8 +11,9 @@ from matplotlib.figure import Figure
 from ._common import PAPER, colour, metric, new_figure, setting
 
 RUNS_NEEDED = ("replay-off-seed1", "replay-on-seed1")
-ALT = ("The trainer-engine log-probability gap per step of two runs with top-p and top-k sampling: the run "
-       "that replays the masks in the trainer has the lower gap at every step.")
+ALT = ("The trainer-engine gap per step of two runs with top-p and top-k sampling, each line named: the run "
+       "that replays the sampling masks in the trainer (solid line, filled dots) lies below the run without "
+       "replay (dashed line, hollow dots) at every step, and the title counts those steps.")
 KEY = "train/train_rollout_logprob_abs_diff"
 
 
@@ -25,13 +26,21 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
                                     "gap": gap.to_numpy()}))
     data = pd.concat(frames, ignore_index=True)
 
-    figure, ax = new_figure(height=2.8)
+    figure, ax = new_figure(height=3.2)
     for replay, run_data in data.groupby("replay", sort=True):
-        ax.plot(run_data["step"], run_data["gap"], color=colour("trainer"), marker="o", ms=5,
-                ls="-" if replay else "--", mfc=None if replay else PAPER,
-                label="with top-p and top-k replay" if replay else "without replay")
-    ax.set_ylim(bottom=0)
+        text = "with top-p and top-k replay" if replay else "without replay"
+        ax.plot(run_data["step"], run_data["gap"], color=colour("trainer"), marker="o", ms=6, lw=1.6,
+                ls="-" if replay else (0, (4, 2)), mfc=None if replay else PAPER, label=text)
+        # Each line named on the plot: the lower one below it, the upper one above it.
+        ax.annotate(text, xy=(float(run_data["step"].mean()), float(run_data["gap"].min() if replay
+                                                                     else run_data["gap"].max())),
+                    xytext=(0, -8 if replay else 8), textcoords="offset points", ha="center",
+                    va="top" if replay else "bottom")
+    # The caption's "lower at every one of the 12 steps": the steps where replay gave the lower gap.
+    paired = data.pivot(index="step", columns="replay", values="gap").dropna()
+    lower = int((paired[True] < paired[False]).sum())
+    ax.set_title(f"with replay, the gap was lower at {lower} of {len(paired)} steps")
+    ax.set_ylim(0, float(data["gap"].max()) * 1.25)
     ax.set_xlabel("step")
     ax.set_ylabel("trainer-engine gap\n(mean |Δ log p| per token)")
-    ax.legend(loc="lower right")
     return figure, data

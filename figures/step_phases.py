@@ -7,14 +7,17 @@ from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
-from ._common import PAPER, colour, new_figure, phases, shade_heat_pauses
+from ._common import INK, PAPER, colour, new_figure, phases, shade_heat_pauses
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
-ALT = ("Timeline of three training steps on one GPU: in each step the rollout comes first, then scoring, "
-       "log probabilities, training, and the weight update, one after another without overlap.")
+ALT = ("Three panels of one timeline: above, the first clean steps of one baseline seed, in one row for its one "
+       "GPU; below, two close-ups of the first step: in each step the rollout comes first, then scoring, log "
+       "probabilities, training, and the weight update, one after another without overlap, with the short "
+       "wake-up and sleep between them.")
 STEPS_SHOWN = 3
+PAD_S = 1.5  # seconds shown either side of the short phases in the close-ups
 
 # phase -> (legend text, role, hatch); the order is the order of a step.
 PHASES = {
@@ -37,22 +40,42 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
     data = pd.DataFrame({"step": chosen["step"].astype(int).to_numpy(), "phase": chosen["name"].to_numpy(),
                          "t0": (chosen["t0"] - origin).to_numpy(), "t1": (chosen["t1"] - origin).to_numpy()})
 
-    figure, ax = new_figure(height=2.8)
-    for row in data.itertuples():
-        text, role, hatch = PHASES[row.phase]
-        ax.broken_barh([(row.t0, row.t1 - row.t0)], (0.1, 0.8), facecolors=colour(role),
-                       edgecolor=PAPER, hatch=hatch or None, lw=0.4)
+    # The whole steps above; below, two close-ups of the first step's short phases, which are slivers above.
+    figure, panels = new_figure(height=4.6, mosaic=[["all", "all"], ["after_rollout", "after_training"]])
+    ax = panels["all"]
+    first = data[data["step"] == data["step"].min()]
+    following = data[data["step"] > data["step"].min()]
+    end_of = {row.phase: row.t1 for row in first.itertuples()}
+    start_of = {row.phase: row.t0 for row in first.itertuples()}
+    next_start = float(following["t0"].min()) if not following.empty else float(first["t1"].max())
+    windows = {"after_rollout": ("A: from the rollout to the log probabilities",
+                                 end_of["rollout"] - PAD_S, start_of["log_probs"] + PAD_S),
+               "after_training": ("B: from training to the next step",
+                                  end_of["actor_train"] - PAD_S, max(next_start, float(first["t1"].max())) + PAD_S)}
+    for name, panel in panels.items():
+        for row in data.itertuples():
+            text, role, hatch = PHASES[row.phase]
+            panel.broken_barh([(row.t0, row.t1 - row.t0)], (0.1, 0.8), facecolors=colour(role),
+                              edgecolor=PAPER, hatch=hatch or None, lw=0.4)
+        shade_heat_pauses(panel, summary, origin, 1.0, labelled=False)
+        panel.set_ylim(0, 1.25 if name == "all" else 1.0)
+        panel.set_yticks([0.5], ["GPU 0"])
+        panel.grid(axis="y", visible=False)
+        if name in windows:
+            title, start, end = windows[name]
+            panel.set_xlim(start, end)
+            panel.set_title(title)
+            panel.set_xlabel("time (s)")
+            ax.add_patch(Rectangle((start, 0.02), end - start, 0.96, fill=False, edgecolor=INK, lw=1.0))
+            ax.annotate(title[0], xy=(end, 0.98), xytext=(2, 0), textcoords="offset points", va="top")
     for step, group in data.groupby("step"):
         ax.annotate(f"step {step}", xy=(group["t0"].min(), 1.0), xytext=(0, 2), textcoords="offset points",
-                    fontsize=8, va="bottom")
-    shade_heat_pauses(ax, summary, origin, 1.0)
-    ax.set_ylim(0, 1.25)
-    ax.set_yticks([0.5], ["GPU 0"])
+                    va="bottom")
+    ax.set_title(f"{summary.run_id}: the first {len(shown)} clean steps")
     ax.set_xlim(0, float(data["t1"].max()))
     ax.set_xlabel("time since the first step began (s)")
-    ax.grid(axis="y", visible=False)
     handles = [Patch(facecolor=colour(role), edgecolor=PAPER, hatch=hatch or None, label=text)
                for text, role, hatch in PHASES.values()]
     # A figure legend "outside" the axes is one that constrained layout makes room for.
-    figure.legend(handles=handles, ncols=4, loc="outside lower center", fontsize=7.5)
+    figure.legend(handles=handles, ncols=4, loc="outside lower center")
     return figure, data

@@ -11,8 +11,10 @@ from matplotlib.figure import Figure
 from ._common import MissingData, colour, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
-ALT = ("Stacked bars, one per seed, splitting a clean step into rollout, training, the hand-offs and the "
-       "rest: rollout and training fill almost the whole bar, the hand-offs a thin sliver.")
+ALT = ("Stacked bars, one per seed, splitting the median clean step into rollout, training, the hand-offs and "
+       "the rest, on a share axis that ends at the whole step: rollout and training fill almost the whole bar, "
+       "the hand-offs a thin sliver; beside each bar, the share of rollout and training and the seconds of the "
+       "hand-offs.")
 
 # part -> (phases summed, role, legend text)
 PARTS = {
@@ -47,7 +49,7 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
                          "share": float((parts[part] / total).median())})
     data = pd.DataFrame(rows)
 
-    figure, ax = new_figure(height=2.4)
+    figure, ax = new_figure(height=3.0)
     roles = {**{part: (role, text) for part, (_, role, text) in PARTS.items()}, "other": ("outside", "other")}
     labels = [seed_label(run_id) for run_id in runs]
     left = [0.0] * len(labels)
@@ -55,14 +57,17 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
         shares = data[data["part"] == part]["share"].to_numpy() * 100
         ax.barh(labels, shares, left=left, color=colour(role), label=text, height=0.6)
         left = [a + b for a, b in zip(left, shares, strict=True)]
+    # The numbers of the caption, per seed, beside its bar: rollout and training together, and the hand-offs.
     for y, run_id in enumerate(runs):
-        hand = data[(data["run"] == run_id) & (data["part"] == "hand-offs")]["median_s"].iloc[0]
-        ax.annotate(f"hand-offs {hand:.1f} s", xy=(100, y), xytext=(4, 0), textcoords="offset points",
-                    va="center", fontsize=8)
-    ax.set_xlim(0, 118)
+        of_run = data[data["run"] == run_id].set_index("part")
+        main = float(of_run.loc[["rollout", "train"], "share"].sum()) * 100
+        hand = float(of_run.loc["hand-offs", "median_s"])
+        ax.annotate(f"rollout + training {main:.0f} %\nhand-offs {hand:.1f} s", xy=(1, y),
+                    xycoords=("axes fraction", "data"), xytext=(6, 0), textcoords="offset points", va="center")
+    ax.set_xlim(0, 100)
     ax.set_xticks(range(0, 101, 20))
     ax.set_xlabel("median share of a clean step (%)")
     ax.invert_yaxis()
     ax.grid(axis="y", visible=False)
-    ax.legend(ncols=2, loc="upper center", bbox_to_anchor=(0.45, -0.3))
+    figure.legend(*ax.get_legend_handles_labels(), ncols=2, loc="outside lower center")
     return figure, data

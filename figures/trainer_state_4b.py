@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -14,6 +15,7 @@ from ._common import (
     SHADE_ALPHA,
     colour,
     events,
+    legend,
     new_figure,
     setting,
     shade_heat_pauses,
@@ -22,11 +24,11 @@ from ._common import (
 )
 
 RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
-ALT = ("Host memory used by the large-model runs over time, against the estimated trainer state, the "
-       "machine's memory and Ray's memory limit, where Ray kills a worker.")
+ALT = ("One panel per large-model run: the host memory used over time climbs in steps to Ray's memory limit, drawn "
+       "dashed just below the machine's memory, and Ray kills a worker there; a shaded band from zero is the "
+       "estimated trainer state, with its share of the machine.")
 GIB = 1024**3
 MINUTE = 60.0
-LINESTYLES = ("-", "--", ":", "-.")
 
 
 def _limits(summary: Any) -> dict[str, float]:
@@ -53,23 +55,31 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
                                 "gib": list(limits.values())}))
     data = pd.concat(frames, ignore_index=True)
 
-    figure, ax = new_figure(height=3.4)
-    ax.axhspan(0, limits["trainer_state_gib"], color=colour("trainer"), alpha=SHADE_ALPHA, lw=0,
-               label=f"estimated trainer state ({limits['trainer_state_gib']:.0f} GiB)")
-    ax.axhline(limits["machine_gib"], color=INK, lw=1.0, label=f"machine memory ({limits['machine_gib']:.1f} GiB)")
-    ax.axhline(limits["ray_limit_gib"], color=colour("outside"), lw=1.2, ls="--",
-               label=f"Ray memory limit ({limits['ray_limit_gib']:.1f} GiB)")
-    for (run_id, summary), style in zip(runs.items(), LINESTYLES, strict=False):
+    share = limits["trainer_state_gib"] / limits["machine_gib"]
+    data = pd.concat([data, pd.DataFrame({"run": [""], "series": ["trainer_state_share_of_machine"],
+                                          "minute": [float("nan")], "gib": [share]})], ignore_index=True)
+
+    # One panel per run: the runs are told apart by their panel's title, not by a dash.
+    figure, axes = new_figure(len(runs), 1, height=2.0 + 1.6 * len(runs), sharex=True, sharey=True)
+    for ax, (run_id, summary) in zip(np.atleast_1d(axes), runs.items(), strict=True):
+        ax.axhspan(0, limits["trainer_state_gib"], color=colour("trainer"), alpha=SHADE_ALPHA, lw=0)
+        # The caption's "about half the machine", as the ratio of the two numbers.
+        ax.text(0.01, limits["trainer_state_gib"] / 2, f"estimated trainer state: {limits['trainer_state_gib']:.0f} "
+                f"GiB, {share:.2f} of the machine", transform=ax.get_yaxis_transform(), va="center")
+        ax.axhline(limits["machine_gib"], color=INK, lw=1.0, label=f"machine memory ({limits['machine_gib']:.1f} GiB)")
+        ax.axhline(limits["ray_limit_gib"], color=colour("failure"), lw=1.2, ls=(0, (4, 2)),
+                   label=f"Ray memory limit ({limits['ray_limit_gib']:.1f} GiB)")
         run_data = data[(data["run"] == run_id) & (data["series"] == "host_memory_used")]
-        ax.plot(run_data["minute"], run_data["gib"], color=colour("outside"), lw=1.2, ls=style,
-                label=f"host memory used, {run_id}")
+        ax.plot(run_data["minute"], run_data["gib"], color=colour("outside"), lw=1.3, label="host memory used")
         shade_heat_pauses(ax, summary, start_ts(summary), MINUTE)
-    kills = data[data["series"] == "ray_oom_kill"]
-    ax.plot(kills["minute"], kills["gib"], ls="none", marker="X", ms=8, color=colour("failure"),
-            label="Ray out-of-memory kill")
-    ax.set_ylim(0, limits["machine_gib"] * 1.12)
-    ax.set_xlim(left=0)
-    ax.set_xlabel("time since the run started (min)")
-    ax.set_ylabel("memory (GiB)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+        kills = data[(data["run"] == run_id) & (data["series"] == "ray_oom_kill")]
+        ax.plot(kills["minute"], kills["gib"], ls="none", marker="X", ms=9, color=colour("failure"),
+                label="Ray out-of-memory kill")
+        ax.set_title(run_id)
+        ax.set_ylabel("memory (GiB)")
+    first, last = np.atleast_1d(axes)[0], np.atleast_1d(axes)[-1]
+    first.set_ylim(0, limits["machine_gib"] * 1.08)
+    first.set_xlim(left=0)
+    last.set_xlabel("time since the run started (min)")
+    legend(first, figure=figure, loc="outside lower center", ncols=2)
     return figure, data

@@ -13,55 +13,62 @@ from matplotlib.patches import FancyBboxPatch
 from ._common import INK, SHADE_ALPHA, colour, new_figure
 
 RUNS_NEEDED: tuple[str, ...] = ()
-ALT = ("A table drawn as boxes, one row per symptom: each symptom, in rose, leads by an arrow to one first check, "
-       "in amber, and from there to one fix, in teal.")
+ALT = ("A quick-reference chart of the symptoms, one row each: a symptom in a rose box leads by an arrow to "
+       "one first check in an amber box, and from there to one fix in a teal box, each in a few words; the "
+       "table above gives them in full.")
 TABLE = "troubleshooting"
 # column -> (heading, role)
 COLUMNS = {"symptom": ("symptom", "failure"), "check": ("first check", "lifecycle"), "fix": ("fix", "durable")}
-WRAP = 34  # characters per line inside a box
+WRAP = 25  # characters per line inside a box, at the style's font size
 ROW_HEIGHT = 1.0
-BOX_WIDTH, GAP = 3.0, 0.45
+BOX_WIDTH, GAP = 3.0, 0.55
 
 
 class TableError(Exception):
-    """The troubleshooting table is not a list of {symptom, check, fix}."""
+    """The troubleshooting table is not a list of {symptom, check, fix, short: {symptom, check, fix}}."""
 
 
 def _rows(tables: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The short form of every row (the chart reads at a glance; the page's table has the full text)."""
     symptoms = tables.get(TABLE, {}).get("symptoms") if isinstance(tables.get(TABLE), Mapping) else None
     if not isinstance(symptoms, list) or not symptoms:
         raise TableError(f"table {TABLE} has no list `symptoms`")
+    rows = []
     for index, row in enumerate(symptoms):
         missing = [key for key in COLUMNS if not isinstance(row, Mapping) or not str(row.get(key, "")).strip()]
+        short = row.get("short") if isinstance(row, Mapping) else None
+        missing += [f"short.{key}" for key in COLUMNS
+                    if not isinstance(short, Mapping) or not str(short.get(key, "")).strip()]
         if missing:
             raise TableError(f"table {TABLE}: symptoms[{index}] has no {', '.join(missing)}")
-    return [{key: str(row[key]).strip() for key in COLUMNS} for row in symptoms]
+        rows.append({key: str(row[key]).strip() for key in COLUMNS}
+                    | {f"short_{key}": str(short[key]).strip() for key in COLUMNS})  # type: ignore[index]
+    return rows
 
 
 def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     rows = _rows(tables)
-    data = pd.DataFrame([{"row": index + 1, "column": key, "text": row[key]}
+    data = pd.DataFrame([{"row": index + 1, "column": key, "short": row[f"short_{key}"], "text": row[key]}
                          for index, row in enumerate(rows) for key in COLUMNS])
 
-    figure, ax = new_figure(height=0.75 + 0.95 * len(rows), width=7.2)
+    figure, ax = new_figure(height=0.6 + 0.72 * len(rows))
     for column, (key, (heading, role)) in enumerate(COLUMNS.items()):
         x = column * (BOX_WIDTH + GAP)
-        ax.text(x + BOX_WIDTH / 2, 0.15, heading, ha="center", va="bottom", fontsize=9, weight="bold",
-                color=colour(role))
+        ax.text(x + BOX_WIDTH / 2, 0.12, heading, ha="center", va="bottom", weight="bold", color=INK)
         for index, row in enumerate(rows):
             y = -(index + 0.5) * ROW_HEIGHT
-            ax.add_patch(FancyBboxPatch((x, y - 0.42 * ROW_HEIGHT), BOX_WIDTH, 0.84 * ROW_HEIGHT,
+            ax.add_patch(FancyBboxPatch((x, y - 0.43 * ROW_HEIGHT), BOX_WIDTH, 0.86 * ROW_HEIGHT,
                                         boxstyle="round,pad=0,rounding_size=0.08", facecolor=colour(role),
                                         alpha=SHADE_ALPHA, lw=0))
-            ax.add_patch(FancyBboxPatch((x, y - 0.42 * ROW_HEIGHT), BOX_WIDTH, 0.84 * ROW_HEIGHT,
+            ax.add_patch(FancyBboxPatch((x, y - 0.43 * ROW_HEIGHT), BOX_WIDTH, 0.86 * ROW_HEIGHT,
                                         boxstyle="round,pad=0,rounding_size=0.08", facecolor="none",
                                         edgecolor=colour(role), lw=1.0))
-            text = textwrap.fill(row[key], WRAP, break_long_words=False)
-            ax.text(x + 0.1, y, text, ha="left", va="center", fontsize=7, color=INK)
+            text = textwrap.fill(row[f"short_{key}"], WRAP, break_long_words=False, break_on_hyphens=False)
+            ax.text(x + 0.12, y, text, ha="left", va="center", color=INK, linespacing=1.15)
             if column:
                 ax.annotate("", xy=(x, y), xytext=(x - GAP, y),
                             arrowprops={"arrowstyle": "-|>", "color": INK, "lw": 0.8, "shrinkA": 1, "shrinkB": 1})
     ax.set_xlim(-0.05, len(COLUMNS) * (BOX_WIDTH + GAP) - GAP + 0.05)
-    ax.set_ylim(-len(rows) * ROW_HEIGHT - 0.05, 0.55)
+    ax.set_ylim(-len(rows) * ROW_HEIGHT - 0.05, 0.5)
     ax.set_axis_off()
     return figure, data

@@ -144,3 +144,36 @@ def test_scheme_toggle_and_search_work_offline(server, visit):
     visit.keyboard.type("heat guard", delay=30)  # key events, as a reader types
     visit.locator(".md-search-result__item").first.wait_for(state="visible", timeout=15_000)
     assert visit.record["errors"] == [] and visit.record["outside"] == []
+
+
+def test_figure_text_is_at_least_12_px_on_a_desktop(built_manual, server, visit):
+    """Figure text as Chromium draws it at a 1440 px window: each SVG text's font size times the width the
+    page shows the image at, over the SVG's viewBox width (the SVG is an <img>, so its text is scaled with it)."""
+    from build_tools import legibility
+
+    visit.set_viewport_size({"width": 1440, "height": 900})
+    measured = []
+    for name in _pages(built_manual / "site"):
+        if not name[:2].isdigit():
+            continue
+        visit.goto(urljoin(server, name), wait_until="load")
+        measured += visit.evaluate("""async () => {
+            const out = [];
+            for (const img of document.querySelectorAll('figure.manual-figure img')) {
+                const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml');
+                const viewBox = svg.documentElement.getAttribute('viewBox').split(/[ ,]+/).map(Number);
+                const column = img.closest('.md-content__inner').getBoundingClientRect().width;
+                const shown = img.getBoundingClientRect().width;
+                for (const text of svg.querySelectorAll('text')) {
+                    const size = parseFloat((text.getAttribute('style') || '').match(/font-size:\\s*([\\d.]+)px/)[1]);
+                    out.push({figure: img.src.split('/').pop(), text: text.textContent, column: column,
+                              px: size * shown / viewBox[2]});
+                }
+            }
+            return out;
+        }""")
+    assert len({m["figure"] for m in measured}) == 18
+    assert min(m["column"] for m in measured) >= legibility.CONTENT_WIDTH_PX  # the width the build assumes
+    small = [(m["figure"], m["text"], round(m["px"], 2)) for m in measured if m["px"] < 12]
+    assert small == []
+    assert visit.record["errors"] == [] and visit.record["outside"] == []

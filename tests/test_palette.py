@@ -115,7 +115,8 @@ def test_the_style_uses_only_neutrals_and_cycles_through_the_roles():
                                                                  palette.STYLE_FILE.read_text(), re.M)}
     assert style_colours and style_colours <= set(palette.load_palette().neutrals)
     assert [c["color"] for c in params["axes.prop_cycle"]] == [r.hex for r in palette.load_palette().roles]
-    assert params["svg.hashsalt"] and params["font.family"] == ["DejaVu Sans"]
+    assert params["svg.hashsalt"] and params["font.family"] == ["sans-serif"]
+    assert params["font.sans-serif"] == ["DejaVu Sans"] and params["svg.fonttype"] == "none"  # text stays text
     assert all(c["color"] in allowed for c in params["axes.prop_cycle"])
 
 

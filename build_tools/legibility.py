@@ -1,0 +1,86 @@
+"""The legibility check: no text of a figure is drawn smaller than MIN_TEXT_PX CSS pixels on a desktop page.
+
+A figure is an <img> of its SVG in the content column, shown at its own width or the column's, whichever is
+smaller. Its text is SVG text (svg.fonttype: none) whose font-size is in the units of the viewBox, so one
+text is drawn at font-size * shown width / viewBox width CSS px.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._exceptions import Problem
+from ._types import FigureBlock
+
+# The content column of a chapter in Chromium at a 1440 px window, measured (tests/test_browser.py measures
+# it again): Material for MkDocs' column with the navigation and the table of contents beside it.
+CONTENT_WIDTH_PX = 688
+MIN_TEXT_PX = 12.0
+PX_PER_UNIT = {"px": 1.0, "": 1.0, "pt": 96 / 72, "in": 96.0, "cm": 96 / 2.54, "mm": 96 / 25.4}
+LENGTH = re.compile(r"^\s*([\d.]+)\s*([a-z]*)\s*$")
+FONT_SIZE = re.compile(r"font-size\s*:\s*([\d.]+)px")
+FONT_SHORTHAND = re.compile(r"(?:^|;)\s*font\s*:[^;]*?([\d.]+)px")
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    size: float  # font-size in viewBox units
+    px: float  # drawn size in CSS px at the content width
+
+
+def css_px(length: str) -> float:
+    """An SVG length attribute ("518.4pt", "690px") in CSS px."""
+    match = LENGTH.match(length or "")
+    if not match or match[2] not in PX_PER_UNIT:
+        raise ValueError(f"cannot read the SVG length {length!r}")
+    return float(match[1]) * PX_PER_UNIT[match[2]]
+
+
+def shown_width(root: ET.Element, content_width: float) -> float:
+    """The width the page shows the SVG at: its own width, at most the content column's."""
+    return min(css_px(root.get("width", "")), content_width)
+
+
+def texts(svg: Path, content_width: float = CONTENT_WIDTH_PX) -> list[Text]:
+    """Every text element of the SVG with its drawn size at the content width, in document order."""
+    root = ET.parse(svg).getroot()
+    view_box = [float(v) for v in (root.get("viewBox") or "").replace(",", " ").split()]
+    if len(view_box) != 4:
+        raise ValueError(f"{svg.name} has no viewBox")
+    scale = shown_width(root, content_width) / view_box[2]
+    found = []
+    for element in root.iter():
+        if element.tag.rsplit("}", 1)[-1] != "text":
+            continue
+        style = element.get("style") or ""
+        match = FONT_SIZE.search(style) or FONT_SHORTHAND.search(style)
+        size = float(match[1]) if match else float(element.get("font-size", "nan"))
+        found.append(Text("".join(element.itertext()).strip(), size, size * scale))
+    return found
+
+
+def smallest(svg: Path, content_width: float = CONTENT_WIDTH_PX) -> Text | None:
+    """The smallest text of the SVG at the content width; None for an SVG without text."""
+    found = texts(svg, content_width)
+    return min(found, key=lambda t: t.px) if found else None
+
+
+def check_figures(figures: Sequence[tuple[FigureBlock, Path]]) -> list[Problem]:
+    """One problem per figure with text smaller than MIN_TEXT_PX, naming the smallest text."""
+    problems = []
+    for block, svg in figures:
+        small = [t for t in texts(svg) if not t.px >= MIN_TEXT_PX]
+        if small:
+            worst = min(small, key=lambda t: t.px)
+            more = f" (and {len(small) - 1} more)" if len(small) > 1 else ""
+            problems.append(Problem(block.chapter_file, block.line, None,
+                                    f"fig {block.number} ({block.id}): text {worst.text!r}{more} is drawn "
+                                    f"{worst.px:.1f} px high in a {CONTENT_WIDTH_PX} px column (expected at "
+                                    f"least {MIN_TEXT_PX:g} px: a font size of at least "
+                                    f"{MIN_TEXT_PX * worst.size / worst.px:.2f} in this figure)"))
+    return problems

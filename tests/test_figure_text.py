@@ -1,0 +1,164 @@
+"""What the figures say in words: every text of every figure is at least 12 CSS px in a desktop page's
+content column (build_tools/legibility.py), and every alt text names only what its figure draws, in as
+many panels as it says."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from build_tools import draw, legibility
+from build_tools._exceptions import Problem
+from build_tools._types import FigureBlock
+from build_tools.blocks import load_tables, read_blocks
+from build_tools.palette import rc_params
+
+ROOT = Path(__file__).resolve().parent.parent
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+
+# For each figure, the names its alt text uses for what the figure draws: `drawn`, series, marks and panel
+# titles, found in any text of the figure (legend, title, annotation, tick label); `axes`, found in an axis
+# label. Each must be written in the figure block's alt text too, so the two cannot drift apart.
+ALT_NAMES: dict[str, dict[str, list[str]]] = {
+    "fig-step-phases": {"drawn": ["baseline-seed1", "GPU 0", "clean steps", "from the rollout to the log probabilities",
+                                  "from training to the next step", "rollout", "scoring", "log probabilities",
+                                  "training", "weight update", "wake-up", "sleep"], "axes": []},
+    "fig-step-shares": {"drawn": ["rollout", "training", "hand-offs", "other", "seed"], "axes": ["share"]},
+    "fig-dead-engine": {"drawn": ["engine died", "job ended", "GPU idle, job still running"],
+                        "axes": ["GPU utilisation"]},
+    "fig-reward-curves": {"drawn": ["seed", "least-squares trend", "per step"], "axes": ["mean raw reward"]},
+    "fig-response-length": {"drawn": ["length cap", "mean of the seeds", "mean"],
+                            "axes": ["mean answer length", "answers cut at the cap"]},
+    "fig-trainer-state-4b": {"drawn": ["Ray memory limit", "machine memory", "Ray out-of-memory kill",
+                                       "estimated trainer state", "of the machine"], "axes": []},
+    "fig-engine-kept-loaded": {"drawn": ["clean in both runs", "heat pause touched in either run"],
+                               "axes": ["rollout time saved"]},
+    "fig-ray-node-memory": {"drawn": ["qwen3-4b-a", "qwen3-4b-b", "Ray threshold", "Ray kills a worker"],
+                            "axes": ["node memory used", "time before Ray's kill"]},
+    "fig-model-size-handoffs": {"drawn": ["weight update", "trainer offload", "Qwen3-0.6B", "Qwen3-1.7B", "grew"],
+                                "axes": []},
+    "fig-answers-per-prompt": {"drawn": ["seeds with 8", "4", "16"], "axes": ["reward gain", "answers per prompt"]},
+    "fig-filter-batches": {"drawn": ["16 groups"], "axes": ["groups dropped", "batches of 48 prompts"]},
+    "fig-filter-reward": {"drawn": ["before the filter", "after the filter", "all groups", "groups kept",
+                                    "before minus after"], "axes": ["mean raw reward"]},
+    "fig-sampling-replay": {"drawn": ["with top-p and top-k replay", "without replay", "lower"],
+                            "axes": ["trainer-engine gap"]},
+    "fig-deterministic-gap": {"drawn": ["deterministic Triton", "default", "mean of the", "step 0"],
+                              "axes": ["trainer-engine gap"]},
+    "fig-heat-pauses": {"drawn": ["clean step", "touched by a heat pause", "median of the clean steps",
+                                  "median of the touched steps", "seed"], "axes": ["step time"]},
+    "fig-troubleshooting": {"drawn": ["symptom", "first check", "fix"], "axes": []},
+    "fig-on-policy": {"drawn": ["plain", "deterministic inference", "true on-policy"],
+                      "axes": ["probes whose repeats agree", "trainer-engine gap"]},
+    "fig-memory-hand-offs": {"drawn": ["trainer", "rollout engine", "hand-off", "median"],
+                             "axes": ["GPU memory held"]},
+}
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def drawn_text(figure: Figure) -> dict[str, list[str]]:
+    """Every text the figure draws, as `axes` (axis labels) and `drawn` (all texts, axis labels included)."""
+    texts = [text.get_text() for text in figure.findobj(lambda artist: hasattr(artist, "get_text"))]
+    texts += [tick.get_text() for ax in figure.axes for tick in (*ax.get_xticklabels(), *ax.get_yticklabels())]
+    labels = [label for ax in figure.axes for label in (ax.get_xlabel(), ax.get_ylabel())]
+    return {"axes": [_plain(t) for t in labels if t], "drawn": [_plain(t) for t in texts if t]}
+
+
+def panels_said(alt: str, block: FigureBlock) -> int:
+    """How many panels the alt text says: "two panels", "one panel per seed" (one per run), else one."""
+    text = alt.lower()
+    if re.search(r"\bone panel per\b", text):
+        return len(block.runs)
+    match = re.search(r"\b(\w+) panels\b", text)
+    return NUMBER_WORDS[match[1]] if match else 1
+
+
+@pytest.fixture(scope="module")
+def manual_figures(example_summaries) -> dict[str, tuple[FigureBlock, Figure]]:
+    """Every figure of the manual drawn from the example runs, as matplotlib figures."""
+    blocks = read_blocks(ROOT / "docs", ROOT / "figures")
+    tables = load_tables(ROOT / "docs" / "data")
+    drawn = {}
+    with rc_context(rc_params()):
+        for block in blocks:
+            job = draw._Job(block, {r: example_summaries[r] for r in block.runs},
+                            {name: tables[name] for name in block.tables}, Path("unused"))
+            module = importlib.import_module(f"figures.{block.module}")
+            figure, _ = draw._call(module, job)
+            figure.draw_without_rendering()  # lays the figure out and sets its tick labels, as saving does
+            drawn[block.id] = (block, figure)
+    return drawn
+
+
+def test_every_figure_of_the_manual_has_its_alt_names(manual_figures):
+    assert sorted(manual_figures) == sorted(ALT_NAMES)
+
+
+@pytest.mark.parametrize("figure_id", sorted(ALT_NAMES))
+def test_the_alt_text_names_only_what_the_figure_draws(manual_figures, figure_id):
+    block, figure = manual_figures[figure_id]
+    alt = _plain(block.alt)
+    texts = drawn_text(figure)
+    for kind, names in ALT_NAMES[figure_id].items():
+        for name in names:
+            assert _plain(name) in alt, f"{figure_id}: the alt text does not name {name!r}: {block.alt}"
+            assert any(_plain(name) in text for text in texts[kind]), \
+                f"{figure_id}: the alt text names {name!r}, but no {kind} text of the figure does: {texts[kind]}"
+    assert len(figure.axes) == panels_said(block.alt, block), \
+        f"{figure_id}: the alt text says {panels_said(block.alt, block)} panel(s), the figure has {len(figure.axes)}"
+
+
+def test_an_alt_text_that_names_another_figure_is_caught(manual_figures):
+    # The alt text 3.2 had: "coloured by the number of over-sampling batches" of one panel; the figure has two.
+    block, figure = manual_figures["fig-filter-batches"]
+    wrong = "Groups dropped per step, coloured by the number of over-sampling batches drawn."
+    assert panels_said(wrong, block) == 1 != len(figure.axes)
+    assert not any("coloured" in text for text in drawn_text(figure)["drawn"])
+
+
+# --- legibility ---------------------------------------------------------------------------------
+
+
+def test_every_built_figure_has_no_text_below_12_px_at_the_content_width(built_manual):
+    svgs = sorted((built_manual / "build" / "docs" / "figures").glob("*.svg"))
+    assert len(svgs) == 18
+    for svg in svgs:
+        texts = legibility.texts(svg)
+        assert texts, f"{svg.name} has no SVG text (svg.fonttype must be none: text stays text)"
+        smallest = min(texts, key=lambda t: t.px)
+        assert smallest.px >= 12, f"{svg.name}: {smallest.text!r} is drawn {smallest.px:.2f} px high"
+        # The SVG is at least as wide as the column, so the page shows it at the column's width.
+        root = ET.parse(svg).getroot()
+        assert legibility.shown_width(root, legibility.CONTENT_WIDTH_PX) == legibility.CONTENT_WIDTH_PX
+
+
+def test_the_drawn_size_of_svg_text_follows_the_shown_width(tmp_path):
+    svg = tmp_path / "f.svg"
+    svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="460.8pt" height="100pt" viewBox="0 0 460.8 100">'
+                   '<text style="font-size: 8px; font-family: sans-serif">tick</text>'
+                   '<g><text style="font: 10px sans-serif">label</text></g></svg>')
+    # 460.8 pt is 614.4 CSS px, narrower than a 688 px column: shown at its own width, 4/3 px per unit.
+    assert [(t.text, round(t.px, 2)) for t in legibility.texts(svg, 688)] == [("tick", 10.67), ("label", 13.33)]
+    # In a 390 px phone column it shrinks with the image.
+    assert round(legibility.smallest(svg, 390).px, 2) == 6.77  # type: ignore[union-attr]
+
+
+def test_a_figure_with_small_text_is_reported_with_the_size_it_needs(tmp_path):
+    svg = tmp_path / "f.svg"
+    svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="518.4pt" height="100pt" viewBox="0 0 518.4 100">'
+                   '<text style="font-size: 8px">tiny</text><text style="font-size: 7px">tinier</text>'
+                   '<text style="font-size: 10px">fine</text></svg>')
+    block = FigureBlock(id="fig-x", number="9.1", chapter_file="docs/09-x.md", line=7, module="x", runs=(),
+                        claim="", checks=())
+    assert legibility.check_figures([(block, svg)]) == [Problem(
+        "docs/09-x.md", 7, None, "fig 9.1 (fig-x): text 'tinier' (and 1 more) is drawn 9.3 px high in a 688 px "
+        "column (expected at least 12 px: a font size of at least 9.04 in this figure)")]
