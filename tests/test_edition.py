@@ -317,6 +317,8 @@ def test_edition_file_must_name_the_edition(copy_of: Path, capsys: pytest.Captur
 
 
 def test_edition_already_published_is_refused(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (copy_of / "runs" / "demo" / "note.txt").write_text("re-measured\n")
+    commit_all(copy_of, "a note after publishing")
     assert refuse(copy_of, ["publish", "2026.11"], capsys) == (
         "edition 2026.11 is already published on gh-pages: pass --replace to replace it "
         "(make publish EDITION=2026.11 REPLACE=1), or publish a new number")
@@ -354,7 +356,8 @@ def test_unpublished_edition_is_refused_by_diff(copy_of: Path, capsys: pytest.Ca
 def test_verify_needs_the_tag(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
     git(copy_of, "tag", "--delete", "edition-2026.10")
     assert refuse(copy_of, ["verify", "2026.10"], capsys) == (
-        "no tag edition-2026.10 in this repository: fetch the tags (git fetch --tags) and verify again")
+        "no tag edition-2026.10 in this repository: fetch the tags (git fetch --tags) and verify again; if the "
+        "publish of 2026.10 was interrupted, make publish EDITION=2026.10 finishes it")
 
 
 # --- the transaction -----------------------------------------------------------------------------------------
@@ -365,7 +368,9 @@ def test_failure_in_the_middle_leaves_branch_and_tags_untouched(copy_of: Path, s
     branch = sha(copy_of, "refs/heads/gh-pages")
 
     def broken_tag(*args: object, **kwargs: object) -> None:
-        assert sha(copy_of, "refs/heads/gh-pages") != branch  # mike has written: there is something to undo
+        # mike has written, on its work branch only: the branch itself moves later, together with the tag.
+        assert sha(copy_of, "refs/heads/manual-publishing/gh-pages") not in (None, branch)
+        assert sha(copy_of, "refs/heads/gh-pages") == branch
         raise RuntimeError("disk full while tagging")
 
     # mike has already committed the edition and moved latest when the tagging step fails.
@@ -408,8 +413,17 @@ def test_failure_on_the_first_publish_leaves_no_branch(tmp_path: Path, stubbed: 
 
 def test_failed_push_restores_the_branch(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
     next_edition(copy_of)
+    git(copy_of, "remote", "add", "nowhere", str(copy_of.parent / "no-such-repository.git"))
     message = refuse(copy_of, ["publish", "2026.12", "--push", "--remote", "nowhere"], capsys)
     assert message.startswith("pushing gh-pages and edition-2026.12 to nowhere failed (")
+
+
+def test_an_unknown_remote_is_refused_before_anything_is_built(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    next_edition(copy_of)
+    assert refuse(copy_of, ["publish", "2026.12", "--push", "--remote", "--upload-pack=touch x"], capsys) == (
+        "'--upload-pack=touch x' is not a remote of this repository (remotes: none): add it with git remote add, "
+        "or name one with REMOTE=")
+    assert not (copy_of / "x").exists()
 
 
 # --- replacing, older editions, pushing -------------------------------------------------------------------
