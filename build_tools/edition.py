@@ -330,7 +330,7 @@ def check_branch(root: Path, branch: str) -> None:
 
 def check_remote(root: Path, remote: str) -> str:
     """A remote configured in this repository (git remote), never a URL or an option typed on make's line."""
-    remotes = git.run(root, "remote").stdout.split()
+    remotes = git.run(root, "remote", check=False).stdout.split()
     if remote not in remotes:
         known = ", ".join(remotes) or "none"
         raise EditionError(f"{_quoted(remote)} is not a remote of this repository (remotes: {known}): add it with "
