@@ -45,15 +45,17 @@ def staging(target: Path) -> Iterator[Path]:
     shutil.rmtree(old, ignore_errors=True)
 
 
-# A test hook: the kill test (tests/test_kill.py) names a point here and the process kills itself there, as
-# `kill -9` would at the worst moment. Unset in every ordinary run.
+# A test hook: the kill test (tests/test_kill.py) names a point, `point` or `point:TERM` (or `:INT`), and the
+# process sends itself that signal there (SIGKILL by default: no cleanup of any kind, as `kill -9` at the worst
+# moment). Unset in every ordinary run.
 KILL_AT = "MANUAL_TEST_KILL_AT"
 
 
 def checkpoint(name: str) -> None:
-    """Die at once (SIGKILL: no cleanup of any kind) when the kill test named this point."""
-    if os.environ.get(KILL_AT) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+    """Send this process the signal the kill test asked for at this point; nothing otherwise."""
+    point, _, signame = os.environ.get(KILL_AT, "").partition(":")
+    if point == name:
+        os.kill(os.getpid(), getattr(signal, f"SIG{signame or 'KILL'}"))
 
 
 def clean_leftovers(root: Path) -> list[Path]:

@@ -522,6 +522,7 @@ def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = 
     with tempfile.TemporaryDirectory(prefix=temporary_prefix("verify"), dir=_build_dir(root)) as tmp:
         checkout = Path(tmp) / "manual"
         git.run(root, "clone", "--quiet", "--branch", tag, str(root), str(checkout))
+        checkpoint("verify-cloned")
         stamp = load_stamp(checkout / "edition.yml")
         epoch = source_date_epoch(stamp.date)
         rebuild(checkout, epoch, quiet=quiet)
