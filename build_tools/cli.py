@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit code (0 ok, 2 bad input, 3 a claim failed, 4 verify differs, 1 a bug)."""
     args = _parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _terminate)
+        previous = signal.signal(signal.SIGTERM, _terminate) or signal.SIG_DFL
     try:
         return args.handler(args)
     except ManualError as error:
@@ -204,7 +204,7 @@ def _output_path(root: Path, error: OSError) -> str | None:
             continue
         path = Path(os.fsdecode(name)).absolute()
         inside = [o for o in outputs if path == o or o in path.parents]
-        staged = path.parent == root and path.name.startswith(".site-")
+        staged = root in path.parents and path.relative_to(root).parts[0].startswith(".site-")
         if inside or staged or (error.errno in _DISK_ERRNOS and root in path.parents):
             return _shown(root, path)
     if error.errno in _DISK_ERRNOS:
