@@ -48,7 +48,7 @@ def test_a_bug_with_an_unwritable_build_folder_saves_the_traceback_elsewhere(tmp
 
 @pytest.mark.parametrize(("code", "strerror", "name", "shown"), [
     (errno.EROFS, "Read-only file system", "build/claims.json", "build/claims.json"),
-    (errno.ENOSPC, "No space left on device", "build/cache/figures/.f.svg.1-x.tmp", "build/cache/figures/.f.svg.1-x.tmp"),
+    (errno.ENOSPC, "No space left on device", "build/cache/.f.svg.1-x.tmp", "build/cache/.f.svg.1-x.tmp"),
     (errno.EACCES, "Permission denied", ".site-12-abc/index.html", ".site-12-abc/index.html"),
     (errno.ENOSPC, "No space left on device", None, "build"),
 ])
