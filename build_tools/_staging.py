@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-# .site-<pid>-<random>, .site-old-<pid>-<random>, .publish-<pid>-<random>; files .name.<pid>-<random>.tmp
-_TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?(\d+)-[A-Za-z0-9_]+$|^\..*\.(\d+)-[A-Za-z0-9_]+\.tmp$")
+# .site-<pid>-<random>, .site-old-<pid>-<random>, .publish-<pid>-<random>; files .name.<pid>-<random>[.svg].tmp
+_TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?(\d+)-[A-Za-z0-9_]+$|^\..*\.(\d+)-[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp$")
 
 
 def temporary_prefix(name: str) -> str:

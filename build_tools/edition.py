@@ -198,7 +198,8 @@ def _publish(root: Path, edition: str, stamp: Stamp, *, branch: str, tag: str, r
             new_branch = git.ref_sha(root, f"refs/heads/{work}")
             tagged = git.rev(root, tag_ref) == commit and before[tag_ref] is not None
             if not changed and new_branch == before[branch_ref] and tagged:
-                return Published(edition, branch, tag, commit, latest, None, outcome="unchanged")
+                pushed_to = _push(root, remote or "origin", branch, tag, force_tag=replace) if push else None
+                return Published(edition, branch, tag, commit, latest, pushed_to, outcome="unchanged")
             new_tag = before[tag_ref] if tagged and not changed else _tag(root, tag, commit, stamp)
             checkpoint("tag-object")
             # Everything above could refuse without touching a ref; from here on, a failure puts both back.

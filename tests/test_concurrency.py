@@ -68,12 +68,14 @@ def test_sweep_removes_what_dead_processes_left_and_keeps_live_work(tmp_path: Pa
     (build / "cache" / "figures").mkdir(parents=True)
     (build / "cache" / "figures" / f".fig.svg.{dead}-q1w2.tmp").write_text("half")
     (build / "cache" / "figures" / f".fig.svg.{live}-q1w2.tmp").write_text("being written")
+    (build / "cache" / "figures" / f".fig.{dead}-e3r4.png.tmp").write_text("half")
     (build / "cache" / "figures" / "fig.svg").write_text("kept")
     (build / f".publish-{dead}-zz").mkdir()
     (build / ".docs-a1b2c3d4").mkdir()
     removed = _staging.clean_leftovers(tmp_path)
     assert sorted(p.name for p in removed) == sorted([f".site-{dead}-abc", ".site-k2j4h5g6", f".site-old-{dead}-xyz",
-                                                     f".fig.svg.{dead}-q1w2.tmp", f".publish-{dead}-zz",
+                                                     f".fig.svg.{dead}-q1w2.tmp", f".fig.{dead}-e3r4.png.tmp",
+                                                     f".publish-{dead}-zz",
                                                      ".docs-a1b2c3d4"])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f".site-{live}-abc", "build", "site"])
     assert sorted(p.name for p in (build / "cache" / "figures").iterdir()) == sorted(
