@@ -70,9 +70,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from . import compare
     from ._layout import Layout
+    from ._lock import build_lock
 
     yours = compare.load_reader_run(args.run)
-    setup, comparisons = compare.compare(Layout(args.root.resolve()), yours)
+    layout = Layout(args.root.resolve())
+    with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
+        setup, comparisons = compare.compare(layout, yours)
     _out.print("\n".join(compare.report(setup, comparisons, yours)), markup=False)
     return 0
 
