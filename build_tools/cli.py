@@ -208,7 +208,7 @@ def _output_path(root: Path, error: OSError) -> str | None:
         path = Path(os.fsdecode(name)).absolute()
         inside = [o for o in outputs if path == o or o in path.parents]
         staged = root in path.parents and path.relative_to(root).parts[0].startswith(".site-")
-        if inside or staged or (error.errno in _DISK_ERRNOS and root in path.parents):
+        if inside or staged or error.errno in _DISK_ERRNOS:
             return _shown(root, path)
     if error.errno in _DISK_ERRNOS:
         return _shown(root, root / "build")
