@@ -60,7 +60,8 @@ def checkpoint(name: str) -> None:
 
 def clean_leftovers(root: Path) -> list[Path]:
     """Remove the staging folders and temporary files killed builds left in the project (hold the build lock)."""
-    return [*sweep(root, legacy=("site",)), *sweep(root / "build", recursive=True, legacy=("docs",))]
+    # In the project folder only site/'s staging folders are ours; everything in build/ is.
+    return [*sweep(root, legacy=("site",), only=("site",)), *sweep(root / "build", recursive=True, legacy=("docs",))]
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -95,7 +96,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _stale(path: Path, legacy: tuple[str, ...]) -> bool:
+def _stale(path: Path, legacy: tuple[str, ...], only: tuple[str, ...] | None) -> bool:
+    if only is not None and not path.name.startswith(tuple(f".{name}-" for name in only)):
+        return False
     match = _TEMPORARY.match(path.name)
     if match:
         return not _alive(int(match[1] or match[2]))
@@ -103,12 +106,14 @@ def _stale(path: Path, legacy: tuple[str, ...]) -> bool:
     return any(re.fullmatch(rf"\.{re.escape(name)}-[a-z0-9_]{{8}}", path.name) for name in legacy)
 
 
-def sweep(folder: Path, *, recursive: bool = False, legacy: tuple[str, ...] = ()) -> list[Path]:
+def sweep(folder: Path, *, recursive: bool = False, legacy: tuple[str, ...] = (),
+          only: tuple[str, ...] | None = None) -> list[Path]:
     """Remove what killed processes left in folder (and, when recursive, below it); returns what was removed.
 
     A target that a kill left missing between the two renames of `staging` is first put back from its
     complete `.<name>-old-*` copy, so the site is as it was. Call it only while holding the project's lock
-    when legacy names (leftovers without a process id) are given.
+    when legacy names (leftovers without a process id) are given. `only` limits it to the temporary names
+    of those targets (`.site-*`), in a folder that holds other people's files too.
     """
     removed: list[Path] = []
     if not folder.is_dir():
@@ -117,7 +122,7 @@ def sweep(folder: Path, *, recursive: bool = False, legacy: tuple[str, ...] = ()
         here = Path(where)
         for name in sorted([*dirs, *files]):
             path = here / name
-            if not _stale(path, legacy):
+            if not _stale(path, legacy, only):
                 continue
             old = re.match(r"^\.(.+)-old-\d+-[A-Za-z0-9_]+$", name)
             if old and path.is_dir() and any(path.iterdir()) and not (here / old[1]).exists():

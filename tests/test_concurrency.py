@@ -65,6 +65,7 @@ def test_sweep_removes_what_dead_processes_left_and_keeps_live_work(tmp_path: Pa
     for name in (f".site-{dead}-abc", f".site-{live}-abc", ".site-k2j4h5g6", f".site-old-{dead}-xyz"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "index.html").write_text(name)
+    (tmp_path / f".notes-{dead}-mine").write_text("a file of the user's: not the build's to remove")
     (build / "cache" / "figures").mkdir(parents=True)
     (build / "cache" / "figures" / f".fig.svg.{dead}-q1w2.tmp").write_text("half")
     (build / "cache" / "figures" / f".fig.svg.{live}-q1w2.tmp").write_text("being written")
@@ -77,7 +78,8 @@ def test_sweep_removes_what_dead_processes_left_and_keeps_live_work(tmp_path: Pa
                                                      f".fig.svg.{dead}-q1w2.tmp", f".fig.{dead}-e3r4.png.tmp",
                                                      f".publish-{dead}-zz",
                                                      ".docs-a1b2c3d4"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f".site-{live}-abc", "build", "site"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f".notes-{dead}-mine", f".site-{live}-abc", "build",
+                                                                 "site"])
     assert sorted(p.name for p in (build / "cache" / "figures").iterdir()) == sorted(
         [f".fig.svg.{live}-q1w2.tmp", "fig.svg"])
 
