@@ -8,6 +8,15 @@ BROWSER_STAMP := $(VENV)/.browser
 
 .PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples
 
+# make's variables never reach a shell. Each is exported to the environment as the exact text typed
+# ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
+# it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
+# outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
+ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID
+$(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
+export $(ARGUMENTS)
+MANUAL := $(PY) -m build_tools._make
+
 all: site
 
 $(STAMP): pyproject.toml requirements.lock
@@ -24,40 +33,38 @@ $(BROWSER_STAMP): $(STAMP)
 	touch $(BROWSER_STAMP)
 
 site: $(STAMP)
-	$(PY) -m build_tools build
+	@$(MANUAL) build
 
 check: $(STAMP)
-	$(PY) -m build_tools check
+	@$(MANUAL) check
 
 serve: $(STAMP)
-	$(PY) -m build_tools serve
+	@$(MANUAL) serve
 
 test: $(STAMP) $(BROWSER_STAMP)
 	$(PY) -m ruff check build_tools figures tests
 	$(PY) -m pytest
 
 compare: $(STAMP)
-	$(PY) -m build_tools compare "$$RUN"
+	@$(MANUAL) compare
 
-# SRC and ID reach the command as environment variables, never as shell text.
 add-run: $(STAMP)
-	@test -n "$$SRC" || { echo "usage: make add-run SRC=path [ID=run-id]" >&2; exit 2; }
-	$(PY) -m build_tools add-run "$$SRC" --id "$$ID"
+	@$(MANUAL) add-run
 
 bench: $(STAMP)
-	$(PY) -m build_tools bench
+	@$(MANUAL) bench
 
 examples: $(STAMP)
 	$(PY) -m build_tools.examples runs
 
 publish: $(STAMP)
-	$(PY) -m build_tools publish $(EDITION) $(if $(BRANCH),--branch $(BRANCH)) $(if $(REMOTE),--remote $(REMOTE)) $(if $(PUSH),--push) $(if $(REPLACE),--replace)
+	@$(MANUAL) publish
 
 verify: $(STAMP)
-	$(PY) -m build_tools verify $(EDITION) $(if $(BRANCH),--branch $(BRANCH))
+	@$(MANUAL) verify
 
 diff: $(STAMP)
-	$(PY) -m build_tools diff $(FROM) $(TO) $(if $(BRANCH),--branch $(BRANCH))
+	@$(MANUAL) diff
 
 clean:
 	rm -rf site build .pytest_cache

@@ -13,9 +13,9 @@ class GitFailed(Exception):
     """A git command that should have worked did not (a bug or a broken repository, not a user mistake)."""
 
 
-def run(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run(root: Path, *args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run `git args` in root; raise GitFailed with git's own words when check is set and it fails."""
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, input=input)
     if check and done.returncode != 0:
         raise GitFailed(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
     return done
@@ -57,3 +57,33 @@ def show(root: Path, ref: str, path: str) -> bytes | None:
     """A file's bytes at ref, or None when ref or file does not exist."""
     done = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=root, capture_output=True)
     return done.stdout if done.returncode == 0 else None
+
+
+def update_refs(root: Path, updates: dict[str, tuple[str | None, str | None]]) -> None:
+    """Move several refs in one git transaction (all or none): {ref: (new sha or None to delete, old sha or None)}."""
+    lines = ["start"]
+    for ref, (new, old) in updates.items():
+        if new is None:
+            lines.append(f"delete {ref} {old or ''}".rstrip())
+        elif old is None:
+            lines.append(f"create {ref} {new}")
+        else:
+            lines.append(f"update {ref} {new} {old}")
+    lines += ["prepare", "commit", ""]
+    run(root, "update-ref", "--stdin", input="\n".join(lines))
+
+
+def checked_out_branches(root: Path) -> list[str]:
+    """The branches checked out in this repository's working trees (this one and every `git worktree`)."""
+    lines = run(root, "worktree", "list", "--porcelain").stdout.splitlines()
+    return [line.removeprefix("branch refs/heads/") for line in lines if line.startswith("branch refs/heads/")]
+
+
+def common_dir(root: Path) -> Path:
+    """The repository's own folder, shared by all its working trees (.git of the main one)."""
+    path = Path(run(root, "rev-parse", "--git-common-dir").stdout.strip())
+    return path if path.is_absolute() else (root / path).resolve()
+
+
+def has_path(root: Path, ref: str, path: str) -> bool:
+    return run(root, "cat-file", "-e", f"{ref}:{path}", check=False).returncode == 0

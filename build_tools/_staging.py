@@ -1,27 +1,138 @@
-"""Write an output folder as a whole or not at all: a failed stage never leaves half-written files."""
+"""Write an output folder as a whole or not at all: a failed stage never leaves half-written files.
+
+Every temporary name carries the writing process's id (`.site-<pid>-<random>`, `.claims.json.<pid>-<random>.tmp`):
+two processes never share one, and `sweep` can tell the leftovers of a killed process (its id no longer
+runs) from the work of a live one.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+# .site-<pid>-<random>, .site-old-<pid>-<random>, .publish-<pid>-<random>; files .name.<pid>-<random>[.svg].tmp
+_TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?(\d+)-[A-Za-z0-9_]+$|^\..*\.(\d+)-[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp$")
+
+
+def temporary_prefix(name: str) -> str:
+    """The start of a temporary name for name, owned by this process."""
+    return f".{name}-{os.getpid()}-"
 
 
 @contextmanager
 def staging(target: Path) -> Iterator[Path]:
     """Yield a temporary sibling of target; it replaces target only when the block succeeded."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(target.name), dir=target.parent))
     try:
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = target.with_name(f".{target.name}-old")
-    shutil.rmtree(old, ignore_errors=True)
+    # Two renames: a kill between them leaves no target but a complete .<name>-old-*, which `sweep` puts back.
+    old = Path(tempfile.mkdtemp(prefix=temporary_prefix(f"{target.name}-old"), dir=target.parent))
     if target.exists():
+        old.rmdir()
         target.rename(old)
+        checkpoint("staging-swap")
     tmp.rename(target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+# A test hook: the kill test (tests/test_kill.py) names a point, `point` or `point:TERM` (or `:INT`), and the
+# process sends itself that signal there (SIGKILL by default: no cleanup of any kind, as `kill -9` at the worst
+# moment). Unset in every ordinary run.
+KILL_AT = "MANUAL_TEST_KILL_AT"
+
+
+def checkpoint(name: str) -> None:
+    """Send this process the signal the kill test asked for at this point; nothing otherwise."""
+    point, _, signame = os.environ.get(KILL_AT, "").partition(":")
+    if point == name:
+        os.kill(os.getpid(), getattr(signal, f"SIG{signame or 'KILL'}"))
+
+
+def clean_leftovers(root: Path) -> list[Path]:
+    """Remove the staging folders and temporary files killed builds left in the project (hold the build lock)."""
+    # In the project folder only site/'s staging folders are ours; everything in build/ is.
+    return [*sweep(root, legacy=("site",), only=("site",)), *sweep(root / "build", recursive=True, legacy=("docs",))]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a uniquely named temporary file in the same folder, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def temporary_file(path: Path, suffix: str = "") -> Path:
+    """A fresh, unique name beside path for a writer that needs a file name (matplotlib's savefig)."""
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=f"{suffix}.tmp")
+    os.close(handle)
+    return Path(tmp)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stale(path: Path, legacy: tuple[str, ...], only: tuple[str, ...] | None) -> bool:
+    if only is not None and not path.name.startswith(tuple(f".{name}-" for name in only)):
+        return False
+    match = _TEMPORARY.match(path.name)
+    if match:
+        return not _alive(int(match[1] or match[2]))
+    # Staging folders of builds before names carried a process id: .site-<8 random characters>.
+    return any(re.fullmatch(rf"\.{re.escape(name)}-[a-z0-9_]{{8}}", path.name) for name in legacy)
+
+
+def sweep(folder: Path, *, recursive: bool = False, legacy: tuple[str, ...] = (),
+          only: tuple[str, ...] | None = None) -> list[Path]:
+    """Remove what killed processes left in folder (and, when recursive, below it); returns what was removed.
+
+    A target that a kill left missing between the two renames of `staging` is first put back from its
+    complete `.<name>-old-*` copy, so the site is as it was. Call it only while holding the project's lock
+    when legacy names (leftovers without a process id) are given. `only` limits it to the temporary names
+    of those targets (`.site-*`), in a folder that holds other people's files too.
+    """
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for where, dirs, files in os.walk(folder):
+        here = Path(where)
+        for name in sorted([*dirs, *files]):
+            path = here / name
+            if not _stale(path, legacy, only):
+                continue
+            old = re.match(r"^\.(.+)-old-\d+-[A-Za-z0-9_]+$", name)
+            if old and path.is_dir() and any(path.iterdir()) and not (here / old[1]).exists():
+                path.rename(here / old[1])
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed.append(path)
+        # Never descend into temporary folders (a live one belongs to its process) unless asked to recurse.
+        dirs[:] = [d for d in dirs if recursive and not d.startswith(".") and (here / d).is_dir()]
+    return removed

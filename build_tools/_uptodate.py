@@ -18,7 +18,7 @@ from ._layout import PROJECT_INPUTS, Layout
 
 KEY_FILE = "inputs.key"
 CODE = Path(__file__).resolve().parent  # build_tools/
-LIBRARIES = ("matplotlib", "numpy", "pandas", "mkdocs", "mkdocs-material", "Jinja2", "PyYAML", "ruamel.yaml",
+LIBRARIES = ("matplotlib", "numpy", "pandas", "mkdocs", "mkdocs-material", "Jinja2", "PyYAML",
              "pydantic", "pyarrow")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,8 +13,9 @@ from . import blocks as blocks_stage
 from . import claims as claims_stage
 from ._exceptions import Problem, RunDataError
 from ._layout import Layout
+from ._lock import build_lock
 from ._progress import Progress
-from ._staging import staging
+from ._staging import clean_leftovers, staging
 from ._types import ClaimVerdict, DrawnFigure, FigureBlock
 from .stamp import EditionFileError, Stamp, check_commits, load_stamp
 from .summary import RunSummary, summarise_runs
@@ -41,8 +43,21 @@ def check(root: Path, *, quiet: bool = False) -> BuildResult:
 
 
 def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False) -> BuildResult:
-    """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim."""
+    """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim.
+
+    One build at a time per project folder: a second one waits for the lock (build/.lock), saying so.
+    """
     layout = Layout(root.resolve())
+    with build_lock(layout.build, _say_waiting):
+        clean_leftovers(layout.root)
+        return _build(layout, site=site, jobs=jobs, quiet=quiet)
+
+
+def _say_waiting(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool) -> BuildResult:
     progress = Progress(quiet=quiet, stages=6 if site else 3)
     _uptodate.forget(layout)
 

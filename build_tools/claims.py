@@ -8,15 +8,14 @@ build/claims.junit.xml; `raise_if_failed` ends the build with exit code 3 when a
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ._exceptions import ChapterError, ClaimsFailed, Problem
+from ._staging import write_atomic
 from ._types import CheckResult, ClaimVerdict, FigureBlock
 from .checks import claim_numbers, evaluate, runs_text, validate
 from .summary import RunSummary
@@ -140,16 +139,8 @@ def junit_xml(verdicts: Sequence[ClaimVerdict]) -> bytes:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file in the same folder, so a reader never sees half a report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write through a uniquely named temporary file in the same folder, so a reader never sees half a report."""
+    write_atomic(path, data)
 
 
 def write_reports(verdicts: Sequence[ClaimVerdict], build_dir: Path) -> tuple[Path, Path]:

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import signal
 import sys
+import tempfile
+import threading
+import time
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 
 from rich.console import Console
 from rich.markup import escape
 
-from ._exceptions import ManualError
+from ._exceptions import EXIT_BAD_INPUT, ManualError
+
+EXIT_BUG = 1
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+EPILOG = """exit codes: 0 done, 2 bad input (the message names the file), 3 a claim no longer holds,
+4 verify found a difference, 1 a bug (the traceback is saved under build/), 130 interrupted, 143 terminated"""
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 _out = Console(highlight=False, soft_wrap=True)
@@ -19,14 +33,18 @@ _out = Console(highlight=False, soft_wrap=True)
 def _cmd_build(args: argparse.Namespace) -> int:
     from . import _uptodate
     from ._layout import Layout
+    from ._lock import build_lock
 
-    # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
-    if not args.force and _uptodate.is_current(Layout(args.root.resolve())):
-        _err.print("Nothing changed since the last build: site/ is up to date (--force rebuilds).")
-        return 0
-    from .build import build
+    layout = Layout(args.root.resolve())
+    # Under the lock: a build that waited for another finds the site that one built up to date.
+    with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
+        # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
+        if not args.force and _uptodate.is_current(layout):
+            _err.print("Nothing changed since the last build: site/ is up to date (--force rebuilds).")
+            return 0
+        from .build import build
 
-    build(args.root, jobs=args.jobs)
+        build(args.root, jobs=args.jobs)
     return 0
 
 
@@ -52,9 +70,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from . import compare
     from ._layout import Layout
+    from ._lock import build_lock
 
     yours = compare.load_reader_run(args.run)
-    setup, comparisons = compare.compare(Layout(args.root.resolve()), yours)
+    layout = Layout(args.root.resolve())
+    with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
+        setup, comparisons = compare.compare(layout, yours)
     _out.print("\n".join(compare.report(setup, comparisons, yours)), markup=False)
     return 0
 
@@ -89,7 +110,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from . import site
 
-    return site.serve(args.root)
+    return site.serve(args.root, port=args.port)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -117,7 +138,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m build_tools", description=__doc__)
+    parser = argparse.ArgumentParser(prog="manual", description=__doc__, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the project folder (default: here)")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -130,7 +152,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: all cores)")
     build.add_argument("--force", action="store_true", help="build even when no input changed")
     add("check", _cmd_check, "load, summarise and check every claim; no figures, no site")
-    add("serve", _cmd_serve, "build, then serve the site on 127.0.0.1:8000")
+    add("serve", _cmd_serve, "build, then serve the site on 127.0.0.1:8000").add_argument(
+        "--port", type=_port, default=8000, help="the port to serve on (default: 8000)")
     add("compare", _cmd_compare, "set your own run beside the ranges of the Metrics page").add_argument(
         "run", type=Path, help="your run: a Miles dashboard dump (meta.json, metrics.jsonl, ...) or a run folder")
     show = add("show", _cmd_show, "print what the manual reads from a run: sources, setup, steps, phases, events")
@@ -164,8 +187,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _port(text: str) -> int:
+    """A TCP port: a whole number from 1 to 65535."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port (a whole number from 1 to 65535)")
+    return int(text)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every temporary folder and ref transaction is cleaned up."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns the exit code (0 ok, 2 bad input, 3 a claim failed, 4 verify differs, 1 a bug)."""
     args = _parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate) or signal.SIG_DFL
     try:
         return args.handler(args)
     except ManualError as error:
@@ -173,9 +214,75 @@ def main(argv: Sequence[str] | None = None) -> int:
         if error.hint:
             _err.print(f"[dim]hint:[/dim] {escape(error.hint)}")
         return error.exit_code
+    except Terminated:
+        _err.print("terminated")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         _err.print("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
+    except OSError as error:
+        where = _output_path(args.root, error)
+        if where is None:
+            return _crash(args.root, error)
+        reason = error.strerror or type(error).__name__
+        _err.print(f"[bold red]ERROR[/bold red] {escape(where)}: cannot write ({escape(reason)}): the build writes "
+                   "only into build/ and site/, which must be writable and have free space", soft_wrap=True)
+        return EXIT_BAD_INPUT
+    except Exception as error:
+        return _crash(args.root, error)
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+
+
+# Errors of the disk rather than of a path: the build's outputs cannot be written, wherever it was writing.
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
+def _output_path(root: Path, error: OSError) -> str | None:
+    """The output path (in build/ or site/, or their staging folders) an OSError is about; None when not one."""
+    root = root.resolve()
+    outputs = (root / "build", root / "site")
+    for name in (error.filename, error.filename2):
+        if not name:
+            continue
+        path = Path(os.fsdecode(name)).absolute()
+        inside = [o for o in outputs if path == o or o in path.parents]
+        staged = root in path.parents and path.relative_to(root).parts[0].startswith(".site-")
+        if inside or staged or error.errno in _DISK_ERRNOS:
+            return _shown(root, path)
+    if error.errno in _DISK_ERRNOS:
+        return _shown(root, root / "build")
+    return None
+
+
+def _shown(root: Path, path: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix() + ("/" if path.is_dir() else "")
+    except ValueError:
+        return str(path)
+
+
+def _crash(root: Path, error: BaseException) -> int:
+    """A bug: one line naming it and the file that holds the whole traceback; exit 1."""
+    text = "".join(traceback.format_exception(error))
+    name = f"crash-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.txt"
+    saved: str
+    try:
+        folder = root.resolve() / "build"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+        saved = _shown(root.resolve(), folder / name)
+    except OSError:
+        handle, fallback = tempfile.mkstemp(prefix="manual-crash-", suffix=".txt")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        saved = fallback
+    message = " ".join(str(error).split())
+    what = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    _err.print(f"[bold red]ERROR[/bold red] internal error (a bug): {escape(what)}; full traceback saved to "
+               f"{escape(saved)}", soft_wrap=True)
+    return EXIT_BUG
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any
 
 from . import legibility, palette_check
 from ._exceptions import FigureError, Problem
+from ._staging import temporary_file, write_atomic
 from ._types import DrawnFigure, FigureBlock
 from .palette import FIGURES_DIR, PALETTE_FILE, STYLE_FILE
 from .summary import RunSummary
@@ -214,9 +215,7 @@ def _problem(block: FigureBlock, message: str) -> Problem:
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text.encode("utf-8"))
 
 
 # --- drawing ------------------------------------------------------------------------------------
@@ -253,6 +252,10 @@ def draw_one(job: _Job) -> _Outcome:
             _save(figure, data, job.stem, provenance)
     except MissingData as error:
         return _Outcome(job.block.id, "", str(error))
+    except OSError as error:
+        if error.filename and Path(error.filename).parent == job.stem.parent:
+            raise  # the cache folder cannot be written (read-only, full): no figure's fault, the CLI names it
+        return _Outcome(job.block.id, "", _describe(error, job))
     except Exception as error:  # any failure of figure code is the figure's problem: reported, not raised
         return _Outcome(job.block.id, "", _describe(error, job))
     alt = str(getattr(module, "ALT", "")).strip()
@@ -308,9 +311,12 @@ def _save(figure: Any, data: Any, stem: Path, provenance: dict[str, str]) -> Non
         ".csv": write_csv,
     }
     for suffix, write in writers.items():
-        tmp = stem.with_name(f"{stem.name}.tmp{suffix}")
-        write(tmp)
-        tmp.replace(stem.with_suffix(suffix))
+        tmp = temporary_file(stem, suffix)  # a name of this process only: two builds never share one
+        try:
+            write(tmp)
+            tmp.replace(stem.with_suffix(suffix))
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def _describe(error: Exception, job: _Job) -> str:

@@ -25,9 +25,11 @@ from pathlib import Path
 from rich.console import Console
 
 from . import _git as git
+from . import _lock
 from . import _manifest as manifest_
 from ._exceptions import EXIT_CLAIM_FAILED, ClaimsFailed, EditionError
 from ._manifest import Manifest
+from ._staging import checkpoint, clean_leftovers, temporary_prefix
 from .stamp import Stamp, load_stamp
 
 EDITION_NUMBER = re.compile(r"^(\d{4})\.(0[1-9]|1[0-2])$")
@@ -53,6 +55,8 @@ class Published:
     commit: str
     latest: str
     pushed_to: str | None
+    # published; unchanged (REPLACE with nothing changed); already (published from this very commit before)
+    outcome: str = "published"
 
 
 # --- small rules -------------------------------------------------------------------------------------------
@@ -141,32 +145,215 @@ def _require_manifest(root: Path, branch: str, edition: str) -> Manifest:
 
 def publish(root: Path, edition: str, *, branch: str = "gh-pages", remote: str | None = None,
             push: bool = False, replace: bool = False, quiet: bool = False, say: Say = _out.print) -> Published:
-    """Build the manual and publish it as an edition; refuse, changing nothing, when it should not be."""
+    """Build the manual and publish it as an edition; refuse, changing nothing, when it should not be.
+
+    mike writes on a work branch (manual-publishing/<branch>); the branch and the tag then move together in
+    one git transaction. A publish killed at any point leaves them as they were or both done; the next one
+    removes the work branch, and finishes an edition an older, killed publish left on the branch untagged.
+    """
     root = root.resolve()
     check_number(edition)
     _require_repository(root)
-    stamp = _edition_file(root, edition)
-    _require_clean(root)
-    tag = tag_name(edition)
-    if _require_new(root, branch, edition, tag, replace):
-        say(f"replacing edition {edition}")
+    check_branch(root, branch)
+    remote = check_remote(root, remote or "origin") if push else remote
+    # One publish at a time in the repository (its refs), one build at a time in this folder.
+    with _lock.hold(git.common_dir(root) / PUBLISH_LOCK, say, "another publish"), \
+            _lock.build_lock(root / "build", say):
+        checkpoint("locked")
+        _clean_leftovers(root, branch, say)
+        stamp = _edition_file(root, edition)
+        _require_pages_branch(root, branch)
+        _require_clean(root)
+        tag = tag_name(edition)
+        done = _existing(root, branch, edition, tag, replace=replace, say=say)
+        if done is not None:
+            pushed_to = _push(root, remote or "origin", branch, tag, force_tag=replace) if push else None
+            return dataclasses.replace(done, pushed_to=pushed_to)
+        return _publish(root, edition, stamp, branch=branch, tag=tag, remote=remote, push=push, replace=replace,
+                        quiet=quiet)
 
+
+def _publish(root: Path, edition: str, stamp: Stamp, *, branch: str, tag: str, remote: str | None, push: bool,
+             replace: bool, quiet: bool) -> Published:
     epoch = source_date_epoch(stamp.date)
     _build(root, edition, epoch, quiet=quiet)
+    checkpoint("built")
     _require_footer(root / "site", edition)
 
     commit = git.rev(root, "HEAD") or ""
     manifest = manifest_.compute(root, edition=_stamp_fields(stamp), project_commit=commit, source_date_epoch=epoch)
     previous = _previous_manifest(root, branch, edition)
-    with tempfile.TemporaryDirectory(prefix="edition-") as tmp:
+    branch_ref, tag_ref = f"refs/heads/{branch}", f"refs/tags/{tag}"
+    before = {branch_ref: git.ref_sha(root, branch_ref), tag_ref: git.ref_sha(root, tag_ref)}
+    # The temporary folder is in build/ under this process's id: removed on exit, SIGINT and SIGTERM, and by
+    # the next build when a kill left it.
+    with tempfile.TemporaryDirectory(prefix=temporary_prefix("publish"), dir=_build_dir(root)) as tmp:
         staged = _stage_site(root / "site", Path(tmp) / "site", manifest, previous)
-        # Everything above could refuse without writing; from here on, a failure puts both refs back.
-        with _transaction(root, [f"refs/heads/{branch}", f"refs/tags/{tag}"]):
-            _deploy(root, staged, edition, branch, commit)
-            latest = _move_latest(root, staged, branch)
-            _tag(root, tag, commit, stamp)
-            pushed_to = _push(root, remote or "origin", branch, tag, force_tag=replace) if push else None
+        checkpoint("staged")
+        with _work_branch(root, branch) as work:
+            changed = _deploy(root, staged, edition, work, commit)
+            checkpoint("deployed")
+            latest = _move_latest(root, staged, work)
+            checkpoint("latest-moved")
+            new_branch = git.ref_sha(root, f"refs/heads/{work}")
+            tagged = git.rev(root, tag_ref) == commit and before[tag_ref] is not None
+            if not changed and new_branch == before[branch_ref] and tagged:
+                pushed_to = _push(root, remote or "origin", branch, tag, force_tag=replace) if push else None
+                return Published(edition, branch, tag, commit, latest, pushed_to, outcome="unchanged")
+            new_tag = before[tag_ref] if tagged and not changed else _tag(root, tag, commit, stamp)
+            checkpoint("tag-object")
+            # Everything above could refuse without touching a ref; from here on, a failure puts both back.
+            with _transaction(root, [branch_ref, tag_ref]):
+                git.update_refs(root, {branch_ref: (new_branch, before[branch_ref]),
+                                       tag_ref: (new_tag, before[tag_ref]),
+                                       f"refs/heads/{work}": (None, new_branch)})
+                checkpoint("refs-updated")
+                pushed_to = _push(root, remote or "origin", branch, tag, force_tag=replace) if push else None
+                checkpoint("pushed")
     return Published(edition, branch, tag, commit, latest, pushed_to)
+
+
+PUBLISH_LOCK = "manual-publish.lock"  # in the repository's git folder: shared by all its working trees
+WORK_PREFIX = "manual-publishing/"
+
+
+def _build_dir(root: Path) -> Path:
+    folder = root / "build"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _clean_leftovers(root: Path, branch: str, say: Say) -> None:
+    """What killed builds and publishes left: staging folders, temporary files, the work branch of mike."""
+    clean_leftovers(root)
+    work = f"refs/heads/{WORK_PREFIX}{branch}"
+    if git.ref_sha(root, work) is not None:
+        git.restore_ref(root, work, None)
+        say(f"removed {WORK_PREFIX}{branch}, the work branch of a publish that was killed: {branch} was not changed")
+
+
+@contextlib.contextmanager
+def _work_branch(root: Path, branch: str) -> Iterator[str]:
+    """A branch where mike writes, starting where branch is; deleted when the block ends, however it ends."""
+    work = f"{WORK_PREFIX}{branch}"
+    start = git.ref_sha(root, f"refs/heads/{branch}")
+    if start is not None:
+        git.run(root, "update-ref", f"refs/heads/{work}", start)
+    checkpoint("work-branch")
+    try:
+        yield work
+    finally:
+        git.restore_ref(root, f"refs/heads/{work}", None)
+
+
+def _existing(root: Path, branch: str, edition: str, tag: str, *, replace: bool, say: Say) -> Published | None:
+    """What is there of this edition already; None when it is to be (re)published.
+
+    An edition on the branch whose tag is missing or names another commit than its manifest was left by a
+    publish killed between the two (older versions of this code moved them one after the other): the tag
+    is put on the commit the manifest names, saying so. A tag of ours without the edition on the branch is
+    moved by publishing again.
+    """
+    head = git.rev(root, "HEAD") or ""
+    tag_ref = f"refs/tags/{tag}"
+    if edition in published_editions(root, branch):
+        manifest = published_manifest(root, branch, edition) or {}
+        built_from = str(manifest.get("project_commit", ""))
+        tagged = git.rev(root, tag_ref)
+        if built_from and tagged != built_from and git.rev(root, built_from) == built_from:
+            stamp = load_stamp_at(root, built_from)
+            git.update_refs(root, {tag_ref: (_tag(root, tag, built_from, stamp), git.ref_sha(root, tag_ref))})
+            state = "without its tag" if tagged is None else f"with its tag on {tagged[:7]}"
+            say(f"edition {edition} was on {branch} {state} (a publish was interrupted): finished it, tagged {tag} "
+                f"at {built_from[:7]}")
+            tagged = built_from
+        latest = _repair_latest(root, branch, say)
+        if tagged == head and not replace:
+            return Published(edition, branch, tag, head, latest, None, outcome="already")
+        if not replace:
+            raise EditionError(f"edition {edition} is already published on {branch}: pass --replace to replace "
+                               f"it (make publish EDITION={edition} REPLACE=1), or publish a new number")
+        say(f"replacing edition {edition}")
+        return None
+    if git.ref_sha(root, tag_ref) is not None:
+        if replace:
+            say(f"replacing edition {edition}")
+        elif _our_tag(root, tag, edition):
+            say(f"tag {tag} is there but edition {edition} is not on {branch} (a publish was interrupted): "
+                "publishing it again")
+        else:
+            raise EditionError(f"tag {tag} already exists: pass --replace to move it and replace the edition "
+                               f"(make publish EDITION={edition} REPLACE=1), or publish a new number")
+    return None
+
+
+def load_stamp_at(root: Path, commit: str) -> Stamp:
+    """edition.yml as it was at commit: what the tag's message says."""
+    data = git.show(root, commit, "edition.yml") or b""
+    with tempfile.TemporaryDirectory(prefix=temporary_prefix("stamp"), dir=_build_dir(root)) as tmp:
+        path = Path(tmp) / "edition.yml"
+        path.write_bytes(data)
+        return load_stamp(path)
+
+
+def _our_tag(root: Path, tag: str, edition: str) -> bool:
+    """An annotated tag this code wrote for the edition (a tag a person made is not taken over)."""
+    done = git.run(root, "cat-file", "-p", f"refs/tags/{tag}", check=False)
+    return done.returncode == 0 and f"\n\nEdition {edition} of " in done.stdout
+
+
+def _repair_latest(root: Path, branch: str, say: Say) -> str:
+    """`latest` on the newest edition and the default, as a killed older publish may not have left them."""
+    with _work_branch(root, branch) as work:
+        before = git.ref_sha(root, f"refs/heads/{work}")
+        with tempfile.TemporaryDirectory(prefix=temporary_prefix("latest"), dir=_build_dir(root)) as tmp:
+            latest = _move_latest(root, Path(tmp), work)
+        after = git.ref_sha(root, f"refs/heads/{work}")
+        if after != before:
+            git.update_refs(root, {f"refs/heads/{branch}": (after, before), f"refs/heads/{work}": (None, after)})
+            say(f"{LATEST} was not on the newest edition of {branch} (a publish was interrupted): moved it to {latest}")
+    return latest
+
+
+# --- names given on the command line -------------------------------------------------------------------------
+
+SOURCE_MARKERS = ("build_tools", "pyproject.toml", "edition.yml", "runs")
+
+
+def check_branch(root: Path, branch: str) -> None:
+    """A branch name git accepts (`git check-ref-format`), never an option."""
+    valid = bool(branch) and not branch.startswith("-") and branch.isprintable() and not branch.startswith(
+        WORK_PREFIX) and git.run(root, "check-ref-format", f"refs/heads/{branch}", check=False).returncode == 0
+    if not valid:
+        raise EditionError(f"{_quoted(branch)} is not a branch name git accepts (git check-ref-format): name the "
+                           "branch editions are published to, e.g. BRANCH=gh-pages")
+
+
+def check_remote(root: Path, remote: str) -> str:
+    """A remote configured in this repository (git remote), never a URL or an option typed on make's line."""
+    remotes = git.run(root, "remote", check=False).stdout.split()
+    if remote not in remotes:
+        known = ", ".join(remotes) or "none"
+        raise EditionError(f"{_quoted(remote)} is not a remote of this repository (remotes: {known}): add it with "
+                           "git remote add, or name one with REMOTE=")
+    return remote
+
+
+def _quoted(value: str) -> str:
+    """A value as typed, control characters shown escaped, so that the error stays one line."""
+    return "'" + value.encode("unicode_escape").decode("ascii") + "'" if not value.isprintable() else f"'{value}'"
+
+
+def _require_pages_branch(root: Path, branch: str) -> None:
+    """mike rewrites the branch it publishes to: never the one checked out, never one holding the source."""
+    if branch in git.checked_out_branches(root):
+        raise EditionError(f"branch {branch} is checked out: publishing would rewrite the branch you work on; "
+                           "publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
+    if git.ref_sha(root, f"refs/heads/{branch}") is not None:
+        held = [name for name in SOURCE_MARKERS if git.has_path(root, f"refs/heads/{branch}", name)]
+        if held:
+            raise EditionError(f"branch {branch} holds the project's source ({held[0]}): publishing would replace "
+                               "it with the site; publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
 
 
 def _stamp_fields(stamp: Stamp) -> dict[str, str]:
@@ -192,21 +379,6 @@ def _require_clean(root: Path) -> None:
         raise EditionError(f"the working tree has uncommitted changes ({len(dirty)} {noun}: {shown}): "
                            "commit or stash them, then publish again",
                            hint="an edition is rebuilt from its git tag, so it must be built from a commit")
-
-
-def _require_new(root: Path, branch: str, edition: str, tag: str, replace: bool) -> bool:
-    """Refuse an edition published before (or whose tag exists) unless replacing; True when it is replaced."""
-    exists = edition in published_editions(root, branch)
-    tagged = git.ref_sha(root, f"refs/tags/{tag}") is not None
-    if replace:
-        return exists or tagged
-    if exists:
-        raise EditionError(f"edition {edition} is already published on {branch}: pass --replace to replace "
-                           f"it (make publish EDITION={edition} REPLACE=1), or publish a new number")
-    if tagged:
-        raise EditionError(f"tag {tag} already exists: pass --replace to move it and replace the edition "
-                           f"(make publish EDITION={edition} REPLACE=1), or publish a new number")
-    return False
 
 
 def _build(root: Path, edition: str, epoch: int, *, quiet: bool) -> None:
@@ -282,13 +454,18 @@ def _mike_config(site: Path) -> dict[str, object]:
     return {"site_dir": str(site), "use_directory_urls": True}
 
 
-def _deploy(root: Path, site: Path, edition: str, branch: str, commit: str) -> None:
-    from mike import commands
+def _deploy(root: Path, site: Path, edition: str, branch: str, commit: str) -> bool:
+    """mike's commit of the edition onto branch; False when the branch already held exactly this."""
+    from mike import commands, git_utils
 
-    # mike's git calls run in the current directory.
-    with contextlib.chdir(root), commands.deploy(_mike_config(site), edition, title=edition, branch=branch,
-                                                 message=f"Publish edition {edition} from {commit[:7]}"):
-        pass
+    # mike's git calls run in the current directory; an empty commit (nothing changed) is removed by mike.
+    try:
+        with contextlib.chdir(root), commands.deploy(_mike_config(site), edition, title=edition, branch=branch,
+                                                     message=f"Publish edition {edition} from {commit[:7]}"):
+            pass
+    except git_utils.GitEmptyCommit:
+        return False
+    return True
 
 
 def _move_latest(root: Path, site: Path, branch: str) -> str:
@@ -308,9 +485,12 @@ def _move_latest(root: Path, site: Path, branch: str) -> str:
     return newest
 
 
-def _tag(root: Path, tag: str, commit: str, stamp: Stamp) -> None:
-    git.run(root, "tag", "--force", "--annotate", tag, "--message", f"Edition {stamp.edition} of {stamp.date}",
-            commit)
+def _tag(root: Path, tag: str, commit: str, stamp: Stamp) -> str:
+    """The annotated tag object for commit, not yet named by any ref (update_refs names it); returns its sha."""
+    tagger = git.run(root, "var", "GIT_COMMITTER_IDENT").stdout.strip()
+    body = (f"object {commit}\ntype commit\ntag {tag}\ntagger {tagger}\n\n"
+            f"Edition {stamp.edition} of {stamp.date}\n")
+    return git.run(root, "mktag", input=body).stdout.strip()
 
 
 def _push(root: Path, remote: str, branch: str, tag: str, *, force_tag: bool) -> str:
@@ -332,14 +512,18 @@ def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = 
     root = root.resolve()
     check_number(edition, "verify")
     _require_repository(root)
+    check_branch(root, branch)
     _require_branch(root, branch, "verify")
     published = _require_manifest(root, branch, edition)
     tag = tag_name(edition)
     if git.ref_sha(root, f"refs/tags/{tag}") is None:
-        raise EditionError(f"no tag {tag} in this repository: fetch the tags (git fetch --tags) and verify again")
-    with tempfile.TemporaryDirectory(prefix=f"{tag}-") as tmp:
+        raise EditionError(f"no tag {tag} in this repository: fetch the tags (git fetch --tags) and verify again; "
+                           f"if the publish of {edition} was interrupted, make publish EDITION={edition} finishes it")
+    # In build/, named with this process's id: removed on exit, SIGINT and SIGTERM, and by the next build after a kill.
+    with tempfile.TemporaryDirectory(prefix=temporary_prefix("verify"), dir=_build_dir(root)) as tmp:
         checkout = Path(tmp) / "manual"
         git.run(root, "clone", "--quiet", "--branch", tag, str(root), str(checkout))
+        checkpoint("verify-cloned")
         stamp = load_stamp(checkout / "edition.yml")
         epoch = source_date_epoch(stamp.date)
         rebuild(checkout, epoch, quiet=quiet)
@@ -370,6 +554,7 @@ def diff(root: Path, old: str, new: str, *, branch: str = "gh-pages") -> str:
     check_number(old, "diff")
     check_number(new, "diff")
     _require_repository(root)
+    check_branch(root, branch)
     _require_branch(root, branch, "diff")
     return manifest_.changes_text(_require_manifest(root, branch, old), _require_manifest(root, branch, new))
 
@@ -379,8 +564,15 @@ def diff(root: Path, old: str, new: str, *, branch: str = "gh-pages") -> str:
 def publish_command(args: argparse.Namespace) -> int:
     result = publish(args.root, args.edition, branch=args.branch, remote=args.remote, push=args.push,
                      replace=args.replace)
-    _out.print(f"published edition {result.edition} to branch {result.branch} ({LATEST} is {result.latest}); "
-               f"tagged {result.tag} at {result.commit[:7]}", markup=False)
+    if result.outcome == "unchanged":
+        _out.print(f"nothing changed: edition {result.edition} on {result.branch} is already this build of "
+                   f"{result.commit[:7]}; nothing was replaced", markup=False)
+    elif result.outcome == "already":
+        _out.print(f"edition {result.edition} is already published on {result.branch} from this commit "
+                   f"({result.commit[:7]}, tag {result.tag}): nothing to publish", markup=False)
+    else:
+        _out.print(f"published edition {result.edition} to branch {result.branch} ({LATEST} is {result.latest}); "
+                   f"tagged {result.tag} at {result.commit[:7]}", markup=False)
     if result.pushed_to is None:
         _out.print(f"nothing pushed: pass --push (make publish ... PUSH=1) to push {result.branch} and "
                    f"{result.tag}", markup=False)

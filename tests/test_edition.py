@@ -21,6 +21,7 @@ from conftest import ROOT, copy_project
 from build_tools import _git, _manifest, edition
 from build_tools._exceptions import ClaimsFailed, EditionError
 from build_tools._layout import PROJECT_INPUTS
+from build_tools._staging import staging
 from build_tools.cli import main
 from build_tools.stamp import load_stamp
 
@@ -111,9 +112,10 @@ def stub_build(root: Path, *, quiet: bool = False) -> None:
         f"# Metrics\n\n## Rollout\n\n| Metric | Our range |\n|---|---|\n| demo/value | {value} |\n", encoding="utf-8")
     stamp = load_stamp(root / "edition.yml")
     footer = f"<footer>{stamp.text}</footer>"
-    (root / "site" / "step").mkdir(parents=True, exist_ok=True)
-    (root / "site" / "index.html").write_text(f"<html><body>value {value}{footer}</body></html>\n", encoding="utf-8")
-    (root / "site" / "step" / "index.html").write_text(f"<html><body>{footer}</body></html>\n", encoding="utf-8")
+    with staging(root / "site") as site:  # as the real build: site/ is replaced whole or not at all
+        (site / "step").mkdir(parents=True, exist_ok=True)
+        (site / "index.html").write_text(f"<html><body>value {value}{footer}</body></html>\n", encoding="utf-8")
+        (site / "step" / "index.html").write_text(f"<html><body>{footer}</body></html>\n", encoding="utf-8")
 
 
 def stub_rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:
@@ -317,6 +319,8 @@ def test_edition_file_must_name_the_edition(copy_of: Path, capsys: pytest.Captur
 
 
 def test_edition_already_published_is_refused(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (copy_of / "runs" / "demo" / "note.txt").write_text("re-measured\n")
+    commit_all(copy_of, "a note after publishing")
     assert refuse(copy_of, ["publish", "2026.11"], capsys) == (
         "edition 2026.11 is already published on gh-pages: pass --replace to replace it "
         "(make publish EDITION=2026.11 REPLACE=1), or publish a new number")
@@ -354,7 +358,8 @@ def test_unpublished_edition_is_refused_by_diff(copy_of: Path, capsys: pytest.Ca
 def test_verify_needs_the_tag(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
     git(copy_of, "tag", "--delete", "edition-2026.10")
     assert refuse(copy_of, ["verify", "2026.10"], capsys) == (
-        "no tag edition-2026.10 in this repository: fetch the tags (git fetch --tags) and verify again")
+        "no tag edition-2026.10 in this repository: fetch the tags (git fetch --tags) and verify again; if the "
+        "publish of 2026.10 was interrupted, make publish EDITION=2026.10 finishes it")
 
 
 # --- the transaction -----------------------------------------------------------------------------------------
@@ -365,7 +370,9 @@ def test_failure_in_the_middle_leaves_branch_and_tags_untouched(copy_of: Path, s
     branch = sha(copy_of, "refs/heads/gh-pages")
 
     def broken_tag(*args: object, **kwargs: object) -> None:
-        assert sha(copy_of, "refs/heads/gh-pages") != branch  # mike has written: there is something to undo
+        # mike has written, on its work branch only: the branch itself moves later, together with the tag.
+        assert sha(copy_of, "refs/heads/manual-publishing/gh-pages") not in (None, branch)
+        assert sha(copy_of, "refs/heads/gh-pages") == branch
         raise RuntimeError("disk full while tagging")
 
     # mike has already committed the edition and moved latest when the tagging step fails.
@@ -408,8 +415,17 @@ def test_failure_on_the_first_publish_leaves_no_branch(tmp_path: Path, stubbed: 
 
 def test_failed_push_restores_the_branch(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
     next_edition(copy_of)
+    git(copy_of, "remote", "add", "nowhere", str(copy_of.parent / "no-such-repository.git"))
     message = refuse(copy_of, ["publish", "2026.12", "--push", "--remote", "nowhere"], capsys)
     assert message.startswith("pushing gh-pages and edition-2026.12 to nowhere failed (")
+
+
+def test_an_unknown_remote_is_refused(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    next_edition(copy_of)
+    assert refuse(copy_of, ["publish", "2026.12", "--push", "--remote", "--upload-pack=touch x"], capsys) == (
+        "'--upload-pack=touch x' is not a remote of this repository (remotes: none): add it with git remote add, "
+        "or name one with REMOTE=")
+    assert not (copy_of / "x").exists()
 
 
 # --- replacing, older editions, pushing -------------------------------------------------------------------
@@ -558,3 +574,27 @@ def test_real_edition_rebuilds_byte_identically_from_its_tag(real_editions: Path
         published, found = edition.verify(real_editions, "2026.10", quiet=True)
     assert found == []
     assert published["figures"] and published["pages"]
+
+
+# --- the branch and the remote are names, checked before anything happens ---------------------------------
+
+def test_publishing_to_the_checked_out_branch_is_refused(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    next_edition(copy_of)
+    assert refuse(copy_of, ["publish", "2026.12", "--branch", "main"], capsys) == (
+        "branch main is checked out: publishing would rewrite the branch you work on; publish to a branch of its "
+        "own, e.g. BRANCH=gh-pages (the default)")
+
+
+def test_publishing_to_a_source_branch_is_refused(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    next_edition(copy_of)
+    git(copy_of, "branch", "release")
+    assert refuse(copy_of, ["publish", "2026.12", "--branch", "release"], capsys) == (
+        "branch release holds the project's source (edition.yml): publishing would replace it with the site; "
+        "publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
+
+
+@pytest.mark.parametrize("branch", ["--upload-pack=touch x", "gh pages", "a..b", "x~1", "", "manual-publishing/x"])
+def test_a_branch_git_refuses_is_refused(copy_of: Path, branch: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert refuse(copy_of, ["verify", "2026.10", f"--branch={branch}"], capsys) == (
+        f"'{branch}' is not a branch name git accepts (git check-ref-format): name the branch editions are "
+        "published to, e.g. BRANCH=gh-pages")

@@ -1,0 +1,163 @@
+"""make's door into the command line: make variables arrive as values, are checked, and become single arguments.
+
+The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH and REPLACE to the environment as
+the exact text typed, and runs `python -m build_tools._make TARGET`; no variable is ever written into a
+recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
+as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from ._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ManualError
+
+EXIT_DIFFERS = 4  # edition.EXIT_DIFFERS, without importing the edition code for every target
+
+OUTCOMES = {
+    1: "a bug",
+    EXIT_BAD_INPUT: "bad input",
+    EXIT_CLAIM_FAILED: "a claim failed",
+    EXIT_DIFFERS: "verify found a difference",
+    130: "interrupted",
+    143: "terminated",
+}
+
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class MakeVariableError(ManualError):
+    """A make variable whose value cannot be what it names: refused before anything runs."""
+
+
+def _shown(name: str, value: str) -> str:
+    text = value.encode("unicode_escape").decode("ascii") if not value.isprintable() else value
+    return f"{name}='{text}'"
+
+
+def _edition(env: Mapping[str, str], name: str, example: str) -> str:
+    from .edition import EDITION_NUMBER
+
+    value = env.get(name, "")
+    if value and not EDITION_NUMBER.match(value):
+        raise MakeVariableError(f"{_shown(name, value)} is not an edition number: use YEAR.MONTH with a two-digit "
+                                f"month, e.g. {example}")
+    return value
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    value = env.get(name, "").strip().lower()
+    if value in ("", "0", "no", "false"):
+        return False
+    if value in ("1", "yes", "true"):
+        return True
+    raise MakeVariableError(f"{_shown(name, env[name])} is not a yes or no: write {name}=1 (or leave it out)")
+
+
+def _branch(env: Mapping[str, str], root: Path) -> list[str]:
+    from . import edition
+
+    value = env.get("BRANCH", "")
+    if not value:
+        return []
+    edition.check_branch(root, value)
+    return [f"--branch={value}"]
+
+
+def _remote(env: Mapping[str, str], root: Path) -> list[str]:
+    from . import edition
+
+    value = env.get("REMOTE", "")
+    if not value:
+        return []
+    edition.check_remote(root, value)
+    return [f"--remote={value}"]
+
+
+def _port(env: Mapping[str, str]) -> list[str]:
+    value = env.get("PORT", "")
+    if not value:
+        return []
+    if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 65535):
+        raise MakeVariableError(f"{_shown('PORT', value)} is not a port: write a whole number from 1 to 65535, "
+                                "e.g. make serve PORT=8001")
+    return [f"--port={int(value)}"]
+
+
+def _run(env: Mapping[str, str]) -> list[str]:
+    value = env.get("RUN", "")
+    if not value:
+        raise MakeVariableError("no run given: name your run's folder or Miles dashboard dump, "
+                                "e.g. make compare RUN=path/to/run")
+    # A path, never an option: one that starts with '-' is made relative so that it cannot be read as one.
+    return [f"./{value}" if value.startswith("-") else value]
+
+
+def _source(env: Mapping[str, str]) -> list[str]:
+    value = env.get("SRC", "")
+    if not value:
+        raise MakeVariableError("no source given: name what the Miles job left, e.g. make add-run SRC=path/to/job")
+    return [f"./{value}" if value.startswith("-") else value]
+
+
+def _run_id(env: Mapping[str, str]) -> list[str]:
+    value = env.get("ID", "")
+    if value and not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", value):
+        raise MakeVariableError(f"{_shown('ID', value)} is not a run id: lower-case letters, digits, '.' and '-', "
+                                "e.g. make add-run SRC=path ID=my-run-seed1")
+    return [f"--id={value}"] if value else []
+
+
+def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
+    """The command line for a make target, from checked make variables (MakeVariableError when one is wrong)."""
+    simple = {"build": ["build"], "check": ["check"], "bench": ["bench"]}
+    if target in simple:
+        return simple[target]
+    builders: dict[str, Callable[[], list[str]]] = {
+        "serve": lambda: ["serve", *_port(env)],
+        "compare": lambda: ["compare", "--", *_run(env)],
+        "add-run": lambda: ["add-run", *_run_id(env), "--", *_source(env)],
+        "publish": lambda: _publish(env, root),
+        "verify": lambda: ["verify", *_branch(env, root), "--",
+                           _edition(env, "EDITION", "make verify EDITION=2026.10")],
+        "diff": lambda: ["diff", *_branch(env, root), "--", _edition(env, "FROM", "make diff FROM=2026.10 TO=2026.11"),
+                         _edition(env, "TO", "make diff FROM=2026.10 TO=2026.11")],
+    }
+    return builders[target]()
+
+
+def _publish(env: Mapping[str, str], root: Path) -> list[str]:
+    edition = _edition(env, "EDITION", "make publish EDITION=2026.10")
+    push, replace = _flag(env, "PUSH"), _flag(env, "REPLACE")
+    return ["publish", *_branch(env, root), *_remote(env, root), *(["--push"] if push else []),
+            *(["--replace"] if replace else []), "--", edition]
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    from .cli import main as manual
+
+    target = (list(sys.argv[1:] if argv is None else argv) or ["build"])[0]
+    env = os.environ if env is None else env
+    try:
+        args = arguments(target, env, Path.cwd())
+    except ManualError as error:
+        _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
+        code = error.exit_code
+    else:
+        code = manual(args)
+    if code != 0:
+        outcome = OUTCOMES.get(code, "unexpected")
+        _err.print(f"manual exited {code}: {outcome} (make turns every failure into exit 2; .venv/bin/manual "
+                   "returns the code itself)", markup=False)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

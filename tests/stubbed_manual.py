@@ -1,0 +1,19 @@
+"""`manual` with test_edition.py's stub build and rebuild, run as a subprocess by the kill tests.
+
+A process that kills itself (MANUAL_TEST_KILL_AT) cannot be the test's own: this one runs the command line
+exactly as `.venv/bin/manual` does, only with the tiny stub build in place of the real one.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import test_edition  # noqa: E402
+
+from build_tools import edition  # noqa: E402
+from build_tools.cli import main  # noqa: E402
+
+edition.run_build = test_edition.stub_build
+edition.rebuild = test_edition.stub_rebuild
+sys.exit(main(sys.argv[1:]))

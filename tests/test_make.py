@@ -1,0 +1,94 @@
+"""make passes its variables as values, never as shell: a payload in any of them runs nothing, and the one-line
+error names the variable; a failure says which outcome it was, since make turns every failure into exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from build_tools import _make
+
+ERROR_EDITION = "is not an edition number: use YEAR.MONTH with a two-digit month, e.g. make publish EDITION=2026.10"
+BAD_INPUT = ("manual exited 2: bad input (make turns every failure into exit 2; .venv/bin/manual returns the code "
+             "itself)")
+
+
+def make(*argv: str) -> subprocess.CompletedProcess[str]:
+    """make in the project itself (-o: never reinstall the virtual environment from a test)."""
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+    return subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "-C", str(ROOT), *argv],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize(("target", "variables", "error"), [
+    ("publish", {"EDITION": "2026.10;touch {m}"}, "EDITION='2026.10;touch {m}' " + ERROR_EDITION),
+    ("publish", {"EDITION": "2026.10 && touch {m}"}, "EDITION='2026.10 && touch {m}' " + ERROR_EDITION),
+    ("publish", {"EDITION": "$(shell touch {m})"}, "EDITION='$(shell touch {m})' " + ERROR_EDITION),
+    ("publish", {"EDITION": "`touch {m}`"}, "EDITION='`touch {m}`' " + ERROR_EDITION),
+    ("publish", {"EDITION": "$$(touch {m})"}, "EDITION='$$(touch {m})' " + ERROR_EDITION),
+    ("publish", {"EDITION": "2026.10 --branch=main"}, "EDITION='2026.10 --branch=main' " + ERROR_EDITION),
+    ("publish", {"EDITION": "2026.10", "PUSH": "1;touch {m}"}, "PUSH='1;touch {m}' is not a yes or no: write "
+                                                                "PUSH=1 (or leave it out)"),
+    ("verify", {"EDITION": "2026.10", "BRANCH": "gh-pages;touch {m}"},
+     "'gh-pages;touch {m}' is not a branch name git accepts (git check-ref-format): name the branch editions "
+     "are published to, e.g. BRANCH=gh-pages"),
+    ("diff", {"FROM": "2026.10", "TO": "2026.11|touch {m}"},
+     "TO='2026.11|touch {m}' is not an edition number: use YEAR.MONTH with a two-digit month, e.g. make diff "
+     "FROM=2026.10 TO=2026.11"),
+    ("serve", {"PORT": "8000;touch {m}"},
+     "PORT='8000;touch {m}' is not a port: write a whole number from 1 to 65535, e.g. make serve PORT=8001"),
+    ("compare", {"RUN": "x;touch {m}"}, "1 problem in the run data:"),
+])
+def test_a_shell_payload_in_a_make_variable_runs_nothing(target: str, variables: dict[str, str], error: str,
+                                                         tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    done = make(target, *(f"{name}={value.format(m=marker)}" for name, value in variables.items()))
+    assert done.returncode == 2
+    assert not marker.exists()
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"ERROR {error.format(m=marker)}"
+    assert BAD_INPUT in lines
+    assert lines[-1].startswith("make: *** [Makefile:") and lines[-1].endswith(f"{target}] Error 2")
+
+
+def test_a_remote_is_a_configured_name_not_a_url_or_an_option(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    done = make("publish", "EDITION=2026.10", "PUSH=1", f"REMOTE=--upload-pack=touch {marker}")
+    assert done.returncode == 2 and not marker.exists()
+    assert done.stderr.startswith(f"ERROR '--upload-pack=touch {marker}' is not a remote of this repository (remotes: ")
+
+
+def test_a_valid_value_reaches_the_program_as_one_argument() -> None:
+    done = make("diff", "FROM=2026.10", "TO=2026.11", "BRANCH=no-such-branch-of-the-tests")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (
+        "ERROR no branch no-such-branch-of-the-tests in this repository: publish an edition first (make publish "
+        "EDITION=...), or name the branch with --branch")
+
+
+@pytest.mark.parametrize(("code", "outcome"), [(1, "a bug"), (2, "bad input"), (3, "a claim failed"),
+                                               (4, "verify found a difference")])
+def test_a_failure_says_which_outcome_it_was(code: int, outcome: str, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import build_tools.cli
+
+    seen = []
+    monkeypatch.setattr(build_tools.cli, "main", lambda argv: seen.append(argv) or code)
+    assert _make.main(["verify"], {"EDITION": "2026.10", "BRANCH": "gh-pages"}) == code
+    assert seen == [["verify", "--branch=gh-pages", "--", "2026.10"]]
+    assert capsys.readouterr().err.splitlines() == [
+        f"manual exited {code}: {outcome} (make turns every failure into exit 2; .venv/bin/manual returns the code "
+        "itself)"]
+
+
+def test_make_variables_become_single_arguments() -> None:
+    env = {"EDITION": "2026.11", "BRANCH": "pages", "PUSH": "1", "REPLACE": "0", "FROM": "2026.10", "TO": "2026.11",
+           "RUN": "-odd name", "PORT": "8001"}
+    assert _make.arguments("publish", env, ROOT) == ["publish", "--branch=pages", "--push", "--", "2026.11"]
+    assert _make.arguments("diff", env, ROOT) == ["diff", "--branch=pages", "--", "2026.10", "2026.11"]
+    assert _make.arguments("compare", env, ROOT) == ["compare", "--", "./-odd name"]
+    assert _make.arguments("serve", env, ROOT) == ["serve", "--port=8001"]
+    assert _make.arguments("build", env, ROOT) == ["build"]
