@@ -280,6 +280,7 @@ def _read_stream(path: Path, stream: str, problems: list[Problem], warnings: lis
         return
     if lines[-1].strip():
         warnings.append(f"{where}:{len(lines)}: last line has no newline (a writer mid-append); skipped")
+    parsed, numbers = [], []
     for number, text in enumerate(lines[:-1], start=1):
         if not text.strip():
             continue
@@ -291,26 +292,25 @@ def _read_stream(path: Path, stream: str, problems: list[Problem], warnings: lis
         if not isinstance(data, dict):
             problems.append(Problem(where, number, None, "expected a JSON object"))
             continue
-        record, found = schemas.validate_record(stream, data, where, number)
-        problems += found
+        parsed.append(data)
+        numbers.append(number)
+    records, found = schemas.validate_records(stream, parsed, where, numbers)
+    problems += found
+    for record, number in zip(records, numbers, strict=True):
         if record is not None:
             yield Record(record, where, number)
 
 
+# Python's json reads a bare NaN or Infinity (as it writes them); they are marked so that the schema can tell
+# them from a number too large for a double, which json also reads as an infinity.
 def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > 18:
+    if len(text) > 18 and not -(2**63) <= int(text[:4300]) < 2**63:
         raise ValueError(f"the integer {text[:24]}{'...' if len(text) > 24 else ''} is beyond 64 bits")
     return int(text)
 
 
-def _parse_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"the number {text[:24]} is beyond the range of a double")
-    return value
-
-
-_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
+_DECODER = json.JSONDecoder(parse_int=_parse_int,
+                            parse_constant=lambda name: schemas.WrittenNonFinite(schemas.NON_FINITE[name]))
 
 
 def _parse_json(text: str, where: str, line: int) -> Any:
@@ -323,7 +323,7 @@ def _parse_json(text: str, where: str, line: int) -> Any:
         raise InputProblem(Problem(where, line, None, f"not valid JSON: {err}")) from None
     except RecursionError:
         raise InputProblem(Problem(where, line, None, "not valid JSON: nested too deeply")) from None
-    if _depth(value) > MAX_JSON_DEPTH:
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
         raise InputProblem(Problem(where, line, None,
                                    f"nested more than {MAX_JSON_DEPTH} levels deep, deeper than any Miles record"))
     return value

@@ -41,12 +41,23 @@ PROVENANCES = ("measured", "example")
 # --- value types ------------------------------------------------------------------------------
 
 
+class WrittenNonFinite(float):
+    """A NaN or infinity written as such (bare, as Python's json writes it), not a number that overflowed."""
+
+
 def _number(value: Any) -> int | float:
     """An int or float, never a bool; the NaN/Infinity markers become floats (kept, never dropped)."""
     if isinstance(value, str) and value in NON_FINITE:
         return NON_FINITE[value]
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PydanticCustomError("number", "expected a number, found {found}", {"found": _shown(value)})
+    if isinstance(value, float):
+        if isinstance(value, WrittenNonFinite):
+            return float(value)
+        if math.isinf(value):  # json reads 1e999 as an infinity: a number beyond a double's range
+            raise PydanticCustomError("range", "is a number beyond the range of a double")
+    elif not -(2**63) <= value < 2**63:
+        raise PydanticCustomError("range", "is an integer beyond 64 bits")
     return value
 
 
@@ -271,6 +282,31 @@ RECORD_RULES: dict[str, list[RecordRule]] = {
 }
 
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(record) for name, record in STREAM_RECORDS.items()}
+# A whole file's records in one call: pydantic-core loops over them in Rust, not Python.
+_BATCH_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(list[record])  # type: ignore[valid-type]
+                                                for name, record in STREAM_RECORDS.items()}
+
+
+def validate_records(stream: str, records: list[Any], where: str,
+                     lines: list[int]) -> tuple[list[dict[str, Any] | None], list[Problem]]:
+    """Every record of a file against its stream's schema and rules, at once: the valid ones (None for a
+    record with a problem), and one problem per wrong field, at its line."""
+    try:
+        valid: list[dict[str, Any] | None] = list(_BATCH_ADAPTERS[stream].validate_python(records))
+        problems: list[Problem] = []
+    except ValidationError:  # rare: find which records, one at a time, for their messages
+        valid, problems = [], []
+        for record, line in zip(records, lines, strict=True):
+            one, found = validate_record(stream, record, where, line)
+            valid.append(one)
+            problems += found
+        return valid, problems
+    for rule, field, message in RECORD_RULES.get(stream, ()):
+        for index, record in enumerate(valid):
+            if record is not None and not rule(record):
+                problems.append(Problem(where, lines[index], field, message.format(**record)))
+                valid[index] = None
+    return valid, problems
 
 
 def validate_record(stream: str, data: Any, where: str, line: int) -> tuple[dict[str, Any] | None, list[Problem]]:
@@ -561,6 +597,8 @@ def describe(annotation: Any) -> str:
             if isinstance(meta, PlainValidator | AfterValidator) and meta.func in _VALIDATOR_WORDS:
                 return _VALIDATOR_WORDS[meta.func] + _bounds(annotation.__metadata__)
         return describe(args[0]) + _bounds(annotation.__metadata__)
+    if origin is NotRequired:
+        return f"{describe(args[0])} (may be left out)"
     if origin is Literal:
         return "one of " + ", ".join(repr(a) for a in args)
     if origin is list:
