@@ -7,6 +7,7 @@ rows read only the steps no heat-guard pause touched (RunSummary.clean_steps).
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from ._escape import Markdown, md_text
 from ._exceptions import Problem, ProblemsError, display_path
 from ._yaml import load_yaml
 from .summary import RunSummary
@@ -40,7 +42,7 @@ class Table:
     title: str
     column: str | None
     rows: tuple[Row, ...]
-    after: str = ""
+    after: Markdown = Markdown("")  # the text under the table, escaped, with its links to pages
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,32 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
     return template.format(**values)
 
 
+# A link of the text under a table: `[words]({chapter_5})`, to a page the build names.
+_LINK = re.compile(r"\[(?P<label>[^\]]*)\]\(\{(?P<target>chapter_\d+)\}\)")
+
+
+def _escaped(text: str) -> str:
+    """md_text of a part of a line, keeping the space that joins it to its neighbours."""
+    if not text.strip():
+        return " " if text else ""
+    return ((" " if text[0].isspace() else "") + md_text(text) + (" " if text[-1].isspace() else ""))
+
+
+def prose(template: str, values: Mapping[str, str]) -> Markdown:
+    """Text of the spec, its values filled and escaped as Markdown; `[words]({chapter_N})` links to chapter N."""
+    parts, position = [], 0
+    for match in _LINK.finditer(template):
+        parts.append(_escaped(_fill(template[position:match.start()], values)))
+        target = match["target"]
+        if target not in values:
+            raise ValueError(f"the text uses {{{target}}}, which is not known here "
+                             f"(known: {', '.join(sorted(values)) or 'nothing'})")
+        parts.append(f"[{md_text(_fill(match['label'], values))}]({values[target]})")
+        position = match.end()
+    parts.append(_escaped(_fill(template[position:], values)))
+    return Markdown("".join(parts))
+
+
 def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: str,
                  context: Mapping[str, str]) -> list[Table]:
     """Every table of the page; every row that cannot be computed is reported at once."""
@@ -245,10 +273,10 @@ def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], w
             rows.append(Row(str(row.get("metric", "")), " ".join(str(row.get("meaning", "")).split()), value,
                             bool(row.get("code", True))))
         try:
-            after = _fill(" ".join(str(table.get("after") or "").split()), context)
+            after = prose(" ".join(str(table.get("after") or "").split()), context)
         except ValueError as error:
             problems.append(Problem(where, None, f"tables[{t_index}].after", f"{error}; is that page missing?"))
-            after = ""
+            after = Markdown("")
         tables.append(Table(str(table.get("title", "")), table.get("column"), tuple(rows), after))
     if problems:
         raise MetricsSpecError(problems)
