@@ -219,12 +219,26 @@ def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[st
 
 
 def _fill(template: str, values: Mapping[str, str]) -> str:
-    names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
-    missing = [name for name in names if name not in values]
-    if missing:
-        raise ValueError(f"the text uses {{{missing[0]}}}, which is not known here "
-                         f"(known: {', '.join(sorted(values)) or 'nothing'})")
-    return template.format(**values)
+    """The text with each {name} replaced by its value; nothing else of str.format (no attribute, index, format
+    spec or conversion), so a text of the spec can never reach into an object; ValueError when it tries."""
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError as error:  # a lone "{" or "}"
+        raise ValueError(f"{error} (write {{{{ and }}}} for a brace)") from None
+    out = []
+    for literal, name, spec, conversion in fields:
+        out.append(literal)
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            shown = f"{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}"
+            raise ValueError(f"the text uses {shown}, which is not a plain {{name}} (write {{{{ and }}}} for "
+                             "a brace)")
+        if name not in values:
+            raise ValueError(f"the text uses {{{name}}}, which is not known here "
+                             f"(known: {', '.join(sorted(values)) or 'nothing'})")
+        out.append(str(values[name]))
+    return "".join(out)
 
 
 # A link of the text under a table: `[words]({chapter_5})`, to a page the build names.

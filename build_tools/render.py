@@ -252,7 +252,7 @@ def legend_markup(lines: Sequence[str]) -> str:
     out = []
     for role, line in zip(palette.load_palette().roles, lines, strict=True):
         swatch = f'<span class="manual-swatch" style="background: var(--role-{role.name})"></span>'
-        out.append(f"- {swatch} {line}")
+        out.append(f"- {swatch} {md_text(line)}")
     return "\n".join(out)
 
 
@@ -316,7 +316,8 @@ def contents(pages: Sequence[Page]) -> str:
 
 
 def provenance_paragraph(source: Provenance, machine: str) -> str:
-    """Where the data comes from, true of the runs the manual was built from."""
+    """Where the data comes from, true of the runs the manual was built from (Markdown: the values escaped)."""
+    machine = md_text(machine)
     readme = "Each run is a folder of `runs/`; `runs/README.md` in the project documents every field."
     if source.kind == "measured":
         return (f"Every number comes from measured runs: Miles runs on one {machine}, each with the dashboard "
@@ -329,7 +330,7 @@ def provenance_paragraph(source: Provenance, machine: str) -> str:
                 "did. A measured run replaces them: copy its dashboard dump into `runs/` with a `run.yaml` "
                 f"that says `provenance: measured`.\n\n{readme}")
     return (f'!!! warning "Some runs are synthesized examples"\n\n    This manual was built from '
-            f"{source._mix()}. The run table below says which is which.\n\n{readme}")
+            f"{md_text(source._mix())}. The run table below says which is which.\n\n{readme}")
 
 
 def runs_table(summaries: Mapping[str, RunSummary]) -> str:
