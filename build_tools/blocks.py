@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from . import _figure_modules
 from ._exceptions import ChapterError, Problem
 from ._types import FigureBlock
 from ._yaml import load_yaml
@@ -24,7 +25,6 @@ from .checks._numbers import masked_spans
 
 CHAPTER = re.compile(r"^(?P<n>\d{2})-[a-z0-9-]+\.md$")
 FIGURE_ID = re.compile(r"^fig-[a-z0-9-]+$")
-MODULE = re.compile(r"^[a-z_][a-z0-9_]*$")
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)")
 REFERENCE = re.compile(r"\[\]\(#(?P<id>fig-[a-z0-9-]*)\)")
 REQUIRED = ("id", "module", "runs", "claim", "checks")
@@ -167,11 +167,13 @@ def _check_fields(data: dict[str, Any], bad: Any, figures_dir: Path, tables_dir:
     if "id" in data and not (isinstance(data["id"], str) and FIGURE_ID.match(data["id"])):
         bad("id", f"expected fig-<lower-case letters, digits, dashes>, got {data['id']!r}")
     module = data.get("module")
-    if "module" in data:
-        if not (isinstance(module, str) and MODULE.match(module)):
-            bad("module", f"expected a module name under figures/, got {module!r}")
-        elif not (figures_dir / f"{module}.py").is_file():
-            bad("module", f"unknown module {module!r}: there is no figures/{module}.py")
+    if "module" in data:  # only figures/<module>.py, with the options it declares (_figure_modules)
+        problem = _figure_modules.module_problem(figures_dir, module)
+        if problem:
+            bad("module", problem)
+        elif isinstance(data.get("options"), dict):
+            for field, message in _figure_modules.option_problems(figures_dir, module, data["options"]):
+                bad(field, message)
     if "runs" in data and not (isinstance(data["runs"], list) and all(isinstance(r, str) for r in data["runs"])):
         bad("runs", f"expected a list of run ids, got {data['runs']!r}")
     if "claim" in data and not (isinstance(data["claim"], str) and data["claim"].strip()):

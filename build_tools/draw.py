@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import inspect
 import json
 import multiprocessing
@@ -24,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import palette_check
+from . import _figure_modules, palette_check
 from ._exceptions import FigureError, Problem
 from ._types import DrawnFigure, FigureBlock
 from .palette import FIGURES_DIR, PALETTE_FILE, STYLE_FILE
@@ -116,11 +115,8 @@ def _missing_inputs(block: FigureBlock, summaries: Mapping[str, RunSummary], tab
 
 
 def _module_file(module: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(f"{PACKAGE}.{module}")
-    except (ImportError, ValueError):
-        return None
-    return Path(spec.origin) if spec is not None and spec.origin else None
+    """figures/<module>.py of this project: never a module found elsewhere on Python's path."""
+    return _figure_modules.module_file(FIGURES_DIR, module)
 
 
 def _shared_digest() -> str:
@@ -211,8 +207,13 @@ def draw_one(job: _Job) -> _Outcome:
     from .palette import rc_params
 
     module_name = f"{PACKAGE}.{job.block.module}"
+    path = _module_file(job.block.module)
+    if path is None:
+        return _Outcome(job.block.id, "", f"no figure module {PACKAGE}/{job.block.module}.py")
     try:
         module = importlib.import_module(module_name)
+        if Path(module.__file__ or "").resolve() != path.resolve():
+            return _Outcome(job.block.id, "", f"{module_name} was found outside {PACKAGE}/")
         with rc_context(rc_params()):
             figure, data = _call(module, job)
             provenance = _provenance(job)
