@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import inspect
 import json
 import multiprocessing
@@ -50,6 +51,7 @@ class _Job:
     runs: dict[str, RunSummary]
     tables: dict[str, Any]
     stem: Path  # cache_dir / block.id; the outputs are stem + suffix
+    module_file: Path  # figures/<module>.py, loaded from this file and no other
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             ready[block.id] = False
             continue
         job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
-                   stem)
+                   stem, _module_file(block.module) or Path())
         to_draw.append((job, key))
 
     for (job, key), outcome in zip(to_draw, _draw_all([job for job, _ in to_draw], jobs), strict=True):
@@ -117,6 +119,26 @@ def _missing_inputs(block: FigureBlock, summaries: Mapping[str, RunSummary], tab
 def _module_file(module: str) -> Path | None:
     """figures/<module>.py of this project: never a module found elsewhere on Python's path."""
     return _figure_modules.module_file(FIGURES_DIR, module)
+
+
+def _load(name: str, path: Path) -> Any:
+    """The module figures.<name> from its file in figures/ (what Python's path or the package's __path__ would
+    find is not asked); its imports of figures._common and the like are the package's."""
+    module_name = f"{PACKAGE}.{name}"
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
+        return loaded
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path.name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
 
 
 def _shared_digest() -> str:
@@ -207,13 +229,8 @@ def draw_one(job: _Job) -> _Outcome:
     from .palette import rc_params
 
     module_name = f"{PACKAGE}.{job.block.module}"
-    path = _module_file(job.block.module)
-    if path is None:
-        return _Outcome(job.block.id, "", f"no figure module {PACKAGE}/{job.block.module}.py")
     try:
-        module = importlib.import_module(module_name)
-        if Path(module.__file__ or "").resolve() != path.resolve():
-            return _Outcome(job.block.id, "", f"{module_name} was found outside {PACKAGE}/")
+        module = _load(job.block.module, job.module_file)
         with rc_context(rc_params()):
             figure, data = _call(module, job)
             provenance = _provenance(job)
@@ -234,7 +251,10 @@ def _call(module: Any, job: _Job) -> tuple[Any, Any]:
     from pandas import DataFrame
 
     draw = module.draw
-    extra = {"options": dict(job.block.options)} if "options" in inspect.signature(draw).parameters else {}
+    takes = "options" in inspect.signature(draw).parameters
+    if job.block.options and not takes:  # the block reader let them through: the module declares them
+        raise TypeError("the module declares OPTIONS, but draw() has no options parameter")
+    extra = {"options": dict(job.block.options)} if takes else {}
     result = draw(job.runs, job.tables, **extra)
     if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], Figure)
             and isinstance(result[1], DataFrame)):

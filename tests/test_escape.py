@@ -153,6 +153,9 @@ def _poison_run(root: Path) -> None:
     config["tags"] = [*config["tags"], HTML_PAYLOAD, MD_PAYLOAD]
     config["hardware"]["machine"] = BOTH
     config["hardware"]["chip"] = BOTH
+    config["model"]["size"] = BOTH
+    config["miles"]["image"] = BOTH
+    config["miles"]["branch"] = BOTH
     # Not a second run before the heat guard: the Metrics page's medians read exactly one.
     config["lab"]["heat_guard"] = True
     (target / "run.yaml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
@@ -251,6 +254,16 @@ def test_the_payloads_are_shown_as_text(poisoned: Path, name: str) -> None:
     for payload in PAYLOADS:
         rest = rest.replace(" ".join(payload.split()), "")
     assert "\\" not in rest  # the payloads' own backslashes were shown, and no escape is left visible
+
+
+def test_no_payload_is_live_in_a_figure(poisoned: Path) -> None:
+    """A figure's SVG opens on its own (the zoom link's target without JavaScript): text drawn from the
+    troubleshooting rows is text there too."""
+    figures = sorted((poisoned / "site" / "figures").glob("*.svg"))
+    assert len(figures) == 18
+    for svg in figures:
+        text = svg.read_text(encoding="utf-8")
+        assert "<script" not in text.lower() and read_page(text).live == [], svg.name
 
 
 def test_the_alt_text_is_the_payload(poisoned: Path) -> None:

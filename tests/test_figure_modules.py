@@ -81,3 +81,21 @@ def test_a_build_names_the_chapter_line_of_an_undeclared_option(tmp_path: Path) 
     assert [str(p) for p in caught.value.problems] == [
         f"docs/03-answers.md:{line}: options.colour: figures/filter_batches.py declares no option 'colour' "
         "(it takes split)"]
+
+
+def test_a_module_the_package_path_would_find_elsewhere_is_not_drawn(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import figures
+    from build_tools._exceptions import FigureError
+    from build_tools._types import FigureBlock
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "sneaky.py").write_text("raise SystemExit('ran')\n", encoding="utf-8")
+    monkeypatch.setattr(figures, "__path__", [*figures.__path__, str(elsewhere)])
+    block = FigureBlock(id="fig-sneaky", number="1.1", chapter_file="docs/01-x.md", line=3, module="sneaky",
+                        runs=(), claim="c", checks=())
+    with pytest.raises(FigureError) as caught:
+        draw.draw_figures([block], {}, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+    assert str(caught.value).splitlines()[1:] == [
+        "  docs/01-x.md:3: fig 1.1 (fig-sneaky): no figure module figures/sneaky.py"]
