@@ -189,7 +189,7 @@ def _poison_edition(root: Path) -> None:
 
 
 def _poison_chapter(root: Path) -> None:
-    """The first figure block's claim (the payloads after the claimed sentence) and its alt text."""
+    """The first figure block's claim (the payloads after the claimed sentence), its alt text, a check's label."""
     path = root / "docs" / "01-step.md"
     text = path.read_text(encoding="utf-8")
     claim = re.search(r"^claim: (.*)$", text, flags=re.M)
@@ -197,6 +197,8 @@ def _poison_chapter(root: Path) -> None:
     assert claim is not None and alt is not None and claim.start() < alt.start()
     text = (text[:claim.start()] + f"claim: {_yaml_string(claim.group(1) + ' ' + BOTH)}" + text[claim.end():alt.start()]
             + f"alt: {_yaml_string(BOTH)}" + text[alt.end():])
+    # A check's label is in its message, which the "Checked against the runs" note shows.
+    text = text.replace("  - check: gpu_count\n", f"  - check: gpu_count\n    label: {_yaml_string(BOTH)}\n", 1)
     path.write_text(text, encoding="utf-8")
 
 
@@ -238,7 +240,7 @@ def test_no_payload_is_live_in_any_page(poisoned: Path) -> None:
 SHOWN_ON = {
     "index.html": 3,  # the run's title in the run table, its machine in the provenance note, the stamp
     "06-metrics.html": 12,  # intro facts, a table's title, column, meaning and cell, notes and metric names
-    "01-step.html": 2,  # the claim in the caption and the note of its checks, the stamp
+    "01-step.html": 3,  # the claim in the caption, a check's label in the note of its checks, the stamp
     "figures.html": 2,  # the claim in the Index of figures, the stamp
     "07-troubleshooting.html": 15,  # three cells of five rows
 }
@@ -331,3 +333,26 @@ def test_a_payload_that_makes_an_input_invalid_is_one_clean_error(name: str, tmp
     assert re.search(r"^ERROR ", err, flags=re.M), err
     where = {"metric name": "docs/data/metrics.yml", "figure id": "docs/01-step.md:"}
     assert where.get(name, "runs/baseline-seed1/run.yaml") in err
+
+
+def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -> None:
+    """A brace in the Metrics spec's wording is a placeholder or an error naming the row, never a traceback, and
+    never a way into an object (`{low.__class__}`) or a format spec (`{low:>999999999}`)."""
+    from build_tools import render
+    from build_tools.metrics_table import MetricsSpecError
+
+    spec = tmp_path / "metrics.yml"
+    source = (Path(__file__).resolve().parent.parent / "docs" / "data" / "metrics.yml").read_text(encoding="utf-8")
+    wordings = ['"{low} to {high} {: onclick }"', '"{low.__class__}"', '"{low:>999999999}"', '"a { b"']
+    for wording in wordings:
+        source = source.replace('wording: "{low} to {high}"\n', f"wording: {wording}\n", 1)
+    spec.write_text(source, encoding="utf-8")
+    env = render._environment(Path(__file__).resolve().parent.parent / "templates")
+    with pytest.raises(MetricsSpecError) as caught:
+        render.render_metrics(env, spec, example_summaries, {5: "05-heat.md"})
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "4 problems in the Metrics page spec:"
+    assert lines[1].endswith("rollout/response_lengths: the text uses {: onclick }, which is not a plain {name} "
+                             "(write {{ and }} for a brace)")
+    assert "the text uses {low.__class__}" in lines[2] and "the text uses {low:>999999999}" in lines[3]
+    assert "expected '}' before end of string (write {{ and }} for a brace)" in lines[4]
