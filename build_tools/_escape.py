@@ -4,6 +4,7 @@
   no raw HTML (`<`, `>`, `&` and `"` become entities), no Markdown construct (links, images, emphasis, code,
   headings, lists, table pipes, attribute lists `{: ...}`). Only characters Python-Markdown accepts a
   backslash escape for are backslash-escaped, so no backslash is left visible on the page.
+- `md_part`: `md_text` of a part of a line that is joined to other parts (its edge spaces kept).
 - `md_code`: text as a Markdown code span, whatever backticks it holds.
 - `html_text`: text for raw HTML that Markdown does not read (element content or a quoted attribute), such as
   a raw-HTML block of a page or a theme template.
@@ -49,6 +50,14 @@ def md_text(value: Any) -> Markdown:
     if text.startswith(("-", "+", "=")):
         text = "&#61;" + text[1:] if text[0] == "=" else "\\" + text
     return Markdown(_LIST_START.sub(r"\1\\.", text))
+
+
+def md_part(value: Any) -> Markdown:
+    """md_text of a part of a line, keeping one space at an edge where it had any: the parts join as words."""
+    text = str(value)
+    if not text.strip():
+        return Markdown(" " if text else "")
+    return Markdown((" " if text[0].isspace() else "") + md_text(text) + (" " if text[-1].isspace() else ""))
 
 
 def md_code(value: Any) -> Markdown:

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from ._escape import Markdown, md_text
+from ._escape import Markdown, md_part, md_text
 from ._exceptions import Problem, ProblemsError, display_path
 from ._yaml import load_yaml
 from .summary import RunSummary
@@ -245,25 +245,18 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
 _LINK = re.compile(r"\[(?P<label>[^\]]*)\]\(\{(?P<target>chapter_\d+)\}\)")
 
 
-def _escaped(text: str) -> str:
-    """md_text of a part of a line, keeping the space that joins it to its neighbours."""
-    if not text.strip():
-        return " " if text else ""
-    return ((" " if text[0].isspace() else "") + md_text(text) + (" " if text[-1].isspace() else ""))
-
-
 def prose(template: str, values: Mapping[str, str]) -> Markdown:
     """Text of the spec, its values filled and escaped as Markdown; `[words]({chapter_N})` links to chapter N."""
     parts, position = [], 0
     for match in _LINK.finditer(template):
-        parts.append(_escaped(_fill(template[position:match.start()], values)))
+        parts.append(md_part(_fill(template[position:match.start()], values)))
         target = match["target"]
         if target not in values:
             raise ValueError(f"the text uses {{{target}}}, which is not known here "
                              f"(known: {', '.join(sorted(values)) or 'nothing'})")
         parts.append(f"[{md_text(_fill(match['label'], values))}]({values[target]})")
         position = match.end()
-    parts.append(_escaped(_fill(template[position:], values)))
+    parts.append(md_part(_fill(template[position:], values)))
     return Markdown("".join(parts))
 
 

@@ -24,7 +24,7 @@ import jinja2
 import yaml
 
 from . import claims, metrics_table, palette
-from ._escape import Markdown, html_text, md_code, md_text
+from ._escape import Markdown, html_text, md_code, md_part, md_text
 from ._exceptions import ChapterError, Problem, display_path
 from ._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
 from .stamp import Stamp, load_stamp
@@ -226,7 +226,7 @@ def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
 def _code_spans(text: str) -> str:
     """Flags, paths and metric names as code, the rest escaped."""
     parts = re.split(r"(--[\w-]+|/?\w+(?:/\w+)+)", " ".join(str(text).split()))
-    return Markdown("".join(md_code(part) if index % 2 else md_text(part) for index, part in enumerate(parts)))
+    return Markdown("".join(md_code(part) if index % 2 else md_part(part) for index, part in enumerate(parts)))
 
 
 def troubleshooting_table(tables: Mapping[str, Any]) -> str:
