@@ -35,6 +35,7 @@ _ENTITY = re.compile("[&<>\"]")
 # At the start of a line, "- x", "+ x" and "1. x" begin a list, and a line of "-" or "=" underlines
 # the line before it as a heading.
 _LIST_START = re.compile(r"^(\d+)\.(?=\s|$)")
+_REFERENCE = re.compile(r"(\\\][ \t]*):")
 
 
 def _one_line(value: Any) -> str:
@@ -47,6 +48,8 @@ def md_text(value: Any) -> Markdown:
         return value
     text = _ENTITY.sub(lambda match: _ENTITIES[match.group(0)], _one_line(value))
     text = _BACKSLASHED.sub(r"\\\1", text)
+    # "[x\]: y" after a "[" of the page still reads as a link reference definition: its ":" as a reference.
+    text = _REFERENCE.sub(r"\1&#58;", text)
     if text.startswith(("-", "+", "=")):
         text = "&#61;" + text[1:] if text[0] == "=" else "\\" + text
     return Markdown(_LIST_START.sub(r"\1\\.", text))

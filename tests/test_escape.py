@@ -5,6 +5,7 @@ stray backslash; an input the payload makes invalid stops the build with a one-l
 from __future__ import annotations
 
 import json
+import random
 import re
 import shutil
 from html.parser import HTMLParser
@@ -127,6 +128,33 @@ def test_md_code_is_one_code_span_in_a_table(text: str) -> None:
     html = _render(f"| a | b |\n|---|---|\n| {md_code(text)} | x |")
     assert html.count("<code>") == 1 and html.count("<td>") == 2
     assert read_page(html).live == [] and text in shown(read_page(html))
+
+
+# Random strings of the characters Markdown and HTML give a meaning to, from fixed seeds (the same every run).
+_PIECES = [*"\\`*_{}[]()#+-.!|<>&\"'=:~^;/ \tab1", "&amp;", "&#60;", "javascript:", "http://x.y", "<b>", "1. ",
+           "- ", "{: .c}", "]:", "\n"]
+
+
+def _random_texts(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = ["".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 14))) for _ in range(count)]
+    return [text for text in texts if text.strip()]
+
+
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+def test_md_text_shows_random_text_as_written(context: str) -> None:
+    for text in _random_texts(1, 400):
+        page = read_page(_render(CONTEXTS[context].format(md_text(text))))
+        assert page.live == [] and " ".join(text.split()) in shown(page), repr(text)
+
+
+def test_md_text_and_md_code_keep_random_text_in_alt_text_and_code() -> None:
+    for text in _random_texts(2, 400):
+        want = " ".join(text.split())
+        page = read_page(_render(f"[![{md_text(text)}](a.svg)](a.svg){{ .zoom }}"))
+        assert page.live == [] and page.alts == [want], repr(text)
+        html = _render(f"| a | b |\n|---|---|\n| {md_code(text)} | x |")
+        assert html.count("<td>") == 2 and want in shown(read_page(html)), repr(text)
 
 
 def test_escaping_is_done_once() -> None:
