@@ -384,3 +384,19 @@ def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -
                              "(write {{ and }} for a brace)")
     assert "the text uses {low.__class__}" in lines[2] and "the text uses {low:>999999999}" in lines[3]
     assert "expected '}' before end of string (write {{ and }} for a brace)" in lines[4]
+
+
+def test_the_palette_legend_and_the_nav_titles_are_escaped(tmp_path: Path) -> None:
+    from build_tools import render
+    from build_tools.stamp import Stamp
+    from build_tools.wording import provenance
+
+    legend = render.legend_markup([BOTH] * 7)
+    for line in legend.splitlines():
+        page = read_page(_render(line))
+        assert page.live == [] and " ".join(BOTH.split()) in shown(page)
+    stamp = Stamp("2026.10", "2026-10-15", BOTH, BOTH, "08752a1", "2026-10-15")
+    render.write_site_settings(tmp_path, stamp, provenance({}), [render.Page("01-x.md", HTML_PAYLOAD)])
+    settings = yaml.safe_load((tmp_path / render.SITE_SETTINGS).read_text(encoding="utf-8"))
+    (title,) = settings["nav"][0]  # Material prints a nav title into the HTML as it is
+    assert read_page(title).live == [] and shown(read_page(title)) == HTML_PAYLOAD
