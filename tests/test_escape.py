@@ -400,3 +400,10 @@ def test_the_palette_legend_and_the_nav_titles_are_escaped(tmp_path: Path) -> No
     settings = yaml.safe_load((tmp_path / render.SITE_SETTINGS).read_text(encoding="utf-8"))
     (title,) = settings["nav"][0]  # Material prints a nav title into the HTML as it is
     assert read_page(title).live == [] and shown(read_page(title)) == HTML_PAYLOAD
+
+
+def test_a_warning_that_quotes_the_data_is_printed_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    from build_tools._progress import Progress
+
+    Progress().warn("phase '[/yellow][bold]x[/]' opened at 1 never closed; dropped")
+    assert capsys.readouterr().err == "WARNING phase '[/yellow][bold]x[/]' opened at 1 never closed; dropped\n"
