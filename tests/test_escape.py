@@ -407,3 +407,26 @@ def test_a_warning_that_quotes_the_data_is_printed_as_it_is(capsys: pytest.Captu
 
     Progress().warn("phase '[/yellow][bold]x[/]' opened at 1 never closed; dropped")
     assert capsys.readouterr().err == "WARNING phase '[/yellow][bold]x[/]' opened at 1 never closed; dropped\n"
+
+
+def test_the_manifest_pages_show_the_payloads_as_text() -> None:
+    """manifest.html and changes.html, written at publish time from run.yaml, edition.yml and the pages."""
+    from build_tools import _manifest
+
+    def manifest(edition: str, value: str) -> dict:
+        return {"edition": edition, "date": "2026-10-15", "project_commit": "abc", "source_date_epoch": 1,
+                "miles": {"image": BOTH, "branch": BOTH, "commit": "08752a1", "commit_date": "2026-10-15"},
+                "tools": {"mkdocs": "1"}, "figures": {"fig-x": {"svg_sha256": "s", "csv_sha256": "c"}},
+                "runs": {"run-a": {"provenance": {"provenance": BOTH, "title": BOTH}, "files": 2, "sha256": value}},
+                "claims": {"fig-x": {"number": "1.1", "claim": BOTH, "verdict": "pass", "observed": {"v": BOTH}}},
+                "metrics": {f"Rollout › `{MD_PAYLOAD}`": {"Our range": md_text(BOTH)}}}
+
+    old, new = manifest("2026.10", "a"), manifest("2026.11", "b")
+    new["claims"]["fig-x"]["observed"] = {"v": HTML_PAYLOAD}
+    new["metrics"] = {f"Rollout › `{MD_PAYLOAD}`": {"Our range": md_text(HTML_PAYLOAD)}}
+    for title, text in ((f"Edition {BOTH}", _manifest.manifest_markdown(new)),
+                        ("changes", _manifest.changes_markdown(old, new))):
+        page = read_page(_manifest.html_page(title, text))
+        assert page.live == [], page.live
+        assert HTML_PAYLOAD in shown(page)
+    assert "Rollout › " + MD_PAYLOAD in shown(read_page(_manifest.html_page("m", _manifest.manifest_markdown(new))))
