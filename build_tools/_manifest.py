@@ -7,6 +7,7 @@ one, `diff` reads the four sections a reader cares about (runs, claims, figures,
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import platform
 import re
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ._escape import html_text, md_code, md_text
 
 Manifest = dict[str, Any]
 
@@ -277,7 +280,7 @@ def changes_text(old: Manifest, new: Manifest) -> str:
 
 def changes_markdown(old: Manifest, new: Manifest) -> str:
     found = changes(old, new)
-    parts = [f"# What changed from edition {old['edition']} to {new['edition']}\n"]
+    parts = [f"# What changed from edition {_md(old['edition'])} to {_md(new['edition'])}\n"]
     for section, items in found.items():
         parts.append(f"## {SECTION_TITLES[section]}\n")
         parts.append("\n".join(f"- {_md(item)}" for item in items) + "\n" if items else "No change.\n")
@@ -287,30 +290,40 @@ def changes_markdown(old: Manifest, new: Manifest) -> str:
 def manifest_markdown(manifest: Manifest) -> str:
     """The manifest as a page a reader can follow: one table per section."""
     tools = ", ".join(f"{name} {version}" for name, version in manifest["tools"].items())
-    miles = manifest["miles"]
+    miles, epoch = manifest["miles"], manifest["source_date_epoch"]
     parts = [
-        f"# Edition {manifest['edition']}: manifest\n",
-        f"Edition {manifest['edition']} of {manifest['date']}, built from project commit "
-        f"`{manifest['project_commit']}` with `SOURCE_DATE_EPOCH={manifest['source_date_epoch']}`; "
-        f"Miles {_md(miles['image'])}, {_md(miles['branch'])} of {miles['commit_date']}, commit `{miles['commit']}`. "
-        f"Tools: {_md(tools)}. The same data as [manifest.json](manifest.json).\n",
+        f"# Edition {_md(manifest['edition'])}: manifest\n",
+        f"Edition {_md(manifest['edition'])} of {_md(manifest['date'])}, built from project commit "
+        f"{md_code(manifest['project_commit'])} with {md_code('SOURCE_DATE_EPOCH=' + str(epoch))}; "
+        f"Miles {_md(miles['image'])}, {_md(miles['branch'])} of {_md(miles['commit_date'])}, "
+        f"commit {md_code(miles['commit'])}. Tools: {_md(tools)}. The same data as [manifest.json](manifest.json).\n",
         _table("Runs", ["run", "provenance", "files", "sha256"],
-               [[run, _md(_show(v["provenance"].get("provenance", ""))), str(v["files"]), f"`{v['sha256']}`"]
+               [[_md(run), _md(_show(v["provenance"].get("provenance", ""))), _md(v["files"]), md_code(v["sha256"])]
                 for run, v in manifest["runs"].items()]),
         _table("Figures", ["figure", "SVG sha256", "CSV sha256"],
-               [[fig, f"`{v['svg_sha256']}`", f"`{v['csv_sha256']}`"] for fig, v in manifest["figures"].items()]),
+               [[_md(fig), md_code(v["svg_sha256"]), md_code(v["csv_sha256"])]
+                for fig, v in manifest["figures"].items()]),
         _table("Claims", ["figure", "verdict", "observed"],
-               [[claim, str(v["verdict"]), _md(_show(v["observed"]))] for claim, v in manifest["claims"].items()]),
+               [[_md(claim), _md(v["verdict"]), _md(_show(v["observed"]))] for claim, v in manifest["claims"].items()]),
         _table("Metrics page rows", ["row", "values"],
-               [[_md(row), _md("; ".join(f"{k}: {v}" for k, v in cells.items()))]
+               [[_page_cell(row), "; ".join(f"{_md(k)}: {_page_cell(v)}" for k, v in cells.items())]
                 for row, cells in manifest["metrics"].items()]),
     ]
     return "\n".join(parts)
 
 
-def _md(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
+def _md(text: Any) -> str:
+    """Text safe inside a Markdown table cell, or anywhere in the page (`_escape.md_text`)."""
+    return md_text(text)
+
+
+def _page_cell(text: str) -> str:
+    """A Metrics page cell (Markdown the build wrote, parsed back from the page) as safe Markdown again: a code
+    span stays one, any other text is read back to plain text and escaped ('Rollout › `x`' keeps its code)."""
+    heading, mark, cell = str(text).rpartition(" › ")
+    code = re.fullmatch(r"(`+) ?(.*?) ?\1", cell)
+    shown = md_code(code[2]) if code else md_text(html.unescape(re.sub(r"\\(.)", r"\1", cell)))
+    return f"{_md(heading)}{mark}{shown}"
 
 
 def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
@@ -328,7 +341,7 @@ def html_page(title: str, markdown_text: str) -> str:
     body = markdown.markdown(markdown_text, extensions=["tables"])
     return (
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{html_text(title)}</title>\n"
         "<style>body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;"
         "line-height:1.5}table{border-collapse:collapse;font-size:.85rem}td,th{border:1px solid #ccc;"
         "padding:.2rem .5rem;text-align:left;vertical-align:top}code{font-size:.8rem;word-break:break-all}"

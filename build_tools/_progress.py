@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 
 
 class Progress:
@@ -32,8 +33,9 @@ class Progress:
 
     def warn(self, message: str) -> None:
         if not self.quiet:
-            self.console.print(f"[yellow]WARNING[/yellow] {message}", soft_wrap=True)
+            # A warning quotes the data (a phase name, a path): rich must not read it as markup.
+            self.console.print(f"[yellow]WARNING[/yellow] {escape(message)}", soft_wrap=True)
 
     def done(self, message: str) -> None:
         if not self.quiet:
-            self.console.print(f"[green]{message}[/green]")
+            self.console.print(f"[green]{escape(message)}[/green]")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import schemas
+from . import _figure_modules, schemas
 from ._exceptions import ChapterError, InputProblem, Problem
 from ._files import check_tree, read_text
 from ._types import FigureBlock
@@ -24,7 +24,6 @@ from .checks._numbers import masked_spans
 
 CHAPTER = re.compile(r"^(?P<n>\d{2})-[a-z0-9-]+\.md$")
 FIGURE_ID = re.compile(r"^fig-[a-z0-9-]+$")
-MODULE = re.compile(r"^[a-z_][a-z0-9_]*$")
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)")
 REFERENCE = re.compile(r"\[\]\(#(?P<id>fig-[a-z0-9-]*)\)")
 REQUIRED = ("id", "module", "runs", "claim", "checks")
@@ -144,7 +143,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
         return fenced.line + line if line is not None else fenced.line
 
     def bad(field: str, message: str) -> None:
-        problems.append(Problem(shown, line_of((field,)), field, message))
+        problems.append(Problem(shown, line_of(tuple(field.split("."))), field, message))
 
     _, found = schemas.validate(schemas.FigureBlockYaml, data, shown, line_of)
     problems += found
@@ -172,8 +171,14 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
 def _check_files(data: dict[str, Any], bad: Any, figures_dir: Path, tables_dir: Path) -> None:
     """The module and tables a block names exist (its fields' types are the schema's)."""
     module = data.get("module")
-    if isinstance(module, str) and MODULE.match(module) and not (figures_dir / f"{module}.py").is_file():
-        bad("module", f"unknown module {module!r}: there is no figures/{module}.py")
+    # only figures/<module>.py, with the options it declares (a name the schema refused is reported once)
+    if isinstance(module, str) and re.fullmatch(r"[a-z_][a-z0-9_]*", module):
+        problem = _figure_modules.module_problem(figures_dir, module)
+        if problem:
+            bad("module", problem)
+        elif isinstance(data.get("options"), dict):
+            for field, message in _figure_modules.option_problems(figures_dir, module, data["options"]):
+                bad(field, message)
     tables = data.get("tables")
     for table in tables if isinstance(tables, list) else []:
         if isinstance(table, str) and table.isidentifier() and not (tables_dir / f"{table}.yml").is_file():

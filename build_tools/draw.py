@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import legibility, palette_check
+from . import _figure_modules, legibility, palette_check
 from ._exceptions import FigureError, Problem
 from ._staging import temporary_file, write_atomic
 from ._types import DrawnFigure, FigureBlock
@@ -54,6 +54,7 @@ class _Job:
     runs: dict[str, RunSummary]
     tables: dict[str, Any]
     stem: Path  # cache_dir / block.id; the outputs are stem + suffix
+    module_file: Path  # figures/<module>.py, loaded from this file and no other
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             ready[block.id] = False
             continue
         job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
-                   stem)
+                   stem, _module_file(block.module) or Path())
         to_draw.append((job, key))
 
     for (job, key), outcome in zip(to_draw, _draw_all([job for job, _ in to_draw], jobs), strict=True):
@@ -124,11 +125,28 @@ def _missing_inputs(block: FigureBlock, summaries: Mapping[str, RunSummary], tab
 
 
 def _module_file(module: str) -> Path | None:
+    """figures/<module>.py of this project: never a module found elsewhere on Python's path."""
+    return _figure_modules.module_file(FIGURES_DIR, module)
+
+
+def _load(name: str, path: Path) -> Any:
+    """The module figures.<name> from its file in figures/ (what Python's path or the package's __path__ would
+    find is not asked); its imports of figures._common and the like are the package's."""
+    module_name = f"{PACKAGE}.{name}"
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve():
+        return loaded
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path.name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
     try:
-        spec = importlib.util.find_spec(f"{PACKAGE}.{module}")
-    except (ImportError, ValueError):
-        return None
-    return Path(spec.origin) if spec is not None and spec.origin else None
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
 
 
 def _shared_digest() -> str:
@@ -244,7 +262,7 @@ def draw_one(job: _Job) -> _Outcome:
 
     module_name = f"{PACKAGE}.{job.block.module}"
     try:
-        module = importlib.import_module(module_name)
+        module = _load(job.block.module, job.module_file)
         with rc_context(rc_params()):
             figure, data = _call(module, job)
             provenance = _provenance(job)
@@ -269,7 +287,10 @@ def _call(module: Any, job: _Job) -> tuple[Any, Any]:
     from pandas import DataFrame
 
     draw = module.draw
-    extra = {"options": dict(job.block.options)} if "options" in inspect.signature(draw).parameters else {}
+    takes = "options" in inspect.signature(draw).parameters
+    if job.block.options and not takes:  # the block reader let them through: the module declares them
+        raise TypeError("the module declares OPTIONS, but draw() has no options parameter")
+    extra = {"options": dict(job.block.options)} if takes else {}
     result = draw(job.runs, job.tables, **extra)
     if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], Figure)
             and isinstance(result[1], DataFrame)):

@@ -7,6 +7,7 @@ rows read only the steps no heat-guard pause touched (RunSummary.clean_steps).
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._escape import Markdown, md_part, md_text
 from ._exceptions import InputProblem, Problem, ProblemsError, display_path
 from ._files import read_text
 from ._yaml import load_yaml
@@ -40,7 +42,7 @@ class Table:
     title: str
     column: str | None
     rows: tuple[Row, ...]
-    after: str = ""
+    after: Markdown = Markdown("")  # the text under the table, escaped, with its links to pages
 
 
 @dataclass(frozen=True)
@@ -218,12 +220,45 @@ def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[st
 
 
 def _fill(template: str, values: Mapping[str, str]) -> str:
-    names = [name for _, name, _, _ in string.Formatter().parse(template) if name]
-    missing = [name for name in names if name not in values]
-    if missing:
-        raise ValueError(f"the text uses {{{missing[0]}}}, which is not known here "
-                         f"(known: {', '.join(sorted(values)) or 'nothing'})")
-    return template.format(**values)
+    """The text with each {name} replaced by its value; nothing else of str.format (no attribute, index, format
+    spec or conversion), so a text of the spec can never reach into an object; ValueError when it tries."""
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError as error:  # a lone "{" or "}"
+        raise ValueError(f"{error} (write {{{{ and }}}} for a brace)") from None
+    out = []
+    for literal, name, spec, conversion in fields:
+        out.append(literal)
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            shown = f"{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}"
+            raise ValueError(f"the text uses {shown}, which is not a plain {{name}} (write {{{{ and }}}} for "
+                             "a brace)")
+        if name not in values:
+            raise ValueError(f"the text uses {{{name}}}, which is not known here "
+                             f"(known: {', '.join(sorted(values)) or 'nothing'})")
+        out.append(str(values[name]))
+    return "".join(out)
+
+
+# A link of the text under a table: `[words]({chapter_5})`, to a page the build names.
+_LINK = re.compile(r"\[(?P<label>[^\]]*)\]\(\{(?P<target>chapter_\d+)\}\)")
+
+
+def prose(template: str, values: Mapping[str, str]) -> Markdown:
+    """Text of the spec, its values filled and escaped as Markdown; `[words]({chapter_N})` links to chapter N."""
+    parts, position = [], 0
+    for match in _LINK.finditer(template):
+        parts.append(md_part(_fill(template[position:match.start()], values)))
+        target = match["target"]
+        if target not in values:
+            raise ValueError(f"the text uses {{{target}}}, which is not known here "
+                             f"(known: {', '.join(sorted(values)) or 'nothing'})")
+        parts.append(f"[{md_text(_fill(match['label'], values))}]({values[target]})")
+        position = match.end()
+    parts.append(md_part(_fill(template[position:], values)))
+    return Markdown("".join(parts))
 
 
 def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: str,
@@ -246,10 +281,10 @@ def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], w
             rows.append(Row(str(row.get("metric", "")), " ".join(str(row.get("meaning", "")).split()), value,
                             bool(row.get("code", True))))
         try:
-            after = _fill(" ".join(str(table.get("after") or "").split()), context)
+            after = prose(" ".join(str(table.get("after") or "").split()), context)
         except ValueError as error:
             problems.append(Problem(where, None, f"tables[{t_index}].after", f"{error}; is that page missing?"))
-            after = ""
+            after = Markdown("")
         tables.append(Table(str(table.get("title", "")), table.get("column"), tuple(rows), after))
     if problems:
         raise MetricsSpecError(problems)

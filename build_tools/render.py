@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -25,6 +24,7 @@ import jinja2
 import yaml
 
 from . import claims, metrics_table, palette
+from ._escape import Markdown, html_text, md_code, md_part, md_text
 from ._exceptions import ChapterError, Problem, display_path
 from ._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
 from .stamp import Stamp, load_stamp
@@ -115,17 +115,14 @@ def chapter_files(docs: Path) -> list[Path]:
 
 
 def _environment(templates: Path) -> jinja2.Environment:
+    """The templates write Markdown: every value they print is escaped as Markdown text (`finalize`), unless
+    it is already Markdown the build wrote (`_escape.Markdown`). HTML autoescape does not apply to Markdown."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, autoescape=False)
-    env.filters["cell"] = cell
-    env.filters["md"] = md_escape
-    env.filters["metric"] = lambda text, code=True: f"`{text}`" if code else cell(text)
+                             keep_trailing_newline=True, autoescape=False, finalize=md_text)
+    env.filters["cell"] = md_text
+    env.filters["md"] = md_text
+    env.filters["metric"] = lambda text, code=True: md_code(text) if code else md_text(text)
     return env
-
-
-def cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell."""
-    return " ".join(str(text).split()).replace("|", r"\|")
 
 
 def write_site_settings(pages: Path, stamp: Stamp, source: Provenance, nav: Sequence[Page]) -> None:
@@ -133,7 +130,8 @@ def write_site_settings(pages: Path, stamp: Stamp, source: Provenance, nav: Sequ
     settings = {
         "copyright": stamp.text,
         "extra": {"provenance": source.kind, "provenance_note": source.footer(), "edition": stamp.edition},
-        "nav": [{page.title: page.name} for page in nav],
+        # Material prints nav titles into the HTML as they are: escaped here.
+        "nav": [{html_text(page.title): page.name} for page in nav],
     }
     (pages / SITE_SETTINGS).write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True, width=1000),
                                        encoding="utf-8")
@@ -191,23 +189,18 @@ def _resolve(text: str, blocks: Sequence[FigureBlock], path: Path) -> str:
     return blocks_stage.resolve_references(text, list(blocks), f"docs/{path.name}")
 
 
-def md_escape(text: str) -> str:
-    """Text that Markdown shows as written (claims and alt text are prose, not markup)."""
-    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", " ".join(str(text).split()))
-
-
 def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None) -> str:
     """The figure as the reader sees it. Links and the image are Markdown, so mkdocs --strict checks them."""
     svg = f"figures/{figure.svg.name if figure else block.id + '.svg'}"
     csv = f"figures/{figure.csv.name if figure else block.id + '.csv'}"
-    alt = md_escape((figure.alt if figure else "") or block.alt or block.claim)
+    alt = md_text((figure.alt if figure else "") or block.alt or block.claim)
     return "\n".join([
         "",
-        f'<figure class="manual-figure" id="{html.escape(block.id)}" markdown="1">',
+        f'<figure class="manual-figure" id="{html_text(block.id)}" markdown="1">',
         "",
         f'[![{alt}]({svg})]({svg}){{ .manual-zoom title="Open Figure {block.number} full size" }}',
         "",
-        f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_escape(block.claim)} '
+        f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_text(block.claim)} '
         f'<span class="manual-data">[data behind this figure]({csv})</span></figcaption>',
         "",
         checked_note(block, verdict),
@@ -221,10 +214,10 @@ def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
     """The small note of what the claim's checks found in the runs (raw HTML: messages are not Markdown)."""
     checks: Sequence[CheckResult] = verdict.checks if verdict else ()
     # Each check as: the words of the claim it proves, what the runs show, and what the words need.
-    items = "".join(f"<li><q>{html.escape(claims.says(block, params))}</q>: {html.escape(check.message)} "
-                    f"<span class=\"manual-needs\">(the claim needs {html.escape(check.expected)})</span></li>"
+    items = "".join(f"<li><q>{html_text(claims.says(block, params))}</q>: {html_text(check.message)} "
+                    f"<span class=\"manual-needs\">(the claim needs {html_text(check.expected)})</span></li>"
                     for params, check in zip(block.checks, checks, strict=False)) or "<li>no checks</li>"
-    runs = ", ".join(f"<code>{html.escape(run)}</code>" for run in block.runs) or "none"
+    runs = ", ".join(f"<code>{html_text(run)}</code>" for run in block.runs) or "none"
     status = "holds" if verdict and verdict.status == "pass" else "was not checked"
     return (f'<details class="manual-checked"><summary>Checked against the runs: the claim {status}'
             f"</summary><ul>{items}</ul><p>Runs: {runs}</p></details>")
@@ -233,7 +226,7 @@ def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
 def _code_spans(text: str) -> str:
     """Flags, paths and metric names as code, the rest escaped."""
     parts = re.split(r"(--[\w-]+|/?\w+(?:/\w+)+)", " ".join(str(text).split()))
-    return "".join(f"`{part}`" if index % 2 else md_escape(part) for index, part in enumerate(parts))
+    return Markdown("".join(md_code(part) if index % 2 else md_part(part) for index, part in enumerate(parts)))
 
 
 def troubleshooting_table(tables: Mapping[str, Any]) -> str:
@@ -246,8 +239,8 @@ def troubleshooting_table(tables: Mapping[str, Any]) -> str:
     lines = ["| Symptom | First check | Fix |", "|---|---|---|"]
     for row in rows:
         row = row if isinstance(row, Mapping) else getattr(row, "__dict__", {})
-        lines.append(f"| {cell(_code_spans(row.get('symptom', '')))} | {cell(_code_spans(row.get('check', '')))}"
-                     f" | {cell(_code_spans(row.get('fix', '')))} |")
+        lines.append(f"| {_code_spans(row.get('symptom', ''))} | {_code_spans(row.get('check', ''))}"
+                     f" | {_code_spans(row.get('fix', ''))} |")
     return "\n".join(lines)
 
 
@@ -259,7 +252,7 @@ def legend_markup(lines: Sequence[str]) -> str:
     out = []
     for role, line in zip(palette.load_palette().roles, lines, strict=True):
         swatch = f'<span class="manual-swatch" style="background: var(--role-{role.name})"></span>'
-        out.append(f"- {swatch} {line}")
+        out.append(f"- {swatch} {md_text(line)}")
     return "\n".join(out)
 
 
@@ -318,12 +311,13 @@ def contents(pages: Sequence[Page]) -> str:
     for page in ordered:
         match = CHAPTER.match(page.name)
         label = f"{int(match.group(1))}\\. " if match else ""  # escaped: "1." would start a numbered list
-        lines.append(f"- {label}[{md_escape(page.title)}]({page.name})")
+        lines.append(f"- {label}[{md_text(page.title)}]({page.name})")
     return "\n".join(lines)
 
 
 def provenance_paragraph(source: Provenance, machine: str) -> str:
-    """Where the data comes from, true of the runs the manual was built from."""
+    """Where the data comes from, true of the runs the manual was built from (Markdown: the values escaped)."""
+    machine = md_text(machine)
     readme = "Each run is a folder of `runs/`; `runs/README.md` in the project documents every field."
     if source.kind == "measured":
         return (f"Every number comes from measured runs: Miles runs on one {machine}, each with the dashboard "
@@ -336,7 +330,7 @@ def provenance_paragraph(source: Provenance, machine: str) -> str:
                 "did. A measured run replaces them: copy its dashboard dump into `runs/` with a `run.yaml` "
                 f"that says `provenance: measured`.\n\n{readme}")
     return (f'!!! warning "Some runs are synthesized examples"\n\n    This manual was built from '
-            f"{source._mix()}. The run table below says which is which.\n\n{readme}")
+            f"{md_text(source._mix())}. The run table below says which is which.\n\n{readme}")
 
 
 def runs_table(summaries: Mapping[str, RunSummary]) -> str:
@@ -344,7 +338,9 @@ def runs_table(summaries: Mapping[str, RunSummary]) -> str:
     for run_id, summary in summaries.items():
         config = summary.config
         kind = "measured" if config.get("provenance") == "measured" else "synthesized example"
-        lines.append(f"| `{run_id}` | {cell(md_escape(config.get('title', '')))} | "
-                     f"{cell(config.get('model', {}).get('name', ''))} | {len(summary.steps)} | {kind} |")
+        model = config.get("model")
+        lines.append(f"| {md_code(run_id)} | {md_text(config.get('title', ''))} | "
+                     f"{md_text(model.get('name', '') if isinstance(model, Mapping) else '')} | "
+                     f"{len(summary.steps)} | {kind} |")
     count = len(summaries)
     return f"The manual reads {words(count)} run{'s' if count != 1 else ''}:\n\n" + "\n".join(lines)

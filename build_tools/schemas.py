@@ -419,7 +419,7 @@ class FigureBlockYaml(Schema):
     """A ```figure block of a chapter (docs/README.md documents each field)."""
 
     id: Annotated[str, Field(pattern=r"^fig-[a-z0-9-]+$")]
-    module: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+    module: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
     runs: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")]]
     claim: Text
     checks: Annotated[list[dict[str, Any]], Field(min_length=1)]
@@ -504,7 +504,7 @@ _MEMBER_NAMES = {"int", "float", "str", "bool", "none", "list", "dict", "literal
 
 _PATTERN_WORDS = {
     r"^fig-[a-z0-9-]+$": "fig-<lower-case letters, digits, dashes>",
-    r"^[a-z][a-z0-9_]*$": "a module name under figures/ (lower-case letters, digits, _)",
+    r"^[a-z_][a-z0-9_]*$": "a module name under figures/ (lower-case letters, digits, _)",
     r"^[a-z0-9][a-z0-9.-]*$": "a run id (lower-case letters, digits, '.', '-')",
 }
 

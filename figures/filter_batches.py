@@ -16,6 +16,7 @@ ALT = ("Two panels over the same steps: above, bars of the groups dropped by the
        "at or under the line and two where it rises above it.")
 DROPPED = "rollout/dynamic_filter/drop_zero_std"
 DEFAULT_SPLIT = 16  # used when the figure block sets no `split` option
+OPTIONS = {"split": "number"}  # the options a figure block may set (build_tools/_figure_modules.py)
 
 
 def draw(runs: Mapping[str, Any], tables: Mapping[str, Any],

@@ -61,8 +61,8 @@ def fake_summary(run_id: str, rewards: list[float], source_hash: str = "v1") -> 
 
 @pytest.fixture
 def sample_figures(monkeypatch):
-    """The test figure modules of tests/samples/draw/figures/, importable as figures.<name>."""
-    monkeypatch.setattr(figures, "__path__", [*figures.__path__, str(SAMPLES / "figures")])
+    """The test figure modules of tests/samples/draw/figures/, as the figure modules the stage draws with."""
+    monkeypatch.setattr(draw, "FIGURES_DIR", SAMPLES / "figures")
 
 
 @pytest.fixture(scope="module")

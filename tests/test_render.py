@@ -300,7 +300,8 @@ def test_troubleshooting_table_comes_from_the_data():
     rows = table.splitlines()
     assert rows[0] == "| Symptom | First check | Fix |"
     assert len(rows) == 2 + len(data["symptoms"]) == 7
-    assert "`--use-fault-tolerance`" in table
+    assert "| Launch with `--use-fault-tolerance` so the watchdog ends a job whose engine died |" in table
+    assert "Read MemTotal - MemAvailable from `/proc/meminfo` against" in table  # words and code stay apart
 
 
 def test_built_pages(built_manual):

@@ -8,9 +8,10 @@ from figures._common import colour, metric, new_figure
 
 RUNS_NEEDED = ("run-a",)
 ALT = "Reward per step."
+OPTIONS = {"split": "number"}  # accepted and not drawn: a changed option must still redraw the figure
 
 
-def draw(runs, tables):
+def draw(runs, tables, options=None):
     frames = [pd.DataFrame({"run": run_id, "step": metric(s, "rollout/raw_reward").index,
                             "reward": metric(s, "rollout/raw_reward").to_numpy()}) for run_id, s in runs.items()]
     data = pd.concat(frames, ignore_index=True)

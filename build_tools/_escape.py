@@ -1,0 +1,81 @@
+"""Every string that comes from data or configuration enters a page through one of these functions.
+
+- `md_text`: text that Python-Markdown (with the site's extensions) shows exactly as written, on one line:
+  no raw HTML (`<`, `>`, `&` and `"` become entities), no Markdown construct (links, images, emphasis, code,
+  headings, lists, table pipes, attribute lists `{: ...}`). Only characters Python-Markdown accepts a
+  backslash escape for are backslash-escaped, so no backslash is left visible on the page.
+- `md_part`: `md_text` of a part of a line that is joined to other parts (its edge spaces kept).
+- `md_code`: text as a Markdown code span, whatever backticks it holds.
+- `html_text`: text for raw HTML that Markdown does not read (element content or a quoted attribute), such as
+  a raw-HTML block of a page or a theme template.
+
+The return type `Markdown` marks text that is already safe Markdown, so escaping twice changes nothing; the
+page templates escape every value that is not (build_tools/render.py, `finalize`).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+
+class Markdown(str):
+    """Markdown that is safe as it is: written by the build or already escaped."""
+
+    __slots__ = ()
+
+
+# Characters of Python-Markdown's backslash escapes (markdown.Markdown.ESCAPED_CHARS, and `|` from the tables
+# extension) that begin a construct anywhere in a line; a backslash before any other character stays visible.
+# (`(`, `)` and `!` need none: no link or image can start without an unescaped `[`.)
+_BACKSLASHED = re.compile(r"([\\`*_{}\[\]#|])")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+_ENTITY = re.compile("[&<>\"]")
+# At the start of a line, "- x", "+ x" and "1. x" begin a list, and a line of "-" or "=" underlines
+# the line before it as a heading.
+_LIST_START = re.compile(r"^(\d+)\.(?=\s|$)")
+_REFERENCE = re.compile(r"(\\\][ \t]*):")
+
+
+def _one_line(value: Any) -> str:
+    return " ".join(str(value).split())
+
+
+def md_text(value: Any) -> Markdown:
+    """Text Markdown shows as written, on one line (safe in a paragraph, a heading, a table cell, alt text)."""
+    if isinstance(value, Markdown):
+        return value
+    text = _ENTITY.sub(lambda match: _ENTITIES[match.group(0)], _one_line(value))
+    text = _BACKSLASHED.sub(r"\\\1", text)
+    # "[x\]: y" after a "[" of the page still reads as a link reference definition: its ":" as a reference.
+    text = _REFERENCE.sub(r"\1&#58;", text)
+    if text.startswith(("-", "+", "=")):
+        text = "&#61;" + text[1:] if text[0] == "=" else "\\" + text
+    return Markdown(_LIST_START.sub(r"\1\\.", text))
+
+
+def md_part(value: Any) -> Markdown:
+    """md_text of a part of a line, keeping one space at an edge where it had any: the parts join as words."""
+    text = str(value)
+    if not text.strip():
+        return Markdown(" " if text else "")
+    return Markdown((" " if text[0].isspace() else "") + md_text(text) + (" " if text[-1].isspace() else ""))
+
+
+def md_code(value: Any) -> Markdown:
+    """Text as one Markdown code span; Markdown escapes its HTML itself. A fence longer than any run of
+    backticks in the text, with spaces inside when the text starts or ends with one."""
+    text = _one_line(value)
+    if not text:
+        return Markdown("")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    # A `|` inside a code span does not end a table cell (the tables extension skips code spans).
+    return Markdown(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def html_text(value: Any) -> str:
+    """Text for HTML that no Markdown reads: element content or a double-quoted attribute."""
+    return html.escape(str(value), quote=True)
