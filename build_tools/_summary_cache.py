@@ -13,6 +13,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ._exceptions import ManualError
+
 FORMAT = 1
+
+
+class CacheChanged(ManualError):
+    """A cache entry changed on disk between its check and its use (another process, or a person)."""
+
+    hint = "run the command again; `make clean` empties the cache"
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(f"build/cache: {folder.name} changed while this build was reading it")
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
 TUPLE_COLUMNS = {"gpus"}
 
@@ -57,8 +69,11 @@ def write_entry(cache_dir: Path, run_id: str, digest: str, frames: dict[str, pd.
         raise
 
 
-def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[dict[str, pd.DataFrame], dict[str, Any]] | None:
-    """(frames, body) of a valid entry; None when there is none. ValueError when one exists but is damaged."""
+def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[], dict[str, pd.DataFrame]],
+                                                                    dict[str, Any]] | None:
+    """(a function that reads the tables, body) of a valid entry; None when there is none; ValueError when one
+    exists but is damaged. Every file's hash is checked here; the tables are decoded only when asked for,
+    so a check that reads three runs does not decode a thousand."""
     folder = entry_dir(cache_dir, run_id, digest)
     if not folder.is_dir():
         return None
@@ -69,16 +84,23 @@ def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[dict[str, pd.
             raise ValueError("entry.json does not match its hash")
         if body.get("format") != FORMAT or body.get("digest") != digest:
             raise ValueError("another format or input")
-        frames = {}
         for file, info in body["files"].items():
-            path = folder / Path(file).name
-            if _sha256(path) != info["sha256"]:
+            if _sha256(folder / Path(file).name) != info["sha256"]:
                 raise ValueError(f"{file} does not match its hash")
-            frames[info["name"]] = _read_frame(path)
-        return frames, body
-    except (OSError, KeyError, TypeError, AttributeError, ValueError, pa.ArrowException) as error:
+    except (OSError, KeyError, TypeError, AttributeError, ValueError) as error:
         shutil.rmtree(folder, ignore_errors=True)
         raise ValueError(f"{folder.name}: {error}") from None
+    return lambda: _read_frames(folder, body), body
+
+
+def _read_frames(folder: Path, body: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    frames = {}
+    for file, info in body["files"].items():
+        data = (folder / Path(file).name).read_bytes()
+        if hashlib.sha256(data).hexdigest() != info["sha256"]:  # changed since it was checked: never trusted
+            raise CacheChanged(folder)
+        frames[info["name"]] = _read_frame(pa.BufferReader(data))
+    return frames
 
 
 def _write_frame(frame: pd.DataFrame, path: Path) -> None:
@@ -93,8 +115,8 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
     pq.write_table(table, path)
 
 
-def _read_frame(path: Path) -> pd.DataFrame:
-    table = pq.read_table(path)
+def _read_frame(source: Any) -> pd.DataFrame:
+    table = pq.read_table(source)
     encoded = json.loads((table.schema.metadata or {}).get(b"manual_json_columns", b"[]"))
     frame = table.to_pandas()
     for column in encoded:

@@ -8,7 +8,9 @@ inputs, so an unchanged run is not read again.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
+import json
 import math
 import multiprocessing
 import os
@@ -24,6 +26,7 @@ import pandas as pd
 from . import _summary_cache, load
 from ._exceptions import Problem, RunDataError, display_path
 from ._files import plain_files
+from ._staging import write_atomic
 from .load import Record, RunData
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
@@ -111,8 +114,9 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
         raise RunDataError(problems)
     summaries: dict[str, RunSummary] = {}
     to_load: list[tuple[Path, str]] = []
+    memo = _read_memo(cache_dir)
     for path in paths:
-        digest = input_hash(path)
+        digest = input_hash(path, memo)
         cached = _read_cache(cache_dir, path, digest, warnings if warnings is not None else [])
         if cached is not None:
             summaries[path.name] = cached
@@ -125,6 +129,10 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
             summary.source_hash = digest
             summaries[path.name] = summary
             _write_cache(cache_dir, path, digest, summary)
+    if memo is not None:  # forget runs that are gone
+        present = {str(path.resolve()) for path in paths}
+        memo = {key: value for key, value in memo.items() if key in present}
+    _write_memo(cache_dir, memo)
     for run_id, summary in summaries.items():
         problems += load.time_problems(display_path(runs_dir / run_id / "run.yaml"), summary.config,
                                        summary.facts["start_ts"], summary.facts["end_ts"], latest)
@@ -316,18 +324,75 @@ def _facts(summary: RunSummary, run: RunData) -> dict[str, Any]:
 _CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_summary_cache.py")
 
 
-def input_hash(run_dir: Path) -> str:
-    """Hash of every file of the run and of the code that reads it."""
+@functools.cache
+def _code_digest() -> bytes:
+    """The code that reads and summarises a run: a change to it makes every cached summary stale."""
     digest = hashlib.sha256()
     here = Path(__file__).parent
     for name in _CODE_FILES:
         digest.update((here / name).read_bytes())
     for reader in sorted((here / "sources").glob("*.py")):  # the readers of log/, tensorboard/, wandb/, ...
         digest.update(reader.read_bytes())
-    for path in plain_files(run_dir):
+    return digest.digest()
+
+
+def input_hash(run_dir: Path, memo: dict[str, Any] | None = None) -> str:
+    """Hash of every file of the run and of the code that reads it.
+
+    With a memo (kept in the cache folder), a run whose files have the same names, sizes and modification
+    times as when it was last hashed is not read again: a warm check stats files instead of hashing gigabytes.
+    """
+    files = plain_files(run_dir)
+    stats = [[str(path.relative_to(run_dir)), *_stat(path)] for path in files]
+    key = str(run_dir.resolve())
+    if memo is not None and memo.get(key, {}).get("stats") == stats and memo[key].get("code") == _code_digest().hex():
+        return str(memo[key]["digest"])
+    digest = hashlib.sha256(_code_digest())
+    for path in files:
         digest.update(str(path.relative_to(run_dir)).encode() + b"\0")
         digest.update(path.read_bytes())
+    if memo is not None:
+        memo[key] = {"stats": stats, "code": _code_digest().hex(), "digest": digest.hexdigest()}
     return digest.hexdigest()
+
+
+_MEMO = "input-hashes.json"
+
+
+def _read_memo(cache_dir: Path | None) -> dict[str, Any] | None:
+    """The memo of input hashes; empty when absent or unreadable (it is only ever a shortcut)."""
+    if cache_dir is None:
+        return None
+    try:
+        memo = json.loads((cache_dir / _MEMO).read_text(encoding="utf-8"))
+        return memo if isinstance(memo, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_memo(cache_dir: Path | None, memo: dict[str, Any] | None) -> None:
+    if cache_dir is None or memo is None:
+        return
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(cache_dir / _MEMO, json.dumps(memo, sort_keys=True).encode())
+
+
+def _stat(path: Path) -> list[int]:
+    info = path.stat()
+    return [info.st_size, info.st_mtime_ns]
+
+
+class _CachedSummary(RunSummary):
+    """A summary from the cache: its tables are decoded from Parquet the first time one is used."""
+
+    def __getattr__(self, name: str) -> Any:  # only called for an attribute not yet set
+        if name in ("steps", "phases", "events", "series") and "_tables" in self.__dict__:
+            frames = self.__dict__.pop("_tables")()
+            self.steps, self.phases, self.events = frames["steps"], frames["phases"], frames["events"]
+            self.series = {key.removeprefix("series/"): frame for key, frame in frames.items()
+                           if key.startswith("series/")}
+            return getattr(self, name)
+        raise AttributeError(name)
 
 
 def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: list[str]) -> RunSummary | None:
@@ -340,12 +405,13 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
         return None
     if entry is None:
         return None
-    frames, body = entry
-    series = {name.removeprefix("series/"): frame for name, frame in frames.items() if name.startswith("series/")}
+    tables, body = entry
     facts = dict(body["facts"])
     facts["gpus_used"] = [tuple(pair) for pair in facts["gpus_used"]]
-    return RunSummary(body["run_id"], body["config"], frames["steps"], frames["phases"], frames["events"], series,
-                      facts=facts, warnings=list(body["warnings"]), source_hash=digest)
+    summary = _CachedSummary.__new__(_CachedSummary)
+    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=facts,
+                            warnings=list(body["warnings"]), source_hash=digest, _tables=tables)
+    return summary
 
 
 def _write_cache(cache_dir: Path | None, run_dir: Path, digest: str, summary: RunSummary) -> None:

@@ -103,3 +103,25 @@ def test_a_changed_file_is_read_again(tmp_path: Path, monkeypatch: pytest.Monkey
     assert after.source_hash != before.source_hash
     assert list(after.steps["heat_touched"]) == [True, True]
     assert len(list(cache.glob("tiny-run-*"))) == 1  # the stale entry is gone
+
+
+def test_a_cached_summary_decodes_its_tables_only_when_used(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(GOOD, runs)
+    fresh = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
+    cached = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
+    assert "steps" not in vars(cached)  # nothing decoded yet: a check that never reads this run pays nothing
+    assert cached.facts == fresh.facts
+    assert cached.steps.equals(fresh.steps) and "steps" in vars(cached)
+
+
+def test_an_unchanged_run_is_not_read_to_be_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = tmp_path / "runs"
+    shutil.copytree(GOOD, runs)
+    first = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
+    read: list[Path] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self) or real(self))
+    again = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
+    assert again.source_hash == first.source_hash
+    assert not [path for path in read if runs in path.parents]  # stat()ed, not read
