@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import schemas
+import pandas as pd
+
+from . import _columnar, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
 from ._files import STREAM_LIMIT, check_tree, decode_utf8, read_bytes, read_text
 from ._yaml import parse_yaml
@@ -58,6 +60,8 @@ class RunData:
     config: dict[str, Any]
     meta: dict[str, Any]
     streams: dict[str, list[Record]] = field(default_factory=dict)
+    # Large flat telemetry files, read as columns: one frame per file (_columnar.py).
+    tables: dict[str, list[pd.DataFrame]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -139,7 +143,30 @@ def time_problems(where: str, config: dict[str, Any], first: float, last: float,
 
 def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: list[Problem]) -> None:
     for name, files in _stream_files(folders, problems):
-        run.streams[name] = [rec for path in files for rec in _read_stream(path, name, problems, run.warnings)]
+        run.streams[name] = []
+        for path in files:
+            frame = _read_columns(path, name, problems, run.warnings)
+            if frame is not None:
+                run.tables.setdefault(name, []).append(frame)
+            else:
+                run.streams[name] += _read_stream(path, name, problems, run.warnings)
+
+
+def _read_columns(path: Path, stream: str, problems: list[Problem], warnings: list[str]) -> pd.DataFrame | None:
+    """A large flat telemetry file read as columns (_columnar.py); None when it must be read line by line."""
+    if stream not in _columnar.FLAT_STREAMS or path.stat().st_size < _columnar.FAST_FROM_BYTES // 8:
+        return None
+    where = display_path(path)
+    try:
+        text = decode_utf8(read_bytes(path, STREAM_LIMIT), where)
+    except InputProblem:
+        return None  # the line-by-line path reports it
+    complete, _, tail = text.rpartition("\n")
+    frame = _columnar.read_frame(stream, complete + "\n" if complete else "")
+    if frame is not None and tail.strip():
+        warnings.append(f"{where}:{complete.count(chr(10)) + 2}: last line has no newline (a writer mid-append); "
+                        "skipped")
+    return frame
 
 
 # --- run.yaml and meta.json -------------------------------------------------------------------

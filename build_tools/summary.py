@@ -162,7 +162,7 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     phases = _assign_steps(phases, first_step=int(steps.index.min()) if len(steps) else 0)
     steps = _add_phase_columns(steps, phases)
     steps = _add_heat_columns(steps, events)
-    series = {name: _frame(records) for name, records in run.streams.items()
+    series = {name: _series(records, run.tables.get(name, [])) for name, records in run.streams.items()
               if name not in ("metrics", "phases", "events")}
     if "host_memory" in series:
         series["host_memory"] = _host_memory(series["host_memory"])
@@ -288,6 +288,15 @@ def _add_heat_columns(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame
 # --- series and facts -------------------------------------------------------------------------
 
 
+def _series(records: list[Record], tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """A sampled stream: its records read line by line and its files read as columns, in time order."""
+    if not tables:
+        return _frame(records)
+    parts = [*tables, *([pd.DataFrame([rec.data for rec in records])] if records else [])]
+    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return frame.sort_values("ts", kind="stable").reset_index(drop=True)
+
+
 def _frame(records: Iterable[Record], columns: list[str] | None = None) -> pd.DataFrame:
     frame = pd.DataFrame([rec.data for rec in records], columns=columns)
     order = "ts" if "ts" in frame.columns else "t0"
@@ -321,7 +330,7 @@ def _facts(summary: RunSummary, run: RunData) -> dict[str, Any]:
 
 # --- cache ------------------------------------------------------------------------------------
 
-_CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_summary_cache.py")
+_CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_summary_cache.py", "_columnar.py")
 
 
 @functools.cache
