@@ -228,7 +228,7 @@ def _check_flags_agree(root: Path, config: dict[str, Any], doc: Any, meta: dict[
         return
     where = display_path(root / "run.yaml")
     for name in sorted(set(flags) & set(args)):
-        if not _same_value(flags[name], args[name]):
+        if not schemas.same_setting(flags[name], args[name]):
             problems.append(Problem(where, doc.line_of(("flags", name)) if doc else None, f"flags.{name}",
                                     f"is {flags[name]!r}, but dashboard/meta.json args say {args[name]!r}"))
     # A hub checkpoint name (owner/model, e.g. Qwen/Qwen3-0.6B) names the model; a local path need not.
@@ -237,11 +237,6 @@ def _check_flags_agree(root: Path, config: dict[str, Any], doc: Any, meta: dict[
     if checkpoint.count("/") == 1 and isinstance(model, str) and checkpoint.split("/")[1] != model:
         problems.append(Problem(where, doc.line_of(("model", "name")) if doc else None, "model.name",
                                 f"is {model!r}, but dashboard/meta.json args say hf_checkpoint {checkpoint!r}"))
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    """Equal as the flag's value: `true` is not `1`, and `1` is `1.0`."""
-    return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
 
 
 # --- streams ----------------------------------------------------------------------------------

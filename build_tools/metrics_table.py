@@ -20,6 +20,7 @@ from ._escape import Markdown, md_part, md_text
 from ._exceptions import InputProblem, Problem, ProblemsError, display_path
 from ._files import read_text
 from ._yaml import load_yaml
+from .schemas import same_setting
 from .summary import RunSummary
 from .wording import join, number, words
 
@@ -67,14 +68,6 @@ def _config(summary: RunSummary, dotted: str) -> Any:
         return None
 
 
-def _equal(actual: Any, wanted: Any) -> bool:
-    numbers = (int, float)
-    if isinstance(actual, numbers) and isinstance(wanted, numbers) and not isinstance(actual, bool) \
-            and not isinstance(wanted, bool):
-        return float(actual) == float(wanted)
-    return actual == wanted
-
-
 def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) -> list[RunSummary]:
     """The runs a run set names: any of its tags, and every `where` field equal."""
     tags = set(predicate.get("tags") or ())
@@ -83,7 +76,7 @@ def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) ->
     for summary in summaries.values():
         if tags and not tags & set(summary.config.get("tags") or ()):
             continue
-        if all(_equal(_config(summary, key), value) for key, value in where.items()):
+        if all(same_setting(_config(summary, key), value) for key, value in where.items()):
             chosen.append(summary)
     return chosen
 

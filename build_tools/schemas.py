@@ -462,6 +462,16 @@ class PaletteYaml(Schema):
     neutrals: Annotated[list[Grey], Field(min_length=1)]
 
 
+def same_setting(actual: Any, wanted: Any) -> bool:
+    """Two values of a run.yaml field or launch flag are the same: numbers by value (1024 == 1024.0),
+    true and false only as themselves (true is not 1), anything else exactly. The one rule of the build."""
+    if isinstance(actual, bool) or isinstance(wanted, bool):
+        return actual is wanted
+    if isinstance(actual, int | float) and isinstance(wanted, int | float):
+        return float(actual) == float(wanted)
+    return bool(actual == wanted)
+
+
 # --- errors -----------------------------------------------------------------------------------
 
 M = TypeVar("M", bound=BaseModel)

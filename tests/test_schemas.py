@@ -47,3 +47,11 @@ def test_strict_types_do_not_coerce() -> None:
     record, problems = schemas.validate_record("host_memory", {"ts": 1, "total_kib": 10.0, "available_kib": 1},
                                                "f", 1)
     assert [str(p) for p in problems] == ["f:1: total_kib: expected a whole number, found 10.0"]
+
+
+@pytest.mark.parametrize(("actual", "wanted", "same"), [
+    (1024, 1024.0, True), (True, 1, False), (1, True, False), (False, 0, False), (True, True, True),
+    ("4B", "4B", True), ("16", 16, False), (None, None, True), (0.95, 0.95, True),
+])
+def test_one_rule_for_the_same_setting(actual: object, wanted: object, same: bool) -> None:
+    assert schemas.same_setting(actual, wanted) is same

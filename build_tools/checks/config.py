@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..schemas import same_setting
 from ._data import config_of
-from ._numbers import as_number
 from ._registry import Ctx, Missing, Outcome, Param, register
 
 
@@ -16,23 +16,12 @@ def show(value: Any) -> str:
     return str(value)
 
 
-def _equal(actual: Any, wanted: Any) -> bool:
-    """run.yaml values equal: numbers by value (1024 == 1024.0), the rest exactly (true is not 1)."""
-    if isinstance(actual, bool) or isinstance(wanted, bool):
-        return actual is wanted
-    a, w = as_number(actual) if not isinstance(actual, str) else None, as_number(wanted) if not isinstance(
-        wanted, str) else None
-    if a is not None and w is not None:
-        return a == w
-    return str(actual) == str(wanted)
-
-
 @register("config_equals", "{label} is {value}", "a run.yaml field has this value in every run of the check",
           ("value",), field=Param("str", True, doc="dotted run.yaml field, e.g. flags.rollout_max_response_len"),
           value=Param("scalar", True))
 def config_equals(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     values = {r: config_of(s, p["field"]) for r, s in ctx.runs.items()}
-    ok = bool(values) and all(_equal(v, p["value"]) for v in values.values())
+    ok = bool(values) and all(same_setting(v, p["value"]) for v in values.values())
     distinct = sorted({show(v) for v in values.values()})
     return Outcome(ok, values, f"{show(p['value'])} in every run", {"label": p["field"], "value": ", ".join(distinct)})
 
@@ -43,7 +32,7 @@ def config_equals(ctx: Ctx, p: dict[str, Any]) -> Outcome:
 def runs_matching(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     def matches(summary: Any) -> bool:
         try:
-            return all(_equal(config_of(summary, f), v) for f, v in p["where"].items())
+            return all(same_setting(config_of(summary, f), v) for f, v in p["where"].items())
         except Missing:
             return False
 
