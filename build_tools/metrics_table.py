@@ -21,7 +21,7 @@ from ._exceptions import InputProblem, Problem, ProblemsError, display_path
 from ._files import read_text
 from ._yaml import load_yaml
 from .schemas import same_setting
-from .summary import RunSummary
+from .summary import RunSummary, is_time
 from .wording import join, number, words
 
 
@@ -90,7 +90,7 @@ def _frame(summary: RunSummary, time: bool) -> pd.DataFrame:
 
 def row_values(runs: list[RunSummary], row: Mapping[str, Any]) -> pd.Series:
     """Every value a row's statistic reads: the metric at every step, only clean steps for a time row."""
-    return _values(runs, row["metric"], bool(row.get("time", False)))
+    return _values(runs, row["metric"], is_time(row["metric"]))
 
 
 def _values(runs: list[RunSummary], metric: str, time: bool) -> pd.Series:
@@ -105,15 +105,15 @@ def _counts(values: list[int]) -> str:
 
 
 def _stat_range(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    values = _values(runs, row["metric"], row.get("time", False))
+    values = _values(runs, row["metric"], is_time(row["metric"]))
     decimals = int(row.get("decimals", 2))
-    steps = [len(_frame(run, row.get("time", False))) for run in runs]
+    steps = [len(_frame(run, is_time(row["metric"]))) for run in runs]
     return True, {"low": number(values.min(), decimals), "high": number(values.max(), decimals),
                   "steps": _counts(steps)}
 
 
 def _stat_all_zero(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    values = _values(runs, row["metric"], row.get("time", False))
+    values = _values(runs, row["metric"], is_time(row["metric"]))
     _, shown = _stat_range(runs, row)
     return bool((values == 0).all()), shown
 
@@ -138,7 +138,7 @@ def _one_run(runs: list[RunSummary], row: Mapping[str, Any]) -> RunSummary:
 
 def _stat_median(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
     run = _one_run(runs, row)
-    values = _frame(run, row.get("time", False))[row["metric"]].dropna()
+    values = _frame(run, is_time(row["metric"]))[row["metric"]].dropna()
     return True, {"value": number(values.median(), int(row.get("decimals", 2))), "steps": number(len(values)),
                   "run_steps": number(len(run.steps))}
 
@@ -147,7 +147,7 @@ def _stat_median_head(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[b
     _, shown = _stat_median(runs, row)
     run = runs[0]
     count = int(row.get("head", 2))
-    frame = _frame(run, row.get("time", False))
+    frame = _frame(run, is_time(row["metric"]))
     head = frame[row["metric"]].dropna().head(count)
     # The first steps of the run, unless a pause touched one: then the first clean ones, and it says so.
     first = list(head.index) == list(run.steps.index[:count])

@@ -360,7 +360,6 @@ class MetricRow(Schema):
     decimals: Annotated[int, Field(ge=0, le=6)] = 2
     head: Annotated[int, Field(ge=1)] | None = None
     head_decimals: Annotated[int, Field(ge=0, le=6)] | None = None
-    time: bool = False
     code: bool | None = None
 
 

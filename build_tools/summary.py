@@ -34,6 +34,12 @@ COUNTED_RANKS = (0, -1)
 HAND_OFF_PHASES = ("sleep", "wake_up", "update_weights")
 
 
+def is_time(name: str) -> bool:
+    """Whether a value is a time: the one rule. Time values hold only for steps no heat-guard pause touched
+    (the heat rule of chapter 5), so every reader of a time reads the clean steps."""
+    return name.startswith(("perf/", "phase/")) or name.endswith("_time")
+
+
 @dataclass
 class RunSummary:
     """What the manual reads of one run."""

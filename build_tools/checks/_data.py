@@ -10,13 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..summary import RunSummary
+from ..summary import RunSummary, is_time
 from ._registry import Missing
-
-
-def is_time(name: str) -> bool:
-    """Time values hold only for steps no heat-guard pause touched (the heat rule of chapter 5)."""
-    return name.startswith(("perf/", "phase/")) or name.endswith("_time")
 
 
 def names_of(metric: str | Sequence[str]) -> list[str]:
