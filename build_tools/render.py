@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
-from . import claims, metrics_table, palette
+from . import claims, metrics_table, palette, reader_note
 from ._exceptions import ChapterError, Problem, display_path
 from ._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
 from .stamp import Stamp, load_stamp
@@ -65,15 +65,17 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
 
     written = []
     for path in chapters:
-        text = render_chapter(path, result.blocks, figures, verdicts, tables)
-        written.append(_write(pages, path.name, text))
+        text = render_chapter(path, result.blocks, figures, verdicts, tables, configs)
+        written.append(_write(pages, path.name, numbered(text, path.name)))
     chapter_names = {int(path.name[:2]): path.name for path in chapters}  # "05-heat.md" is chapter 5
-    written.append(_write(pages, METRICS_PAGE, render_metrics(env, layout.docs / "data" / "metrics.yml",
-                                                              result.summaries, chapter_names)))
+    metrics = render_metrics(env, layout.docs / "data" / "metrics.yml", result.summaries, chapter_names)
+    written.append(_write(pages, METRICS_PAGE, numbered(metrics, METRICS_PAGE)))
     written.append(_write(pages, FIGURES_PAGE, render_figure_index(env, result.blocks, result.summaries,
                                                                    legend)))
-    index = _resolve(render_index(layout.docs / "index.md", result.summaries, legend, written), result.blocks,
-                     Path("index.md"))
+    spec = metrics_table.load_spec(layout.docs / "data" / "metrics.yml")
+    metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, result.summaries)]
+    index = _resolve(render_index(layout.docs / "index.md", result.summaries, legend, written,
+                                  readers(result.blocks, metrics_runs)), result.blocks, Path("index.md"))
     written.insert(0, _write(pages, "index.md", index))
     (pages / "assets").mkdir(parents=True, exist_ok=True)
     (pages / "assets" / "palette.css").write_text(palette.css_variables(), encoding="utf-8")
@@ -92,6 +94,19 @@ def page_title(text: str, name: str) -> str:
         if line.startswith("# "):
             return line[2:].strip()
     return Path(name).stem
+
+
+def numbered(text: str, name: str) -> str:
+    """A chapter's first heading with its number, as its figures are numbered: '# 5. Heat' in 05-heat.md."""
+    match = CHAPTER.match(name)
+    if not match:
+        return text
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith("# "):
+            lines[index] = f"# {int(match.group(1))}. {line[2:].strip()}"
+            break
+    return "\n".join(lines)
 
 
 def _nav_order(written: Sequence[Page]) -> list[Page]:
@@ -168,7 +183,8 @@ def figure_spans(lines: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[str, DrawnFigure],
-                   verdicts: Mapping[str, ClaimVerdict], tables: Mapping[str, Any]) -> str:
+                   verdicts: Mapping[str, ClaimVerdict], tables: Mapping[str, Any],
+                   configs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """A chapter with its figure blocks replaced by figures, references resolved, data tables filled."""
     lines = path.read_text(encoding="utf-8").splitlines()
     mine = sorted((b for b in blocks if Path(b.chapter_file).name == path.name), key=lambda b: b.line)
@@ -177,7 +193,8 @@ def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[s
         raise ChapterError([Problem(display_path(path), None, None,
                                     f"{len(spans)} figure blocks in the file, but {len(mine)} were read")])
     for (first, last), block in reversed(list(zip(spans, mine, strict=True))):
-        lines[first:last + 1] = figure_markup(block, figures.get(block.id), verdicts.get(block.id)).splitlines()
+        markup = figure_markup(block, figures.get(block.id), verdicts.get(block.id), figure_source(block, configs))
+        lines[first:last + 1] = markup.splitlines()
     text = "\n".join(lines) + "\n"
     text = _resolve(text, blocks, path)
     if TROUBLESHOOTING_MARK in text:
@@ -196,7 +213,15 @@ def md_escape(text: str) -> str:
     return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", " ".join(str(text).split()))
 
 
-def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None) -> str:
+def figure_source(block: FigureBlock, configs: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """What the runs a figure reads are: 'from 3 synthesized example runs', 'from 2 measured runs', ..."""
+    if not block.runs or configs is None:
+        return ""
+    return provenance({run: configs.get(run, {}) for run in block.runs}).counted()
+
+
+def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None,
+                  source: str = "") -> str:
     """The figure as the reader sees it. Links and the image are Markdown, so mkdocs --strict checks them."""
     svg = f"figures/{figure.svg.name if figure else block.id + '.svg'}"
     csv = f"figures/{figure.csv.name if figure else block.id + '.csv'}"
@@ -208,7 +233,8 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
         f'[![{alt}]({svg})]({svg}){{ .manual-zoom title="Open Figure {block.number} full size" }}',
         "",
         f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_escape(block.claim)} '
-        f'<span class="manual-data">[data behind this figure]({csv})</span></figcaption>',
+        f'<span class="manual-data">[data behind this figure]({csv})</span>'
+        + (f' <span class="manual-source">{html.escape(source)}</span>' if source else "") + "</figcaption>",
         "",
         checked_note(block, verdict),
         "",
@@ -221,10 +247,9 @@ def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
     """The small note of what the claim's checks found in the runs (raw HTML: messages are not Markdown)."""
     checks: Sequence[CheckResult] = verdict.checks if verdict else ()
     # Each check as: the words of the claim it proves, what the runs show, and what the words need.
-    items = "".join(f"<li><q>{html.escape(claims.says(block, params))}</q>: {html.escape(check.message)} "
-                    f"<span class=\"manual-needs\">(the claim needs {html.escape(check.expected)})</span></li>"
+    items = "".join(reader_note.check_item(claims.says(block, params), check.message, check.expected, params)
                     for params, check in zip(block.checks, checks, strict=False)) or "<li>no checks</li>"
-    runs = ", ".join(f"<code>{html.escape(run)}</code>" for run in block.runs) or "none"
+    runs = ", ".join(html.escape(run) for run in block.runs) or "none"
     status = "holds" if verdict and verdict.status == "pass" else "was not checked"
     return (f'<details class="manual-checked"><summary>Checked against the runs: the claim {status}'
             f"</summary><ul>{items}</ul><p>Runs: {runs}</p></details>")
@@ -296,16 +321,30 @@ def render_figure_index(env: jinja2.Environment, blocks: Sequence[FigureBlock],
 # --- the front matter -------------------------------------------------------------------------
 
 
+METRICS_READER = "the Metrics page"
+
+
+def readers(blocks: Sequence[FigureBlock], metrics_runs: Sequence[str]) -> dict[str, list[str]]:
+    """Which pages read each run: its figures' numbers, and the Metrics page."""
+    found: dict[str, list[str]] = {}
+    for block in blocks:
+        for run in block.runs:
+            found.setdefault(run, []).append(block.number)
+    for run in metrics_runs:
+        found.setdefault(run, []).append(METRICS_READER)
+    return found
+
+
 def render_index(path: Path, summaries: Mapping[str, RunSummary], legend: Sequence[str],
-                 pages: Sequence[Page]) -> str:
+                 pages: Sequence[Page], read_by: Mapping[str, Sequence[str]] | None = None) -> str:
     """docs/index.md with its markers filled from the data."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Miles on one DGX Spark\n"
     source = provenance({run_id: summary.config for run_id, summary in summaries.items()})
     fills = {
         "<!-- contents -->": contents(pages),
         "<!-- palette-legend -->": legend_markup(legend),
-        "<!-- provenance -->": provenance_paragraph(source, _machine(summaries)),
-        "<!-- runs-table -->": runs_table(summaries),
+        "<!-- provenance -->": provenance_paragraph(source, _machine(summaries), read_by),
+        "<!-- runs-table -->": runs_table(summaries, read_by),
     }
     for mark, fill in fills.items():
         text = text.replace(mark, fill)
@@ -313,16 +352,44 @@ def render_index(path: Path, summaries: Mapping[str, RunSummary], legend: Sequen
 
 
 def contents(pages: Sequence[Page]) -> str:
+    """The chapters as a numbered list (each item's number is its chapter's, from the file name; the title
+    without the number its heading carries), then the pages that are not chapters."""
     ordered = [page for page in _nav_order(pages) if page.name != "index.md"]
-    lines = []
+    items, others = [], []
     for page in ordered:
         match = CHAPTER.match(page.name)
-        label = f"{int(match.group(1))}\\. " if match else ""  # escaped: "1." would start a numbered list
-        lines.append(f"- {label}[{md_escape(page.title)}]({page.name})")
-    return "\n".join(lines)
+        if match:
+            number = int(match.group(1))
+            title = re.sub(rf"^{number}\. ", "", page.title)
+            items.append(f'<li value="{number}" markdown="span">[{md_escape(title)}]({page.name})</li>')
+        else:
+            others.append(f"[{md_escape(page.title)}]({page.name})")
+    parts = ['<ol class="manual-contents" markdown="block">', *items, "</ol>"] if items else []
+    if others:
+        parts += ["", " · ".join(others)]
+    return "\n".join(parts)
 
 
-def provenance_paragraph(source: Provenance, machine: str) -> str:
+def _measured_readers(source: Provenance, read_by: Mapping[str, Sequence[str]]) -> str:
+    """Which pages read a measured run, so the home page never credits measurements to pages that read none."""
+    pages = sorted({page for run in source.measured for page in read_by.get(run, ())},
+                   key=lambda p: (p == METRICS_READER, [int(x) for x in p.split(".")] if p[0].isdigit() else []))
+    figures = [page for page in pages if page != METRICS_READER]
+    parts = []
+    if figures:
+        noun = "Figure" if len(figures) == 1 else "Figures"
+        verb = "reads a measured run" if len(figures) == 1 else "read measured runs"
+        parts.append(f"{noun} {join(figures)} {verb}; every other figure reads only synthesized examples.")
+    else:
+        parts.append("No figure reads a measured run: every figure reads only synthesized examples.")
+    metrics_reads = METRICS_READER in pages
+    parts.append("The Metrics page reads measured runs." if metrics_reads
+                 else "The Metrics page reads only synthesized examples.")
+    return " ".join(parts)
+
+
+def provenance_paragraph(source: Provenance, machine: str,
+                         read_by: Mapping[str, Sequence[str]] | None = None) -> str:
     """Where the data comes from, true of the runs the manual was built from."""
     readme = "Each run is a folder of `runs/`; `runs/README.md` in the project documents every field."
     if source.kind == "measured":
@@ -335,16 +402,24 @@ def provenance_paragraph(source: Provenance, machine: str) -> str:
                 "measurement. The figures and tables show how the manual reads a run, not what the machine "
                 "did. A measured run replaces them: copy its dashboard dump into `runs/` with a `run.yaml` "
                 f"that says `provenance: measured`.\n\n{readme}")
-    return (f'!!! warning "Some runs are synthesized examples"\n\n    This manual was built from '
-            f"{source._mix()}. The run table below says which is which.\n\n{readme}")
+    which = f" {_measured_readers(source, read_by)}" if read_by is not None else ""
+    return (f'!!! warning "Some runs are synthesized examples"\n\n    This manual reads '
+            f"{source.counted()}; the synthesized ones are not measurements.{which} The run table below "
+            f"says which run is which and what reads it.\n\n{readme}")
 
 
-def runs_table(summaries: Mapping[str, RunSummary]) -> str:
-    lines = ["| Run | What it is | Model | Steps | Data |", "|---|---|---|---|---|"]
+def runs_table(summaries: Mapping[str, RunSummary], read_by: Mapping[str, Sequence[str]] | None = None) -> str:
+    read_by = read_by if read_by is not None else {}
+    lines = ["| Run | What it is | Model | Steps | Data | Read by |", "|---|---|---|---|---|---|"]
     for run_id, summary in summaries.items():
         config = summary.config
         kind = "measured" if config.get("provenance") == "measured" else "synthesized example"
+        read = list(read_by.get(run_id, ()))
+        figures = [page for page in read if page != METRICS_READER]
+        pages = ([("Figure " if len(figures) == 1 else "Figures ") + ", ".join(figures)] if figures else []) + \
+            [page for page in read if page == METRICS_READER]
         lines.append(f"| `{run_id}` | {cell(md_escape(config.get('title', '')))} | "
-                     f"{cell(config.get('model', {}).get('name', ''))} | {len(summary.steps)} | {kind} |")
+                     f"{cell(config.get('model', {}).get('name', ''))} | {len(summary.steps)} | {kind} | "
+                     f"{cell(', '.join(pages) or 'no page')} |")
     count = len(summaries)
     return f"The manual reads {words(count)} run{'s' if count != 1 else ''}:\n\n" + "\n".join(lines)
