@@ -29,7 +29,7 @@ FIELDS: Mapping[str, str] = {
     "sampling.reward_before_filter": "the mean reward before the filter",
     "host_memory used_frac": "the share of host memory in use",
     "gpu_util util": "GPU use",
-    "ray_oom_kill": "Ray's out-of-memory kill",
+    "ray_oom_kill": "Ray's out-of-memory (OOM) kill",
     "drop_zero_std": "the groups dropped",
 }
 # Units an observation may carry after a number; the range a tolerance allows takes the same unit.

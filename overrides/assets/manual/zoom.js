@@ -60,23 +60,23 @@
     var caption = captionOf(link);
     var id = "manual-zoom-title";
 
-    dialog = element("dialog", "manual-zoom");
+    dialog = element("dialog", "manual-zoom-dialog");
     dialog.setAttribute("aria-labelledby", id);
-    var bar = element("div", "manual-zoom__bar");
-    var title = element("p", "manual-zoom__title");
+    var bar = element("div", "manual-zoom-dialog__bar");
+    var title = element("p", "manual-zoom-dialog__title");
     title.id = id;
     title.appendChild(element("strong", "", caption.number + "."));
     if (caption.text) {
       title.appendChild(document.createTextNode(" " + caption.text));
     }
-    var button = element("button", "manual-zoom__close", "Close");
+    var button = element("button", "manual-zoom-dialog__close", "Close");
     button.type = "button";
     button.setAttribute("aria-label", "Close " + caption.number);
     button.addEventListener("click", close);
     bar.appendChild(title);
     bar.appendChild(button);
 
-    var frame = element("div", "manual-zoom__frame");
+    var frame = element("div", "manual-zoom-dialog__frame");
     var full = document.createElement("img");
     full.src = link.getAttribute("href");
     full.alt = image ? image.alt : "";
