@@ -179,8 +179,8 @@ def test_the_zoom_by_keyboard_fits_the_screen_and_gives_focus_back(server, sized
         assert width > state["natural"], state
         sized.keyboard.press("Escape")
         assert sized.locator("dialog.manual-zoom-dialog").count() == 0
-        assert sized.evaluate("() => document.activeElement === document.querySelectorAll('a.manual-zoom')[%d]"
-                              % index)
+        assert sized.evaluate("i => document.activeElement === document.querySelectorAll('a.manual-zoom')[i]",
+                              index)
     assert sized.errors == []
 
 
