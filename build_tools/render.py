@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
-from . import claims, metrics_table, palette, reader_note
+from . import claims, edition_pages, metrics_table, palette, reader_note
 from ._exceptions import ChapterError, Problem, display_path
 from ._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
 from .stamp import Stamp, load_stamp
@@ -75,12 +74,14 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     spec = metrics_table.load_spec(layout.docs / "data" / "metrics.yml")
     metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, result.summaries)]
     index = _resolve(render_index(layout.docs / "index.md", result.summaries, legend, written,
-                                  readers(result.blocks, metrics_runs)), result.blocks, Path("index.md"))
+                                  readers(result.blocks, metrics_runs), stamp.edition), result.blocks,
+                     Path("index.md"))
     written.insert(0, _write(pages, "index.md", index))
+    for name, text in edition_pages.record_pages(stamp.edition).items():
+        written.append(_write(pages, name, text))
     (pages / "assets").mkdir(parents=True, exist_ok=True)
     (pages / "assets" / "palette.css").write_text(palette.css_variables(), encoding="utf-8")
     write_site_settings(pages, stamp, provenance(configs), _nav_order(written))
-    write_versions(pages, stamp)
 
 
 def _write(pages: Path, name: str, text: str) -> Page:
@@ -114,6 +115,8 @@ def _nav_order(written: Sequence[Page]) -> list[Page]:
     def key(page: Page) -> tuple[int, str]:
         if page.name == "index.md":
             return (0, "")
+        if page.name in edition_pages.PAGES:  # the edition's record: manifest, then changes
+            return (3, str(edition_pages.PAGES.index(page.name)))
         return (2, page.name) if page.name == FIGURES_PAGE else (1, page.name)
     return sorted(written, key=key)
 
@@ -147,18 +150,12 @@ def write_site_settings(pages: Path, stamp: Stamp, source: Provenance, nav: Sequ
     """What the site stage merges into mkdocs.yml: computed, so it cannot live in the config file."""
     settings = {
         "copyright": stamp.text,
-        "extra": {"provenance": source.kind, "provenance_note": source.footer(), "edition": stamp.edition},
+        "extra": {"provenance": source.kind, "provenance_note": source.footer(), "edition": stamp.edition,
+                  **edition_pages.version_settings()},
         "nav": [{page.title: page.name} for page in nav],
     }
     (pages / SITE_SETTINGS).write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True, width=1000),
                                        encoding="utf-8")
-
-
-def write_versions(pages: Path, stamp: Stamp) -> None:
-    """versions.json for the edition selector (mkdocs.yml extra.version, mike): a local build lists its own
-    edition, so the selector works in a preview; a published edition reads mike's file one level up."""
-    entry = [{"version": stamp.edition, "title": stamp.edition, "aliases": []}]
-    (pages / "versions.json").write_text(json.dumps(entry) + "\n", encoding="utf-8")
 
 
 # --- chapters ---------------------------------------------------------------------------------
@@ -336,12 +333,13 @@ def readers(blocks: Sequence[FigureBlock], metrics_runs: Sequence[str]) -> dict[
 
 
 def render_index(path: Path, summaries: Mapping[str, RunSummary], legend: Sequence[str],
-                 pages: Sequence[Page], read_by: Mapping[str, Sequence[str]] | None = None) -> str:
+                 pages: Sequence[Page], read_by: Mapping[str, Sequence[str]] | None = None,
+                 edition: str = "") -> str:
     """docs/index.md with its markers filled from the data."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Miles on one DGX Spark\n"
     source = provenance({run_id: summary.config for run_id, summary in summaries.items()})
     fills = {
-        "<!-- contents -->": contents(pages),
+        "<!-- contents -->": contents(pages) + (f"\n\n{edition_links(edition)}" if edition else ""),
         "<!-- palette-legend -->": legend_markup(legend),
         "<!-- provenance -->": provenance_paragraph(source, _machine(summaries), read_by),
         "<!-- runs-table -->": runs_table(summaries, read_by),
@@ -362,12 +360,19 @@ def contents(pages: Sequence[Page]) -> str:
             number = int(match.group(1))
             title = re.sub(rf"^{number}\. ", "", page.title)
             items.append(f'<li value="{number}" markdown="span">[{md_escape(title)}]({page.name})</li>')
-        else:
+        elif page.name not in edition_pages.PAGES:
             others.append(f"[{md_escape(page.title)}]({page.name})")
     parts = ['<ol class="manual-contents" markdown="block">', *items, "</ol>"] if items else []
     if others:
         parts += ["", " · ".join(others)]
     return "\n".join(parts)
+
+
+def edition_links(edition: str) -> str:
+    """The home page's links to the edition's record and its print edition."""
+    return (f"This is edition {edition}: [what it is built from]({edition_pages.MANIFEST_PAGE}) (the runs, "
+            f"figures, claims and Metrics rows, with the hashes that let anyone rebuild and compare it) · "
+            f"[what changed since the previous edition]({edition_pages.CHANGES_PAGE})")
 
 
 def _measured_readers(source: Provenance, read_by: Mapping[str, Sequence[str]]) -> str:

@@ -161,6 +161,7 @@ def site_key(mkdocs_yml: Path, pages: Path) -> str:
         except metadata.PackageNotFoundError:
             digest.update(f"{library} absent\n".encode())
     digest.update(Path(__file__).read_bytes())
+    digest.update(f"MANUAL_SITE_URL={os.environ.get('MANUAL_SITE_URL', '')}\n".encode())  # mkdocs.yml's site_url
     digest.update(mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b"")
     for folder in (pages, mkdocs_yml.parent / "overrides"):
         for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
