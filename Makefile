@@ -5,8 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
+PDF_STAMP := $(VENV)/.pdf
 
-.PHONY: all site check test lint serve bench compare publish verify diff clean examples
+.PHONY: all site check test lint serve bench compare publish verify diff clean examples pdf
 
 all: site
 
@@ -23,6 +24,13 @@ $(BROWSER_STAMP): $(STAMP)
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 	touch $(BROWSER_STAMP)
 
+# The print edition's WeasyPrint draws text with Debian's pango.
+$(PDF_STAMP): $(STAMP)
+	@ldconfig -p | grep -q 'libpangoft2-1.0.so.0' || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; fi; }
+	touch $(PDF_STAMP)
+
 site: $(STAMP)
 	$(PY) -m build_tools build
 
@@ -32,7 +40,10 @@ check: $(STAMP)
 serve: $(STAMP)
 	$(PY) -m build_tools serve
 
-test: $(STAMP) $(BROWSER_STAMP)
+pdf: $(STAMP) $(PDF_STAMP)
+	$(PY) -m build_tools.pdf
+
+test: $(STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
 	$(PY) -m ruff check build_tools figures tests
 	$(PY) -m pytest
 
@@ -45,10 +56,10 @@ bench: $(STAMP)
 examples: $(STAMP)
 	$(PY) -m build_tools.examples runs
 
-publish: $(STAMP)
+publish: $(STAMP) $(PDF_STAMP)
 	$(PY) -m build_tools publish $(EDITION) $(if $(BRANCH),--branch $(BRANCH)) $(if $(REMOTE),--remote $(REMOTE)) $(if $(PUSH),--push) $(if $(REPLACE),--replace)
 
-verify: $(STAMP)
+verify: $(STAMP) $(PDF_STAMP)
 	$(PY) -m build_tools verify $(EDITION) $(if $(BRANCH),--branch $(BRANCH))
 
 diff: $(STAMP)

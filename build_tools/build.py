@@ -34,7 +34,9 @@ def check(root: Path, *, quiet: bool = False) -> BuildResult:
 def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False) -> BuildResult:
     """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim."""
     layout = Layout(root.resolve())
-    progress = Progress(quiet=quiet, stages=6 if site else 3)
+    from .edition_pages import published
+
+    progress = Progress(quiet=quiet, stages=(7 if published() else 6) if site else 3)
     _uptodate.forget(layout)
 
     # 1-2. Load and summarise every run; an unchanged run comes from the cache.
@@ -79,6 +81,12 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
     #    stages it); skipped, site/ kept, when the pages, config and library versions are the last build's.
     with progress.stage("Building the site"):
         site_stage.build_site(layout.mkdocs_yml, layout.pages, layout.site)
+    # A published edition's build also writes its print edition (site/<edition>.pdf), which its manifest lists.
+    if published():
+        from . import pdf
+
+        with progress.stage("Writing the print edition"):
+            pdf.write_pdf(layout.pages, layout.site)
     _uptodate.record(layout)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result

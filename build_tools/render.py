@@ -372,7 +372,8 @@ def edition_links(edition: str) -> str:
     """The home page's links to the edition's record and its print edition."""
     return (f"This is edition {edition}: [what it is built from]({edition_pages.MANIFEST_PAGE}) (the runs, "
             f"figures, claims and Metrics rows, with the hashes that let anyone rebuild and compare it) · "
-            f"[what changed since the previous edition]({edition_pages.CHANGES_PAGE})")
+            f"[what changed since the previous edition]({edition_pages.CHANGES_PAGE})"
+            + (f' · <a href="{edition}.pdf">the print edition (PDF)</a>' if edition_pages.published() else ""))
 
 
 def _measured_readers(source: Provenance, read_by: Mapping[str, Sequence[str]]) -> str:
