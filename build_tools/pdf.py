@@ -70,7 +70,8 @@ def book(site: Path, settings: dict) -> str:
         if not match:
             raise PdfError(f"{page}: no article in the built page: run make again")
         key = Path(name).stem
-        sections.append(f'<section class="page" id="{key}">\n{_local(match.group(1), key)}\n</section>')
+        keys = {Path(other).stem for _, other in entries}
+        sections.append(f'<section class="page" id="{key}">\n{_local(match.group(1), key, keys)}\n</section>')
         shown = "Front matter" if name == "index.md" else title
         contents.append(f'<li><a href="#{key}">{html.escape(shown)}</a></li>')
     date = _date(str(settings.get("extra", {}).get("edition", "")), stamp)
@@ -112,7 +113,7 @@ def _description(site: Path) -> str:
     return _meta(site, r'<meta name="description" content="([^"]*)"')
 
 
-def _local(body: str, key: str) -> str:
+def _local(body: str, key: str, keys: set[str]) -> str:
     """A page's article made part of the book: its ids prefixed with the page, links between pages made links
     inside the book, the permalink marks and the zoom link removed (the figure itself stays)."""
     body = re.sub(r'<a class="headerlink"[^>]*>.*?</a>', "", body, flags=re.S)
@@ -126,12 +127,14 @@ def _local(body: str, key: str) -> str:
         inner = re.match(r"^([\w.-]+)\.html(?:#(.*))?$", target)
         if target.startswith("#"):
             return f'href="#{key}--{target[1:]}"'
-        if inner:
+        if inner and inner.group(1) in keys:
             page, anchor = inner.group(1), inner.group(2)
             return f'href="#{page}--{anchor}"' if anchor else f'href="#{page}"'
         return match.group(0)
 
-    return re.sub(r'href="([^"]*)"', link, body)
+    body = re.sub(r'href="([^"]*)"', link, body)
+    # A link to a page the book leaves out (the edition's record, the PDF itself): its text stays.
+    return re.sub(r'<a href="(?!#)(?!https?:)[^"]*">(.*?)</a>', r"\1", body, flags=re.S) if keys else body
 
 
 def _palette(site: Path) -> str:
