@@ -32,6 +32,14 @@ FIELDS: Mapping[str, str] = {
     "ray_oom_kill": "Ray's out-of-memory (OOM) kill",
     "drop_zero_std": "the groups dropped",
 }
+# The phases of a step, as the captions name them.
+PHASES: Mapping[str, str] = {
+    "log_probs": "log probabilities",
+    "actor_train": "training",
+    "update_weights": "weight update",
+    "wake_up": "wake-up",
+    "train_wait": "the trainer's wait",
+}
 # Units an observation may carry after a number; the range a tolerance allows takes the same unit.
 _UNITS = ("tokens", "min", "ms", "s", "GiB", "GB", "%")
 _NUMBER = r"-?\d+(?:\.\d+)?"
@@ -79,6 +87,10 @@ def plain(text: str, unit: str = "") -> str:
         text = text.replace(key, words)
     text = _FLAG.sub(_flag, text)
     text = _KEY.sub(lambda m: m.group(0).split(".", 1)[1].replace("_", " "), text)
+    for key, words in PHASES.items():
+        text = re.sub(rf"(?<![\w/]){key}(?![\w/])", words, text)
+    # What is left in snake_case is a metric's name, as the Metrics page and the dashboard write it.
+    text = re.sub(r"(?<![\w/\0-])([a-z0-9]+(?:_[a-z0-9]+)+)(?![\w/])", "\0\\1\1", text)
     escaped = html.escape(text)
     return escaped.replace("\0", "<code>").replace("\1", "</code>")
 

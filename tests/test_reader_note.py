@@ -34,3 +34,9 @@ def test_built_notes_are_plain(built_manual):
         for note in re.findall(r'<details class="manual-checked">(.*?)</details>', page.read_text(), re.S):
             assert "+/-" not in note, page.name
             assert not re.search(r"\b(?:flags|lab|hardware|model|sampling)\.[a-z_]+", note), (page.name, note)
+
+
+def test_phases_in_the_captions_words_and_metric_names_as_code():
+    assert reader_note.plain("rollout -> scoring -> log_probs -> actor_train -> update_weights") == (
+        "rollout → scoring → log probabilities → training → weight update")
+    assert reader_note.plain("median update_weights_time is 1.4") == "median <code>update_weights_time</code> is 1.4"
