@@ -31,8 +31,9 @@ $(PDF_STAMP): $(STAMP)
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; fi; }
 	touch $(PDF_STAMP)
 
+# ENGINE=zensical builds the same pages with Zensical (editions stay on mkdocs: Zensical has no mike yet).
 site: $(STAMP)
-	$(PY) -m build_tools build
+	$(if $(ENGINE),MANUAL_ENGINE=$(ENGINE) )$(PY) -m build_tools build
 
 check: $(STAMP)
 	$(PY) -m build_tools check
