@@ -1,10 +1,11 @@
 """A Python-Markdown extension (named in mkdocs.yml): metric names in table cells break only after `/` and `_`.
 
 A metric name such as `train/train_rollout_logprob_abs_diff` is one long word to a browser; left to itself
-it breaks anywhere (`perf/rollout_tim|e`). This puts a <wbr> (a place the line may break, invisible and
-not copied) after every `/` and `_` of inline code in a table cell, and the stylesheet forbids any other
-break there. The Markdown the build writes is unchanged (the seed pages compare it word for word); only the
-HTML gets the break points, so the site and the PDF read from it both have them.
+it breaks anywhere (`perf/rollout_tim|e`). This splits inline code in a table cell after every `/` and
+`_` into pieces the stylesheet keeps unbroken (`.manual-nobreak`), with a <wbr> (a place the line may
+break, invisible and not copied) between them. The Markdown the build writes is unchanged (the seed pages
+compare it word for word); only the HTML gets the break points, so the site and the PDF read from it both
+have them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
 
 _BREAK_AFTER = re.compile(r"(?<=[/_])(?=.)")
+NOBREAK = "manual-nobreak"
 
 
 def break_points(text: str) -> list[str]:
@@ -34,10 +36,14 @@ class _CellCode(Treeprocessor):
                     continue
                 pieces = break_points(code.text)
                 if len(pieces) < 2:
-                    continue
-                code.text = AtomicString(pieces[0])
-                for piece in pieces[1:]:
-                    ET.SubElement(code, "wbr").tail = AtomicString(piece)
+                    continue  # not a metric name: the browser's own breaks (after a `-`) are fine
+                code.text = None
+                for index, piece in enumerate(pieces):
+                    if index:
+                        ET.SubElement(code, "wbr")
+                    # Each piece unbroken (a `-` of a run's name included); the lines break at the <wbr>s.
+                    span = ET.SubElement(code, "span", {"class": NOBREAK})
+                    span.text = AtomicString(piece)
 
 
 class WbrExtension(Extension):

@@ -416,14 +416,13 @@ def provenance_paragraph(source: Provenance, machine: str,
 
 def runs_table(summaries: Mapping[str, RunSummary], read_by: Mapping[str, Sequence[str]] | None = None) -> str:
     read_by = read_by if read_by is not None else {}
-    lines = ["| Run | What it is | Model | Steps | Data | Read by |", "|---|---|---|---|---|---|"]
+    lines = ["| Run | What it is | Model | Steps | Data | Figures that read it |", "|---|---|---|---|---|---|"]
     for run_id, summary in summaries.items():
         config = summary.config
         kind = "measured" if config.get("provenance") == "measured" else "synthesized example"
         read = list(read_by.get(run_id, ()))
-        figures = [page for page in read if page != METRICS_READER]
-        pages = ([("Figure " if len(figures) == 1 else "Figures ") + ", ".join(figures)] if figures else []) + \
-            [page for page in read if page == METRICS_READER]
+        pages = [page for page in read if page != METRICS_READER] + \
+            ["Metrics page" for page in read if page == METRICS_READER]
         lines.append(f"| `{run_id}` | {cell(md_escape(config.get('title', '')))} | "
                      f"{cell(config.get('model', {}).get('name', ''))} | {len(summary.steps)} | {kind} | "
                      f"{cell(', '.join(pages) or 'no page')} |")

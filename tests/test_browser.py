@@ -206,8 +206,8 @@ def test_no_metrics_cell_breaks_inside_a_word(server, sized):
     lines = sized.evaluate("""() => Array.from(document.querySelectorAll('table td:first-child code')).map(code => {
         const range = document.createRange(), text = code.textContent, rows = [];
         let top = null, line = '';
-        for (const node of Array.from(code.childNodes)) {
-          if (node.nodeType !== Node.TEXT_NODE) continue;
+        const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
           for (let i = 0; i < node.length; i++) {
             range.setStart(node, i); range.setEnd(node, i + 1);
             const y = Math.round(range.getClientRects()[0].top);

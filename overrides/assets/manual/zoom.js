@@ -35,9 +35,14 @@
     var number = strong ? strong.textContent.trim() : "";
     var text = "";
     caption.childNodes.forEach(function (node) {
-      if (node !== strong && !(node.classList && node.classList.contains("manual-data"))) {
-        text += node.textContent;
+      if (node === strong || (node.classList && node.classList.contains("manual-data"))) {
+        return;
       }
+      if (node.classList && node.classList.contains("manual-source")) {
+        text = text.trim() + " · " + node.textContent;  // what the runs are: measured or synthesized
+        return;
+      }
+      text += node.textContent;
     });
     return { number: number.replace(/\.$/, ""), text: text.trim() };
   }
