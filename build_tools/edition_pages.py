@@ -38,15 +38,17 @@ def version_settings() -> dict[str, object]:
 
 def record_pages(edition: str) -> dict[str, str]:
     """The two record pages as the build renders them: a title, and the place publishing fills."""
+    # Out of the search index: the build's index holds the unpublished text, not what publishing writes.
+    meta = "---\nsearch:\n  exclude: true\n---\n\n"
     unpublished = ("This build is not a published edition, so it has no {what} yet: `make publish` writes it "
                    "here, and `manifest.json` beside it for machines.")
     return {
-        MANIFEST_PAGE: "\n".join([
+        MANIFEST_PAGE: meta + "\n".join([
             f"# Edition {edition}: what it is built from", "",
             "The runs, figures, claims and Metrics rows of this edition, each with the hash that lets anyone "
             "rebuild and compare it (`make verify`).", "",
             MARK_START, "", unpublished.format(what="manifest"), "", MARK_END, ""]),
-        CHANGES_PAGE: "\n".join([
+        CHANGES_PAGE: meta + "\n".join([
             f"# Edition {edition}: what changed", "",
             "What changed since the previous edition: runs added, removed or changed, claims whose verdict or "
             "observed values moved, figures whose data or image changed, and Metrics rows whose values changed.",
