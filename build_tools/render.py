@@ -111,7 +111,8 @@ def numbered(text: str, name: str) -> str:
 
 
 def _nav_order(written: Sequence[Page]) -> list[Page]:
-    """index first, the chapters by number (the Metrics page is chapter 6), the Index of figures last."""
+    """index first, the chapters by number (the Metrics page is chapter 6), the Index of figures, then the
+    edition's record pages (manifest, changes)."""
     def key(page: Page) -> tuple[int, str]:
         if page.name == "index.md":
             return (0, "")
@@ -211,7 +212,7 @@ def md_escape(text: str) -> str:
 
 
 def figure_source(block: FigureBlock, configs: Mapping[str, Mapping[str, Any]] | None) -> str:
-    """What the runs a figure reads are: 'from 3 synthesized example runs', 'from 2 measured runs', ..."""
+    """What the runs a figure reads are: '3 synthesized example runs', '2 measured runs', ..."""
     if not block.runs or configs is None:
         return ""
     return provenance({run: configs.get(run, {}) for run in block.runs}).counted()
@@ -373,7 +374,8 @@ def edition_links(edition: str) -> str:
     return (f"This is edition {edition}: [what it is built from]({edition_pages.MANIFEST_PAGE}) (the runs, "
             f"figures, claims and Metrics rows, with the hashes that let anyone rebuild and compare it) · "
             f"[what changed since the previous edition]({edition_pages.CHANGES_PAGE})"
-            + (f' · <a href="{edition}.pdf">the print edition (PDF)</a>' if edition_pages.published() else ""))
+            + (f' · <a href="{html.escape(edition)}.pdf">the print edition (PDF)</a>' if edition_pages.published()
+               else ""))
 
 
 def _measured_readers(source: Provenance, read_by: Mapping[str, Sequence[str]]) -> str:
