@@ -5,8 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BROWSER_STAMP := $(VENV)/.browser
+PDF_STAMP := $(VENV)/.pdf
 
-.PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples
+.PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples pdf
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
@@ -15,6 +16,9 @@ BROWSER_STAMP := $(VENV)/.browser
 ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
+# ENGINE=zensical builds the same pages with Zensical (build_tools/site.py checks the name).
+override MANUAL_ENGINE := $(value ENGINE)
+export MANUAL_ENGINE
 MANUAL := $(PY) -m build_tools._make
 
 all: site
@@ -32,6 +36,14 @@ $(BROWSER_STAMP): $(STAMP)
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 	touch $(BROWSER_STAMP)
 
+# The print edition's WeasyPrint draws text with Debian's pango.
+$(PDF_STAMP): $(STAMP)
+	@ldconfig -p | grep -q 'libpangoft2-1.0.so.0' || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; fi; }
+	touch $(PDF_STAMP)
+
+# ENGINE=zensical builds the same pages with Zensical (editions stay on mkdocs: Zensical has no mike yet).
 site: $(STAMP)
 	@$(MANUAL) build
 
@@ -41,7 +53,10 @@ check: $(STAMP)
 serve: $(STAMP)
 	@$(MANUAL) serve
 
-test: $(STAMP) $(BROWSER_STAMP)
+pdf: $(STAMP) $(PDF_STAMP)
+	$(PY) -m build_tools.pdf
+
+test: $(STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
 	$(PY) -m ruff check build_tools figures tests
 	$(PY) -m pytest
 
@@ -57,10 +72,10 @@ bench: $(STAMP)
 examples: $(STAMP)
 	$(PY) -m build_tools.examples runs
 
-publish: $(STAMP)
+publish: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) publish
 
-verify: $(STAMP)
+verify: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) verify
 
 diff: $(STAMP)

@@ -44,6 +44,7 @@ def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, sour
         "claims": claims_section(root / "build" / "claims.json"),
         "metrics": metrics_section(root / "build" / "docs"),
         "pages": pages_section(root / "site"),
+        "print": print_section(root / "site"),
     }
 
 
@@ -163,6 +164,11 @@ def pages_section(site: Path) -> dict[str, str]:
         return {}
     return {p.relative_to(site).as_posix(): _sha256(p) for p in _files(site)
             if p.suffix == ".html" and p.name not in PUBLISH_PAGES}
+
+
+def print_section(site: Path) -> dict[str, str]:
+    """The print edition (site/<edition>.pdf, build_tools/pdf.py) by its hash."""
+    return {p.name: _sha256(p) for p in sorted(site.glob("*.pdf"))} if site.is_dir() else {}
 
 
 # --- comparing ---------------------------------------------------------------------------------------------

@@ -25,6 +25,10 @@ LIBRARIES = ("matplotlib", "numpy", "pandas", "mkdocs", "mkdocs-material", "Jinj
 def inputs_key(layout: Layout) -> str:
     digest = hashlib.sha256()
     digest.update(f"python {sys.version}\nSOURCE_DATE_EPOCH={os.environ.get('SOURCE_DATE_EPOCH', '')}\n".encode())
+    # A build for a published edition (edition selector), the served address (sitemap) and the site engine
+    # change the pages.
+    for name in ("MANUAL_PUBLISH", "MANUAL_SITE_URL", "MANUAL_ENGINE"):
+        digest.update(f"{name}={os.environ.get(name, '')}\n".encode())
     for library in LIBRARIES:
         digest.update(f"{library}=={metadata.version(library)}\n".encode())
     for base in [CODE, *(layout.root / name for name in PROJECT_INPUTS)]:

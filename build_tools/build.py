@@ -58,7 +58,9 @@ def _say_waiting(line: str) -> None:
 
 
 def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool) -> BuildResult:
-    progress = Progress(quiet=quiet, stages=6 if site else 3)
+    from .edition_pages import published
+
+    progress = Progress(quiet=quiet, stages=(7 if published() else 6) if site else 3)
     _uptodate.forget(layout)
 
     # 1-2. Load and summarise every run; an unchanged run comes from the cache. No run may end after the
@@ -113,6 +115,12 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool) -> Buil
     #    stages it); skipped, site/ kept, when the pages, config and library versions are the last build's.
     with progress.stage("Building the site"):
         site_stage.build_site(layout.mkdocs_yml, layout.pages, layout.site)
+    # A published edition's build also writes its print edition (site/<edition>.pdf), which its manifest lists.
+    if published():
+        from . import pdf
+
+        with progress.stage("Writing the print edition"):
+            pdf.write_pdf(layout.pages, layout.site)
     _uptodate.record(layout)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result

@@ -14,6 +14,7 @@ import inspect
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import sys
 import traceback
@@ -190,7 +191,10 @@ def _cache_holds(stem: Path, key: str, warnings: list[str]) -> bool:
     """
     key_file = stem.with_suffix(".key")
     try:
-        entry = json.loads(key_file.read_text(encoding="utf-8"))
+        text = key_file.read_text(encoding="utf-8")
+        if re.fullmatch(r"[0-9a-f]{64}", text):
+            return False  # a key written before entries carried hashes: stale, redrawn without a word
+        entry = json.loads(text)
         if entry["key"] != key:
             return False
         if all(_sha256(stem.with_suffix(suffix)) == digest for suffix, digest in entry["sha256"].items()) \

@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import _git as git
-from . import _lock
+from . import _lock, edition_pages
 from . import _manifest as manifest_
 from ._exceptions import EXIT_CLAIM_FAILED, ClaimsFailed, EditionError
 from ._manifest import Manifest
@@ -383,7 +383,7 @@ def _require_clean(root: Path) -> None:
 
 def _build(root: Path, edition: str, epoch: int, *, quiet: bool) -> None:
     """The ordinary build, with every timestamp pinned to the edition date; a false claim stops publishing."""
-    with _environment("SOURCE_DATE_EPOCH", str(epoch)):
+    with _environment("SOURCE_DATE_EPOCH", str(epoch)), _environment(edition_pages.PUBLISH_ENV, "1"):
         try:
             run_build(root, quiet=quiet)
         except ClaimsFailed as error:
@@ -428,13 +428,14 @@ def _stage_site(site: Path, staged: Path, manifest: Manifest, previous: Manifest
     """The built site plus the edition's own pages: manifest.json, manifest.html and changes.html."""
     shutil.copytree(site, staged, symlinks=True)
     (staged / "manifest.json").write_text(manifest_.dumps(manifest), encoding="utf-8")
+    # The themed record pages the build made are filled in (edition_pages.py).
     title = f"Edition {manifest['edition']}: manifest"
-    (staged / "manifest.html").write_text(manifest_.html_page(title, manifest_.manifest_markdown(manifest)),
-                                          encoding="utf-8")
+    edition_pages.write_record(staged / "manifest.html", title, manifest_.manifest_markdown(manifest))
     if previous is not None:
         title = f"Edition {manifest['edition']}: what changed since {previous['edition']}"
-        (staged / "changes.html").write_text(
-            manifest_.html_page(title, manifest_.changes_markdown(previous, manifest)), encoding="utf-8")
+        edition_pages.write_record(staged / "changes.html", title, manifest_.changes_markdown(previous, manifest))
+    elif (staged / "changes.html").is_file():
+        edition_pages.fill(staged / "changes.html", edition_pages.first_edition_changes(manifest["edition"]))
     return staged
 
 
@@ -534,7 +535,7 @@ def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = 
 
 def rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:
     """Build a checkout with its own code (cwd first on sys.path), as on another machine with the same tools."""
-    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch)}
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), edition_pages.PUBLISH_ENV: "1"}
     command = [sys.executable, "-m", "build_tools", "--root", str(checkout), "build"]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=quiet, text=True)
     if done.returncode != 0:

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
-from . import claims, metrics_table, palette
+from . import claims, edition_pages, metrics_table, palette, reader_note
 from ._escape import Markdown, html_text, md_code, md_part, md_text
 from ._exceptions import ChapterError, Problem, display_path
 from ._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
@@ -65,20 +64,24 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
 
     written = []
     for path in chapters:
-        text = render_chapter(path, result.blocks, figures, verdicts, tables)
-        written.append(_write(pages, path.name, text))
+        text = render_chapter(path, result.blocks, figures, verdicts, tables, configs)
+        written.append(_write(pages, path.name, numbered(text, path.name)))
     chapter_names = {int(path.name[:2]): path.name for path in chapters}  # "05-heat.md" is chapter 5
-    written.append(_write(pages, METRICS_PAGE, render_metrics(env, layout.docs / "data" / "metrics.yml",
-                                                              result.summaries, chapter_names)))
+    metrics = render_metrics(env, layout.docs / "data" / "metrics.yml", result.summaries, chapter_names)
+    written.append(_write(pages, METRICS_PAGE, numbered(metrics, METRICS_PAGE)))
     written.append(_write(pages, FIGURES_PAGE, render_figure_index(env, result.blocks, result.summaries,
                                                                    legend)))
-    index = _resolve(render_index(layout.docs / "index.md", result.summaries, legend, written), result.blocks,
+    spec = metrics_table.load_spec(layout.docs / "data" / "metrics.yml")
+    metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, result.summaries)]
+    index = _resolve(render_index(layout.docs / "index.md", result.summaries, legend, written,
+                                  readers(result.blocks, metrics_runs), stamp.edition), result.blocks,
                      Path("index.md"))
     written.insert(0, _write(pages, "index.md", index))
+    for name, text in edition_pages.record_pages(stamp.edition).items():
+        written.append(_write(pages, name, text))
     (pages / "assets").mkdir(parents=True, exist_ok=True)
     (pages / "assets" / "palette.css").write_text(palette.css_variables(), encoding="utf-8")
     write_site_settings(pages, stamp, provenance(configs), _nav_order(written))
-    write_versions(pages, stamp)
 
 
 def _write(pages: Path, name: str, text: str) -> Page:
@@ -94,11 +97,27 @@ def page_title(text: str, name: str) -> str:
     return Path(name).stem
 
 
+def numbered(text: str, name: str) -> str:
+    """A chapter's first heading with its number, as its figures are numbered: '# 5. Heat' in 05-heat.md."""
+    match = CHAPTER.match(name)
+    if not match:
+        return text
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.startswith("# "):
+            lines[index] = f"# {int(match.group(1))}. {line[2:].strip()}"
+            break
+    return "\n".join(lines)
+
+
 def _nav_order(written: Sequence[Page]) -> list[Page]:
-    """index first, the chapters by number (the Metrics page is chapter 6), the Index of figures last."""
+    """index first, the chapters by number (the Metrics page is chapter 6), the Index of figures, then the
+    edition's record pages (manifest, changes)."""
     def key(page: Page) -> tuple[int, str]:
         if page.name == "index.md":
             return (0, "")
+        if page.name in edition_pages.PAGES:  # the edition's record: manifest, then changes
+            return (3, str(edition_pages.PAGES.index(page.name)))
         return (2, page.name) if page.name == FIGURES_PAGE else (1, page.name)
     return sorted(written, key=key)
 
@@ -129,19 +148,13 @@ def write_site_settings(pages: Path, stamp: Stamp, source: Provenance, nav: Sequ
     """What the site stage merges into mkdocs.yml: computed, so it cannot live in the config file."""
     settings = {
         "copyright": stamp.text,
-        "extra": {"provenance": source.kind, "provenance_note": source.footer(), "edition": stamp.edition},
+        "extra": {"provenance": source.kind, "provenance_note": source.footer(), "edition": stamp.edition,
+                  **edition_pages.version_settings()},
         # Material prints nav titles into the HTML as they are: escaped here.
         "nav": [{html_text(page.title): page.name} for page in nav],
     }
     (pages / SITE_SETTINGS).write_text(yaml.safe_dump(settings, sort_keys=False, allow_unicode=True, width=1000),
                                        encoding="utf-8")
-
-
-def write_versions(pages: Path, stamp: Stamp) -> None:
-    """versions.json for the edition selector (mkdocs.yml extra.version, mike): a local build lists its own
-    edition, so the selector works in a preview; a published edition reads mike's file one level up."""
-    entry = [{"version": stamp.edition, "title": stamp.edition, "aliases": []}]
-    (pages / "versions.json").write_text(json.dumps(entry) + "\n", encoding="utf-8")
 
 
 # --- chapters ---------------------------------------------------------------------------------
@@ -166,7 +179,8 @@ def figure_spans(lines: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[str, DrawnFigure],
-                   verdicts: Mapping[str, ClaimVerdict], tables: Mapping[str, Any]) -> str:
+                   verdicts: Mapping[str, ClaimVerdict], tables: Mapping[str, Any],
+                   configs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """A chapter with its figure blocks replaced by figures, references resolved, data tables filled."""
     lines = path.read_text(encoding="utf-8").splitlines()
     mine = sorted((b for b in blocks if Path(b.chapter_file).name == path.name), key=lambda b: b.line)
@@ -175,7 +189,8 @@ def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[s
         raise ChapterError([Problem(display_path(path), None, None,
                                     f"{len(spans)} figure blocks in the file, but {len(mine)} were read")])
     for (first, last), block in reversed(list(zip(spans, mine, strict=True))):
-        lines[first:last + 1] = figure_markup(block, figures.get(block.id), verdicts.get(block.id)).splitlines()
+        markup = figure_markup(block, figures.get(block.id), verdicts.get(block.id), figure_source(block, configs))
+        lines[first:last + 1] = markup.splitlines()
     text = "\n".join(lines) + "\n"
     text = _resolve(text, blocks, path)
     if TROUBLESHOOTING_MARK in text:
@@ -189,7 +204,15 @@ def _resolve(text: str, blocks: Sequence[FigureBlock], path: Path) -> str:
     return blocks_stage.resolve_references(text, list(blocks), f"docs/{path.name}")
 
 
-def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None) -> str:
+def figure_source(block: FigureBlock, configs: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """What the runs a figure reads are: '3 synthesized example runs', '2 measured runs', ..."""
+    if not block.runs or configs is None:
+        return ""
+    return provenance({run: configs.get(run, {}) for run in block.runs}).counted()
+
+
+def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None,
+                  source: str = "") -> str:
     """The figure as the reader sees it. Links and the image are Markdown, so mkdocs --strict checks them."""
     svg = f"figures/{figure.svg.name if figure else block.id + '.svg'}"
     csv = f"figures/{figure.csv.name if figure else block.id + '.csv'}"
@@ -201,7 +224,8 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
         f'[![{alt}]({svg})]({svg}){{ .manual-zoom title="Open Figure {block.number} full size" }}',
         "",
         f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_text(block.claim)} '
-        f'<span class="manual-data">[data behind this figure]({csv})</span></figcaption>',
+        f'<span class="manual-data">[data behind this figure]({csv})</span>'
+        + (f' <span class="manual-source">{html_text(source)}</span>' if source else "") + "</figcaption>",
         "",
         checked_note(block, verdict),
         "",
@@ -214,10 +238,9 @@ def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
     """The small note of what the claim's checks found in the runs (raw HTML: messages are not Markdown)."""
     checks: Sequence[CheckResult] = verdict.checks if verdict else ()
     # Each check as: the words of the claim it proves, what the runs show, and what the words need.
-    items = "".join(f"<li><q>{html_text(claims.says(block, params))}</q>: {html_text(check.message)} "
-                    f"<span class=\"manual-needs\">(the claim needs {html_text(check.expected)})</span></li>"
+    items = "".join(reader_note.check_item(claims.says(block, params), check.message, check.expected, params)
                     for params, check in zip(block.checks, checks, strict=False)) or "<li>no checks</li>"
-    runs = ", ".join(f"<code>{html_text(run)}</code>" for run in block.runs) or "none"
+    runs = ", ".join(html_text(run) for run in block.runs) or "none"
     status = "holds" if verdict and verdict.status == "pass" else "was not checked"
     return (f'<details class="manual-checked"><summary>Checked against the runs: the claim {status}'
             f"</summary><ul>{items}</ul><p>Runs: {runs}</p></details>")
@@ -289,16 +312,31 @@ def render_figure_index(env: jinja2.Environment, blocks: Sequence[FigureBlock],
 # --- the front matter -------------------------------------------------------------------------
 
 
+METRICS_READER = "the Metrics page"
+
+
+def readers(blocks: Sequence[FigureBlock], metrics_runs: Sequence[str]) -> dict[str, list[str]]:
+    """Which pages read each run: its figures' numbers, and the Metrics page."""
+    found: dict[str, list[str]] = {}
+    for block in blocks:
+        for run in block.runs:
+            found.setdefault(run, []).append(block.number)
+    for run in metrics_runs:
+        found.setdefault(run, []).append(METRICS_READER)
+    return found
+
+
 def render_index(path: Path, summaries: Mapping[str, RunSummary], legend: Sequence[str],
-                 pages: Sequence[Page]) -> str:
+                 pages: Sequence[Page], read_by: Mapping[str, Sequence[str]] | None = None,
+                 edition: str = "") -> str:
     """docs/index.md with its markers filled from the data."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Miles on one DGX Spark\n"
     source = provenance({run_id: summary.config for run_id, summary in summaries.items()})
     fills = {
-        "<!-- contents -->": contents(pages),
+        "<!-- contents -->": contents(pages) + (f"\n\n{edition_links(edition)}" if edition else ""),
         "<!-- palette-legend -->": legend_markup(legend),
-        "<!-- provenance -->": provenance_paragraph(source, _machine(summaries)),
-        "<!-- runs-table -->": runs_table(summaries),
+        "<!-- provenance -->": provenance_paragraph(source, _machine(summaries), read_by),
+        "<!-- runs-table -->": runs_table(summaries, read_by),
     }
     for mark, fill in fills.items():
         text = text.replace(mark, fill)
@@ -306,16 +344,53 @@ def render_index(path: Path, summaries: Mapping[str, RunSummary], legend: Sequen
 
 
 def contents(pages: Sequence[Page]) -> str:
+    """The chapters as a numbered list (each item's number is its chapter's, from the file name; the title
+    without the number its heading carries), then the pages that are not chapters."""
     ordered = [page for page in _nav_order(pages) if page.name != "index.md"]
-    lines = []
+    items, others = [], []
     for page in ordered:
         match = CHAPTER.match(page.name)
-        label = f"{int(match.group(1))}\\. " if match else ""  # escaped: "1." would start a numbered list
-        lines.append(f"- {label}[{md_text(page.title)}]({page.name})")
-    return "\n".join(lines)
+        if match:
+            number = int(match.group(1))
+            title = re.sub(rf"^{number}\. ", "", page.title)
+            items.append(f'<li value="{number}" markdown="span">[{md_text(title)}]({page.name})</li>')
+        elif page.name not in edition_pages.PAGES:
+            others.append(f"[{md_text(page.title)}]({page.name})")
+    parts = ['<ol class="manual-contents" markdown="block">', *items, "</ol>"] if items else []
+    if others:
+        parts += ["", " · ".join(others)]
+    return "\n".join(parts)
 
 
-def provenance_paragraph(source: Provenance, machine: str) -> str:
+def edition_links(edition: str) -> str:
+    """The home page's links to the edition's record and its print edition."""
+    return (f"This is edition {edition}: [what it is built from]({edition_pages.MANIFEST_PAGE}) (the runs, "
+            f"figures, claims and Metrics rows, with the hashes that let anyone rebuild and compare it) · "
+            f"[what changed since the previous edition]({edition_pages.CHANGES_PAGE})"
+            + (f' · <a href="{html_text(edition)}.pdf">the print edition (PDF)</a>' if edition_pages.published()
+               else ""))
+
+
+def _measured_readers(source: Provenance, read_by: Mapping[str, Sequence[str]]) -> str:
+    """Which pages read a measured run, so the home page never credits measurements to pages that read none."""
+    pages = sorted({page for run in source.measured for page in read_by.get(run, ())},
+                   key=lambda p: (p == METRICS_READER, [int(x) for x in p.split(".")] if p[0].isdigit() else []))
+    figures = [page for page in pages if page != METRICS_READER]
+    parts = []
+    if figures:
+        noun = "Figure" if len(figures) == 1 else "Figures"
+        verb = "reads a measured run" if len(figures) == 1 else "read measured runs"
+        parts.append(f"{noun} {join(figures)} {verb}; every other figure reads only synthesized examples.")
+    else:
+        parts.append("No figure reads a measured run: every figure reads only synthesized examples.")
+    metrics_reads = METRICS_READER in pages
+    parts.append("The Metrics page reads measured runs." if metrics_reads
+                 else "The Metrics page reads only synthesized examples.")
+    return " ".join(parts)
+
+
+def provenance_paragraph(source: Provenance, machine: str,
+                         read_by: Mapping[str, Sequence[str]] | None = None) -> str:
     """Where the data comes from, true of the runs the manual was built from (Markdown: the values escaped)."""
     machine = md_text(machine)
     readme = "Each run is a folder of `runs/`; `runs/README.md` in the project documents every field."
@@ -329,18 +404,24 @@ def provenance_paragraph(source: Provenance, machine: str) -> str:
                 "measurement. The figures and tables show how the manual reads a run, not what the machine "
                 "did. A measured run replaces them: copy its dashboard dump into `runs/` with a `run.yaml` "
                 f"that says `provenance: measured`.\n\n{readme}")
-    return (f'!!! warning "Some runs are synthesized examples"\n\n    This manual was built from '
-            f"{md_text(source._mix())}. The run table below says which is which.\n\n{readme}")
+    which = f" {_measured_readers(source, read_by)}" if read_by is not None else ""
+    return (f'!!! warning "Some runs are synthesized examples"\n\n    This manual reads '
+            f"{source.counted()}; the synthesized ones are not measurements.{which} The run table below "
+            f"says which run is which and what reads it.\n\n{readme}")
 
 
-def runs_table(summaries: Mapping[str, RunSummary]) -> str:
-    lines = ["| Run | What it is | Model | Steps | Data |", "|---|---|---|---|---|"]
+def runs_table(summaries: Mapping[str, RunSummary], read_by: Mapping[str, Sequence[str]] | None = None) -> str:
+    read_by = read_by if read_by is not None else {}
+    lines = ["| Run | What it is | Model | Steps | Data | Figures that read it |", "|---|---|---|---|---|---|"]
     for run_id, summary in summaries.items():
         config = summary.config
         kind = "measured" if config.get("provenance") == "measured" else "synthesized example"
+        read = list(read_by.get(run_id, ()))
+        pages = [page for page in read if page != METRICS_READER] + \
+            ["Metrics page" for page in read if page == METRICS_READER]
         model = config.get("model")
         lines.append(f"| {md_code(run_id)} | {md_text(config.get('title', ''))} | "
                      f"{md_text(model.get('name', '') if isinstance(model, Mapping) else '')} | "
-                     f"{len(summary.steps)} | {kind} |")
+                     f"{len(summary.steps)} | {kind} | {md_text(', '.join(pages) or 'no page')} |")
     count = len(summaries)
     return f"The manual reads {words(count)} run{'s' if count != 1 else ''}:\n\n" + "\n".join(lines)

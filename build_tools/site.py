@@ -32,7 +32,9 @@ from ._yaml import load_yaml
 SETTINGS = ".manual.yml"  # written by render.py into the pages
 GENERATED_CONFIG = "mkdocs.yml"  # in the build folder (the pages' parent)
 KEY_FILE = "site.key"
-LIBRARIES = ("mkdocs", "mkdocs-material", "Markdown", "Jinja2", "pymdown-extensions", "PyYAML")
+ENGINE_ENV, ENGINES = "MANUAL_ENGINE", ("mkdocs", "zensical")
+ZENSICAL_CONFIG, ZENSICAL_SITE = "zensical.yml", ".zensical-site"  # in the build folder
+LIBRARIES = ("mkdocs", "mkdocs-material", "Markdown", "Jinja2", "pymdown-extensions", "PyYAML", "zensical")
 HOST, PORT = "127.0.0.1", 8000
 WATCHED = ("docs", "runs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
 
@@ -54,6 +56,14 @@ class SiteError(ManualError):
 # --- the stage --------------------------------------------------------------------------------
 
 
+def engine() -> str:
+    """The site generator: mkdocs (the default; editions are published with it) or zensical (ENGINE=zensical)."""
+    name = os.environ.get(ENGINE_ENV, "") or "mkdocs"
+    if name not in ENGINES:
+        raise SiteError([f"{ENGINE_ENV}={name}: unknown site engine (expected one of {', '.join(ENGINES)})"])
+    return name
+
+
 def build_site(mkdocs_yml: Path, pages: Path, site: Path) -> bool:
     """Build pages into site; False when nothing changed since the last build (site/ kept as it is)."""
     build_dir = pages.parent
@@ -62,14 +72,61 @@ def build_site(mkdocs_yml: Path, pages: Path, site: Path) -> bool:
     if site.is_dir() and any(site.iterdir()) and key_file.is_file() and key_file.read_text() == key:
         return False
     key_file.unlink(missing_ok=True)
-    config_file = write_config(mkdocs_yml, pages, site, build_dir / GENERATED_CONFIG)
+    zensical = engine() == "zensical"
+    if zensical:
+        config_file = write_relative_config(mkdocs_yml, pages, build_dir / ZENSICAL_CONFIG)
+    else:
+        config_file = write_config(mkdocs_yml, pages, site, build_dir / GENERATED_CONFIG)
     with staging(site) as target:
         try:
-            run_mkdocs(config_file, target)
+            run_zensical(config_file, target) if zensical else run_mkdocs(config_file, target)
         except SiteError as error:
             raise SiteError([_with_source(message, mkdocs_yml.parent) for message in error.messages]) from None
     key_file.write_text(key, encoding="utf-8")
     return True
+
+
+# --- Zensical ----------------------------------------------------------------------------------------
+
+
+def write_relative_config(mkdocs_yml: Path, pages: Path, config_file: Path) -> Path:
+    """Zensical's config: as mkdocs', but every path relative to the config's folder (Zensical stops on an
+    absolute docs_dir) and the site inside it (it keeps site_dir within the project), moved out after."""
+    settings_file = pages / SETTINGS
+    settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
+    folder = config_file.parent
+    config = {
+        "INHERIT": os.path.relpath(mkdocs_yml.resolve(), folder.resolve()),
+        "docs_dir": os.path.relpath(pages.resolve(), folder.resolve()),
+        "site_dir": ZENSICAL_SITE,
+        "theme": {"name": "material",
+                  "custom_dir": os.path.relpath((mkdocs_yml.parent / "overrides").resolve(), folder.resolve())},
+        **(settings or {}),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    config_file.write_text("# Written by build_tools/site.py for Zensical; edit mkdocs.yml instead.\n"
+                           + yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=1000), encoding="utf-8")
+    return config_file
+
+
+def run_zensical(config_file: Path, site_dir: Path) -> None:
+    """zensical build --strict, run in the build folder (so its .cache/ stays there), into site_dir."""
+    import shutil
+    import subprocess
+    import sys
+
+    folder = config_file.parent
+    built = folder / ZENSICAL_SITE
+    shutil.rmtree(built, ignore_errors=True)
+    done = subprocess.run([sys.executable, "-m", "zensical", "build", "--strict", "-f", config_file.name],
+                          cwd=folder, capture_output=True, text=True)
+    output = [" ".join(line.split()) for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    problems = [line for line in output if re.search(r"\b(warning|error)\b", line, re.IGNORECASE)]
+    if done.returncode != 0 or not (built / "index.html").is_file():
+        raise SiteError(problems or output[-3:] or [f"zensical stopped (exit {done.returncode})"])
+    for item in sorted(built.iterdir()):
+        shutil.move(str(item), str(site_dir / item.name))
+    built.rmdir()
 
 
 def _with_source(message: str, root: Path) -> str:
@@ -161,6 +218,8 @@ def site_key(mkdocs_yml: Path, pages: Path) -> str:
         except metadata.PackageNotFoundError:
             digest.update(f"{library} absent\n".encode())
     digest.update(Path(__file__).read_bytes())
+    digest.update(f"MANUAL_SITE_URL={os.environ.get('MANUAL_SITE_URL', '')}\n".encode())  # mkdocs.yml's site_url
+    digest.update(f"{ENGINE_ENV}={engine()}\n".encode())
     digest.update(mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b"")
     for folder in (pages, mkdocs_yml.parent / "overrides"):
         for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:

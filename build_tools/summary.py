@@ -162,7 +162,9 @@ def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
-    phases = _phases(run.streams.get("phases", []), run.warnings)
+    # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
+    deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
+    phases = _phases(run.streams.get("phases", []), run.warnings, deaths)
     steps, non_finite = _metric_table(run.streams.get("metrics", []), problems)
     events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
     phases = _assign_steps(phases, first_step=int(steps.index.min()) if len(steps) else 0)
@@ -221,8 +223,9 @@ def _same(a: float, b: float) -> bool:
 # --- phases -----------------------------------------------------------------------------------
 
 
-def _phases(records: Iterable[Record], warnings: list[str]) -> pd.DataFrame:
-    """Closed phases; an open record (t1 == -1) is replaced by its closing record from any hour file."""
+def _phases(records: Iterable[Record], warnings: list[str], deaths: Sequence[float] = ()) -> pd.DataFrame:
+    """Closed phases; an open record (t1 == -1) is replaced by its closing record from any hour file. A phase
+    that never closed is dropped with a warning, unless it is a rollout an engine death (at `deaths`) ended."""
     by_key: dict[tuple, dict[str, Any]] = {}
     where: dict[tuple, str] = {}
     for rec in records:
@@ -235,6 +238,8 @@ def _phases(records: Iterable[Record], warnings: list[str]) -> pd.DataFrame:
     rows = []
     for key, data in by_key.items():
         if data["t1"] == -1:
+            if data["name"] == "rollout" and any(death >= float(data["t0"]) for death in deaths):
+                continue
             warnings.append(f"{where[key]}: phase {data['name']!r} opened at {data['t0']} never closed; dropped")
             continue
         rows.append({**data, "gpus": tuple(data["gpus"])})

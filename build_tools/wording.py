@@ -67,12 +67,19 @@ class Provenance:
         return f"our runs: {self._mix()}"
 
     def footer(self) -> str:
-        """The footer's note on the data."""
+        """The footer's note on the data, one short line: how many runs of each kind, never their ids."""
+        return f"Built from {self.counted(built=True)}."
+
+    def counted(self, built: bool = False) -> str:
+        """'20 synthesized example runs', '12 measured and 8 synthesized example runs'; the footer's `built`
+        form says that examples are not measurements."""
+        measured, examples = len(self.measured), len(self.examples)
+        example_words = "synthesized example run" + ("" if examples == 1 else "s")
         if self.kind == "measured":
-            return "Built from measured runs."
+            return f"{number(measured)} measured run{'' if measured == 1 else 's'}"
         if self.kind == "example":
-            return "Built from synthesized example runs, not measurements."
-        return f"Built from {self._mix()}."
+            return f"{number(examples)} {example_words}" + (", not measurements" if built else "")
+        return f"{number(measured)} measured and {number(examples)} {example_words}"
 
     def _mix(self) -> str:
         return (f"{_count(self.measured, 'measured run')} ({', '.join(self.measured)}) and "

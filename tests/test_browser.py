@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -125,12 +126,106 @@ def test_index_links_land_on_their_figures(server, visit):
 def test_a_figure_zooms_and_closes(server, visit):
     visit.goto(urljoin(server, "01-step.html"), wait_until="load")
     visit.locator("figure.manual-figure a.manual-zoom").first.click()
-    overlay = visit.locator(".manual-zoom-overlay img")
+    overlay = visit.locator("dialog.manual-zoom-dialog img")
     overlay.wait_for(state="visible")
-    visit.wait_for_function("() => document.querySelector('.manual-zoom-overlay img').naturalWidth > 0")
+    visit.wait_for_function("() => document.querySelector('dialog.manual-zoom-dialog img').naturalWidth > 0")
     assert visit.url.endswith("01-step.html")  # the page stayed; the figure opened over it
-    visit.keyboard.press("Escape")
-    assert visit.locator(".manual-zoom-overlay").count() == 0
+    visit.get_by_role("button", name="Close Figure 1.1").click()
+    assert visit.locator("dialog.manual-zoom-dialog").count() == 0
+
+
+WIDTHS = {"desktop": (1440, 900), "phone": (390, 844)}
+
+
+@pytest.fixture(params=sorted(WIDTHS))
+def sized(request, browser):
+    """A fresh page at a desktop's or a phone's width (no outside request, as in `visit`)."""
+    width, height = WIDTHS[request.param]
+    context = browser.new_context(viewport={"width": width, "height": height})  # type: ignore[attr-defined]
+    context.route("**/*", lambda route: route.continue_() if urlsplit(route.request.url).hostname == HOST
+                  else route.abort())
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def test_the_zoom_by_keyboard_fits_the_screen_and_gives_focus_back(server, sized):
+    sized.goto(urljoin(server, "02-memory.html"), wait_until="load")
+    count = sized.locator("a.manual-zoom").count()
+    assert count >= 2
+    for index in range(count):
+        link = sized.locator("a.manual-zoom").nth(index)
+        link.focus()
+        sized.keyboard.press("Enter")
+        dialog = sized.get_by_role("dialog", name=re.compile(r"^Figure \d"))
+        dialog.wait_for(state="visible")
+        sized.wait_for_function("() => document.querySelector('dialog.manual-zoom-dialog img').naturalWidth > 0")
+        state = sized.evaluate("""() => { const d = document.querySelector('dialog.manual-zoom-dialog');
+            const img = d.querySelector('img').getBoundingClientRect(), box = d.getBoundingClientRect();
+            const label = document.getElementById(d.getAttribute('aria-labelledby'));
+            return {open: d.open, focused: document.activeElement.textContent, label: label.textContent,
+                    img: [img.width, img.height], box: [box.width, box.height], view: [innerWidth, innerHeight],
+                    natural: d.querySelector('img').naturalWidth}; }""")
+        number = f"{2}.{index + 1}"
+        assert state["open"] and state["focused"] == "Close", number
+        assert state["label"].startswith(f"Figure {number}. "), state["label"]
+        assert state["box"] == state["view"], number  # the dialog is the whole screen
+        width, height = state["img"]
+        # Fitted to the screen: filling its width or its height, and larger than the SVG's own size.
+        assert width >= state["view"][0] - 40 or height >= state["view"][1] * 0.6, state
+        assert width > state["natural"], state
+        sized.keyboard.press("Escape")
+        assert sized.locator("dialog.manual-zoom-dialog").count() == 0
+        assert sized.evaluate("i => document.activeElement === document.querySelectorAll('a.manual-zoom')[i]",
+                              index)
+    assert sized.errors == []
+
+
+def test_search_finds_a_metric_by_any_part(server, sized):
+    sized.goto(urljoin(server, "index.html"), wait_until="load")
+    for query, page in (("grad_norm", "06-metrics.html"), ("sleep_time", "06-metrics.html"),
+                        ("ppo_kl", "06-metrics.html"), ("OOM", "07-troubleshooting.html")):
+        if not sized.locator("input.md-search__input").is_visible():
+            sized.locator("label.md-header__button[for='__search']").click()  # the phone's search button
+        search = sized.locator("input.md-search__input")
+        search.fill("")
+        search.click()
+        sized.keyboard.type(query, delay=20)
+        sized.locator(f".md-search-result__item a[href*='{page}']").first.wait_for(state="attached",
+                                                                                   timeout=15_000)
+        sized.keyboard.press("Escape")
+    assert sized.errors == []
+
+
+def test_no_metrics_cell_breaks_inside_a_word(server, sized):
+    """Every line of a metric name's cell ends at a `/` or `_` (or the name's end), never mid-word."""
+    sized.goto(urljoin(server, "06-metrics.html"), wait_until="load")
+    lines = sized.evaluate("""() => Array.from(document.querySelectorAll('table td:first-child code')).map(code => {
+        const range = document.createRange(), text = code.textContent, rows = [];
+        let top = null, line = '';
+        const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (let i = 0; i < node.length; i++) {
+            range.setStart(node, i); range.setEnd(node, i + 1);
+            const y = Math.round(range.getClientRects()[0].top);
+            if (top !== null && y > top + 2) { rows.push(line); line = ''; }
+            top = y; line += node.data[i];
+          }
+        }
+        rows.push(line);
+        return {text, rows};
+    })""")
+    assert len(lines) >= 15
+    for cell in lines:
+        assert "".join(cell["rows"]) == cell["text"]
+        for row in cell["rows"][:-1]:
+            assert row.endswith(("/", "_")), cell
+    size = sized.evaluate("""() => [getComputedStyle(document.querySelector('table td')).fontSize,
+                                    getComputedStyle(document.querySelector('.md-typeset p')).fontSize]""")
+    assert size[0] == size[1]  # the table's text at body size
 
 
 def test_scheme_toggle_and_search_work_offline(server, visit):
@@ -177,3 +272,27 @@ def test_figure_text_is_at_least_12_px_on_a_desktop(built_manual, server, visit)
     small = [(m["figure"], m["text"], round(m["px"], 2)) for m in measured if m["px"] < 12]
     assert small == []
     assert visit.record["errors"] == [] and visit.record["outside"] == []
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_no_serious_accessibility_violation(built_manual, server, browser, scheme):
+    """axe-core (WCAG 2.1 A and AA rules) on every page, in both colour schemes, with a figure zoomed."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    context = browser.new_context(color_scheme=scheme)  # type: ignore[attr-defined]
+    page = context.new_page()
+    axe = Axe()
+    options = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
+    found = []
+    for name in _pages(built_manual / "site"):
+        page.goto(urljoin(server, name), wait_until="load")
+        assert page.evaluate("() => document.body.dataset.mdColorScheme") == (
+            "slate" if scheme == "dark" else "default")
+        if name == "01-step.html":
+            page.locator("a.manual-zoom").first.click()
+            page.locator("dialog.manual-zoom-dialog img").wait_for(state="visible")
+        for violation in axe.run(page, options=options).response["violations"]:
+            if violation["impact"] in ("serious", "critical"):
+                found += [f"{name}: {violation['id']} {node['target']}" for node in violation["nodes"]]
+    context.close()
+    assert found == []

@@ -598,3 +598,24 @@ def test_a_branch_git_refuses_is_refused(copy_of: Path, branch: str, capsys: pyt
     assert refuse(copy_of, ["verify", "2026.10", f"--branch={branch}"], capsys) == (
         f"'{branch}' is not a branch name git accepts (git check-ref-format): name the branch editions are "
         "published to, e.g. BRANCH=gh-pages")
+
+
+def test_real_editions_hold_their_print_edition_and_themed_record_pages(real_editions: Path) -> None:
+    import hashlib
+
+    manifest = json.loads(show(real_editions, "2026.10/manifest.json"))
+    pdf = git_bytes(real_editions, "2026.10/2026.10.pdf")
+    assert manifest["print"] == {"2026.10.pdf": hashlib.sha256(pdf).hexdigest()}
+    home = show(real_editions, "2026.10/index.html")
+    assert '<a href="2026.10.pdf">the print edition (PDF)</a>' in home
+    assert '<a href="manifest.html">what it is built from</a>' in home
+    page = show(real_editions, "2026.10/manifest.html")
+    assert 'class="md-header' in page and "<h2>Runs</h2>" in page and "not a published edition" not in page
+    assert "This is the first published edition" in show(real_editions, "2026.10/changes.html")
+    assert '"version": {"default": "latest", "provider": "mike"}' in home
+
+
+def git_bytes(root: Path, path: str) -> bytes:
+    import subprocess
+
+    return subprocess.run(["git", "show", f"gh-pages:{path}"], cwd=root, capture_output=True, check=True).stdout

@@ -232,10 +232,14 @@ def test_provenance_of_example_measured_and_mixed_runs():
     assert provenance({"a": {"provenance": "measured"}}).kind == "measured"
     mixed = provenance({"a": {"provenance": "measured"}, "b": {"provenance": "example"}, "c": {}})
     assert mixed.kind == "mixed" and mixed.measured == ("a",) and mixed.examples == ("b", "c")
-    assert mixed.footer() == ("Built from one measured run (a) and two synthesized example runs (b, c), "
-                              "which are not measurements.")
+    # One short line: how many runs of each kind, never their ids.
+    assert mixed.footer() == "Built from 1 measured and 2 synthesized example runs."
     assert provenance({"a": {"provenance": "example"}}).footer() == (
-        "Built from synthesized example runs, not measurements.")
+        "Built from 1 synthesized example run, not measurements.")
+    many = provenance({f"r{i}": {"provenance": "measured" if i < 12 else "example"} for i in range(20)})
+    assert many.footer() == "Built from 12 measured and 8 synthesized example runs."
+    assert provenance({f"r{i}": {"provenance": "measured"} for i in range(3)}).footer() == (
+        "Built from 3 measured runs.")
 
 
 # --- the edition stamp and the commit rule ------------------------------------------------------------
@@ -289,7 +293,7 @@ def test_figure_markup_has_anchor_caption_csv_and_checks(blocks):
     assert f"[data behind this figure](figures/{block.id}.csv)" in markup
     assert ('<li><q>in that order</q>: 48 of 48 steps in order &lt;ok&gt; '
             '<span class="manual-needs">(the claim needs every step)</span></li>') in markup
-    assert all(f"<code>{run}</code>" in markup for run in block.runs)
+    assert f"<p>Runs: {', '.join(block.runs)}</p>" in markup
 
 
 def test_troubleshooting_table_comes_from_the_data():
@@ -317,3 +321,51 @@ def test_built_pages(built_manual):
         text = (pages / name).read_text(encoding="utf-8")
         assert "```figure" not in text and "[](#fig-" not in text
     assert "| Symptom | First check | Fix |" in (pages / chapters[6]).read_text(encoding="utf-8")
+
+
+# --- for readers: chapter numbers, the contents, what each figure and the home page say of the runs ---------
+
+
+def test_chapters_are_numbered_in_heading_and_contents():
+    assert render.numbered("# Heat and the heat guard\n\nText.\n", "05-heat.md") == (
+        "# 5. Heat and the heat guard\n\nText.\n")
+    assert render.numbered("# Index of figures\n", "figures.md") == "# Index of figures\n"
+    pages = [render.Page("figures.md", "Index of figures"), render.Page("06-metrics.md", "6. Metrics"),
+             render.Page("01-step.md", "1. A step on one GPU"), render.Page("index.md", "Front matter")]
+    assert render.contents(pages) == "\n".join([
+        '<ol class="manual-contents" markdown="block">',
+        '<li value="1" markdown="span">[A step on one GPU](01-step.md)</li>',
+        '<li value="6" markdown="span">[Metrics](06-metrics.md)</li>',
+        "</ol>", "", "[Index of figures](figures.md)"])
+
+
+def test_the_home_page_credits_measured_runs_only_to_the_pages_that_read_them(example_summaries):
+    first = sorted(example_summaries)[0]
+    mixed = _with(example_summaries, provenance=lambda rid: "measured" if rid == first else "example")
+    source = provenance({rid: s.config for rid, s in mixed.items()})
+    total = len(mixed)
+    text = render.provenance_paragraph(source, "DGX Spark", {first: ["1.1", "1.2"], "other": ["2.1"]})
+    assert f"This manual reads 1 measured and {total - 1} synthesized example runs" in text
+    assert ("Figures 1.1 and 1.2 read measured runs; every other figure reads only synthesized examples. "
+            "The Metrics page reads only synthesized examples.") in text
+    table = render.runs_table(mixed, {first: ["1.1", "1.2", render.METRICS_READER]})
+    assert f"| `{first}` |" in table and "| measured | 1.1, 1.2, Metrics page |" in table
+
+
+def test_each_figure_says_what_its_runs_are(blocks, example_summaries):
+    block = blocks[0]
+    configs = {rid: s.config for rid, s in example_summaries.items()}
+    assert render.figure_source(block, configs) == f"{len(block.runs)} synthesized example runs"
+    measured = {rid: {**cfg, "provenance": "measured"} for rid, cfg in configs.items()}
+    markup = render.figure_markup(block, None, None, render.figure_source(block, measured))
+    assert f'<span class="manual-source">{len(block.runs)} measured runs</span></figcaption>' in markup
+
+
+def test_metric_names_in_table_cells_break_only_after_slash_and_underscore():
+    import markdown
+
+    html = markdown.markdown("| Metric |\n|---|\n| `perf/rollout_time` |\n\nNot `a/b_c` here.",
+                             extensions=["tables", "build_tools.markdown_wbr"])
+    assert ('<td><code><span class="manual-nobreak">perf/</span><wbr /><span class="manual-nobreak">rollout_</span>'
+            '<wbr /><span class="manual-nobreak">time</span></code></td>') in html
+    assert "<code>a/b_c</code>" in html  # outside a table cell: unchanged

@@ -14,6 +14,7 @@ from conftest import ROOT
 from build_tools import cli, site
 from build_tools._exceptions import EXIT_BAD_INPUT
 
+RUNS = len(list((ROOT / "runs").glob("*/run.yaml")))  # every shipped run is a synthesized example
 STAMP = "Miles radixark/miles:latest, Miles main of 2026-10-15 · 08752a1 · 2026-10-15 · Edition 2026.10"
 
 
@@ -142,7 +143,7 @@ def test_every_page_has_the_stamp_and_the_provenance_note(built_manual):
     for page in sorted((built_manual / "site").glob("*.html")):
         text = page.read_text(encoding="utf-8")
         assert STAMP in text, page.name
-        assert "Built from synthesized example runs, not measurements." in text, page.name
+        assert f"Built from {RUNS} synthesized example runs, not measurements." in text, page.name
 
 
 def test_nav_is_in_chapter_order(built_manual):
@@ -150,9 +151,11 @@ def test_nav_is_in_chapter_order(built_manual):
 
     config = yaml.safe_load((built_manual / "build" / "mkdocs.yml").read_text(encoding="utf-8"))
     files = [next(iter(item.values())) for item in config["nav"]]
-    assert files[0] == "index.md" and files[-1] == "figures.md"
-    assert [name[:2] for name in files[1:-1]] == ["01", "02", "03", "04", "05", "06", "07", "08"]
+    assert files[0] == "index.md" and files[-3:] == ["figures.md", "manifest.md", "changes.md"]
+    assert [name[:2] for name in files[1:-3]] == ["01", "02", "03", "04", "05", "06", "07", "08"]
     assert files[6] == "06-metrics.md"
+    titles = [next(iter(item)) for item in config["nav"]]
+    assert titles[1] == "1. A step on one GPU" and titles[6] == "6. Metrics"  # numbered as the figures are
 
 
 def test_no_op_rebuild_skips_mkdocs(built_manual):

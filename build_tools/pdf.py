@@ -1,0 +1,219 @@
+"""The print edition: the whole manual as one PDF, `site/<edition>.pdf`, made by WeasyPrint from the built HTML.
+
+`make pdf` builds the manual and writes it; every `make publish` (and the rebuild of `make verify`) writes it
+as part of the build, so the manifest lists it with its sha256. The PDF holds a title page with the edition
+stamp and where the data comes from, a table of contents with page numbers, then the front matter, the
+chapters (the figures as vectors, with their numbers and captions; the Metrics tables) and the Index of
+figures, in the order of the site's navigation; every page carries the stamp, the provenance line and its
+number. It is the same bytes on every rebuild: its dates are the edition's (or SOURCE_DATE_EPOCH's), its
+identifier a hash of its source, and only files of the built site are read (no outside request).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import html
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._exceptions import ManualError
+from ._yaml import load_yaml
+
+SETTINGS = ".manual.yml"  # the nav, stamp and provenance note the render stage wrote
+SKIPPED = ("manifest.md", "changes.md")  # the edition's record pages: filled at publishing, not part of the book
+_ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
+
+
+class PdfError(ManualError):
+    """The site is not built, or WeasyPrint is missing."""
+
+    hint = "run make (the site must be built first), or make pdf, which installs what the PDF needs"
+
+
+def pdf_name(edition: str) -> str:
+    return f"{edition}.pdf"
+
+
+def write_pdf(pages: Path, site: Path) -> Path:
+    """site/<edition>.pdf from the built site; returns its path."""
+    try:
+        from weasyprint import HTML, URLFetcher
+    except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
+        raise PdfError(f"WeasyPrint cannot run ({str(error).splitlines()[0]}): make pdf installs it and "
+                       "Debian's pango") from None
+    settings = load_yaml((pages / SETTINGS).read_text(encoding="utf-8")) if (pages / SETTINGS).is_file() else None
+    if not settings or not (site / "index.html").is_file():
+        raise PdfError(f"no built site in {site}: run make first")
+    document = book(site, settings)
+    target = site / pdf_name(str(settings["extra"]["edition"]))
+    fetcher = URLFetcher(allowed_protocols=("file", "data"), fail_on_errors=True)
+    identifier = hashlib.sha256(document.encode("utf-8")).hexdigest()[:32].encode()
+    HTML(string=document, base_url=str(site.resolve()) + "/", url_fetcher=fetcher).write_pdf(
+        str(target), pdf_identifier=identifier, uncompressed_pdf=False)
+    return target
+
+
+def book(site: Path, settings: dict) -> str:
+    """The whole manual as one HTML document, ready for WeasyPrint."""
+    extra = settings.get("extra", {})
+    stamp, note = str(settings.get("copyright", "")), str(extra.get("provenance_note", ""))
+    entries = [(str(title), str(name)) for item in settings.get("nav", []) for title, name in item.items()
+               if name not in SKIPPED]
+    sections, contents = [], []
+    for title, name in entries:
+        page = site / (Path(name).stem + ".html")
+        match = _ARTICLE.search(page.read_text(encoding="utf-8")) if page.is_file() else None
+        if not match:
+            raise PdfError(f"{page}: no article in the built page: run make again")
+        key = Path(name).stem
+        keys = {Path(other).stem for _, other in entries}
+        sections.append(f'<section class="page" id="{key}">\n{_local(match.group(1), key, keys)}\n</section>')
+        shown = "Front matter" if name == "index.md" else title
+        contents.append(f'<li><a href="#{key}">{html.escape(shown)}</a></li>')
+    date = _date(str(settings.get("extra", {}).get("edition", "")), stamp)
+    title_page = (
+        '<section class="title">\n<p class="kind">A field manual</p>\n'
+        f"<h1 class=\"book\">{html.escape(_site_name(site))}</h1>\n"
+        f'<p class="what">{html.escape(_description(site))}</p>\n'
+        f'<p class="stamp">{html.escape(stamp)}</p>\n<p class="note">{html.escape(note)}</p>\n</section>\n'
+        '<nav class="contents">\n<h2 class="contents-title">Contents</h2>\n<ol>\n' + "\n".join(contents)
+        + "\n</ol>\n</nav>\n")
+    return (f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{html.escape(_site_name(site))}, edition {html.escape(str(extra.get('edition', '')))}</title>\n"
+            f'<meta name="description" content="{html.escape(_description(site))}">\n'
+            f'<meta name="dcterms.created" content="{date}">\n<meta name="dcterms.modified" content="{date}">\n'
+            f"<style>\n{_palette(site)}{_stylesheet(stamp, note)}\n</style>\n</head>\n<body>\n{title_page}"
+            + "\n".join(sections) + "\n</body>\n</html>\n")
+
+
+def _date(edition: str, stamp: str) -> str:
+    """The PDF's date: SOURCE_DATE_EPOCH when set (as every edition build sets it), else the stamp's date."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch and epoch.isdigit():
+        return dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    dates = re.findall(r"\d{4}-\d\d-\d\d", stamp)
+    return f"{dates[-1]}T00:00:00Z" if dates else "2000-01-01T00:00:00Z"
+
+
+def _meta(site: Path, pattern: str) -> str:
+    match = re.search(pattern, (site / "index.html").read_text(encoding="utf-8"))
+    return html.unescape(match.group(1)) if match else ""
+
+
+def _site_name(site: Path) -> str:
+    title = _meta(site, r"<title>(.*?)</title>")
+    return title.split(" - ")[-1] if title else "The manual"
+
+
+def _description(site: Path) -> str:
+    return _meta(site, r'<meta name="description" content="([^"]*)"')
+
+
+def _local(body: str, key: str, keys: set[str]) -> str:
+    """A page's article made part of the book: its ids prefixed with the page, links between pages made links
+    inside the book, the permalink marks and the zoom link removed (the figure itself stays)."""
+    body = re.sub(r'<a class="headerlink"[^>]*>.*?</a>', "", body, flags=re.S)
+    body = re.sub(r'<a class="manual-zoom"[^>]*>(.*?)</a>', r"\1", body, flags=re.S)
+    # A file of the site (a figure's CSV) is not in the PDF: its link text stays, the link goes.
+    body = re.sub(r'<a href="(?:figures|assets)/[^"]*">(.*?)</a>', r"\1", body, flags=re.S)
+    body = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{key}--{m.group(1)}"', body)
+
+    def link(match: re.Match[str]) -> str:
+        target = html.unescape(match.group(1))
+        inner = re.match(r"^([\w.-]+)\.html(?:#(.*))?$", target)
+        if target.startswith("#"):
+            return f'href="#{key}--{target[1:]}"'
+        if inner and inner.group(1) in keys:
+            page, anchor = inner.group(1), inner.group(2)
+            return f'href="#{page}--{anchor}"' if anchor else f'href="#{page}"'
+        return match.group(0)
+
+    body = re.sub(r'href="([^"]*)"', link, body)
+    # A link to a page the book leaves out (the edition's record, the PDF itself): its text stays.
+    return re.sub(r'<a href="(?!#)(?!https?:)[^"]*">(.*?)</a>', r"\1", body, flags=re.S) if keys else body
+
+
+def _palette(site: Path) -> str:
+    """The role colours (the palette legend's swatches read them)."""
+    css = site / "assets" / "palette.css"
+    return css.read_text(encoding="utf-8") + "\n" if css.is_file() else ""
+
+
+def _css_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _stylesheet(stamp: str, note: str) -> str:
+    return f"""
+@page {{
+  size: A4;
+  margin: 20mm 18mm 22mm 18mm;
+  @top-right {{ content: {_css_string(note)}; font-size: 7.5pt; color: #555; }}
+  @bottom-left {{ content: {_css_string(stamp)}; font-size: 7.5pt; color: #555; }}
+  @bottom-right {{ content: counter(page); font-size: 9pt; }}
+}}
+@page :first {{ @top-right {{ content: none; }} @bottom-right {{ content: none; }} }}
+html {{ font-family: "DejaVu Sans", "Liberation Sans", sans-serif; font-size: 10pt; line-height: 1.45;
+        color: #111; }}
+section.title {{ page: cover; text-align: left; padding-top: 60mm; break-after: page; }}
+section.title .kind {{ text-transform: uppercase; letter-spacing: 0.1em; color: #555; }}
+section.title h1.book {{ font-size: 28pt; margin: 0 0 6mm; font-weight: 600; }}
+section.title .what {{ font-size: 13pt; max-width: 140mm; }}
+section.title .stamp {{ margin-top: 30mm; font-weight: 600; }}
+nav.contents {{ break-after: page; }}
+nav.contents ol {{ list-style: none; padding: 0; }}
+nav.contents li {{ margin: 2mm 0; }}
+nav.contents a {{ color: inherit; text-decoration: none; }}
+nav.contents a::after {{ content: leader(".") target-counter(attr(href), page); }}
+section.page {{ break-before: page; }}
+h1 {{ font-size: 20pt; font-weight: 600; margin: 0 0 5mm; bookmark-level: 1; }}
+h2 {{ font-size: 14pt; font-weight: 600; margin: 7mm 0 3mm; bookmark-level: 2; break-after: avoid; }}
+h3 {{ font-size: 11pt; bookmark-level: 3; break-after: avoid; }}
+a {{ color: #1a3a9c; }}
+code {{ font-family: "DejaVu Sans Mono", monospace; font-size: 0.88em; background: #f2f2f2; padding: 0 0.15em; }}
+pre {{ background: #f2f2f2; padding: 3mm; white-space: pre-wrap; font-size: 8.5pt; }}
+pre code {{ background: none; padding: 0; }}
+table {{ border-collapse: collapse; width: 100%; margin: 3mm 0 5mm; font-size: 9pt; }}
+th, td {{ border: 0.5pt solid #bbb; padding: 1.5mm 2mm; text-align: left; vertical-align: top; }}
+th {{ background: #eee; }}
+tr {{ break-inside: avoid; }}
+figure.manual-figure {{ margin: 5mm 0; break-inside: avoid; }}
+figure.manual-figure img {{ width: 100%; height: auto; }}
+figcaption {{ font-size: 9.5pt; margin-top: 2mm; }}
+.manual-data::before, .manual-source::before {{ content: "· "; }}
+details.manual-checked {{ font-size: 8pt; color: #333; border-left: 1pt solid #bbb; padding-left: 3mm;
+                          margin-top: 2mm; }}
+details.manual-checked summary {{ font-weight: 600; }}
+.manual-needs {{ color: #555; }}
+.admonition {{ border-left: 2pt solid #c90; padding: 1mm 4mm; margin: 4mm 0; background: #fff8e6; }}
+.admonition-title {{ font-weight: 600; }}
+.manual-swatch {{ display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.3em;
+                  vertical-align: -0.1em; }}
+ol.manual-contents {{ list-style-type: decimal; }}
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`make pdf`: build the manual, then write its PDF."""
+    from ._exceptions import ManualError as Error
+    from ._layout import Layout
+    from .build import build
+
+    root = Path(argv[0] if argv else ".").resolve()
+    layout = Layout(root)
+    try:
+        build(root)
+        target = write_pdf(layout.pages, layout.site)
+    except Error as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code
+    print(f"Wrote the print edition {os.path.relpath(target)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

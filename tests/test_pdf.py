@@ -1,0 +1,94 @@
+"""The print edition: one PDF of the whole manual from the built site, the same bytes on every rebuild."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from test_render import METRICS_SEED, STAMP, seed_index_rows, seed_tables
+
+from build_tools import pdf
+
+pytest.importorskip("pypdf")
+
+
+@pytest.fixture(scope="module")
+def printed(built_manual, tmp_path_factory):
+    """The PDF of the built manual, written twice into copies of its site with the same SOURCE_DATE_EPOCH."""
+    paths = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOURCE_DATE_EPOCH", "1792022400")  # 2026-10-15, the edition date
+        for copy in ("a", "b"):
+            site = tmp_path_factory.mktemp(f"print-{copy}") / "site"
+            shutil.copytree(built_manual / "site", site)
+            paths.append(pdf.write_pdf(built_manual / "build" / "docs", site))
+    return paths
+
+
+def _text(path) -> str:
+    from pypdf import PdfReader
+
+    return "\n".join(page.extract_text() for page in PdfReader(str(path)).pages)
+
+
+def _squeezed(text: str) -> str:
+    """Text without any white space: a cell wrapped over lines of the PDF still reads as one string."""
+    return re.sub(r"\s+", "", text)
+
+
+def test_the_pdf_is_the_same_bytes_on_a_rebuild(printed):
+    first, second = printed
+    assert first.name == "2026.10.pdf"
+    assert first.read_bytes() == second.read_bytes()
+
+
+def test_the_pdf_holds_the_whole_manual(printed):
+    from pypdf import PdfReader
+
+    reader = PdfReader(str(printed[0]))
+    assert reader.metadata["/CreationDate"] == "D:20261015000000Z"
+    assert reader.metadata["/Title"] == "Miles on one DGX Spark, edition 2026.10"
+    text = _text(printed[0])
+    squeezed = _squeezed(text)
+    first = reader.pages[0].extract_text()
+    assert "Miles on one DGX Spark" in first and _squeezed(STAMP) in _squeezed(first)
+    assert "Built from 20 synthesized example runs, not measurements." in first
+    contents = reader.pages[1].extract_text()
+    assert re.search(r"6\. Metrics \.+ \d+", contents) and re.search(r"Index of figures \.+ \d+", contents)
+    # Every figure's caption, with its number.
+    for number, claim in seed_index_rows():
+        assert _squeezed(f"Figure {number}. {claim}") in squeezed, number
+    # Both seed tables: every cell of the Metrics page's tables and of the Index of figures.
+    for title, rows in seed_tables(METRICS_SEED).items():
+        for row in rows:
+            for cell in row:
+                assert _squeezed(cell.strip("`")) in squeezed, (title, cell)
+    for number, claim in seed_index_rows():  # a row of the Index table: the number, then the claim
+        assert _squeezed(f"{number} {claim}") in squeezed, number
+    # Page numbers and the stamp on every page after the title page.
+    for index, page in enumerate(reader.pages[1:], start=2):
+        words = page.extract_text()
+        assert _squeezed(STAMP) in _squeezed(words) and re.search(rf"\b{index}\s*$", words), index
+
+
+def test_the_figures_are_vectors(printed):
+    from pypdf import PdfReader
+
+    for page in PdfReader(str(printed[0])).pages:
+        objects = (page.get("/Resources") or {}).get("/XObject") or {}
+        assert all(item.get_object().get("/Subtype") != "/Image" for item in objects.values())
+
+
+def test_no_built_site_is_one_line(tmp_path):
+    with pytest.raises(pdf.PdfError, match="no built site"):
+        pdf.write_pdf(tmp_path / "docs", tmp_path / "site")
+
+
+def test_the_manifest_lists_the_pdf_by_its_hash(printed):
+    import hashlib
+
+    from build_tools import _manifest
+
+    site = printed[0].parent
+    assert _manifest.print_section(site) == {"2026.10.pdf": hashlib.sha256(printed[0].read_bytes()).hexdigest()}

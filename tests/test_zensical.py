@@ -1,0 +1,94 @@
+"""The same pages built with Zensical (`make site ENGINE=zensical`): every page, no cache folder left in the
+project, and the reader's checks of the browser test: pages load offline, the zoom by keyboard, axe-core."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from urllib.parse import urljoin
+
+import pytest
+from test_browser import HOST, STAMP, _pages, browser  # noqa: F401 (the browser fixture)
+
+from build_tools import site as site_stage
+
+pytest.importorskip("zensical")
+
+
+@pytest.fixture(scope="module")
+def zensical_manual(built_manual, tmp_path_factory):
+    """The manual of the shared build, its site rebuilt by Zensical (the figures come from the copied cache)."""
+    from build_tools.build import build
+
+    root = tmp_path_factory.mktemp("zensical") / "manual"
+    shutil.copytree(built_manual, root, ignore=shutil.ignore_patterns("site", "inputs.key", "site.key"))
+    before = os.environ.get(site_stage.ENGINE_ENV)
+    os.environ[site_stage.ENGINE_ENV] = "zensical"
+    try:
+        build(root, quiet=True)
+    finally:
+        if before is None:
+            os.environ.pop(site_stage.ENGINE_ENV, None)
+        else:
+            os.environ[site_stage.ENGINE_ENV] = before
+    return root
+
+
+@pytest.fixture(scope="module")
+def zensical_server(zensical_manual):
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    handler = functools.partial(Quiet, directory=str(zensical_manual / "site"))
+    httpd = http.server.ThreadingHTTPServer((HOST, 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://{HOST}:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_zensical_builds_every_page_and_leaves_no_cache_in_the_project(built_manual, zensical_manual):
+    assert _pages(zensical_manual / "site") == _pages(built_manual / "site")
+    assert not (zensical_manual / ".cache").exists()
+    assert not (zensical_manual / "build" / site_stage.ZENSICAL_SITE).exists()
+    config = (zensical_manual / "build" / site_stage.ZENSICAL_CONFIG).read_text(encoding="utf-8")
+    assert "docs_dir: docs\n" in config and "INHERIT: ../mkdocs.yml\n" in config
+    metrics = (zensical_manual / "site" / "06-metrics.html").read_text(encoding="utf-8")
+    assert '<code><span class="manual-nobreak">perf/</span><wbr' in metrics  # break points (markdown_wbr.py)
+
+
+def test_an_unknown_engine_is_one_line(monkeypatch):
+    monkeypatch.setenv(site_stage.ENGINE_ENV, "hugo")
+    with pytest.raises(site_stage.SiteError, match="MANUAL_ENGINE=hugo: unknown site engine"):
+        site_stage.engine()
+
+
+def test_zensical_pages_in_the_browser(zensical_manual, zensical_server, browser):  # noqa: F811
+    from axe_playwright_python.sync_playwright import Axe
+
+    options = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
+    found, errors, outside = [], [], []
+    for scheme in ("light", "dark"):
+        context = browser.new_context(color_scheme=scheme)
+        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(zensical_server)
+                      else (outside.append(route.request.url), route.abort()))
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        for name in _pages(zensical_manual / "site"):
+            page.goto(urljoin(zensical_server, name), wait_until="load")
+            assert STAMP in page.locator("footer").inner_text(), name
+            for violation in Axe().run(page, options=options).response["violations"]:
+                if violation["impact"] in ("serious", "critical"):
+                    found += [f"{scheme} {name}: {violation['id']} {node['target']}" for node in violation["nodes"]]
+        page.goto(urljoin(zensical_server, "01-step.html"), wait_until="load")
+        page.locator("a.manual-zoom").first.focus()
+        page.keyboard.press("Enter")
+        page.locator("dialog.manual-zoom-dialog img").wait_for(state="visible")
+        page.keyboard.press("Escape")
+        assert page.locator("dialog.manual-zoom-dialog").count() == 0
+        context.close()
+    assert found == [] and errors == [] and outside == []
