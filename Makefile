@@ -26,8 +26,9 @@ $(BROWSER_STAMP): $(STAMP)
 site: $(STAMP)
 	$(PY) -m build_tools build
 
+# RAY (auto, or a cluster's HOST:PORT) reaches the command as an environment variable, never as shell text.
 check: $(STAMP)
-	$(PY) -m build_tools check
+	$(PY) -m build_tools check $(if $(RAY),--ray "$$RAY")
 
 serve: $(STAMP)
 	$(PY) -m build_tools serve
