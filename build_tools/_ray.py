@@ -98,13 +98,14 @@ def _connected(address: str) -> Iterator[ModuleType]:
         return
     temp_dir = None
     quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
+    if address != AUTO:
+        _probe(address)
     try:
         if address == AUTO:
             temp_dir = tempfile.mkdtemp(prefix="manual-ray-")  # short: Ray's socket paths must fit 107 bytes
             ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
                      _temp_dir=temp_dir, _node_ip_address="127.0.0.1", **quiet)
         else:
-            _probe(address)
             ray.init(address=address, **quiet)
     except (Exception, SystemExit) as error:  # Ray exits the process when it gives up on a head
         _remove(temp_dir)
