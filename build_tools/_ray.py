@@ -111,7 +111,8 @@ def _connected(address: str) -> Iterator[ModuleType]:
         _remove(temp_dir)
         what = "could not start a local Ray instance" if address == AUTO else f"could not connect to Ray at {address}"
         raise RayError(f"--ray: {what} ({type(error).__name__}: {_first_line(error)})",
-                       "give the address of a running cluster's head (HOST:PORT), or `auto`") from None
+                       "give the address of a running cluster's head (HOST:PORT), or `auto`; a cluster with "
+                       "token authentication also needs RAY_AUTH_MODE=token and its token") from None
     try:
         yield ray
     finally:
