@@ -36,6 +36,8 @@ CONNECT_TIMEOUT_S = 5.0  # Ray itself retries an unreachable head for minutes
 
 def ray_summariser(address: str) -> Summariser:
     """A Summariser that runs one Ray task per run folder on the cluster at `address` (or `auto`)."""
+    if address != AUTO:
+        _host_port(address)  # a malformed address is refused even when the cache holds every run
 
     def summarise(paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
         if not paths:  # everything came from the cache: no need for Ray at all
@@ -120,13 +122,17 @@ def _connected(address: str) -> Iterator[ModuleType]:
         _remove(temp_dir)
 
 
-def _probe(address: str) -> None:
-    """Fail within seconds when nothing listens at HOST:PORT (Ray would retry for minutes, then exit)."""
+def _host_port(address: str) -> tuple[str, int]:
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise RayError(f"--ray: {address!r} is not an address (expected HOST:PORT, ray://HOST:PORT or auto)")
+    return host.strip("[]"), int(port)
+
+
+def _probe(address: str) -> None:
+    """Fail within seconds when nothing listens at HOST:PORT (Ray would retry for minutes, then exit)."""
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        socket.create_connection(_host_port(address), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
         raise RayError(f"--ray: could not connect to Ray at {address} ({error.strerror or error})",
                        "is the cluster's head running (`ray start --head`) and is this its address?") from None
