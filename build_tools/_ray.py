@@ -15,6 +15,7 @@ reachable, or a worker lost is one line (`RayError`), never a traceback; Ray is 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -48,14 +49,23 @@ def ray_summariser(address: str) -> Summariser:
     return summarise
 
 
-def _summarise_task(path: str, cwd: str) -> tuple[tuple[dict[str, bytes], str] | None, list[Problem]]:
-    """On a worker: one run to (its summary as bytes, or None; its problems)."""
+def _summarise_task(path: str, cwd: str) -> tuple[tuple[dict[str, bytes], str] | None, list[Problem], str]:
+    """On a worker: one run to (its summary as bytes, or None; its problems; the worker's code digest)."""
     from . import _summary_wire
 
     if os.path.isdir(cwd):  # problems name files as the user typed them: relative to the driver's folder
         os.chdir(cwd)
     summary, problems = load_and_summarise(Path(path))
-    return (None if summary is None else _summary_wire.encode(summary)), problems
+    return (None if summary is None else _summary_wire.encode(summary)), problems, code_digest()
+
+
+def code_digest() -> str:
+    """sha256 of the build_tools code: a worker with other code would cache other summaries under our keys."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for file in sorted(here.rglob("*.py")):
+        digest.update(file.relative_to(here).as_posix().encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
 
 
 def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
@@ -63,10 +73,11 @@ def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | N
 
     task = ray.remote(_summarise_task)
     refs = [task.remote(os.path.abspath(path), os.getcwd()) for path in paths]
+    ours = code_digest()
     results: list[tuple[RunSummary | None, list[Problem]]] = []
     for index, path in enumerate(paths):
         try:
-            encoded, problems = ray.get(refs[index])
+            encoded, problems, theirs = ray.get(refs[index])
         except ray.exceptions.RayTaskError:  # an exception in the manual's own code: a bug, as locally
             raise
         except ray.exceptions.RayError as error:
@@ -75,6 +86,10 @@ def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | N
                            "a worker that ran out of memory is killed by Ray; see the cluster's logs, "
                            "or run `manual check` without --ray") from None
         refs[index] = None  # let Ray free the object
+        if theirs != ours:
+            raise RayError(f"{display_path(path)}: the Ray worker summarising this run has another version of "
+                           f"build_tools (code sha256 {theirs[:12]}, here {ours[:12]})",
+                           "install this checkout on the cluster's nodes (same code, same pinned libraries)")
         # A worker that could not enter the driver's folder wrote absolute paths: show them as the user would.
         problems = [Problem(display_path(p.file), p.line, p.field, p.message) if os.path.isabs(p.file) else p
                     for p in problems]

@@ -111,6 +111,16 @@ def test_a_lost_worker_is_one_line_naming_the_run(monkeypatch: pytest.MonkeyPatc
     assert "\n" not in str(error.value)
 
 
+def test_a_worker_with_other_code_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"),
+                           get=lambda ref: (None, [], "0" * 64), exceptions=ray.exceptions)
+    with pytest.raises(RayError) as error:
+        _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
+    assert str(error.value) == (f"runs/baseline-seed1: the Ray worker summarising this run has another version "
+                                f"of build_tools (code sha256 000000000000, here {_ray.code_digest()[:12]})")
+
+
 def test_nothing_to_summarise_needs_no_ray() -> None:
     assert _ray.ray_summariser("127.0.0.1:1")([]) == []
 
