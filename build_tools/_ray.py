@@ -78,7 +78,12 @@ def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | N
     for index, path in enumerate(paths):
         try:
             encoded, problems, theirs = ray.get(refs[index])
-        except ray.exceptions.RayTaskError:  # an exception in the manual's own code: a bug, as locally
+        except ray.exceptions.RayTaskError as error:  # an exception in the manual's own code: a bug, as locally
+            if isinstance(error, ImportError):  # ... unless the worker has no build_tools to run
+                raise RayError(f"{display_path(path)}: the Ray worker cannot import build_tools "
+                               f"({_first_line(getattr(error, 'cause', None) or error)})",
+                               "install this checkout on the cluster's nodes (same code, same pinned libraries)") \
+                    from None
             raise
         except ray.exceptions.RayError as error:
             raise RayError(f"{display_path(path)}: the Ray worker summarising this run was lost "

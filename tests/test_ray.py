@@ -111,6 +111,21 @@ def test_a_lost_worker_is_one_line_naming_the_run(monkeypatch: pytest.MonkeyPatc
     assert "\n" not in str(error.value)
 
 
+def test_a_worker_without_build_tools_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    missing = ModuleNotFoundError("No module named 'build_tools'")
+
+    def fails(ref: object) -> None:
+        raise ray.exceptions.RayTaskError("_summarise_task", "Traceback ...", missing).as_instanceof_cause()
+
+    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"), get=fails,
+                           exceptions=ray.exceptions)
+    with pytest.raises(RayError) as error:
+        _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
+    assert str(error.value) == ("runs/baseline-seed1: the Ray worker cannot import build_tools "
+                                "(No module named 'build_tools')")
+
+
 def test_a_worker_with_other_code_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"),
