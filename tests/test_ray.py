@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -57,6 +59,7 @@ def _check(root: Path, args: list[str], monkeypatch: pytest.MonkeyPatch, capsys:
 def test_check_on_a_local_ray_gives_the_local_claims_byte_for_byte(
         tmp_path: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     local, on_ray = copy_project(tmp_path / "local"), copy_project(tmp_path / "ray")
+    by_address = copy_project(tmp_path / "address")
     code, local_out, _ = _check(local, [], monkeypatch, capsys)
     assert code == 0
     try:  # the private instance `--ray auto` starts: two CPUs, no dashboard, a 100 MB object store, loopback
@@ -65,6 +68,12 @@ def test_check_on_a_local_ray_gives_the_local_claims_byte_for_byte(
             assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
             code, ray_out, err = _check(on_ray, ["--ray", "auto"], monkeypatch, capsys)  # uses that instance
             assert code == 0, err
+            # Another process, a driver connecting by the head's address (token authentication, as Ray's own).
+            address = ray.get_runtime_context().gcs_address
+            env = {**os.environ, "RAY_AUTH_MODE": "token"}
+            other = subprocess.run([sys.executable, "-m", "build_tools", "check", "--ray", address], cwd=by_address,
+                                   env=env, capture_output=True, text=True, timeout=300, check=False)
+            assert other.returncode == 0, other.stderr
             # A broken run: the same problems, named the same way, as the local path gives.
             metrics = on_ray / "runs" / "baseline-seed1" / "dashboard" / "metrics.jsonl"
             metrics.write_text(metrics.read_text(encoding="utf-8") + '{"ts": 1, "step_key": "x"\n', encoding="utf-8")
@@ -78,6 +87,8 @@ def test_check_on_a_local_ray_gives_the_local_claims_byte_for_byte(
     assert (on_ray / "build" / "claims.json").read_bytes() == (local / "build" / "claims.json").read_bytes()
     assert (on_ray / "build" / "claims.junit.xml").read_bytes() == (local / "build" / "claims.junit.xml").read_bytes()
     assert ray_out == local_out and len(ray_out.splitlines()) == 20 + 18  # a line per run, a line per figure
+    assert (by_address / "build" / "claims.json").read_bytes() == (local / "build" / "claims.json").read_bytes()
+    assert other.stdout == local_out
     with pytest.raises(RunDataError) as locally:
         summarise_runs(Path("runs"), summariser=summarise_serially)
     assert str(on_workers.value) == str(locally.value)
