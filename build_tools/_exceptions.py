@@ -104,3 +104,11 @@ class EditionError(ManualError):
     def __init__(self, message: str, hint: str = "") -> None:
         self.hint = hint
         super().__init__(message)
+
+
+class RayError(ManualError):
+    """`--ray` could not be used: Ray not installed, its cluster not reachable, or a worker lost."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        self.hint = hint
+        super().__init__(message)

@@ -117,11 +117,13 @@ def _run_id(env: Mapping[str, str]) -> list[str]:
 
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
     """The command line for a make target, from checked make variables (MakeVariableError when one is wrong)."""
-    simple = {"build": ["build"], "check": ["check"], "bench": ["bench"]}
+    simple = {"build": ["build"], "bench": ["bench"]}
     if target in simple:
         return simple[target]
     builders: dict[str, Callable[[], list[str]]] = {
         "serve": lambda: ["serve", *_port(env)],
+        # RAY: auto or a head's HOST:PORT, checked by the command before anything starts
+        "check": lambda: ["check", *([f"--ray={env['RAY']}"] if env.get("RAY") else [])],
         "compare": lambda: ["compare", "--", *_run(env)],
         "add-run": lambda: ["add-run", *_run_id(env), "--", *_source(env)],
         "publish": lambda: _publish(env, root),

@@ -18,7 +18,7 @@ from ._progress import Progress
 from ._staging import clean_leftovers, staging
 from ._types import ClaimVerdict, DrawnFigure, FigureBlock
 from .stamp import EditionFileError, Stamp, check_commits, load_stamp
-from .summary import RunSummary, summarise_runs
+from .summary import RunSummary, Summariser, summarise_runs
 
 
 @dataclass
@@ -37,12 +37,13 @@ def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
         return None, error.problems
 
 
-def check(root: Path, *, quiet: bool = False) -> BuildResult:
+def check(root: Path, *, quiet: bool = False, summariser: Summariser | None = None) -> BuildResult:
     """Load, summarise and check every claim; no figures, no site (`make check`)."""
-    return build(root, site=False, quiet=quiet)
+    return build(root, site=False, quiet=quiet, summariser=summariser)
 
 
-def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False) -> BuildResult:
+def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False,
+          summariser: Summariser | None = None) -> BuildResult:
     """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim.
 
     One build at a time per project folder: a second one waits for the lock (build/.lock), saying so.
@@ -50,14 +51,15 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
     layout = Layout(root.resolve())
     with build_lock(layout.build, _say_waiting):
         clean_leftovers(layout.root)
-        return _build(layout, site=site, jobs=jobs, quiet=quiet)
+        return _build(layout, site=site, jobs=jobs, quiet=quiet, summariser=summariser)
 
 
 def _say_waiting(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool) -> BuildResult:
+def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
+           summariser: Summariser | None) -> BuildResult:
     from .edition_pages import published
 
     progress = Progress(quiet=quiet, stages=(7 if published() else 6) if site else 3)
@@ -70,7 +72,8 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool) -> Buil
     with progress.stage("Loading and summarising runs"):
         try:
             summaries = summarise_runs(layout.runs, layout.cache / "summaries", warnings=warnings,
-                                       latest=dt.date.fromisoformat(stamp.date) if stamp else None)
+                                       latest=dt.date.fromisoformat(stamp.date) if stamp else None,
+                                       summariser=summariser)
         except RunDataError as error:  # the edition file's problems are listed with the runs'
             raise RunDataError([*error.problems, *stamp_problems]) from None
     if stamp is None:

@@ -52,8 +52,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from .build import check
     from .summary import describe
 
+    summariser = None
+    if args.ray:
+        from ._ray import ray_summariser
+
+        summariser = ray_summariser(args.ray)
     try:
-        result = check(args.root)
+        result = check(args.root, summariser=summariser)
     except ManualError as error:
         # A false claim still prints the runs and every figure's line before the error.
         lines = getattr(error, "report_lines", None)
@@ -151,7 +156,10 @@ def _parser() -> argparse.ArgumentParser:
     build = add("build", _cmd_build, "build the manual into site/")
     build.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: all cores)")
     build.add_argument("--force", action="store_true", help="build even when no input changed")
-    add("check", _cmd_check, "load, summarise and check every claim; no figures, no site")
+    check = add("check", _cmd_check, "load, summarise and check every claim; no figures, no site")
+    check.add_argument("--ray", metavar="ADDRESS", default=None,
+                       help="summarise the runs as Ray tasks on the cluster at ADDRESS (HOST:PORT), "
+                            "or on a local Ray instance started for the command (auto)")
     add("serve", _cmd_serve, "build, then serve the site on 127.0.0.1:8000").add_argument(
         "--port", type=_port, default=8000, help="the port to serve on (default: 8000)")
     add("compare", _cmd_compare, "set your own run beside the ranges of the Metrics page").add_argument(

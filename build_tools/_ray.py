@@ -1,0 +1,168 @@
+"""Summarising runs as Ray tasks: `manual check --ray ADDRESS` (or `--ray auto`).
+
+Each run folder the cache does not hold becomes one Ray task that reads and summarises it on a worker
+(`summary.load_and_summarise`, the local path's own function) and sends the summary back as Parquet tables
+and a JSON body (`_summary_wire`); the driver rebuilds the summaries in the order of the folders, so the
+claims are those of the local path, byte for byte. The workers must see the run folders at the same paths
+(one machine, or shared storage).
+
+`auto` starts a private Ray instance on this machine for the one command (two CPUs, no dashboard, a small
+object store, only the loopback address, its files in a temporary folder removed afterwards); any other
+value is the address of a running cluster (`HOST:PORT` of its head, or `ray://HOST:PORT`). A process
+already connected to Ray (`ray.init` called before) uses that connection. Ray not installed, not
+reachable, or a worker lost is one line (`RayError`), never a traceback; Ray is imported only here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+
+from ._exceptions import Problem, RayError, display_path
+from .summary import RunSummary, Summariser, load_and_summarise
+
+AUTO = "auto"
+LOCAL_CPUS = 2
+OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray spills to disk past this; summaries are fetched one by one
+CONNECT_TIMEOUT_S = 5.0  # Ray itself retries an unreachable head for minutes
+
+
+def ray_summariser(address: str) -> Summariser:
+    """A Summariser that runs one Ray task per run folder on the cluster at `address` (or `auto`)."""
+    if address != AUTO:
+        _host_port(address)  # a malformed address is refused even when the cache holds every run
+
+    def summarise(paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
+        if not paths:  # everything came from the cache: no need for Ray at all
+            return []
+        with _connected(address) as ray:
+            return _gather(ray, paths)
+
+    return summarise
+
+
+def _summarise_task(path: str, cwd: str) -> tuple[tuple[dict[str, bytes], str] | None, list[Problem], str]:
+    """On a worker: one run to (its summary as bytes, or None; its problems; the worker's code digest)."""
+    from . import _summary_wire
+
+    if os.path.isdir(cwd):  # problems name files as the user typed them: relative to the driver's folder
+        os.chdir(cwd)
+    summary, problems = load_and_summarise(Path(path))
+    return (None if summary is None else _summary_wire.encode(summary)), problems, code_digest()
+
+
+def code_digest() -> str:
+    """sha256 of the build_tools code: a worker with other code would cache other summaries under our keys."""
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for file in sorted(here.rglob("*.py")):
+        digest.update(file.relative_to(here).as_posix().encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
+    from . import _summary_wire
+
+    task = ray.remote(_summarise_task)
+    refs = [task.remote(os.path.abspath(path), os.getcwd()) for path in paths]
+    ours = code_digest()
+    results: list[tuple[RunSummary | None, list[Problem]]] = []
+    for index, path in enumerate(paths):
+        try:
+            encoded, problems, theirs = ray.get(refs[index])
+        except ray.exceptions.RayTaskError as error:  # an exception in the manual's own code: a bug, as locally
+            if isinstance(error, ImportError):  # ... unless the worker has no build_tools to run
+                raise RayError(f"{display_path(path)}: the Ray worker cannot import build_tools "
+                               f"({_first_line(getattr(error, 'cause', None) or error)})",
+                               "install this checkout on the cluster's nodes (same code, same pinned libraries)") \
+                    from None
+            raise
+        except ray.exceptions.RayError as error:
+            raise RayError(f"{display_path(path)}: the Ray worker summarising this run was lost "
+                           f"({type(error).__name__}: {_first_line(error)})",
+                           "a worker that ran out of memory is killed by Ray; see the cluster's logs, "
+                           "or run `manual check` without --ray") from None
+        refs[index] = None  # let Ray free the object
+        if theirs != ours:
+            raise RayError(f"{display_path(path)}: the Ray worker summarising this run has another version of "
+                           f"build_tools (code sha256 {theirs[:12]}, here {ours[:12]})",
+                           "install this checkout on the cluster's nodes (same code, same pinned libraries)")
+        # A worker that could not enter the driver's folder wrote absolute paths: show them as the user would.
+        problems = [Problem(display_path(p.file), p.line, p.field, p.message) if os.path.isabs(p.file) else p
+                    for p in problems]
+        results.append((None if encoded is None else _summary_wire.decode(encoded), problems))
+    return results
+
+
+@contextmanager
+def _connected(address: str) -> Iterator[ModuleType]:
+    """Ray, connected to `address` (or a private local instance for `auto`); disconnected afterwards."""
+    # Read by Ray when it is imported and passed on to the processes it starts: no usage report sent out,
+    # and a local instance on the loopback address only.
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if address == AUTO:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        import ray
+    except ImportError:
+        raise RayError("--ray: Ray is not installed in this environment",
+                       "install it with `pip install -c requirements.lock -e '.[ray]'` (make does)") from None
+    if ray.is_initialized():
+        yield ray
+        return
+    temp_dir = None
+    quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
+    if address != AUTO:
+        _probe(address)
+    try:
+        if address == AUTO:
+            temp_dir = tempfile.mkdtemp(prefix="manual-ray-")  # short: Ray's socket paths must fit 107 bytes
+            ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+                     _temp_dir=temp_dir, _node_ip_address="127.0.0.1", **quiet)
+        else:
+            ray.init(address=address, **quiet)
+    except (Exception, SystemExit) as error:  # Ray exits the process when it gives up on a head
+        _remove(temp_dir)
+        what = "could not start a local Ray instance" if address == AUTO else f"could not connect to Ray at {address}"
+        raise RayError(f"--ray: {what} ({type(error).__name__}: {_first_line(error)})",
+                       "give the address of a running cluster's head (HOST:PORT), or `auto`; a cluster with "
+                       "token authentication also needs RAY_AUTH_MODE=token and its token") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        _remove(temp_dir)
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise RayError(f"--ray: {address!r} is not an address (expected HOST:PORT, ray://HOST:PORT or auto)")
+    return host.strip("[]"), int(port)
+
+
+def _probe(address: str) -> None:
+    """Fail within seconds when nothing listens at HOST:PORT (Ray would retry for minutes, then exit)."""
+    try:
+        socket.create_connection(_host_port(address), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise RayError(f"--ray: could not connect to Ray at {address} ({error.strerror or error})",
+                       "is the cluster's head running (`ray start --head`) and is this its address?") from None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else "no message"
+
+
+def _remove(folder: str | None) -> None:
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)

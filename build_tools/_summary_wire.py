@@ -1,0 +1,45 @@
+"""A run's summary as bytes: one Parquet file per table and a JSON body, as the summary cache stores it.
+
+This is what a Ray task (`_ray.py`) sends back to the driver: data only (no pickle of pandas objects), in
+the cache's own table format (`_summary_cache`), so a summary that crossed the wire is the summary a warm
+cache would give.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from . import _summary_cache
+from .summary import RunSummary
+
+# (tables by name: "steps", "phases", "events", "series/<stream>" -> Parquet bytes; the JSON body)
+Encoded = tuple[dict[str, bytes], str]
+
+
+def encode(summary: RunSummary) -> Encoded:
+    frames = {"steps": summary.steps, "phases": summary.phases, "events": summary.events,
+              **{f"series/{name}": frame for name, frame in summary.series.items()}}
+    tables = {}
+    for name, frame in frames.items():
+        buffer = io.BytesIO()
+        _summary_cache._write_frame(frame, buffer)  # type: ignore[arg-type]  # pyarrow writes to any file
+        tables[name] = buffer.getvalue()
+    body = {"run_id": summary.run_id, "config": summary.config, "facts": summary.facts,
+            "warnings": summary.warnings}
+    return tables, json.dumps(body, sort_keys=True, allow_nan=True)
+
+
+def decode(encoded: Encoded) -> RunSummary:
+    tables, text = encoded
+    frames = {name: _summary_cache._read_frame(pa.BufferReader(data))  # type: ignore[arg-type]
+              for name, data in tables.items()}
+    body: dict[str, Any] = json.loads(text)
+    facts = dict(body["facts"])
+    facts["gpus_used"] = [tuple(pair) for pair in facts["gpus_used"]]
+    series = {name.removeprefix("series/"): frame for name, frame in frames.items() if name.startswith("series/")}
+    return RunSummary(body["run_id"], body["config"], frames["steps"], frames["phases"], frames["events"], series,
+                      facts=facts, warnings=list(body["warnings"]))

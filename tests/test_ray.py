@@ -1,0 +1,152 @@
+"""`manual check --ray`: the runs summarised as Ray tasks give the local path's report, byte for byte."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+from conftest import ROOT, copy_project
+
+from build_tools import _ray, _summary_wire
+from build_tools._exceptions import RayError, RunDataError
+from build_tools.cli import main
+from build_tools.summary import summarise_runs, summarise_serially
+
+# What `--ray auto` sets before the command imports Ray (Ray reads it once, at import): loopback only.
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+
+
+def test_a_summary_crosses_the_wire_unchanged(example_summaries: dict) -> None:
+    for run_id, summary in example_summaries.items():
+        back = _summary_wire.decode(_summary_wire.encode(summary))
+        assert back.run_id == run_id and back.config == summary.config and back.warnings == summary.warnings
+        assert json.dumps(back.facts, sort_keys=True) == json.dumps(summary.facts, sort_keys=True)
+        assert back.facts["gpus_used"] == summary.facts["gpus_used"]  # tuples again, as the summary has them
+        for name in ("steps", "phases", "events"):
+            pd.testing.assert_frame_equal(getattr(back, name), getattr(summary, name), check_exact=True)
+        assert list(back.series) == list(summary.series)
+        for name, frame in summary.series.items():
+            pd.testing.assert_frame_equal(back.series[name], frame, check_exact=True)
+
+
+@pytest.fixture()
+def short_tmp(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A short temporary folder (Ray's socket paths under it must fit in 107 bytes), left empty by Ray."""
+    folder = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    assert list(folder.iterdir()) == []  # the local Ray instance's files were removed
+    folder.rmdir()
+
+
+def _check(root: Path, args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) \
+        -> tuple[int, str, str]:
+    monkeypatch.chdir(root)
+    code = main(["check", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_check_on_a_local_ray_gives_the_local_claims_byte_for_byte(
+        tmp_path: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    local, on_ray = copy_project(tmp_path / "local"), copy_project(tmp_path / "ray")
+    by_address = copy_project(tmp_path / "address")
+    code, local_out, _ = _check(local, [], monkeypatch, capsys)
+    assert code == 0
+    try:  # the private instance `--ray auto` starts: two CPUs, no dashboard, a 100 MB object store, loopback
+        with _ray._connected("auto"):
+            assert ray.cluster_resources()["CPU"] == 2
+            assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
+            code, ray_out, err = _check(on_ray, ["--ray", "auto"], monkeypatch, capsys)  # uses that instance
+            assert code == 0, err
+            # Another process, a driver connecting by the head's address (token authentication, as Ray's own).
+            address = ray.get_runtime_context().gcs_address
+            env = {**os.environ, "RAY_AUTH_MODE": "token"}
+            other = subprocess.run([sys.executable, "-m", "build_tools", "check", "--ray", address], cwd=by_address,
+                                   env=env, capture_output=True, text=True, timeout=300, check=False)
+            assert other.returncode == 0, other.stderr
+            # A broken run: the same problems, named the same way, as the local path gives.
+            metrics = on_ray / "runs" / "baseline-seed1" / "dashboard" / "metrics.jsonl"
+            metrics.write_text(metrics.read_text(encoding="utf-8") + '{"ts": 1, "step_key": "x"\n', encoding="utf-8")
+            with pytest.raises(RunDataError) as on_workers:
+                summarise_runs(Path("runs"), summariser=_ray.ray_summariser("auto"))
+    except RayError as error:
+        if "could not start a local Ray instance" in str(error):
+            pytest.skip(f"Ray cannot start here: {error}")
+        raise
+    assert not ray.is_initialized()
+    assert (on_ray / "build" / "claims.json").read_bytes() == (local / "build" / "claims.json").read_bytes()
+    assert (on_ray / "build" / "claims.junit.xml").read_bytes() == (local / "build" / "claims.junit.xml").read_bytes()
+    assert ray_out == local_out and len(ray_out.splitlines()) == 20 + 18  # a line per run, a line per figure
+    assert (by_address / "build" / "claims.json").read_bytes() == (local / "build" / "claims.json").read_bytes()
+    assert other.stdout == local_out
+    with pytest.raises(RunDataError) as locally:
+        summarise_runs(Path("runs"), summariser=summarise_serially)
+    assert str(on_workers.value) == str(locally.value)
+    assert "  runs/baseline-seed1/dashboard/metrics.jsonl:" in str(locally.value)
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    root = copy_project(tmp_path / "manual")
+    code, out, err = _check(root, ["--ray", "127.0.0.1:1"], monkeypatch, capsys)
+    assert (code, out) == (2, "")
+    assert err == ("ERROR --ray: could not connect to Ray at 127.0.0.1:1 (Connection refused)\n"
+                   "hint: is the cluster's head running (`ray start --head`) and is this its address?\n")
+    code, out, err = _check(root, ["--ray", "head-node"], monkeypatch, capsys)
+    assert (code, out) == (2, "")
+    assert err == "ERROR --ray: 'head-node' is not an address (expected HOST:PORT, ray://HOST:PORT or auto)\n"
+    assert not ray.is_initialized()
+
+
+def test_a_lost_worker_is_one_line_naming_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    def lost(ref: object) -> None:
+        raise ray.exceptions.WorkerCrashedError()
+
+    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"), get=lost,
+                           exceptions=ray.exceptions)
+    with pytest.raises(RayError) as error:
+        _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
+    assert str(error.value).startswith("runs/baseline-seed1: the Ray worker summarising this run was lost "
+                                       "(WorkerCrashedError: ")
+    assert "\n" not in str(error.value)
+
+
+def test_a_worker_without_build_tools_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    missing = ModuleNotFoundError("No module named 'build_tools'")
+
+    def fails(ref: object) -> None:
+        raise ray.exceptions.RayTaskError("_summarise_task", "Traceback ...", missing).as_instanceof_cause()
+
+    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"), get=fails,
+                           exceptions=ray.exceptions)
+    with pytest.raises(RayError) as error:
+        _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
+    assert str(error.value) == ("runs/baseline-seed1: the Ray worker cannot import build_tools "
+                                "(No module named 'build_tools')")
+
+
+def test_a_worker_with_other_code_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"),
+                           get=lambda ref: (None, [], "0" * 64), exceptions=ray.exceptions)
+    with pytest.raises(RayError) as error:
+        _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
+    assert str(error.value) == (f"runs/baseline-seed1: the Ray worker summarising this run has another version "
+                                f"of build_tools (code sha256 000000000000, here {_ray.code_digest()[:12]})")
+
+
+def test_nothing_to_summarise_needs_no_ray() -> None:
+    assert _ray.ray_summariser("127.0.0.1:1")([]) == []
+
