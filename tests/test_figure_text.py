@@ -91,7 +91,8 @@ def manual_figures(example_summaries) -> dict[str, tuple[FigureBlock, Figure]]:
     with rc_context(rc_params()):
         for block in blocks:
             job = draw._Job(block, {r: example_summaries[r] for r in block.runs},
-                            {name: tables[name] for name in block.tables}, Path("unused"))
+                            {name: tables[name] for name in block.tables}, Path("unused"),
+                            ROOT / "figures" / f"{block.module}.py")
             module = importlib.import_module(f"figures.{block.module}")
             figure, _ = draw._call(module, job)
             figure.draw_without_rendering()  # lays the figure out and sets its tick labels, as saving does
