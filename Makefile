@@ -44,6 +44,7 @@ add-run: $(STAMP)
 	@test -n "$$SRC" || { echo "usage: make add-run SRC=path [ID=run-id]" >&2; exit 2; }
 	$(PY) -m build_tools add-run "$$SRC" --id "$$ID"
 
+# SCALE=RUNSxSTEPS (make bench SCALE=1000x1000) reaches the benchmark as an environment variable, never as shell text.
 bench: $(STAMP)
 	$(PY) -m build_tools bench
 

@@ -47,7 +47,7 @@ GOALS = {
 class Measurement:
     what: str
     seconds: float
-    peak_tree_mib: float  # the whole process tree, sampled
+    peak_tree_mib: float  # the whole process tree, sampled (at least its largest process)
     peak_process_mib: float  # the largest single process (ru_maxrss)
     exit_code: int
 
@@ -168,8 +168,9 @@ def measure(what: str, work: Path, command: str) -> Measurement:
     if process.returncode != 0:
         tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
         print(f"  {what} exited with {process.returncode}:", *tail, sep="\n  ")
-    return Measurement(what, round(seconds, 2), round(sampler.peak / MIB, 1),
-                       round(usage.ru_maxrss / 1024, 1), process.returncode)
+    largest = usage.ru_maxrss * 1024  # KiB; the tree held at least its largest process, which sampling can miss
+    return Measurement(what, round(seconds, 2), round(max(sampler.peak, largest) / MIB, 1), round(largest / MIB, 1),
+                       process.returncode)
 
 
 class _TreeSampler(threading.Thread):
