@@ -81,9 +81,13 @@ def scaled_main(scale: str) -> int:
             measured.append(measure("full build (after the checks)", work, "build"))
     goals = _goal_lines(scale, measured)
     _print_table(measured, goals)
+    # Other work on the machine slows every measurement: its load is kept beside the numbers.
+    load = [round(value, 2) for value in os.getloadavg()]
+    print(f"load average at the end (1, 5, 15 min): {load[0]}, {load[1]}, {load[2]} on {os.cpu_count()} CPUs")
     report = {"scale": scale, "runs": runs, "steps": steps, "telemetry": runs == 1, "example_runs": 20,
               "generation_seconds": round(generation, 2), "generation_reused": reused,
-              "cpus": os.cpu_count(), "measurements": [asdict(m) for m in measured], "goals": goals}
+              "cpus": os.cpu_count(), "load_average_at_end": load,
+              "measurements": [asdict(m) for m in measured], "goals": goals}
     out = ROOT / "build" / "bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
