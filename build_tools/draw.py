@@ -306,6 +306,7 @@ def _figure_contents(figure: Any) -> list[Any]:
     """What every artist of a figure holds, in a fixed order, without laying it out or rendering it."""
     import numpy as np
     from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
     from matplotlib.collections import Collection
     from matplotlib.image import AxesImage
     from matplotlib.lines import Line2D
@@ -315,8 +316,15 @@ def _figure_contents(figure: Any) -> list[Any]:
     def array(values: Any) -> bytes:
         return np.ascontiguousarray(np.ma.filled(np.ma.asarray(values, dtype=float), np.nan)).tobytes()
 
+    def walk(artist: Any) -> Any:
+        # An axis' ticks follow from its limits, scale, locator and formatter: asking for them would create them
+        yield artist
+        children = [artist.label] if isinstance(artist, Axis) else artist.get_children()
+        for child in children:
+            yield from walk(child)
+
     parts: list[Any] = [tuple(figure.get_size_inches())]
-    for artist in figure.findobj():
+    for artist in walk(figure):
         parts += [type(artist).__name__, artist.get_visible(), artist.get_gid(), artist.get_zorder()]
         if isinstance(artist, Text):
             parts += [artist.get_text(), artist.get_color(), artist.get_fontsize(), artist.get_fontweight(),
@@ -339,6 +347,9 @@ def _figure_contents(figure: Any) -> list[Any]:
         elif isinstance(artist, Axes):
             parts += [artist.get_xlim(), artist.get_ylim(), artist.get_xscale(), artist.get_yscale(),
                       artist.get_position().bounds, artist.get_aspect()]
+        elif isinstance(artist, Axis):
+            parts += [artist.get_scale(), type(artist.get_major_locator()).__name__,
+                      type(artist.get_major_formatter()).__name__, artist.get_inverted()]
     return parts
 
 
