@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
-from importlib import metadata
 from pathlib import Path
 
 from ._files import plain_files
@@ -25,8 +25,8 @@ LIBRARIES = ("matplotlib", "numpy", "pandas", "mkdocs", "mkdocs-material", "Jinj
 def inputs_key(layout: Layout) -> str:
     digest = hashlib.sha256()
     digest.update(f"python {sys.version}\nSOURCE_DATE_EPOCH={os.environ.get('SOURCE_DATE_EPOCH', '')}\n".encode())
-    for library in LIBRARIES:
-        digest.update(f"{library}=={metadata.version(library)}\n".encode())
+    for line in library_versions():
+        digest.update(f"{line}\n".encode())
     for base in [CODE, *(layout.root / name for name in PROJECT_INPUTS)]:
         # Regular files only, links never followed: a FIFO or a link out of the tree is the build's to refuse.
         for path in plain_files(base) if base.exists() else []:
@@ -35,6 +35,28 @@ def inputs_key(layout: Layout) -> str:
             digest.update(f"\0{path.relative_to(base.parent).as_posix()}\0".encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def library_versions() -> list[str]:
+    """`name==version` of each library, read from the names of the installed distributions' metadata folders
+    (`name-version.dist-info`, the first on sys.path, as importlib.metadata finds it): nothing parsed, nothing
+    imported, so that a no-op `make` stays well under 0.14 s."""
+    wanted = {_normal(name): name for name in LIBRARIES}
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            folders = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for folder in folders:
+            if folder.endswith(".dist-info"):
+                name, _, version = folder[: -len(".dist-info")].rpartition("-")
+                found.setdefault(_normal(name), version)
+    return [f"{wanted[key]}=={found.get(key, 'absent')}" for key in wanted]
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def is_current(layout: Layout) -> bool:

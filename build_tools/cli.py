@@ -6,14 +6,27 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-from rich.console import Console
-from rich.markup import escape
+from typing import Any
 
 from ._exceptions import ManualError
 
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
-_out = Console(highlight=False, soft_wrap=True)
+
+class _Console:
+    """rich's Console, imported when first used: a no-op `make` prints one plain line and never needs it."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options, self._console = options, None
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        self._console.print(*objects, **options)
+
+
+_err = _Console(stderr=True, highlight=False, soft_wrap=True)
+_out = _Console(highlight=False, soft_wrap=True)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -22,7 +35,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
     # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
     if not args.force and _uptodate.is_current(Layout(args.root.resolve())):
-        _err.print("Nothing changed since the last build: site/ is up to date (--force rebuilds).")
+        sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
         return 0
     from .build import build
 
@@ -169,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except ManualError as error:
+        from rich.markup import escape
+
         _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
         if error.hint:
             _err.print(f"[dim]hint:[/dim] {escape(error.hint)}")

@@ -122,3 +122,22 @@ def test_a_changed_metric_no_figure_plots_redraws_no_figure(built_copy: Path) ->
     assert len(readers) == 7
     assert [figure.block_id for figure in result.figures if figure.redrawn] == []
     assert {path.name: path.read_bytes() for path in (built_copy / "site" / "figures").glob("*.svg")} == images
+
+
+def test_the_no_op_key_reads_the_library_versions_importlib_finds() -> None:
+    from importlib import metadata
+
+    assert _uptodate.library_versions() == [f"{name}=={metadata.version(name)}" for name in _uptodate.LIBRARIES]
+
+
+def test_a_no_op_build_imports_neither_rich_nor_the_build(built_copy: Path) -> None:
+    """What a no-op `make` costs is Python's start and hashing the inputs: nothing heavy is imported."""
+    import subprocess
+    import sys
+
+    heavy = "('rich', 'pandas', 'matplotlib', 'importlib.metadata')"
+    code = ("import sys; from build_tools.cli import main; code = main(['build']); "
+            f"print(code, sorted(m for m in {heavy} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=built_copy, capture_output=True, text=True, check=True)
+    assert done.stdout == "0 []\n"
+    assert done.stderr == "Nothing changed since the last build: site/ is up to date (--force rebuilds).\n"
