@@ -67,6 +67,7 @@ compare: $(STAMP)
 add-run: $(STAMP)
 	@$(MANUAL) add-run
 
+# SCALE=RUNSxSTEPS (make bench SCALE=1000x1000) reaches the benchmark as an environment variable, never as shell text.
 bench: $(STAMP)
 	@$(MANUAL) bench
 

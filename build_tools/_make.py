@@ -14,10 +14,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
-
 from ._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ManualError
+from .cli import _err, escape
 
 EXIT_DIFFERS = 4  # edition.EXIT_DIFFERS, without importing the edition code for every target
 
@@ -30,7 +28,6 @@ OUTCOMES = {
     143: "terminated",
 }
 
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class MakeVariableError(ManualError):

@@ -14,9 +14,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-
-from rich.console import Console
-from rich.markup import escape
+from typing import Any
 
 from ._exceptions import EXIT_BAD_INPUT, ManualError
 
@@ -26,8 +24,30 @@ EXIT_TERMINATED = 143
 EPILOG = """exit codes: 0 done, 2 bad input (the message names the file), 3 a claim no longer holds,
 4 verify found a difference, 1 a bug (the traceback is saved under build/), 130 interrupted, 143 terminated"""
 
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
-_out = Console(highlight=False, soft_wrap=True)
+
+class _Console:
+    """rich's Console, imported when first used: a no-op `make` prints one plain line and never needs it."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options, self._console = options, None
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        self._console.print(*objects, **options)
+
+
+def escape(text: str) -> str:
+    """rich's markup escape, imported when a message is printed."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+_err = _Console(stderr=True, highlight=False, soft_wrap=True)
+_out = _Console(highlight=False, soft_wrap=True)
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -40,7 +60,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
         # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
         if not args.force and _uptodate.is_current(layout):
-            _err.print("Nothing changed since the last build: site/ is up to date (--force rebuilds).")
+            sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
             return 0
         from .build import build
 

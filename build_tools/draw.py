@@ -1,8 +1,13 @@
 """Stage 5: draw every figure from the summaries of the runs it names, into SVG, PNG and CSV.
 
-Each figure is redrawn only when something it depends on changed (the runs it reads, its module, the
-palette and style, this code, the library versions); otherwise its files come from the cache. Figures
-are drawn in parallel, and every problem of every figure is collected before the stage fails once.
+A figure's files come from the cache when nothing it depends on changed (the runs it reads, its module,
+the palette and style, this code, the library versions). When something did, its module's draw() is
+called (cheap) and the result is keyed on what it returned and drew: the numbers of its CSV, its texts,
+the data of its lines, collections and patches, its axes' limits, with the code, palette and style. Only
+when that drawing key differs from the cached one is the figure rendered (the expensive part), so a
+changed metric that no figure plots redraws nothing. The PNG is rendered first, with the layout; the SVG
+is then drawn from the same layout, not laid out again. Figures are drawn in parallel, and every problem
+of every figure is collected before the stage fails once.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ class _Job:
     tables: dict[str, Any]
     stem: Path  # cache_dir / block.id; the outputs are stem + suffix
     module_file: Path  # figures/<module>.py, loaded from this file and no other
+    shared: str = ""  # _shared_digest(): the code, palette, style and libraries every drawing depends on
+    cached_drawing: str | None = None  # the drawing key of the cache's intact files of this figure, if any
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,8 @@ class _Outcome:
     block_id: str
     alt: str  # the module's default alt text
     error: str | None  # what went wrong, after "fig N (id): "
+    drawing: str = ""  # the drawing key: what draw() returned and drew, with the code it depends on
+    rendered: bool = True  # False when the cache's files already are this drawing (nothing was saved)
 
 
 def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
@@ -75,7 +84,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
     cache_dir.mkdir(parents=True, exist_ok=True)
     problems: list[Problem] = []
     shared = _shared_digest()
-    to_draw: list[tuple[_Job, str]] = []
+    to_draw: list[tuple[_Job, str, dict[str, Any] | None]] = []
     ready: dict[str, bool] = {}  # block id -> redrawn
     for block in blocks:
         missing = _missing_inputs(block, summaries, tables)
@@ -84,16 +93,23 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             continue
         key = cache_key(block, summaries, tables, shared)
         stem = cache_dir / block.id
-        if _cache_holds(stem, key, warnings if warnings is not None else []):
+        entry = _cache_holds(stem, key, warnings if warnings is not None else [])
+        if entry is not None and entry["key"] == key:
             ready[block.id] = False
             continue
         job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
-                   stem, _module_file(block.module) or Path())
-        to_draw.append((job, key))
+                   stem, _module_file(block.module) or Path(), shared,
+                   entry.get("drawing") if entry is not None else None)
+        to_draw.append((job, key, entry))
 
-    for (job, key), outcome in zip(to_draw, _draw_all([job for job, _ in to_draw], jobs), strict=True):
+    for (job, key, entry), outcome in zip(to_draw, _draw_all([job for job, _, _ in to_draw], jobs), strict=True):
         if outcome.error is not None:
             problems.append(_problem(job.block, outcome.error))
+            continue
+        if not outcome.rendered and entry is not None:
+            # draw() returned and drew exactly what the cached files show: they stay, under the new inputs' key
+            _write_text(job.stem.with_suffix(".key"), json.dumps({**entry, "key": key}, sort_keys=True))
+            ready[job.block.id] = False
             continue
         # The palette and legibility checks run on every new drawing; only a figure that passed gets a cache
         # key, so a figure taken from the cache was checked against this same palette (the key includes it).
@@ -103,7 +119,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             problems += off_palette
             continue
         # last: a key means complete, checked outputs, with the hash of each
-        _write_text(job.stem.with_suffix(".key"), _cache_entry(job.stem, key))
+        _write_text(job.stem.with_suffix(".key"), _cache_entry(job.stem, key, outcome.drawing))
         ready[job.block.id] = True
 
     drawn = [_publish(block, cache_dir / block.id, out_dir, ready[block.id]) for block in blocks if block.id in ready]
@@ -183,35 +199,39 @@ def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: M
     return digest.hexdigest()
 
 
-def _cache_holds(stem: Path, key: str, warnings: list[str]) -> bool:
-    """Whether the cache holds this figure drawn from these inputs, every file as it was written.
+def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | None:
+    """The cache's entry of this figure when every file is as it was written, else None.
 
-    The key file records the sha256 of each output, so a cached SVG replaced or damaged since is noticed
-    (and redrawn, with a warning) rather than copied into the site.
+    The entry's `key` says which inputs it was drawn from (the cache holds this figure when it is `key`),
+    its `drawing` what draw() returned and drew. The key file records the sha256 of each output, so a cached
+    SVG replaced or damaged since is noticed (and redrawn, with a warning when the inputs are the same)
+    rather than copied into the site.
     """
     key_file = stem.with_suffix(".key")
+    entry: Any = None
     try:
         text = key_file.read_text(encoding="utf-8")
         if re.fullmatch(r"[0-9a-f]{64}", text):
-            return False  # a key written before entries carried hashes: stale, redrawn without a word
+            return None  # a key written before entries carried hashes: stale, redrawn without a word
         entry = json.loads(text)
-        if entry["key"] != key:
-            return False
         if all(_sha256(stem.with_suffix(suffix)) == digest for suffix, digest in entry["sha256"].items()) \
-                and set(entry["sha256"]) == {*OUTPUTS, ".alt"}:
-            return True
+                and set(entry["sha256"]) == {*OUTPUTS, ".alt"} and isinstance(entry["key"], str):
+            return entry
     except FileNotFoundError:
         if not key_file.exists():
-            return False
+            return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
+    if isinstance(entry, dict) and entry.get("key") != key:
+        return None  # inputs changed anyway: redrawn without a word, as a figure whose runs changed
     warnings.append(f"build/cache: the cached files of {stem.name} do not match their hashes; redrawn")
-    return False
+    return None
 
 
-def _cache_entry(stem: Path, key: str) -> str:
-    return json.dumps({"key": key, "sha256": {suffix: _sha256(stem.with_suffix(suffix))
-                                              for suffix in (*OUTPUTS, ".alt")}}, sort_keys=True)
+def _cache_entry(stem: Path, key: str, drawing: str) -> str:
+    return json.dumps({"key": key, "drawing": drawing,
+                       "sha256": {suffix: _sha256(stem.with_suffix(suffix)) for suffix in (*OUTPUTS, ".alt")}},
+                      sort_keys=True)
 
 
 def _sha256(path: Path) -> str:
@@ -267,11 +287,16 @@ def draw_one(job: _Job) -> _Outcome:
     module_name = f"{PACKAGE}.{job.block.module}"
     try:
         module = _load(job.block.module, job.module_file)
+        alt = str(getattr(module, "ALT", "")).strip()
         with rc_context(rc_params()):
             figure, data = _call(module, job)
             provenance = _provenance(job)
             _mark_synthesized(figure, provenance)
-            _save(figure, data, job.stem, provenance)
+            csv = _csv_text(data, provenance)
+            drawing = drawing_key(job, csv, figure, alt)
+            rendered = drawing != job.cached_drawing
+            if rendered:
+                _save(figure, csv, job.stem)
     except MissingData as error:
         return _Outcome(job.block.id, "", str(error))
     except OSError as error:
@@ -280,9 +305,78 @@ def draw_one(job: _Job) -> _Outcome:
         return _Outcome(job.block.id, "", _describe(error, job))
     except Exception as error:  # any failure of figure code is the figure's problem: reported, not raised
         return _Outcome(job.block.id, "", _describe(error, job))
-    alt = str(getattr(module, "ALT", "")).strip()
-    _write_text(job.stem.with_suffix(".alt"), alt)
-    return _Outcome(job.block.id, alt, None if alt or job.block.alt else f"{module_name} has no ALT text")
+    if rendered:
+        _write_text(job.stem.with_suffix(".alt"), alt)
+    return _Outcome(job.block.id, alt, None if alt or job.block.alt else f"{module_name} has no ALT text", drawing,
+                    rendered)
+
+
+def drawing_key(job: _Job, csv: str, figure: Any, alt: str) -> str:
+    """Hash of what one drawing shows, known before it is rendered: the numbers of its CSV and what the
+    figure holds (texts, line data, collections, patches, axes limits), with the code, palette and style."""
+    digest = hashlib.sha256((job.shared or _shared_digest()).encode())
+    module_file = _module_file(job.block.module)
+    digest.update(module_file.read_bytes() if module_file else b"no module")
+    block = job.block
+    settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options,
+                "alt": block.alt, "module_alt": alt}
+    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    digest.update(csv.encode())
+    for part in _figure_contents(figure):
+        digest.update(part if isinstance(part, bytes) else repr(part).encode())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _figure_contents(figure: Any) -> list[Any]:
+    """What every artist of a figure holds, in a fixed order, without laying it out or rendering it."""
+    import numpy as np
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.collections import Collection
+    from matplotlib.image import AxesImage
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.text import Text
+
+    def array(values: Any) -> bytes:
+        return np.ascontiguousarray(np.ma.filled(np.ma.asarray(values, dtype=float), np.nan)).tobytes()
+
+    def walk(artist: Any) -> Any:
+        # An axis' ticks follow from its limits, scale, locator and formatter: asking for them would create them
+        yield artist
+        children = [artist.label] if isinstance(artist, Axis) else artist.get_children()
+        for child in children:
+            yield from walk(child)
+
+    parts: list[Any] = [tuple(figure.get_size_inches())]
+    for artist in walk(figure):
+        parts += [type(artist).__name__, artist.get_visible(), artist.get_gid(), artist.get_zorder()]
+        if isinstance(artist, Text):
+            parts += [artist.get_text(), artist.get_color(), artist.get_fontsize(), artist.get_fontweight(),
+                      artist.get_rotation(), artist.get_ha(), artist.get_va(), artist.get_position()]
+        elif isinstance(artist, Line2D):
+            parts += [array(artist.get_xydata()), artist.get_color(), artist.get_linestyle(),
+                      artist.get_linewidth(), artist.get_marker(), artist.get_markersize(), artist.get_alpha(),
+                      str(artist.get_markerfacecolor()), str(artist.get_drawstyle())]
+        elif isinstance(artist, Collection):
+            parts += [array(artist.get_offsets()), array(artist.get_facecolor()), array(artist.get_edgecolor()),
+                      array(artist.get_linewidth()), array(artist.get_sizes() if hasattr(artist, "get_sizes")
+                                                           else [])]
+            parts += [array(path.vertices) for path in artist.get_paths()]
+        elif isinstance(artist, Patch):
+            parts += [array(artist.get_path().vertices), array(artist.get_patch_transform().get_matrix()),
+                      artist.get_facecolor(), artist.get_edgecolor(), artist.get_linewidth(), artist.get_hatch(),
+                      artist.get_alpha()]
+        elif isinstance(artist, AxesImage):
+            parts += [array(artist.get_array()), artist.get_extent()]
+        elif isinstance(artist, Axes):
+            parts += [artist.get_xlim(), artist.get_ylim(), artist.get_xscale(), artist.get_yscale(),
+                      artist.get_position().bounds, artist.get_aspect()]
+        elif isinstance(artist, Axis):
+            parts += [artist.get_scale(), type(artist.get_major_locator()).__name__,
+                      type(artist.get_major_formatter()).__name__, artist.get_inverted()]
+    return parts
 
 
 def _call(module: Any, job: _Job) -> tuple[Any, Any]:
@@ -324,16 +418,25 @@ def _csv_header(provenance: dict[str, str]) -> str:
     return f"# runs: {runs}{note}\n"
 
 
-def _save(figure: Any, data: Any, stem: Path, provenance: dict[str, str]) -> None:
-    """SVG, PNG and CSV, each written to a temporary name first so the cache never holds half a file."""
-    def write_csv(path: Path) -> None:
-        body = data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
-        path.write_text(_csv_header(provenance) + body, encoding="utf-8")
+def _csv_text(data: Any, provenance: dict[str, str]) -> str:
+    """The figure's CSV: the provenance line, then the numbers it plots."""
+    return _csv_header(provenance) + data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
+
+
+def _save(figure: Any, csv: str, stem: Path) -> None:
+    """PNG, SVG and CSV, each written to a temporary name first so the cache never holds half a file.
+
+    One layout for both images: the PNG's rendering lays the figure out (its layout engine), which is then
+    switched off so the SVG is drawn at the same positions rather than laid out a second time.
+    """
+    def write_svg(path: Path) -> None:
+        figure.set_layout_engine("none")
+        figure.savefig(path, format="svg", metadata=SVG_METADATA)
 
     writers = {
-        ".svg": lambda path: figure.savefig(path, format="svg", metadata=SVG_METADATA),
         ".png": lambda path: figure.savefig(path, format="png", dpi=PNG_DPI, metadata=PNG_METADATA),
-        ".csv": write_csv,
+        ".svg": write_svg,
+        ".csv": lambda path: path.write_text(csv, encoding="utf-8"),
     }
     for suffix, write in writers.items():
         tmp = temporary_file(stem, suffix)  # a name of this process only: two builds never share one

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from conftest import copy_project
 from build_tools import _uptodate
 from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools._layout import Layout
+from build_tools.build import build
 from build_tools.cli import main
 
 
@@ -80,3 +82,62 @@ def test_a_failed_build_is_not_current(built_copy: Path, capsys: pytest.CaptureF
     assert main(["build"]) == EXIT_BAD_INPUT
     run_yaml.write_text(run_yaml.read_text().replace("commit: 1a2b3c4", "commit: 08752a1"))
     assert not _uptodate.is_current(Layout(built_copy))  # back to the old inputs, but the key was dropped
+
+
+def test_make_check_then_make_does_not_build_again(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    site_before = (built_copy / "site" / "index.html").stat().st_mtime_ns
+    assert main(["check"]) == 0
+    assert _uptodate.is_current(Layout(built_copy))
+    capsys.readouterr()
+    assert main(["build"]) == 0
+    assert capsys.readouterr().err.strip() == (
+        "Nothing changed since the last build: site/ is up to date (--force rebuilds).")
+    assert (built_copy / "site" / "index.html").stat().st_mtime_ns == site_before
+
+
+def test_a_check_of_changed_inputs_leaves_the_site_to_be_built(built_copy: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    chapter = built_copy / "docs" / "05-heat.md"
+    chapter.write_text(chapter.read_text() + "\nOne more sentence.\n")
+    assert main(["check"]) == 0
+    assert not _uptodate.is_current(Layout(built_copy))
+    assert main(["build"]) == 0
+    assert "One more sentence." in (built_copy / "site" / "05-heat.html").read_text()
+
+
+def test_a_changed_metric_no_figure_plots_redraws_no_figure(built_copy: Path) -> None:
+    """baseline-seed2 is read by 7 figures, none of which plots train/loss: each is drawn again (cheaply)
+    and found to show the same data, so none is rendered and every image stays byte for byte."""
+    metrics = built_copy / "runs" / "baseline-seed2" / "dashboard" / "metrics.jsonl"
+    lines = []
+    for line in metrics.read_text().splitlines():
+        record = json.loads(line)
+        if "train/loss" in record["metrics"]:
+            record["metrics"]["train/loss"] = round(record["metrics"]["train/loss"] + 0.001, 6)
+        lines.append(json.dumps(record, separators=(",", ":")) + "\n")
+    metrics.write_text("".join(lines))
+    images = {path.name: path.read_bytes() for path in (built_copy / "site" / "figures").glob("*.svg")}
+    result = build(built_copy, quiet=True)
+    readers = [figure.id for figure in result.blocks if "baseline-seed2" in figure.runs]
+    assert len(readers) == 7
+    assert [figure.block_id for figure in result.figures if figure.redrawn] == []
+    assert {path.name: path.read_bytes() for path in (built_copy / "site" / "figures").glob("*.svg")} == images
+
+
+def test_the_no_op_key_reads_the_library_versions_importlib_finds() -> None:
+    from importlib import metadata
+
+    assert _uptodate.library_versions() == [f"{name}=={metadata.version(name)}" for name in _uptodate.LIBRARIES]
+
+
+def test_a_no_op_build_imports_neither_rich_nor_the_build(built_copy: Path) -> None:
+    """What a no-op `make` costs is Python's start and hashing the inputs: nothing heavy is imported."""
+    import subprocess
+    import sys
+
+    heavy = "('rich', 'pandas', 'matplotlib', 'importlib.metadata')"
+    code = ("import sys; from build_tools.cli import main; code = main(['build']); "
+            f"print(code, sorted(m for m in {heavy} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=built_copy, capture_output=True, text=True, check=True)
+    assert done.stdout == "0 []\n"
+    assert done.stderr == "Nothing changed since the last build: site/ is up to date (--force rebuilds).\n"

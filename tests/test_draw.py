@@ -4,6 +4,7 @@ what they read, checked against the palette, and every problem names the figure,
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 from pathlib import Path
@@ -183,8 +184,31 @@ def test_changing_one_run_redraws_only_the_figures_that_read_it(sample_figures, 
 
     assert redrawn() == {"fig-a": True, "fig-b": True, "fig-ab": True}
     assert redrawn() == {"fig-a": False, "fig-b": False, "fig-ab": False}
-    runs["run-b"] = dataclasses.replace(runs["run-b"], source_hash="v2")
+    runs["run-b"] = fake_summary("run-b", [0.2, 0.4], source_hash="v2")
     assert redrawn() == {"fig-a": False, "fig-b": True, "fig-ab": True}
+
+
+def test_a_changed_run_whose_plotted_data_is_the_same_redraws_nothing(sample_figures, tmp_path):
+    """The figure cache is keyed on what draw() returned and drew, not on the whole run: a metric no
+    figure plots changes, the run's hash changes, and no figure is rendered again."""
+    runs = {"run-a": fake_summary("run-a", [0.5, 0.6]), "run-b": fake_summary("run-b", [0.2, 0.3])}
+    blocks = [block("1.1", "tiny_reward", ("run-a",), block_id="fig-a"),
+              block("1.2", "tiny_reward", ("run-a", "run-b"), block_id="fig-ab")]
+
+    def drawn() -> list[draw.DrawnFigure]:
+        return draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+
+    first = {d.block_id: d.svg.read_bytes() for d in drawn()}
+    steps = runs["run-b"].steps.assign(**{"train/loss": [0.01, 0.02]})  # a metric tiny_reward does not plot
+    runs["run-b"] = dataclasses.replace(runs["run-b"], steps=steps, source_hash="v2")
+    again = drawn()
+    assert [d.redrawn for d in again] == [False, False]
+    assert {d.block_id: d.svg.read_bytes() for d in again} == first
+    # the entry now answers for the new inputs: the next build takes it without calling draw() at all
+    key = draw.cache_key(blocks[1], runs, {})
+    assert json.loads((tmp_path / "cache" / "fig-ab.key").read_text())["key"] == key
+    runs["run-b"] = fake_summary("run-b", [0.2, 0.35], source_hash="v3")  # a plotted number changes
+    assert [d.redrawn for d in drawn()] == [False, True]
 
 
 def test_a_changed_option_or_a_lost_output_redraws(sample_figures, tmp_path):

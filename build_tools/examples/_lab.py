@@ -43,6 +43,17 @@ def gpu_util(
     rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, node: str
 ) -> list[tuple[float, dict]]:
     """NVML samples; a GB10 reports no memory, so mem_mb is null."""
+    util, power = gpu_util_values(rng, ts, code)
+    rows = []
+    for t, u, p in zip(ts.tolist(), util.tolist(), power.tolist(), strict=True):
+        rows.append(
+            (t / 1000, {"ts": t / 1000, "node": node, "gpu": 0, "util": u, "mem_mb": None, "power_w": p})
+        )
+    return rows
+
+
+def gpu_util_values(rng: np.random.Generator, ts: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Utilisation (%) and power (W) at each sample."""
     util = np.zeros(len(ts), np.int64)
     for c, (lo, hi) in UTIL.items():
         m = code == c
@@ -51,12 +62,7 @@ def gpu_util(
     util[idle] = np.where(rng.random(idle.sum()) < 0.03, rng.integers(1, 3, idle.sum()), 0)
     # NVML never reports a negative draw: the noise is clipped at 0 W.
     power = np.maximum(np.rint(9 + 0.82 * util + rng.normal(0, 2.5, len(ts))), 0).astype(np.int64)
-    rows = []
-    for t, u, p in zip(ts.tolist(), util.tolist(), power.tolist(), strict=True):
-        rows.append(
-            (t / 1000, {"ts": t / 1000, "node": node, "gpu": 0, "util": u, "mem_mb": None, "power_w": p})
-        )
-    return rows
+    return util, power
 
 
 def temperature(

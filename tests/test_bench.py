@@ -1,0 +1,110 @@
+"""build_tools/bench_scale.py and build_tools/examples/_scaled.py: the scaled run sets of `make bench SCALE=...`
+are the example generator's runs, written fast but byte for byte as its own writer writes them, and they load."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import copy_project
+
+from build_tools import bench_scale
+from build_tools.cli import main
+from build_tools.examples._build import prepare
+from build_tools.examples._output import write_run
+from build_tools.examples._scaled import parse_scale, scaled_spec, write_run_fast, write_scaled
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+@pytest.mark.parametrize(("index", "runs", "steps"), [(0, 3, 20), (1, 3, 20), (3, 5, 17), (4, 5, 40), (0, 1, 60)])
+def test_a_scaled_run_is_written_byte_for_byte_as_the_generator_writes_it(index, runs, steps, tmp_path):
+    spec = scaled_spec(index, runs, steps)
+    write_run(prepare(spec), tmp_path / "generator")
+    write_run_fast(spec, tmp_path / "fast")
+    assert tree(tmp_path / "fast") == tree(tmp_path / "generator")
+
+
+def test_one_scaled_run_carries_telemetry_in_every_stream_and_many_carry_none(tmp_path):
+    write_scaled(tmp_path / "one", 1, 20, workers=1)
+    files = set(tree(tmp_path / "one" / "scale-0000"))
+    assert {"lab/gpu_temp.jsonl.gz", "lab/held_memory.jsonl.gz", "lab/host_memory.jsonl.gz"} <= files
+    assert any(name.startswith("dashboard/gpu_util/") for name in files)
+    write_scaled(tmp_path / "many", 3, 20, workers=2)
+    assert sorted(path.name for path in (tmp_path / "many").iterdir()) == ["scale-0000", "scale-0001", "scale-0002"]
+    assert not any(name.startswith(("lab/", "dashboard/gpu_util")) for name in tree(tmp_path / "many"))
+
+
+def test_the_scaled_set_is_the_same_bytes_every_time(tmp_path):
+    write_scaled(tmp_path / "a", 3, 20, workers=1)
+    write_scaled(tmp_path / "b", 3, 20, workers=2)
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
+
+
+def test_a_scaled_set_beside_the_example_runs_passes_the_check(tmp_path, monkeypatch, capsys):
+    project = copy_project(tmp_path / "manual")
+    generated = tmp_path / "generated"
+    write_scaled(generated, 3, 20, workers=1)
+    ids = bench_scale.link_runs(generated, project / "runs")
+    assert ids == ["scale-0000", "scale-0001", "scale-0002"]
+    monkeypatch.chdir(project)
+    assert main(["check"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert {"scale-0000", "scale-0001", "scale-0002", "baseline-seed1"} <= set(listed)
+
+
+def test_touching_a_linked_run_never_changes_the_generated_set(tmp_path):
+    generated = tmp_path / "generated"
+    write_scaled(generated, 1, 20, workers=1)
+    before = tree(generated)
+    (tmp_path / "runs").mkdir()
+    bench_scale.link_runs(generated, tmp_path / "runs")
+    assert bench_scale.touch_run(tmp_path / "runs" / "scale-0000") == "scale-0000"
+    assert tree(generated) == before
+    assert "(touched)" in (tmp_path / "runs" / "scale-0000" / "run.yaml").read_text()
+
+
+def test_the_generated_set_is_reused_until_the_generator_changes(tmp_path):
+    folder = tmp_path / "bench-runs" / "2x20"
+    runs, reused = bench_scale.scaled_set(folder, 2, 20)
+    assert not reused and sorted(path.name for path in runs.iterdir()) == ["scale-0000", "scale-0001"]
+    assert bench_scale.scaled_set(folder, 2, 20) == (runs, True)
+    (folder / "complete.key").write_text("another generator")
+    shutil.rmtree(runs / "scale-0001")
+    assert bench_scale.scaled_set(folder, 2, 20) == (runs, False)
+    assert (runs / "scale-0001" / "run.yaml").is_file()
+
+
+@pytest.mark.parametrize("scale", ["1000", "x10", "0x100", "10x5", "10 x 100", "1000x1000; rm -rf /"])
+def test_a_malformed_scale_is_refused_saying_what_is_expected(scale, capsys, monkeypatch):
+    with pytest.raises(ValueError, match="expected RUNSxSTEPS"):
+        parse_scale(scale)
+    monkeypatch.setenv("SCALE", scale)
+    assert main(["bench"]) == 2
+    assert capsys.readouterr().err == (f"ERROR SCALE={scale!r}: expected RUNSxSTEPS, e.g. 1000x1000 or 1x10000, "
+                                       "with at least 16 steps\n")
+
+
+def test_scales_parse_into_runs_and_steps():
+    assert parse_scale("1000x1000") == (1000, 1000)
+    assert parse_scale("1x10000") == (1, 10000)
+
+
+def test_the_memory_of_a_process_tree_counts_its_children(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    alone = bench_scale._tree_rss(os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time; b = b'x' * 100_000_000; print('ready', "
+                              "flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        assert bench_scale._tree_rss(os.getpid()) - alone >= 95_000_000
+        assert bench_scale._tree_rss(child.pid) >= 100_000_000
+    finally:
+        child.kill()
+        child.wait()
