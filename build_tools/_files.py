@@ -7,6 +7,7 @@ error naming the path, never a file that was opened.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
 import stat
@@ -132,6 +133,17 @@ def decode_utf8(data: bytes, where: str) -> str:
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise InputProblem(Problem(where, line, None, "not UTF-8 text")) from None
+
+
+def check_utf8(data: bytes, where: str, chunk: int = 1 << 20) -> None:
+    """decode_utf8's check without keeping the text: a file of a hundred MB is decoded a megabyte at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    for offset in range(0, len(data), chunk):
+        try:
+            decoder.decode(data[offset:offset + chunk], final=offset + chunk >= len(data))
+        except UnicodeDecodeError as error:
+            line = data[: offset + error.start].count(b"\n") + 1
+            raise InputProblem(Problem(where, line, None, "not UTF-8 text")) from None
 
 
 def read_text(path: Path, limit: int = DOCUMENT_LIMIT) -> str:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ManualError
+from ._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_GOAL_MISSED, ManualError
 from .cli import _err, escape
 
 EXIT_DIFFERS = 4  # edition.EXIT_DIFFERS, without importing the edition code for every target
@@ -24,6 +24,7 @@ OUTCOMES = {
     EXIT_BAD_INPUT: "bad input",
     EXIT_CLAIM_FAILED: "a claim failed",
     EXIT_DIFFERS: "verify found a difference",
+    EXIT_GOAL_MISSED: "a benchmark goal was missed",
     130: "interrupted",
     143: "terminated",
 }

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ._exceptions import EXIT_GOAL_MISSED
 from ._layout import copy_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +69,7 @@ def examples_main() -> int:
           f"{_verdict(cold_ratio, COLD_GOAL)}")
     noop_goal_ratio = noop / NOOP_SECONDS
     print(f"{f'no-op / {NOOP_SECONDS} s':<52} {noop_goal_ratio:7.2f}   goal <= 1.0  {_verdict(noop_goal_ratio, 1.0)}")
-    return 0 if noop_ratio <= NOOP_GOAL and cold_ratio <= COLD_GOAL and noop_goal_ratio <= 1.0 else 1
+    return 0 if noop_ratio <= NOOP_GOAL and cold_ratio <= COLD_GOAL and noop_goal_ratio <= 1.0 else EXIT_GOAL_MISSED
 
 
 def _verdict(ratio: float, goal: float) -> str:

@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ._exceptions import EXIT_GOAL_MISSED
 from ._layout import copy_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +95,7 @@ def scaled_main(scale: str) -> int:
     print(f"wrote {os.path.relpath(out)}")
     if any(m.exit_code != 0 for m in measured):
         return 1
-    return 0 if all(goal["met"] for goal in goals) else 1
+    return 0 if all(goal["met"] for goal in goals) else EXIT_GOAL_MISSED
 
 
 # --- the scaled set --------------------------------------------------------------------------------

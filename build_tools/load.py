@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import pyarrow as pa
 
 from . import _columnar, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
-from ._files import STREAM_LIMIT, check_tree, decode_utf8, read_bytes, read_text
+from ._files import STREAM_LIMIT, check_tree, check_utf8, decode_utf8, read_bytes, read_text
 from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
@@ -60,8 +60,8 @@ class RunData:
     config: dict[str, Any]
     meta: dict[str, Any]
     streams: dict[str, list[Record]] = field(default_factory=dict)
-    # Large flat telemetry files, read as columns: one frame per file (_columnar.py).
-    tables: dict[str, list[pd.DataFrame]] = field(default_factory=dict)
+    # Large flat telemetry files, read as columns: one Arrow table per file (_columnar.py).
+    tables: dict[str, list[pa.Table]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -152,21 +152,23 @@ def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: 
                 run.streams[name] += _read_stream(path, name, problems, run.warnings)
 
 
-def _read_columns(path: Path, stream: str, problems: list[Problem], warnings: list[str]) -> pd.DataFrame | None:
+def _read_columns(path: Path, stream: str, problems: list[Problem], warnings: list[str]) -> pa.Table | None:
     """A large flat telemetry file read as columns (_columnar.py); None when it must be read line by line."""
     if stream not in _columnar.FLAT_STREAMS or path.stat().st_size < _columnar.FAST_FROM_BYTES // 8:
         return None
     where = display_path(path)
     try:
-        text = decode_utf8(read_bytes(path, STREAM_LIMIT), where)
+        data = read_bytes(path, STREAM_LIMIT)
+        check_utf8(data, where)  # checked, not kept: the reader parses the bytes themselves
     except InputProblem:
         return None  # the line-by-line path reports it
-    complete, _, tail = text.rpartition("\n")
-    frame = _columnar.read_frame(stream, complete + "\n" if complete else "")
-    if frame is not None and tail.strip():
-        warnings.append(f"{where}:{complete.count(chr(10)) + 2}: last line has no newline (a writer mid-append); "
-                        "skipped")
-    return frame
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a byte-order mark is fine
+    end = data.rfind(b"\n") + 1
+    table = _columnar.read_frame(stream, memoryview(data)[start:end], data.count(b"\n", start, end))
+    if table is not None and data[end:].strip():
+        line = data.count(b"\n") + 1
+        warnings.append(f"{where}:{line}: last line has no newline (a writer mid-append); skipped")
+    return table
 
 
 # --- run.yaml and meta.json -------------------------------------------------------------------

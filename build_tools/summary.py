@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from . import _summary_cache, load
 from ._exceptions import Problem, RunDataError, display_path
@@ -299,12 +300,14 @@ def _add_heat_columns(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame
 # --- series and facts -------------------------------------------------------------------------
 
 
-def _series(records: list[Record], tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """A sampled stream: its records read line by line and its files read as columns, in time order."""
+def _series(records: list[Record], tables: list[pa.Table]) -> pd.DataFrame:
+    """A sampled stream: its records read line by line and its files read as columns, in time order. The
+    files' Arrow tables become one frame in one step (no copy per file)."""
     if not tables:
         return _frame(records)
-    parts = [*tables, *([pd.DataFrame([rec.data for rec in records])] if records else [])]
-    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    if records:
+        frame = pd.concat([frame, pd.DataFrame([rec.data for rec in records])], ignore_index=True)
     return frame.sort_values("ts", kind="stable").reset_index(drop=True)
 
 

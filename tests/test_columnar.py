@@ -25,7 +25,7 @@ def test_fast_and_line_by_line_paths_give_the_same_summaries(monkeypatch: pytest
     shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
     read: list[str] = []
     real = _columnar.read_frame
-    monkeypatch.setattr(_columnar, "read_frame", lambda stream, text: read.append(stream) or real(stream, text))
+    monkeypatch.setattr(_columnar, "read_frame", lambda stream, *data: read.append(stream) or real(stream, *data))
     fast = summaries(tmp_path / "runs")[RUN]
     assert {"gpu_util", "host_memory", "gpu_temp", "held_memory"} <= set(read)  # the fast path was taken
     monkeypatch.setattr(_columnar, "FLAT_STREAMS", ())
