@@ -14,7 +14,7 @@ import json
 import math
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +87,7 @@ class RunSummary:
 
 # Reads and summarises runs not in the cache: serially, in a local process pool, or as Ray tasks (_ray.py).
 # Each result pairs with its path: (the summary, or None and the problems that rejected the run).
-Summariser = Callable[[Sequence[Path]], list[tuple[RunSummary | None, list[Problem]]]]
+Summariser = Callable[[Sequence[Path]], Iterable[tuple[RunSummary | None, list[Problem]]]]
 # Below this many runs to read, starting worker processes costs more than it saves.
 POOL_FROM = 24
 
@@ -96,16 +96,18 @@ def summarise_serially(paths: Sequence[Path]) -> list[tuple[RunSummary | None, l
     return [load_and_summarise(path) for path in paths]
 
 
-def summarise_in_pool(paths: Sequence[Path], workers: int | None = None) -> list[tuple[RunSummary | None,
-                                                                                     list[Problem]]]:
-    """Each run read and summarised in a worker process (a fresh interpreter, like draw.py's)."""
+def summarise_in_pool(paths: Sequence[Path], workers: int | None = None) -> Iterator[tuple[RunSummary | None,
+                                                                                         list[Problem]]]:
+    """Each run read and summarised in a worker process (a fresh interpreter, like draw.py's), the results
+    handed on one at a time, so that a thousand runs are never all in memory at once."""
     count = min(workers or os.cpu_count() or 1, len(paths))
     if count <= 1 or len(paths) < POOL_FROM:
-        return summarise_serially(paths)
+        yield from (load_and_summarise(path) for path in paths)
+        return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     with ProcessPoolExecutor(count, mp_context=context) as pool:
-        return list(pool.map(load_and_summarise, paths, chunksize=max(1, len(paths) // (count * 8))))
+        yield from pool.map(load_and_summarise, paths, chunksize=max(1, len(paths) // (count * 8)))
 
 
 def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: list[str] | None = None,
@@ -134,8 +136,10 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
         problems += found
         if summary is not None:
             summary.source_hash = digest
-            summaries[path.name] = summary
             _write_cache(cache_dir, path, digest, summary)
+            # Kept as the cache holds it, its tables decoded again only if a figure, check or table reads them:
+            # the runs nobody reads cost memory only while they are summarised.
+            summaries[path.name] = _read_cache(cache_dir, path, digest, []) or summary
     if memo is not None:  # forget runs that are gone
         present = {str(path.resolve()) for path in paths}
         memo = {key: value for key, value in memo.items() if key in present}
