@@ -273,3 +273,15 @@ def test_exports_keep_only_what_was_logged(monkeypatch: pytest.MonkeyPatch) -> N
         "wandb/downsampled.csv: 1 downsampled value(s) (min and max differ) not read; export the chart with every "
         "point, or the run history",
     ]
+
+
+@pytest.mark.parametrize("name", ["log", "tensorboard", "wandb", "ci_history", "events"])
+def test_a_truncated_gzip_source_is_the_loaders_one_line(name: str, tmp_path: Path) -> None:
+    import gzip
+
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "part.jsonl.gz").write_bytes(gzip.compress(b'{"metric": "rollout/raw_reward"}\n' * 50)[:-12])
+    problems: list = []
+    sources.READERS[name](sorted(folder.iterdir()), problems, [])
+    assert [str(p).split(": ", 1)[1] for p in problems] == ["is a truncated gzip file (it ends mid-stream)"]

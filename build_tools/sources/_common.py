@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import difflib
-import gzip
+import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import Problem, display_path
+from .. import _files
+from .._exceptions import InputProblem, Problem
 from ..load import Record
+from ._json import loads
 
 # Keys Miles renamed between versions: the old name -> today's name (miles-outputs.md, section 1).
 RENAMED = {"perf/total_train_time": "perf/step_time"}
@@ -53,25 +56,40 @@ class Found:
             self.start_ts = ts
 
 
-def read_text(path: Path, problems: list[Problem]) -> list[str] | None:
-    """The lines of a plain or gzipped text file; the last element is what follows the last newline."""
-    try:
-        raw = path.read_bytes()
-        if path.name.endswith(".gz"):
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, gzip.BadGzipFile) as err:
-        problems.append(Problem(display_path(path), None, None, f"cannot be read: {err}"))
-        return None
-    return raw.decode("utf-8", errors="replace").split("\n")
-
-
 def read_bytes(path: Path, problems: list[Problem]) -> bytes | None:
+    """A source file's bytes, gunzipped, with the loader's checks (size limit, truncated or fake gzip)."""
     try:
-        raw = path.read_bytes()
-        return gzip.decompress(raw) if path.name.endswith(".gz") else raw
-    except (OSError, EOFError, gzip.BadGzipFile) as err:
-        problems.append(Problem(display_path(path), None, None, f"cannot be read: {err}"))
+        return _files.read_bytes(path, _files.STREAM_LIMIT)
+    except InputProblem as error:
+        problems.append(error.problem)
         return None
+
+
+def read_text(path: Path, problems: list[Problem]) -> list[str] | None:
+    """The lines of a plain or gzipped text file; the last element is what follows the last newline. A byte
+    that is not UTF-8 (a log is written by many programs) reads as U+FFFD rather than stopping the file."""
+    raw = read_bytes(path, problems)
+    return None if raw is None else raw.decode("utf-8", errors="replace").split("\n")
+
+
+def json_lines(lines: list[str], where: str, problems: list[Problem], warnings: list[str],
+               expected: str = "a JSON object") -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each complete line of a JSON-lines source, numbers kept as written; a line
+    that is not JSON or not an object is a problem naming the line, and reading goes on."""
+    if lines[-1].strip():
+        warnings.append(f"{where}:{len(lines)}: last line has no newline (a writer mid-append); skipped")
+    for number, text in enumerate(lines[:-1], start=1):
+        if not text.strip():
+            continue
+        try:
+            doc = loads(text)
+        except (json.JSONDecodeError, RecursionError, ValueError) as err:
+            problems.append(Problem(where, number, None, f"not valid JSON: {getattr(err, 'msg', err)}"))
+            continue
+        if not isinstance(doc, dict):
+            problems.append(Problem(where, number, None, f"expected {expected}"))
+            continue
+        yield number, doc
 
 
 def misread_of(key: str) -> str | None:

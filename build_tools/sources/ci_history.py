@@ -8,13 +8,13 @@ catches two processes that disagree about a step.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
+from typing import Any
 
 from .._exceptions import Problem, display_path
-from ._common import Found, MetricRecord, read_text, step_key_of
-from ._json import loads, plain, value
+from ._common import Found, MetricRecord, json_lines, read_text, step_key_of
+from ._json import plain, value
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
@@ -25,22 +25,15 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
             continue
         where = display_path(path)
         found.files.append(where)
-        if lines[-1].strip():
-            warnings.append(f"{where}:{len(lines)}: last line has no newline; skipped")
-        for number, text in enumerate(lines[:-1], start=1):
-            if text.strip():
-                _read_line(text, where, number, found, problems, warnings)
+        for number, doc in json_lines(lines, where, problems, warnings,
+                                      'a JSON object {"metric": key, "series": [[step, value], ...]}'):
+            _read_line(doc, where, number, found, problems, warnings)
     return found
 
 
-def _read_line(text: str, where: str, number: int, found: Found, problems: list[Problem],
+def _read_line(doc: dict[str, Any], where: str, number: int, found: Found, problems: list[Problem],
                warnings: list[str]) -> None:
-    try:
-        doc = loads(text)
-    except (json.JSONDecodeError, RecursionError) as err:
-        problems.append(Problem(where, number, None, f"not valid JSON: {getattr(err, 'msg', err)}"))
-        return
-    metric, series = (doc.get("metric"), doc.get("series")) if isinstance(doc, dict) else (None, None)
+    metric, series = doc.get("metric"), doc.get("series")
     if not isinstance(metric, str) or not isinstance(series, list):
         problems.append(Problem(where, number, None, 'expected {"metric": key, "series": [[step, value], ...]}'))
         return

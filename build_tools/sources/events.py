@@ -9,13 +9,12 @@ retried, the last attempt's values are the ones read. The PyTorch pickles beside
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 
 from .._exceptions import Problem, display_path
-from ._common import STEP_KEYS, Found, MetricRecord, read_text, step_key_of
-from ._json import loads, plain, value
+from ._common import STEP_KEYS, Found, MetricRecord, json_lines, read_text, step_key_of
+from ._json import plain, value
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
@@ -26,21 +25,9 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
             continue
         where = display_path(path)
         found.files.append(where)
-        if lines[-1].strip():
-            warnings.append(f"{where}:{len(lines)}: last line has no newline (a writer mid-append); skipped")
         latest: dict[Any, tuple[int, list[MetricRecord]]] = {}
         skipped: dict[str, int] = {}
-        for number, text in enumerate(lines[:-1], start=1):
-            if not text.strip():
-                continue
-            try:
-                doc = loads(text)
-            except (json.JSONDecodeError, RecursionError) as err:
-                problems.append(Problem(where, number, None, f"not valid JSON: {getattr(err, 'msg', err)}"))
-                continue
-            if not isinstance(doc, dict):
-                problems.append(Problem(where, number, None, "expected a JSON object"))
-                continue
+        for number, doc in json_lines(lines, where, problems, warnings):
             kind = doc.get("type")
             if kind != "metric":
                 skipped[str(kind)] = skipped.get(str(kind), 0) + 1

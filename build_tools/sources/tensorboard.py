@@ -8,14 +8,13 @@ check, is the shortest text that reads back as that float32.
 
 from __future__ import annotations
 
-import gzip
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .._exceptions import Problem, display_path
-from ._common import STEP_KEYS, Found, MetricRecord, step_key_of
+from ._common import STEP_KEYS, Found, MetricRecord, read_bytes, step_key_of
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
@@ -23,22 +22,25 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
     for path in files:
         where = display_path(path)
         found.files.append(where)
+        unpacked = read_bytes(path, problems) if path.name.endswith(".gz") else None
+        if path.name.endswith(".gz") and unpacked is None:
+            continue  # truncated, corrupt or too large: the problem names it
         try:
-            _read_file(path, where, found, warnings)
+            _read_file(path, where, found, warnings, unpacked)
         except Exception as err:  # noqa: BLE001 - a damaged file is a problem to report, never a crash
             problems.append(Problem(where, None, None, f"not a readable TensorBoard event file: {err}"))
     return found
 
 
-def _read_file(path: Path, where: str, found: Found, warnings: list[str]) -> None:
+def _read_file(path: Path, where: str, found: Found, warnings: list[str], unpacked: bytes | None) -> None:
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
     from tensorboard.util import tensor_util
 
     with tempfile.TemporaryDirectory() as tmp:
         source = path
-        if path.name.endswith(".gz"):
+        if unpacked is not None:  # TensorBoard's reader takes a file: the unpacked bytes of a .gz go to one
             source = Path(tmp) / path.name.removesuffix(".gz")
-            source.write_bytes(gzip.decompress(path.read_bytes()))
+            source.write_bytes(unpacked)
         for index, event in enumerate(EventFileLoader(str(source)).Load(), start=1):
             if not event.HasField("summary"):
                 continue

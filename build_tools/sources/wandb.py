@@ -12,13 +12,12 @@
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 
 from .._exceptions import Problem, display_path
-from ._common import STEP_KEYS, Found, MetricRecord, read_text, step_key_of
-from ._json import loads, value
+from ._common import STEP_KEYS, Found, MetricRecord, json_lines, read_text, step_key_of
+from ._json import value
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
@@ -93,19 +92,7 @@ def _read_csv(lines: list[str], where: str, found: Found, problems: list[Problem
 
 
 def _read_jsonl(lines: list[str], where: str, found: Found, problems: list[Problem], warnings: list[str]) -> None:
-    if lines[-1].strip():
-        warnings.append(f"{where}:{len(lines)}: last line has no newline; skipped")
-    for number, text in enumerate(lines[:-1], start=1):
-        if not text.strip():
-            continue
-        try:
-            row = loads(text)
-        except (json.JSONDecodeError, RecursionError) as err:
-            problems.append(Problem(where, number, None, f"not valid JSON: {getattr(err, 'msg', err)}"))
-            continue
-        if not isinstance(row, dict):
-            problems.append(Problem(where, number, None, "expected a JSON object (a row of run.scan_history())"))
-            continue
+    for number, row in json_lines(lines, where, problems, warnings, "a JSON object (a row of run.scan_history())"):
         stamp = value(row.get("_timestamp"))
         ts = float(stamp[0]) if stamp is not None else math.nan
         found.saw_time(ts)
