@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _files
-from .._exceptions import InputProblem, Problem
+from .._exceptions import InputProblem, Problem, display_path
 from ..load import Record
 from ._json import loads
 
@@ -70,6 +70,17 @@ def read_text(path: Path, problems: list[Problem]) -> list[str] | None:
     that is not UTF-8 (a log is written by many programs) reads as U+FFFD rather than stopping the file."""
     raw = read_bytes(path, problems)
     return None if raw is None else raw.decode("utf-8", errors="replace").split("\n")
+
+
+def text_files(files: list[Path], problems: list[Problem], found: Found) -> Iterator[tuple[Path, str, list[str]]]:
+    """(path, its name for messages, its lines) of each file a reader can read, noted as read by `found`."""
+    for path in files:
+        lines = read_text(path, problems)
+        if lines is None:
+            continue
+        where = display_path(path)
+        found.files.append(where)
+        yield path, where, lines
 
 
 def json_lines(lines: list[str], where: str, problems: list[Problem], warnings: list[str],

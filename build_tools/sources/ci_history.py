@@ -12,19 +12,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import Problem, display_path
-from ._common import Found, MetricRecord, json_lines, read_text, step_key_of
+from .._exceptions import Problem
+from ._common import Found, MetricRecord, json_lines, step_key_of, text_files
 from ._json import plain, value
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
     found = Found("ci_history")
-    for path in files:
-        lines = read_text(path, problems)
-        if lines is None:
-            continue
-        where = display_path(path)
-        found.files.append(where)
+    for _path, where, lines in text_files(files, problems, found):
         for number, doc in json_lines(lines, where, problems, warnings,
                                       'a JSON object {"metric": key, "series": [[step, value], ...]}'):
             _read_line(doc, where, number, found, problems, warnings)

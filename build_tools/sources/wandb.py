@@ -15,19 +15,14 @@ import csv
 import math
 from pathlib import Path
 
-from .._exceptions import Problem, display_path
-from ._common import STEP_KEYS, Found, MetricRecord, json_lines, read_text, step_key_of
+from .._exceptions import Problem
+from ._common import STEP_KEYS, Found, MetricRecord, json_lines, step_key_of, text_files
 from ._json import value
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
     found = Found("wandb")
-    for path in files:
-        lines = read_text(path, problems)
-        if lines is None:
-            continue
-        where = display_path(path)
-        found.files.append(where)
+    for path, where, lines in text_files(files, problems, found):
         name = path.name.removesuffix(".gz")
         if name.endswith(".csv"):
             _read_csv(lines, where, found, problems, warnings)
