@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,10 +28,6 @@ def join(items: Iterable[str], last: str = "and") -> str:
     if len(items) <= 1:
         return "".join(items)
     return f"{', '.join(items[:-1])} {last} {items[-1]}"
-
-
-def is_zero(value: float) -> bool:
-    return not math.isnan(value) and value == 0
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 from .._types import CheckResult, FigureBlock
 from ..summary import RunSummary
 from ._numbers import Token, claim_numbers, same_number
-from ._words import COMPARISONS, Expectation, expect, fmt
+from ._words import Expectation, expect, fmt
 
 EDGE = re.compile(r"^[a-z_]+\.(t0|t1)$")  # an edge of a phase: rollout.t1
 STATS = ("median", "mean", "min", "max", "first", "last", "sum", "each")
@@ -210,10 +210,6 @@ def _binding_problems(spec: CheckSpec, params: dict[str, Any], block: FigureBloc
             shown = ", ".join(fmt(v) if not isinstance(v, str) else v for v in values) or "none"
             problems.append(f"binds: {text!r}, but the values this check proves are {shown}")
     return problems
-
-
-def is_comparison_word(word: str) -> bool:
-    return word in COMPARISONS
 
 
 # --- evaluation ---------------------------------------------------------------------------------

@@ -12,8 +12,6 @@ from typing import Any
 from .._yaml import load_yaml
 
 WORDS_FILE = Path(__file__).with_name("words.yml")
-# Comparison words a check's `word` parameter may name; the first three are tolerances, the rest exact.
-COMPARISONS = ("about", "near", "rounds", "exactly", "above", "below", "at_least", "at_most", "almost_all")
 
 
 @cache
