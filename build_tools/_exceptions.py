@@ -50,6 +50,19 @@ class InputProblem(Exception):
         super().__init__(str(problem))
 
 
+class MissingValue(Exception):
+    """A value a figure, check or table reads is not there: the figure cannot be drawn, the claim not shown.
+
+    `run` names the run that lacks it (None when it belongs to no one run: a table, the steps of several runs);
+    `what` names the value, as it ends the sentence "run X has no ...". draw.py and the checks report it.
+    """
+
+    def __init__(self, run: str | None, what: str) -> None:
+        self.run = run
+        self.what = what
+        super().__init__(f"run {run} has no {what}" if run is not None else f"no {what}")
+
+
 class ManualError(Exception):
     """Base of every error the CLI reports as `ERROR ...` with a hint, never as a traceback."""
 

@@ -15,6 +15,7 @@ from typing import Any
 from . import metrics_table
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
+from .readers import config_value
 from .sources._common import RENAMED
 from .summary import RunSummary, summarise, summarise_runs
 from .wording import number
@@ -66,8 +67,8 @@ def compare(layout: Layout, yours: RunSummary) -> tuple[list[str], list[Comparis
 def _setup_differences(ours: list[RunSummary], yours: RunSummary) -> list[str]:
     lines = []
     for what, dotted in SETUP:
-        our_values = sorted({str(_get(run, dotted)) for run in ours})
-        your_value = str(_get(yours, dotted))
+        our_values = sorted({str(config_value(run, dotted, "not recorded")) for run in ours})
+        your_value = str(config_value(yours, dotted, "not recorded"))
         if your_value not in our_values:
             lines.append(f"{what}: yours is {your_value}, the manual's runs have {' or '.join(our_values)}")
     for what, count in (("GPUs", _gpu_count), ("nodes", _node_count)):
@@ -114,13 +115,6 @@ def verdict(setup: list[str], comparisons: list[Comparison]) -> str:
     setup_words = (f"; your setup differs in {len(setup)} fact{'s' if len(setup) != 1 else ''}, so the ranges may "
                    "not apply") if setup else ""
     return "Verdict: " + ", ".join(words) + setup_words
-
-
-def _get(run: RunSummary, dotted: str) -> Any:
-    try:
-        return run.config_value(dotted)
-    except (KeyError, TypeError):
-        return "not recorded"
 
 
 def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunSummary,

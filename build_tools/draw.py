@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _figure_modules, legibility, palette_check
-from ._exceptions import FigureError, Problem
+from ._exceptions import FigureError, MissingValue, Problem
 from ._staging import temporary_file, write_atomic
 from ._types import DrawnFigure, FigureBlock
 from .palette import FIGURES_DIR, PALETTE_FILE, STYLE_FILE
@@ -46,7 +46,7 @@ SVG_METADATA = {"Date": None, "Creator": None}
 PNG_METADATA = {"Software": None}
 # What else a drawing depends on besides its module, its runs and its tables.
 CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
-              Path(__file__).with_name("legibility.py"), Path(__file__).parent / "checks" / "_data.py",
+              Path(__file__).with_name("legibility.py"), Path(__file__).with_name("readers.py"),
               Path(__file__).parent / "checks" / "words.yml",
               FIGURES_DIR / "__init__.py", FIGURES_DIR / "_common.py", PALETTE_FILE, STYLE_FILE)
 LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools")
@@ -280,8 +280,6 @@ def draw_one(job: _Job) -> _Outcome:
     """Draw one figure into the cache; never raises for a problem of the figure, reports it instead."""
     from matplotlib import rc_context
 
-    from figures._common import MissingData
-
     from .palette import rc_params
 
     module_name = f"{PACKAGE}.{job.block.module}"
@@ -297,7 +295,7 @@ def draw_one(job: _Job) -> _Outcome:
             rendered = drawing != job.cached_drawing
             if rendered:
                 _save(figure, csv, job.stem)
-    except MissingData as error:
+    except MissingValue as error:
         return _Outcome(job.block.id, "", str(error))
     except OSError as error:
         if error.filename and Path(error.filename).parent == job.stem.parent:

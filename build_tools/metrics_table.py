@@ -1,7 +1,7 @@
 """The Metrics page's values: docs/data/metrics.yml says what each cell reads; this computes it from the runs.
 
 Every "Our range" / "Our value" cell is a statistic of the summaries, written at the row's rounding. Time
-rows read only the steps no heat-guard pause touched (RunSummary.clean_steps).
+rows read only the steps no heat-guard pause touched (the heat rule of readers.steps_for).
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from typing import Any
 import pandas as pd
 
 from ._escape import Markdown, md_part, md_text
-from ._exceptions import InputProblem, Problem, ProblemsError, display_path
+from ._exceptions import InputProblem, MissingValue, Problem, ProblemsError, display_path
 from ._files import read_text
 from ._yaml import load_yaml
+from .readers import config_value, require_finite, steps_for
 from .schemas import same_setting
-from .summary import RunSummary, is_time
+from .summary import RunSummary
 from .wording import join, number, words
 
 
@@ -61,13 +62,6 @@ class Intro:
 # --- selecting runs ---------------------------------------------------------------------------
 
 
-def _config(summary: RunSummary, dotted: str) -> Any:
-    try:
-        return summary.config_value(dotted)
-    except (KeyError, TypeError):
-        return None
-
-
 def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) -> list[RunSummary]:
     """The runs a run set names: any of its tags, and every `where` field equal."""
     tags = set(predicate.get("tags") or ())
@@ -76,7 +70,7 @@ def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) ->
     for summary in summaries.values():
         if tags and not tags & set(summary.config.get("tags") or ()):
             continue
-        if all(same_setting(_config(summary, key), value) for key, value in where.items()):
+        if all(same_setting(config_value(summary, key, None), value) for key, value in where.items()):
             chosen.append(summary)
     return chosen
 
@@ -84,17 +78,13 @@ def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) ->
 # --- statistics -------------------------------------------------------------------------------
 
 
-def _frame(summary: RunSummary, time: bool) -> pd.DataFrame:
-    return summary.clean_steps if time else summary.steps
-
-
 def row_values(runs: list[RunSummary], row: Mapping[str, Any]) -> pd.Series:
     """Every value a row's statistic reads: the metric at every step, only clean steps for a time row."""
-    return _values(runs, row["metric"], is_time(row["metric"]))
+    return _values(runs, row["metric"])
 
 
-def _values(runs: list[RunSummary], metric: str, time: bool) -> pd.Series:
-    parts = [_frame(run, time)[metric].dropna() for run in runs if metric in run.steps.columns]
+def _values(runs: list[RunSummary], metric: str) -> pd.Series:
+    parts = [steps_for(run, metric)[metric].dropna() for run in runs if metric in run.steps.columns]
     return pd.concat(parts) if parts else pd.Series(dtype=float)
 
 
@@ -105,15 +95,15 @@ def _counts(values: list[int]) -> str:
 
 
 def _stat_range(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    values = _values(runs, row["metric"], is_time(row["metric"]))
+    values = _values(runs, row["metric"])
     decimals = int(row.get("decimals", 2))
-    steps = [len(_frame(run, is_time(row["metric"]))) for run in runs]
+    steps = [len(steps_for(run, row["metric"])) for run in runs]
     return True, {"low": number(values.min(), decimals), "high": number(values.max(), decimals),
                   "steps": _counts(steps)}
 
 
 def _stat_all_zero(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    values = _values(runs, row["metric"], is_time(row["metric"]))
+    values = _values(runs, row["metric"])
     _, shown = _stat_range(runs, row)
     return bool((values == 0).all()), shown
 
@@ -138,7 +128,7 @@ def _one_run(runs: list[RunSummary], row: Mapping[str, Any]) -> RunSummary:
 
 def _stat_median(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
     run = _one_run(runs, row)
-    values = _frame(run, is_time(row["metric"]))[row["metric"]].dropna()
+    values = steps_for(run, row["metric"])[row["metric"]].dropna()
     return True, {"value": number(values.median(), int(row.get("decimals", 2))), "steps": number(len(values)),
                   "run_steps": number(len(run.steps))}
 
@@ -147,7 +137,7 @@ def _stat_median_head(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[b
     _, shown = _stat_median(runs, row)
     run = runs[0]
     count = int(row.get("head", 2))
-    frame = _frame(run, is_time(row["metric"]))
+    frame = steps_for(run, row["metric"])
     head = frame[row["metric"]].dropna().head(count)
     # The first steps of the run, unless a pause touched one: then the first clean ones, and it says so.
     first = list(head.index) == list(run.steps.index[:count])
@@ -189,7 +179,7 @@ def load_spec(path: Path) -> dict[str, Any]:
 
 
 def _models(runs: list[RunSummary]) -> str:
-    return join(sorted({str(_config(run, "model.name")) for run in runs}))
+    return join(sorted({str(config_value(run, "model.name", None)) for run in runs}))
 
 
 def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[str, RunSummary],
@@ -205,8 +195,7 @@ def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[st
     if not any(row["metric"] in run.steps.columns for run in runs):
         raise ValueError(f"no run of {row['runs']!r} logs {row['metric']}")
     for run in runs:  # a NaN or an infinity in the runs is never dropped from a range silently
-        if (bad := run.non_finite([row["metric"]])) is not None:
-            raise ValueError(bad)
+        require_finite(run, [row["metric"]])
     holds, values = STATS[row["stat"]](runs, row)
     wording = row.get("wording", "") if holds else row.get("otherwise", row.get("wording", ""))
     return _fill(" ".join(str(wording).split()), {**context, "model": _models(runs), **values})
@@ -268,7 +257,7 @@ def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], w
             if table.get("column"):
                 try:
                     value = _cell(row, sets, summaries, context)
-                except (ValueError, KeyError) as error:
+                except (ValueError, KeyError, MissingValue) as error:
                     problems.append(Problem(where, None, field, f"{row.get('metric')}: {error}"))
                     continue
             rows.append(Row(str(row.get("metric", "")), " ".join(str(row.get("meaning", "")).split()), value,
@@ -291,7 +280,7 @@ def intro(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: s
         raise MetricsSpecError([Problem(where, None, "intro_runs", "names no run set that matches a run")])
 
     def fact(dotted: str, shown: Callable[[Any], str] = str) -> str:
-        values = sorted({shown(_config(run, dotted)) for run in runs})
+        values = sorted({shown(config_value(run, dotted, None)) for run in runs})
         return join(values, "or")
 
     def count(value: Any) -> str:

@@ -82,11 +82,12 @@ def report(run: Any, summary: Any, found: dict[str, list[Path]], path: Path) -> 
         shown = ", ".join(display_path(f) for f in files[:3]) + (f", ... ({len(files)} files)" if len(files) > 3
                                                                   else "")
         lines.append(f"  {kind:<12} {shown}")
+    from .compare import gpus_of
+    from .readers import config_value
+
     lines += ["", "Setup:"]
     for what, dotted in SETUP:
-        lines.append(f"  {what:<20} {_config(run.config, dotted)}")
-    from .compare import gpus_of
-
+        lines.append(f"  {what:<20} {config_value(summary, dotted, 'not recorded')}")
     gpus = gpus_of(summary)
     nodes = {node for node, _ in gpus}
     lines.append(f"  {'GPUs':<20} " + (f"{len(gpus)} on {len(nodes)} node{'s' if len(nodes) != 1 else ''}" if gpus
@@ -113,15 +114,6 @@ def report(run: Any, summary: Any, found: dict[str, list[Path]], path: Path) -> 
     if run.warnings:
         lines += ["", "Warnings:", *(f"  {w}" for w in run.warnings)]
     return lines
-
-
-def _config(config: dict[str, Any], dotted: str) -> str:
-    node: Any = config
-    for key in dotted.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return "not recorded"
-        node = node[key]
-    return str(node)
 
 
 def _table(keys: list[str], rows: dict[int, dict[str, str]], shown: int = 6) -> list[str]:

@@ -43,7 +43,7 @@ def is_time(name: str) -> bool:
 
 @dataclass
 class RunSummary:
-    """What the manual reads of one run."""
+    """What the manual reads of one run; figures, checks and tables read its values through readers.py."""
 
     run_id: str
     config: dict[str, Any]
@@ -54,27 +54,6 @@ class RunSummary:
     facts: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     source_hash: str = ""
-
-    def config_value(self, dotted: str) -> Any:
-        """A field of run.yaml by dotted name (`flags.rollout_max_response_len`); KeyError if absent."""
-        node: Any = self.config
-        for key in dotted.split("."):
-            node = node[key]
-        return node
-
-    def non_finite(self, names: Iterable[str], steps: Iterable[int] | None = None) -> str | None:
-        """Where the run logged NaN or an infinity for one of the metrics (at the given steps), in words;
-        None when every value read is finite. A non-finite value is never dropped silently: the reader of
-        a value that is not a number fails and says this."""
-        wanted = None if steps is None else {int(step) for step in steps}
-        found = [f"{name} = {value} at step {step}" for name in names
-                 for step, value in sorted(self.facts.get("non_finite", {}).get(name, {}).items(), key=lambda kv:
-                                           int(kv[0]))
-                 if wanted is None or int(step) in wanted]
-        if not found:
-            return None
-        more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
-        return f"run {self.run_id} logged {', '.join(found[:3])}{more}: not a number that can be read"
 
     @property
     def clean_steps(self) -> pd.DataFrame:

@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import SHADE_ALPHA, colour, legend, metric, new_figure, setting, window
+from build_tools.readers import config_value, step_values
+from build_tools.summary import RunSummary
+
+from ._common import SHADE_ALPHA, colour, legend, new_figure, window
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3", "n4-seed1", "n16-seed1")
 ALT = ("Reward gain of each run, one dot per run, against its answers per prompt on an axis from zero: the "
@@ -18,14 +21,15 @@ KEY = "rollout/raw_reward"
 REFERENCE_N = 8  # the setting whose seeds give the shaded range
 
 
-def reward_gain(summary: Any) -> float:
+def reward_gain(summary: RunSummary) -> float:
     """Mean reward of the last steps minus the mean of the first steps (the window of words.yml)."""
-    reward = metric(summary, KEY).dropna()
+    reward = step_values(summary, KEY)
     return float(reward.iloc[-window():].mean() - reward.iloc[:window()].mean())
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
-    data = pd.DataFrame([{"run": run_id, "n_samples_per_prompt": int(setting(summary, "flags.n_samples_per_prompt")),
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+    data = pd.DataFrame([{"run": run_id,
+                          "n_samples_per_prompt": int(config_value(summary, "flags.n_samples_per_prompt")),
                           "reward_gain": reward_gain(summary)} for run_id, summary in runs.items()])
 
     figure, ax = new_figure(height=3.4)

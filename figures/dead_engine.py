@@ -8,16 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import (
-    SHADE_ALPHA,
-    colour,
-    events,
-    mark_failure,
-    new_figure,
-    shade_heat_pauses,
-    start_ts,
-    stream,
-)
+from build_tools.readers import events_of, series_of, start_ts
+from build_tools.summary import RunSummary
+
+from ._common import SHADE_ALPHA, colour, mark_failure, new_figure, shade_heat_pauses
 
 RUNS_NEEDED = ("no-watchdog",)
 ALT = ("GPU utilisation over the run without a watchdog: busy until the engine died, then near zero until the "
@@ -25,11 +19,11 @@ ALT = ("GPU utilisation over the run without a watchdog: busy until the engine d
 MINUTE = 60.0
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     summary = next(iter(runs.values()))
-    util = stream(summary, "gpu_util", ("ts", "util"))
-    death = events(summary, "engine_death", required=True).iloc[0]
-    end = events(summary, "job_end", required=True).iloc[0]
+    util = series_of(summary, "gpu_util", "ts", "util")
+    death = events_of(summary, "engine_death").iloc[0]
+    end = events_of(summary, "job_end").iloc[0]
     origin = start_ts(summary)
     data = pd.DataFrame({"series": "gpu_util", "minute": (util["ts"] - origin) / MINUTE,
                          "util_pct": util["util"].astype(float)})

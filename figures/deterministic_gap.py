@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, PAPER, colour, metric, new_figure
+from build_tools.readers import step_values
+from build_tools.summary import RunSummary
+
+from ._common import INK, PAPER, colour, new_figure
 
 RUNS_NEEDED = ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b")
 ALT = ("Two panels, the deterministic Triton runs and the default runs, on an axis that spans only the "
@@ -18,9 +21,9 @@ KEY = "train/train_rollout_logprob_abs_diff"
 MARKERS = ("o", "s", "^", "D")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
-    data = pd.concat([pd.DataFrame({"run": run_id, "step": metric(summary, KEY).index.astype(int),
-                                    "gap": metric(summary, KEY).to_numpy()}) for run_id, summary in runs.items()],
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+    data = pd.concat([pd.DataFrame({"run": run_id, "step": step_values(summary, KEY).index.astype(int),
+                                    "gap": step_values(summary, KEY).to_numpy()}) for run_id, summary in runs.items()],
                      ignore_index=True)
 
     mean = float(data["gap"].mean())

@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, PAPER, colour, legend, metric, new_figure
+from build_tools.readers import step_values
+from build_tools.summary import RunSummary
+
+from ._common import INK, PAPER, colour, legend, new_figure
 
 RUNS_NEEDED = ("baseline-seed2", "kept-loaded-seed2")
 ALT = ("Bars per step: the rollout time saved by keeping the engine loaded, each labelled in seconds, on the "
@@ -17,9 +20,10 @@ ALT = ("Bars per step: the rollout time saved by keeping the engine loaded, each
 KEY = "perf/rollout_time"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     offloaded, kept = runs.values()
-    both = pd.DataFrame({"offloaded_s": metric(offloaded, KEY), "kept_loaded_s": metric(kept, KEY)}).dropna()
+    both = pd.DataFrame({"offloaded_s": step_values(offloaded, KEY, "all"),
+                         "kept_loaded_s": step_values(kept, KEY, "all")}).dropna()
     touched = offloaded.steps["heat_touched"].reindex(both.index, fill_value=True) | \
         kept.steps["heat_touched"].reindex(both.index, fill_value=True)
     both["clean_in_both"] = ~touched.astype(bool)

@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, metric, new_figure, setting, stream
+from build_tools.readers import config_value, series_of, step_values
+from build_tools.summary import RunSummary
+
+from ._common import INK, colour, new_figure
 
 RUNS_NEEDED = ("dynamic-filter-seed1",)
 ALT = ("Two panels over the same steps: above, bars of the groups dropped by the filter at each step, with a "
@@ -19,16 +22,16 @@ DEFAULT_SPLIT = 16  # used when the figure block sets no `split` option
 OPTIONS = {"split": "number"}  # the options a figure block may set (build_tools/_figure_modules.py)
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any],
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any],
          options: Mapping[str, Any] | None = None) -> tuple[Figure, pd.DataFrame]:
     split = float((options or {}).get("split", DEFAULT_SPLIT))
     summary = next(iter(runs.values()))
-    dropped = metric(summary, DROPPED)
-    sampling = stream(summary, "sampling", ("step", "batches")).set_index("step")["batches"]
+    dropped = step_values(summary, DROPPED)
+    sampling = series_of(summary, "sampling", "step", "batches").set_index("step")["batches"]
     data = pd.DataFrame({"step": dropped.index.astype(int), "dropped_groups": dropped.to_numpy(),
                          "batches": sampling.reindex(dropped.index).to_numpy(dtype=float), "split": split})
 
-    batch_size = int(setting(summary, "flags.over_sampling_batch_size"))
+    batch_size = int(config_value(summary, "flags.over_sampling_batch_size"))
     data["batch_size"] = batch_size
 
     figure, (top, bottom) = new_figure(2, 1, height=4.4, sharex=True)

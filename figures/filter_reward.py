@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, PAPER, colour, legend, metric, new_figure, stream
+from build_tools.readers import series_of, step_values
+from build_tools.summary import RunSummary
+
+from ._common import INK, PAPER, colour, legend, new_figure
 
 RUNS_NEEDED = ("dynamic-filter-seed1",)
 ALT = ("Two panels over the steps: above, the mean raw reward counted before the filter (all groups, a dashed "
@@ -18,10 +21,10 @@ ALT = ("Two panels over the steps: above, the mean raw reward counted before the
 AFTER = "rollout/raw_reward"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     summary = next(iter(runs.values()))
-    after = metric(summary, AFTER)
-    before = stream(summary, "sampling", ("step", "reward_before_filter")).set_index("step")["reward_before_filter"]
+    after = step_values(summary, AFTER)
+    before = series_of(summary, "sampling", "step", "reward_before_filter").set_index("step")["reward_before_filter"]
     data = pd.DataFrame({"step": after.index.astype(int),
                          "reward_before_filter": before.reindex(after.index).to_numpy(dtype=float),
                          "reward_after_filter": after.to_numpy()})

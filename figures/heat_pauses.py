@@ -9,7 +9,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, SHADE_ALPHA, colour, metric, new_figure, seed_label
+from build_tools.readers import step_values
+from build_tools.summary import RunSummary
+
+from ._common import INK, SHADE_ALPHA, colour, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed2", "baseline-seed3")
 ALT = ("One panel per seed, step time per step: the steps that overlapped a heat-guard pause, shaded, stand "
@@ -18,10 +21,10 @@ ALT = ("One panel per seed, step time per step: the steps that overlapped a heat
 KEY = "perf/step_time"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     for run_id, summary in runs.items():
-        step_time = metric(summary, KEY)
+        step_time = step_values(summary, KEY, "all")  # touched steps too: they are the point
         touched = summary.steps["heat_touched"].reindex(step_time.index, fill_value=False).astype(bool)
         frames.append(pd.DataFrame({"run": run_id, "series": np.where(touched, "touched", "clean"),
                                     "step": step_time.index.astype(float), "step_time_s": step_time.to_numpy()}))

@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import SHADE_ALPHA, checked_values, colour, label, legend, new_figure, phases, shade_heat_pauses, stream
+from build_tools.readers import counted_phases, series_of, step_values
+from build_tools.summary import RunSummary
+
+from ._common import SHADE_ALPHA, colour, label, legend, new_figure, shade_heat_pauses
 
 RUNS_NEEDED = ("baseline-seed1",)
 ALT = ("GPU memory held by the trainer and by the rollout engine over two steps: one side holds the memory "
@@ -18,14 +21,14 @@ STEPS_SHOWN = 2
 HAND_OFFS = ("sleep", "wake_up", "update_weights")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     summary = next(iter(runs.values()))
     shown = summary.clean_steps.index[:STEPS_SHOWN]
     window = summary.steps.loc[shown]
     t0, t1 = float(window["t0"].min()), float(window["t1"].max())
-    held = stream(summary, "held_memory", ("ts", "side", "gib"))
+    held = series_of(summary, "held_memory", "ts", "side", "gib")
     held = held[(held["ts"] >= t0) & (held["ts"] <= t1)]
-    hand_offs = phases(summary, HAND_OFFS)
+    hand_offs = counted_phases(summary, HAND_OFFS)
     hand_offs = hand_offs[hand_offs["step"].isin(shown)]
     data = pd.concat([
         pd.DataFrame({"series": held["side"].to_numpy(), "t0_s": (held["ts"] - t0).to_numpy(), "t1_s": float("nan"),
@@ -52,7 +55,7 @@ def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd
                     xycoords=("data", "axes fraction"), xytext=(-4, -3), textcoords="offset points", ha="right",
                     va="top")
     # ... and the run's typical step, as the claim's check reads it: the median over its clean steps.
-    typical = checked_values(summary, [f"perf/{name}_time" for name in HAND_OFFS])
+    typical = step_values(summary, [f"perf/{name}_time" for name in HAND_OFFS])
     ax.set_title(f"hand-offs per step, median of the run's {len(typical)} clean steps: {typical.median():.1f} s")
     shade_heat_pauses(ax, summary, t0, 1.0)
     ax.set_xlim(0, t1 - t0)

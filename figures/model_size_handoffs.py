@@ -9,7 +9,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import colour, metric, new_figure, setting
+from build_tools.readers import config_value, step_values
+from build_tools.summary import RunSummary
+
+from ._common import colour, new_figure
 
 RUNS_NEEDED = ("baseline-seed1", "qwen3-1.7b")
 ALT = ("Grouped bars of the median weight update and trainer offload for the two model sizes, each labelled "
@@ -19,9 +22,9 @@ METRICS = {"perf/update_weights_time": "weight update", "perf/sleep_time": "trai
 HATCHES = ("", "///", "...", "xxx")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
-    rows = [{"run": run_id, "model_size": str(setting(summary, "model.size")), "metric": key,
-             "median_s": float(metric(summary, key, summary.clean_steps).median())}
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+    rows = [{"run": run_id, "model_size": str(config_value(summary, "model.size")), "metric": key,
+             "median_s": float(step_values(summary, key).median())}
             for run_id, summary in runs.items() for key in METRICS]
     data = pd.DataFrame(rows)
 

@@ -10,7 +10,10 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, metric, new_figure, stream, text_on
+from build_tools.readers import series_of, step_values
+from build_tools.summary import RunSummary
+
+from ._common import INK, colour, new_figure, text_on
 
 RUNS_NEEDED = ("onpolicy-plain", "onpolicy-det-inference", "onpolicy-true")
 ALT = ("Two panels of bars for three set-ups, plain, deterministic inference and true on-policy, each bar "
@@ -21,17 +24,17 @@ NAMES = {"onpolicy-plain": "plain", "onpolicy-det-inference": "deterministic\nin
          "onpolicy-true": "true\non-policy"}
 
 
-def repeat_agreement(summary: Any) -> float:
+def repeat_agreement(summary: RunSummary) -> float:
     """Share of probes whose repeats all produced the same answer tokens."""
-    probes = stream(summary, "repeat_probe", ("probe", "output_sha256"))
+    probes = series_of(summary, "repeat_probe", "probe", "output_sha256")
     return float((probes.groupby("probe")["output_sha256"].nunique() == 1).mean())
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     rows = []
     for run_id, summary in runs.items():
         rows.append({"run": run_id, "measure": "repeat_agreement_pct", "value": repeat_agreement(summary) * 100})
-        rows.append({"run": run_id, "measure": "mean_gap", "value": float(metric(summary, GAP).mean())})
+        rows.append({"run": run_id, "measure": "mean_gap", "value": float(step_values(summary, GAP).mean())})
     data = pd.DataFrame(rows)
 
     figure, (engine_ax, gap_ax) = new_figure(1, 2, height=3.6)

@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, events, legend, new_figure, setting, stream
+from build_tools.readers import config_value, events_of, series_of
+from build_tools.summary import RunSummary
+
+from ._common import INK, colour, legend, new_figure
 
 RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
 ALT = ("Node memory used, as a share of the whole node, of the two large-model runs in the minutes before Ray's "
@@ -19,13 +22,13 @@ WINDOW_MIN = 10.0  # minutes before the kill shown
 LINESTYLES = ("-", "--", ":", "-.")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     thresholds = []
     for run_id, summary in runs.items():
-        memory = stream(summary, "host_memory", ("ts", "used_frac"))
-        kill = float(events(summary, "ray_oom_kill", required=True)["t0"].iloc[0])
-        thresholds.append(float(setting(summary, "lab.ray_memory_usage_threshold")))
+        memory = series_of(summary, "host_memory", "ts", "used_frac")
+        kill = float(events_of(summary, "ray_oom_kill")["t0"].iloc[0])
+        thresholds.append(float(config_value(summary, "lab.ray_memory_usage_threshold")))
         minute = (memory["ts"] - kill) / MINUTE
         shown = (minute >= -WINDOW_MIN) & (minute <= 0)
         frames.append(pd.DataFrame({"run": run_id, "series": "node_memory_used",

@@ -9,7 +9,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, legend, metric, new_figure, setting, window
+from build_tools.readers import config_value, step_values
+from build_tools.summary import RunSummary
+
+from ._common import INK, colour, legend, new_figure, window
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Two panels over the steps: the mean answer length falls, below the length cap drawn as a dashed line, "
@@ -37,14 +40,19 @@ def _mark_windows(ax: Axes, steps: pd.Series, means: tuple[float, float], size: 
                     xytext=(0, -3), textcoords="offset points", ha="center", va="top")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
-    frames = [pd.DataFrame({"run": run_id, "step": metric(summary, LENGTH).index.astype(int),
-                            "response_length": metric(summary, LENGTH).to_numpy(),
-                            "truncated_pct": metric(summary, TRUNCATED).to_numpy() * 100})
-              for run_id, summary in runs.items()]
+def _per_step(run_id: str, summary: RunSummary) -> pd.DataFrame:
+    """The answer length of each step, and the share of answers cut at the cap (%) at the same steps."""
+    lengths = step_values(summary, LENGTH)
+    truncated = step_values(summary, TRUNCATED).reindex(lengths.index)
+    return pd.DataFrame({"run": run_id, "step": lengths.index.astype(int), "response_length": lengths.to_numpy(),
+                         "truncated_pct": truncated.to_numpy() * 100})
+
+
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+    frames = [_per_step(run_id, summary) for run_id, summary in runs.items()]
     per_run = pd.concat(frames, ignore_index=True)
     mean = per_run.groupby("step", as_index=False)[["response_length", "truncated_pct"]].mean()
-    caps = {int(setting(summary, CAP)) for summary in runs.values()}
+    caps = {int(config_value(summary, CAP)) for summary in runs.values()}
     cap = max(caps)
     size = window()
     length_means = _window_means(per_run, "response_length", size)

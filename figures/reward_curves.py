@@ -9,7 +9,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import INK, colour, least_squares_trend, legend, metric, new_figure, seed_label
+from build_tools.readers import step_values, trend_line
+from build_tools.summary import RunSummary
+
+from ._common import INK, colour, legend, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("One panel per seed: the mean raw reward of each step jumps up and down around a dashed least-squares "
@@ -17,13 +20,13 @@ ALT = ("One panel per seed: the mean raw reward of each step jumps up and down a
 KEY = "rollout/raw_reward"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     slopes = {}
     for run_id, summary in runs.items():
-        reward = metric(summary, KEY)
+        reward = step_values(summary, KEY)
         steps = reward.index.to_numpy(dtype=float)
-        slope, intercept = least_squares_trend(steps, reward.to_numpy())
+        slope, intercept = trend_line(reward, run_id)
         slopes[run_id] = slope
         frames.append(pd.DataFrame({"run": run_id, "step": reward.index.astype(int), "reward": reward.to_numpy(),
                                     "trend": intercept + slope * steps, "trend_per_step": slope}))

@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import PAPER, colour, metric, new_figure, setting
+from build_tools.readers import config_value, step_values
+from build_tools.summary import RunSummary
+
+from ._common import PAPER, colour, new_figure
 
 RUNS_NEEDED = ("replay-off-seed1", "replay-on-seed1")
 ALT = ("The trainer-engine gap per step of two runs with top-p and top-k sampling, each line named: the run "
@@ -17,11 +20,11 @@ ALT = ("The trainer-engine gap per step of two runs with top-p and top-k samplin
 KEY = "train/train_rollout_logprob_abs_diff"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     for run_id, summary in runs.items():
-        gap = metric(summary, KEY)
-        replay = bool(setting(summary, "lab.sampling_replay"))
+        gap = step_values(summary, KEY)
+        replay = bool(config_value(summary, "lab.sampling_replay"))
         frames.append(pd.DataFrame({"run": run_id, "replay": replay, "step": gap.index.astype(int),
                                     "gap": gap.to_numpy()}))
     data = pd.concat(frames, ignore_index=True)

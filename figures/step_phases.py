@@ -9,7 +9,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from ._common import INK, PAPER, colour, new_figure, phases, shade_heat_pauses
+from build_tools.readers import counted_phases
+from build_tools.summary import RunSummary
+
+from ._common import INK, PAPER, colour, new_figure, shade_heat_pauses
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Three panels of one timeline: above, the first clean steps of one baseline seed, in one row for its one "
@@ -31,10 +34,10 @@ PHASES = {
 }
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     summary = next(iter(runs.values()))
     shown = summary.clean_steps.index[:STEPS_SHOWN]
-    chosen = phases(summary, tuple(PHASES))
+    chosen = counted_phases(summary, tuple(PHASES))
     chosen = chosen[chosen["step"].isin(shown)].sort_values("t0", kind="stable")
     origin = float(chosen["t0"].min())
     data = pd.DataFrame({"step": chosen["step"].astype(int).to_numpy(), "phase": chosen["name"].to_numpy(),

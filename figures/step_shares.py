@@ -8,7 +8,10 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import MissingData, colour, new_figure, seed_label
+from build_tools._exceptions import MissingValue
+from build_tools.summary import RunSummary
+
+from ._common import colour, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Stacked bars, one per seed, splitting the median clean step into rollout, training, the hand-offs and "
@@ -24,22 +27,22 @@ PARTS = {
 }
 
 
-def _parts(summary: Any) -> pd.DataFrame:
+def _parts(summary: RunSummary) -> pd.DataFrame:
     """Seconds of each part for every clean step, plus `other`: the rest of the step."""
     steps = summary.clean_steps
     if steps.empty:
-        raise MissingData(summary.run_id, "clean steps (every step was touched by a heat pause)")
+        raise MissingValue(summary.run_id, "clean steps (every step was touched by a heat pause)")
     parts = pd.DataFrame(index=steps.index)
     for part, (names, _, _) in PARTS.items():
         for name in names:
             if f"phase/{name}" not in steps.columns:
-                raise MissingData(summary.run_id, f"phase {name}")
+                raise MissingValue(summary.run_id, f"phase {name}")
         parts[part] = steps[[f"phase/{name}" for name in names]].sum(axis=1)
     parts["other"] = ((steps["t1"] - steps["t0"]) - parts.sum(axis=1)).clip(lower=0)
     return parts
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     rows = []
     for run_id, summary in runs.items():
         parts = _parts(summary)

@@ -10,18 +10,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ._common import (
-    INK,
-    SHADE_ALPHA,
-    colour,
-    events,
-    legend,
-    new_figure,
-    setting,
-    shade_heat_pauses,
-    start_ts,
-    stream,
-)
+from build_tools.readers import config_value, events_of, series_of, start_ts
+from build_tools.summary import RunSummary
+
+from ._common import INK, SHADE_ALPHA, colour, legend, new_figure, shade_heat_pauses
 
 RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
 ALT = ("One panel per large-model run: the host memory used over time climbs in steps to Ray's memory limit, drawn "
@@ -31,20 +23,21 @@ GIB = 1024**3
 MINUTE = 60.0
 
 
-def _limits(summary: Any) -> dict[str, float]:
-    memory = float(setting(summary, "hardware.memory_gib"))
-    parameters = float(setting(summary, "model.parameters"))
-    per_parameter = float(setting(summary, "lab.trainer_bytes_per_parameter"))
-    return {"machine_gib": memory, "ray_limit_gib": memory * float(setting(summary, "lab.ray_memory_usage_threshold")),
+def _limits(summary: RunSummary) -> dict[str, float]:
+    memory = float(config_value(summary, "hardware.memory_gib"))
+    parameters = float(config_value(summary, "model.parameters"))
+    per_parameter = float(config_value(summary, "lab.trainer_bytes_per_parameter"))
+    threshold = float(config_value(summary, "lab.ray_memory_usage_threshold"))
+    return {"machine_gib": memory, "ray_limit_gib": memory * threshold,
             "trainer_state_gib": parameters * per_parameter / GIB}
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     for run_id, summary in runs.items():
-        memory = stream(summary, "host_memory", ("ts", "used_gib"))
+        memory = series_of(summary, "host_memory", "ts", "used_gib")
         origin = start_ts(summary)
-        kills = events(summary, "ray_oom_kill", required=True)
+        kills = events_of(summary, "ray_oom_kill")
         frames.append(pd.DataFrame({"run": run_id, "series": "host_memory_used",
                                     "minute": (memory["ts"] - origin) / MINUTE, "gib": memory["used_gib"]}))
         at_kill = [float(memory["used_gib"].iloc[(memory["ts"] - t0).abs().argmin()]) for t0 in kills["t0"]]

@@ -256,7 +256,7 @@ def test_every_bad_figure_is_named_with_its_run_and_metric_and_the_rest_are_draw
     assert str(caught.value) == "\n".join([
         "4 problems in the figures:",
         "  docs/01-chapter.md:10: fig 1.1 (fig-missing): run ghost-run is not in runs/ (the figure reads it)",
-        "  docs/01-chapter.md:20: fig 1.2 (fig-nan): run nan-run has no metric rollout/raw_reward",
+        "  docs/01-chapter.md:20: fig 1.2 (fig-nan): run nan-run has no steps with raw_reward",
         "  docs/01-chapter.md:30: fig 1.3 (fig-raises): figures/raising.py:11 raised ZeroDivisionError: "
         "division by zero (reading run-a)",
         "  docs/01-chapter.md:40: fig 1.4 (fig-nomodule): no figure module figures/no_such_module.py",
@@ -274,7 +274,8 @@ def test_a_figure_of_the_manual_names_the_run_and_metric_it_lacks(example_summar
     with pytest.raises(FigureError) as caught:
         draw.draw_figures(blocks, broken, tables, tmp_path / "out", tmp_path / "cache", jobs=1)
     assert [str(p) for p in caught.value.problems] == [
-        "docs/01-chapter.md:42: fig 1.4 (fig-reward): run baseline-seed2 has no metric rollout/raw_reward"]
+        "docs/01-chapter.md:42: fig 1.4 (fig-reward): run baseline-seed2 has no per-step value "
+        "'rollout/raw_reward'"]
 
 
 def test_default_alt_texts_type_no_number_the_data_has():

@@ -17,12 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from build_tools import _files, load, schemas
-from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError, InputProblem, Problem, RunDataError
+from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError, InputProblem, MissingValue, Problem, RunDataError
 from build_tools._yaml import parse_yaml
 from build_tools.blocks import read_blocks
-from build_tools.checks._data import step_values
-from build_tools.checks._registry import Missing
 from build_tools.cli import main
+from build_tools.readers import step_values
 from build_tools.stamp import EditionFileError, load_stamp
 from build_tools.summary import summarise_runs
 
@@ -177,10 +176,11 @@ def test_nan_is_kept_and_a_check_reading_it_fails_naming_run_and_step(monkeypatc
     monkeypatch.chdir(HOSTILE / "bare-nan-is-kept")
     summary = summarise_runs(Path("."), None)["tiny-run"]
     assert summary.facts["non_finite"]["train/grad_norm"] == {"0": "NaN", "1": "-Infinity"}
-    with pytest.raises(Missing) as caught:
+    with pytest.raises(MissingValue) as caught:
         step_values(summary, "train/grad_norm")
-    assert str(caught.value) == ("run tiny-run logged train/grad_norm = NaN at step 0, train/grad_norm = -Infinity "
-                                 "at step 1: not a number that can be read")
+    assert (caught.value.run, str(caught.value)) == ("tiny-run", (
+        "run tiny-run has no finite train/grad_norm (it logged train/grad_norm = NaN at step 0, "
+        "train/grad_norm = -Infinity at step 1)"))
 
 
 # --- the cache holds data only ------------------------------------------------------------------

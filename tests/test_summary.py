@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import MILES_SAMPLES, SAMPLES
 
-from build_tools import load, summary
+from build_tools import load, readers, summary
 from build_tools.summary import summarise_runs
 
 GOOD = SAMPLES / "load" / "good"
@@ -59,7 +59,7 @@ def test_facts_and_config(tiny: summary.RunSummary) -> None:
     assert tiny.facts["steps"] == 2 and tiny.facts["clean_steps"] == 1
     assert tiny.facts["gpus_used"] == [("10.0.0.1", 0)]
     assert tiny.facts["event_counts"] == {"heat_pause": 1}
-    assert tiny.config_value("flags.rollout_max_response_len") == 1024
+    assert readers.config_value(tiny, "flags.rollout_max_response_len") == 1024
 
 
 def test_describe_is_one_line(tiny: summary.RunSummary) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from . import config, steps, timeline, values  # noqa: F401  (each registers its checks)
 from ._data import runs_text
 from ._numbers import NUMBER_WORDS, Token, claim_numbers, masked_spans, parse_number
-from ._registry import REGISTRY, CheckSpec, Ctx, Missing, Outcome, Param, evaluate, register, validate
+from ._registry import REGISTRY, CheckSpec, Ctx, Outcome, Param, evaluate, register, validate
 from ._words import expect, fmt, half_unit, words
 
 __all__ = [
-    "NUMBER_WORDS", "REGISTRY", "CheckSpec", "Ctx", "Missing", "Outcome", "Param", "Token", "claim_numbers",
+    "NUMBER_WORDS", "REGISTRY", "CheckSpec", "Ctx", "Outcome", "Param", "Token", "claim_numbers",
     "evaluate", "expect", "fmt", "half_unit", "masked_spans", "parse_number", "register", "runs_text",
     "validate", "words",
 ]

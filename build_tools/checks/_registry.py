@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._exceptions import MissingValue
 from .._types import CheckResult, FigureBlock
 from ..summary import RunSummary
 from ._numbers import Token, claim_numbers, same_number
@@ -43,10 +44,6 @@ class Outcome:
     fields: dict[str, Any]  # fills the check's template: the observation in words
     failure: str | None = None  # a fuller failure text than "<observation>, expected <expected>"
     off_by: str = ""  # by how much the observation misses, for a failure ("11 too low")
-
-
-class Missing(Exception):
-    """Data a check needs is absent from a run: the claim cannot be shown, so the check fails."""
 
 
 @dataclass
@@ -226,7 +223,7 @@ def evaluate(params: dict[str, Any], block: FigureBlock, summaries: dict[str, Ru
               {r: summaries[r] for r in block.runs if r in summaries})
     try:
         out = spec.fn(ctx, params)
-    except Missing as missing:
+    except MissingValue as missing:  # the claim cannot be shown, so the check fails
         return CheckResult(spec.name, "fail", None, "data to check", f"{missing}", binds)
     text = spec.template.format_map({**out.fields, "label": params.get("label") or out.fields.get("label", "")})
     message = text if out.ok else (out.failure or f"{text}, expected {out.expected}")

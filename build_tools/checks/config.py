@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._exceptions import MissingValue
+from ..readers import config_value
 from ..schemas import same_setting
-from ._data import config_of
-from ._registry import Ctx, Missing, Outcome, Param, register
+from ._registry import Ctx, Outcome, Param, register
 
 
 def show(value: Any) -> str:
@@ -20,7 +21,7 @@ def show(value: Any) -> str:
           ("value",), field=Param("str", True, doc="dotted run.yaml field, e.g. flags.rollout_max_response_len"),
           value=Param("scalar", True))
 def config_equals(ctx: Ctx, p: dict[str, Any]) -> Outcome:
-    values = {r: config_of(s, p["field"]) for r, s in ctx.runs.items()}
+    values = {r: config_value(s, p["field"]) for r, s in ctx.runs.items()}
     ok = bool(values) and all(same_setting(v, p["value"]) for v in values.values())
     distinct = sorted({show(v) for v in values.values()})
     return Outcome(ok, values, f"{show(p['value'])} in every run", {"label": p["field"], "value": ", ".join(distinct)})
@@ -32,8 +33,8 @@ def config_equals(ctx: Ctx, p: dict[str, Any]) -> Outcome:
 def runs_matching(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     def matches(summary: Any) -> bool:
         try:
-            return all(same_setting(config_of(summary, f), v) for f, v in p["where"].items())
-        except Missing:
+            return all(same_setting(config_value(summary, f), v) for f, v in p["where"].items())
+        except MissingValue:
             return False
 
     found = [r for r, s in ctx.runs.items() if matches(s)]
@@ -79,11 +80,11 @@ def gpu_count(ctx: Ctx, p: dict[str, Any]) -> Outcome:
           count=Param("int", True), single=Param("strs", default=[]))
 def table_rows(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     if p["table"] not in ctx.tables:
-        raise Missing(f"no table docs/data/{p['table']}.yml")
+        raise MissingValue(None, f"table docs/data/{p['table']}.yml")
     rows = ctx.tables[p["table"]]
     rows = rows.get(p["list"]) if p["list"] and isinstance(rows, dict) else rows
     if not isinstance(rows, list):
-        raise Missing(f"table {p['table']} has no list of rows{' under ' + p['list'] if p['list'] else ''}")
+        raise MissingValue(None, f"list of rows in table {p['table']}{' under ' + p['list'] if p['list'] else ''}")
     bad = [f"row {i + 1} {f}" for i, row in enumerate(rows) for f in p["single"]
            if not (isinstance(row, dict) and isinstance(row.get(f), str) and row[f].strip())]
     ok = len(rows) == p["count"] and not bad

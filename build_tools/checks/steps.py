@@ -8,9 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from ._data import label_of, step_values, use_clean
+from .._exceptions import MissingValue
+from ..readers import label_of, step_values, use_clean
 from ._numbers import as_number
-from ._registry import STEP_MODES, Ctx, Missing, Outcome, Param, register
+from ._registry import STEP_MODES, Ctx, Outcome, Param, register
 from ._words import fmt
 
 OPS: dict[str, tuple[Callable[[float, float], bool], str]] = {
@@ -100,7 +101,7 @@ def step_rule(ctx: Ctx, p: dict[str, Any]) -> Outcome:
             if e != want:
                 bad.append(f"{run_id} step {int(cause.index[step])}: {fmt(c)} -> {fmt(e)}")
     if total == 0:
-        raise Missing(f"no steps with both {p['metric']} and {p['value']}")
+        raise MissingValue(None, f"steps with both {p['metric']} and {p['value']}")
     expected = (f"{label_of(p['value'])} {fmt(p['then'])} when {label_of(p['metric'])} <= {fmt(p['at_most'])}, "
                 f"else {fmt(p['otherwise'])}, at every step")
     text = f"rule holds at {total - len(bad)} of {total} steps" + (f" (not {'; '.join(bad[:4])})" if bad else "")
@@ -116,7 +117,7 @@ def equal_at_step(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     for run_id, summary in ctx.runs.items():
         series = step_values(summary, p["metric"], "all")
         if p["step"] not in series.index:
-            raise Missing(f"run {run_id} has no step {p['step']} with {label_of(p['metric'])}")
+            raise MissingValue(run_id, f"step {p['step']} with {label_of(p['metric'])}")
         values[run_id] = float(series.loc[p["step"]])
     spread = max(values.values()) - min(values.values())
     ok = len(values) >= 2 and spread <= p["tolerance"]
@@ -137,7 +138,7 @@ def paired_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     right = step_values(ctx.run(p["minus"]), p["metric"], p["steps"])
     left, right = left.align(right, join="inner")
     if left.empty:
-        raise Missing(f"{p['run']} and {p['minus']} have no step in common")
+        raise MissingValue(None, f"step in common between {p['run']} and {p['minus']}")
     diff = left - right
     unit = f" {p['unit']}" if p["unit"] else ""
     lo, hi = float(diff.min()), float(diff.max())

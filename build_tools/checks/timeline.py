@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ..summary import COUNTED_RANKS, RunSummary
-from ._data import config_of, events_of, series_of
-from ._registry import Ctx, Missing, Outcome, Param, register
+from .._exceptions import MissingValue
+from ..readers import config_value, counted_phases, event_interval, events_of, series_between, series_of
+from ..summary import RunSummary
+from ._registry import Ctx, Outcome, Param, register
 from ._words import fmt, setting
 
 UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
@@ -18,9 +19,7 @@ ENDPOINT = re.compile(r"^(?P<phase>[a-z_]+)\.(?P<edge>t0|t1)$")
 
 def _step_intervals(summary: RunSummary, names: list[str], spans: dict[str, list[str]]) -> dict[int, dict]:
     """Per step: name -> (t0, t1) of the first counted phase of that name, and the derived spans."""
-    phases = summary.phases
-    counted = phases[phases["rank"].isin(COUNTED_RANKS) & phases["step"].notna()]
-    first = counted.sort_values("t0", kind="stable").drop_duplicates(["step", "name"])
+    first = counted_phases(summary, required=False).sort_values("t0", kind="stable").drop_duplicates(["step", "name"])
     found: dict[int, dict[str, tuple[float, float]]] = {}
     for step, name, t0, t1 in zip(first["step"], first["name"], first["t0"], first["t1"], strict=True):
         found.setdefault(int(step), {})[name] = (float(t0), float(t1))
@@ -49,7 +48,7 @@ def phase_order(ctx: Ctx, p: dict[str, Any]) -> Outcome:
             if problem:
                 bad.append(f"{run_id} step {step}: {problem}")
     if total == 0:
-        raise Missing("no steps with phases")
+        raise MissingValue(None, "steps with phases")
     order = " -> ".join(p["order"])
     text = f"{order} in order at {total - len(bad)} of {total} steps" + (f" ({'; '.join(bad[:3])})" if bad else "")
     return Outcome(not bad, {"steps": total, "exceptions": bad}, f"{order}, without overlap, at every step",
@@ -68,16 +67,6 @@ def _order_problem(iv: dict[str, tuple[float, float] | None], order: list[str]) 
     return None
 
 
-def _interval(summary: RunSummary, start: str, end: str) -> tuple[float, float]:
-    """From the first `start` event to the first `end` event that follows it (their t0)."""
-    t0 = float(events_of(summary, start)["t0"].iloc[0])
-    later = events_of(summary, end)
-    later = later[later["t0"] >= t0]
-    if later.empty:
-        raise Missing(f"run {summary.run_id} has no {end} event after its {start} event")
-    return t0, float(later["t0"].iloc[0])
-
-
 EVENT_PARAMS = {"from": Param("str", True, doc="event kind that opens the span"),
                 "to": Param("str", True, doc="event kind that closes it (the first after)")}
 
@@ -91,7 +80,7 @@ def event_span(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     exp = ctx.expect(p["word"], p["value"], p)
     spans = {}
     for run_id, summary in ctx.runs.items():
-        t0, t1 = _interval(summary, p["from"], p["to"])
+        t0, t1 = event_interval(summary, p["from"], p["to"])
         spans[run_id] = (t1 - t0) / UNITS[p["unit"]]
     ok = all(exp.holds(x) for x in spans.values())
     text = ", ".join(f"{fmt(x)} {p['unit']}" for x in spans.values())
@@ -111,16 +100,13 @@ def series_during(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         expected = f"at most {fmt(bound)}{p['unit'] and ' ' + p['unit']} in every sample (idle)"
     else:
         if p["value"] is None:
-            raise Missing(f"series_during with word {p['word']} needs a `value`")
+            raise MissingValue(None, f"`value` for series_during with word {p['word']}")
         bound, above = float(p["value"]), p["word"] == "at_least"
         expected = f"{p['word'].replace('_', ' ')} {fmt(bound)}{p['unit'] and ' ' + p['unit']} in every sample"
     observed, ok = {}, True
     for run_id, summary in ctx.runs.items():
-        t0, t1 = _interval(summary, p["from"], p["to"])
-        frame = series_of(summary, p["series"], p["field"])
-        inside = frame[(frame["ts"] >= t0) & (frame["ts"] <= t1)][p["field"]].astype(float)
-        if inside.empty:
-            raise Missing(f"run {run_id} has no {p['series']} samples between {p['from']} and {p['to']}")
+        t0, t1 = event_interval(summary, p["from"], p["to"])
+        inside = series_between(summary, p["series"], p["field"], p["from"], p["to"])
         worst = float(inside.min() if above else inside.max())
         ok &= worst >= bound if above else worst <= bound
         observed[run_id] = {"worst": worst, "samples": len(inside), "minutes": (t1 - t0) / 60}
@@ -143,9 +129,9 @@ def series_at_event(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         frame = series_of(summary, p["series"], p["field"])
         before = frame[frame["ts"] <= t0]
         if before.empty:
-            raise Missing(f"run {run_id} has no {p['series']} sample before its {p['event']} event")
+            raise MissingValue(run_id, f"{p['series']} sample before its {p['event']} event")
         value = float(before[p["field"]].iloc[-1])
-        limit = float(config_of(summary, p["at_least"])) if isinstance(p["at_least"], str) else float(p["at_least"])
+        limit = float(config_value(summary, p["at_least"])) if isinstance(p["at_least"], str) else float(p["at_least"])
         ok &= value >= limit
         observed[run_id] = {"value": value, "limit": limit}
     text = ", ".join(f"{fmt(v['value'])} (limit {fmt(v['limit'])})" for v in observed.values())

@@ -7,8 +7,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._data import config_of, label_of, slope, statistic, step_values
-from ._registry import STATS, STEP_MODES, Ctx, Missing, Outcome, Param, register
+from .._exceptions import MissingValue
+from ..readers import config_value, label_of, step_values, trend_line
+from ._data import statistic
+from ._registry import STATS, STEP_MODES, Ctx, Outcome, Param, register
 from ._words import fmt, setting
 
 METRIC = Param("names", True, doc="a per-step value (metric or `<series>.<field>`); a list is summed per step")
@@ -96,7 +98,7 @@ def share(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         shares.append((parts / whole).dropna())
     pooled = pd.concat(shares)
     if p["word"] != "almost_all" and p["value"] is None:
-        raise Missing(f"share with word {p['word']} needs a `value`")
+        raise MissingValue(None, f"`value` for share with word {p['word']}")
     exp = ctx.expect(p["word"], p["value"] if p["value"] is not None else 0.0, p)
     if p["stat"] == "each":
         x = float(pooled.min())
@@ -115,7 +117,7 @@ def share(ctx: Ctx, p: dict[str, Any]) -> Outcome:
           min_slope=Param("num", doc="override: `up` needs a slope above this"),
           max_slope=Param("num", doc="override: `down` needs a slope below this"))
 def trend(ctx: Ctx, p: dict[str, Any]) -> Outcome:
-    slopes = {r: slope(step_values(s, p["metric"], p["steps"])) for r, s in ctx.runs.items()}
+    slopes = {r: trend_line(step_values(s, p["metric"], p["steps"]), r)[0] for r, s in ctx.runs.items()}
     if p["direction"] == "up":
         bound = setting("goes_up", "min_slope", p)
         ok = all(v > bound for v in slopes.values())
@@ -137,7 +139,7 @@ def jumps_around(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     for run_id, summary in ctx.runs.items():
         values = step_values(summary, p["metric"], p["steps"])
         change = float(np.median(np.abs(np.diff(values.to_numpy(dtype=float)))))
-        trend_step = abs(slope(values))
+        trend_step = abs(trend_line(values, run_id)[0])
         ratios[run_id] = change / trend_step if trend_step > 0 else float("inf")
     ok = all(r >= factor for r in ratios.values())
     text = ", ".join(f"{r} {fmt(v)}" for r, v in ratios.items())
@@ -151,7 +153,7 @@ def _windows(ctx: Ctx, p: dict[str, Any], window: int) -> tuple[float, float]:
     for summary in ctx.runs.values():
         values = step_values(summary, p["metric"], p["steps"])
         if len(values) < 2 * window:
-            raise Missing(f"run {summary.run_id} has {len(values)} steps, fewer than two windows of {window}")
+            raise MissingValue(summary.run_id, f"two windows of {window} steps (it has {len(values)})")
         firsts.append(values.iloc[:window])
         lasts.append(values.iloc[-window:])
     return float(pd.concat(firsts).mean()), float(pd.concat(lasts).mean())
@@ -219,8 +221,8 @@ def config_ratio(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     exp = ctx.expect(p["word"], p["value"], p)
     ratios = {}
     for run_id, summary in ctx.runs.items():
-        top = float(np.prod([float(config_of(summary, f)) for f in p["numerator"]]))
-        bottom = float(np.prod([float(config_of(summary, f)) for f in p["denominator"]])) * p["denominator_scale"]
+        top = float(np.prod([float(config_value(summary, f)) for f in p["numerator"]]))
+        bottom = float(np.prod([float(config_value(summary, f)) for f in p["denominator"]])) * p["denominator_scale"]
         ratios[run_id] = top / bottom
     ok = all(exp.holds(x) for x in ratios.values())
     text = ", ".join(f"{fmt(x)} ({r})" for r, x in ratios.items())
@@ -242,7 +244,7 @@ def heat_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         clean.append(values[~flags])
     hot, cool = pd.concat(touched), pd.concat(clean)
     if hot.empty or cool.empty:
-        raise Missing(f"no {'touched' if hot.empty else 'clean'} steps in runs {', '.join(ctx.runs)}")
+        raise MissingValue(None, f"{'touched' if hot.empty else 'clean'} steps in runs {', '.join(ctx.runs)}")
     diff = statistic(hot, p["stat"]) - statistic(cool, p["stat"])
     exp = ctx.expect(p["word"], p["value"], p)
     unit = f" {p['unit']}" if p["unit"] else ""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from figures._common import colour, metric, new_figure
+from build_tools.readers import step_values
+from figures._common import colour, new_figure
 
 RUNS_NEEDED = ("run-a",)
 ALT = "Reward per step."
@@ -12,8 +13,8 @@ OPTIONS = {"split": "number"}  # accepted and not drawn: a changed option must s
 
 
 def draw(runs, tables, options=None):
-    frames = [pd.DataFrame({"run": run_id, "step": metric(s, "rollout/raw_reward").index,
-                            "reward": metric(s, "rollout/raw_reward").to_numpy()}) for run_id, s in runs.items()]
+    frames = [pd.DataFrame({"run": run_id, "step": step_values(s, "rollout/raw_reward").index,
+                            "reward": step_values(s, "rollout/raw_reward").to_numpy()}) for run_id, s in runs.items()]
     data = pd.concat(frames, ignore_index=True)
     figure, ax = new_figure()
     for run_id, run_data in data.groupby("run"):

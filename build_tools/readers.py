@@ -1,0 +1,186 @@
+"""The one place figures, checks, the Metrics page, `compare` and `show` read a run summary's values from.
+
+- `config_value`: a field of run.yaml by dotted name;
+- `step_values`: a metric (or `<series>.<field>`) per step, under the heat rule (`use_clean`: a time value,
+  `summary.is_time`, holds only for the steps no heat-guard pause touched);
+- `events_of`, `event_interval`: a run's events of one kind, and the span from one event to the next of another;
+- `series_of`, `series_between`: a sampled stream, and its samples between two events;
+- `counted_phases`, `start_ts`, `trend_line`: the phases counted once per step, the origin of a time axis,
+  a least-squares line through a value's steps.
+
+A value that is not there raises MissingValue(run, what), naming the run and the value: a check then fails
+with that sentence, and draw.py reports the figure with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._exceptions import MissingValue
+from .summary import COUNTED_RANKS, RunSummary, is_time
+
+_REQUIRED: Any = object()  # no default: a missing field raises
+_SHOWN_NON_FINITE = 3  # non-finite values named in a message; the rest counted
+
+
+# --- run.yaml ------------------------------------------------------------------------------------
+
+
+def config_value(run: RunSummary, dotted: str, default: Any = _REQUIRED) -> Any:
+    """A field of the run's run.yaml by dotted name (`flags.rollout_max_response_len`); `default` when the
+    field is absent, or MissingValue without one."""
+    node: Any = run.config
+    for key in dotted.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            if default is _REQUIRED:
+                raise MissingValue(run.run_id, f"{dotted} in run.yaml")
+            return default
+        node = node[key]
+    return node
+
+
+# --- values per step -----------------------------------------------------------------------------
+
+
+def names_of(metric: str | Sequence[str]) -> list[str]:
+    """The names of a value: one name, or the names of a list whose values are summed per step."""
+    return [metric] if isinstance(metric, str) else list(metric)
+
+
+def label_of(metric: str | Sequence[str]) -> str:
+    """A short name for a value: the metric without its group (`perf/sleep_time` -> `sleep_time`)."""
+    return " + ".join(n.rsplit("/", 1)[-1] for n in names_of(metric))
+
+
+def use_clean(metric: str | Sequence[str], steps: str = "auto") -> bool:
+    """The heat rule: whether a value is read on the clean steps only (no heat-guard pause touched them).
+    `steps` is `clean`, `all`, or `auto`: clean for a time value."""
+    return steps == "clean" or (steps == "auto" and any(is_time(n) for n in names_of(metric)))
+
+
+def steps_for(run: RunSummary, metric: str | Sequence[str], steps: str = "auto") -> pd.DataFrame:
+    """The rows of the step table a value is read from under the heat rule."""
+    return run.clean_steps if use_clean(metric, steps) else run.steps
+
+
+def step_values(run: RunSummary, metric: str | Sequence[str], steps: str = "auto") -> pd.Series:
+    """A value per step, by step (a list of names is summed), on the clean steps when the heat rule says so.
+    A step that did not log the value is left out; one that logged NaN or an infinity raises MissingValue."""
+    parts = [_column(run, name) for name in names_of(metric)]
+    values = parts[0]
+    for part in parts[1:]:
+        values = values.add(part, fill_value=math.nan)
+    clean = use_clean(metric, steps)
+    if clean:
+        values = values[values.index.isin(run.clean_steps.index)]
+    require_finite(run, names_of(metric), values.index)
+    values = values.dropna()
+    if values.empty:
+        raise MissingValue(run.run_id, f"{'clean ' if clean else ''}steps with {label_of(metric)}")
+    return values
+
+
+def _column(run: RunSummary, name: str) -> pd.Series:
+    """A column of the step table, or `<series>.<field>` of a series that has a step column."""
+    if name in run.steps.columns:
+        return run.steps[name].astype(float)
+    series_name, _, field = name.partition(".")
+    frame = run.series.get(series_name)
+    if field and frame is not None and field in frame.columns and "step" in frame.columns:
+        return frame.groupby("step")[field].last().astype(float)
+    raise MissingValue(run.run_id, f"per-step value {name!r}")
+
+
+def require_finite(run: RunSummary, names: Iterable[str], steps: Iterable[int] | None = None) -> None:
+    """MissingValue when the run logged NaN or an infinity for one of the metrics (at the given steps): a
+    value that is not a number is never dropped silently."""
+    names = list(names)
+    wanted = None if steps is None else {int(step) for step in steps}
+    logged = run.facts.get("non_finite", {})
+    found = [f"{name} = {value} at step {step}" for name in names
+             for step, value in sorted(logged.get(name, {}).items(), key=lambda kv: int(kv[0]))
+             if wanted is None or int(step) in wanted]
+    if found:
+        more = f" (and {len(found) - _SHOWN_NON_FINITE} more)" if len(found) > _SHOWN_NON_FINITE else ""
+        raise MissingValue(run.run_id, f"finite {' + '.join(names)} (it logged "
+                                       f"{', '.join(found[:_SHOWN_NON_FINITE])}{more})")
+
+
+def trend_line(values: pd.Series, run_id: str) -> tuple[float, float]:
+    """Slope (per step) and intercept of the least-squares line through a value's finite steps."""
+    x, y = values.index.to_numpy(dtype=float), values.to_numpy(dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if keep.sum() < 2:
+        raise MissingValue(run_id, f"trend of {values.name or 'the value'} (it needs at least two steps)")
+    slope, intercept = np.polyfit(x[keep], y[keep], 1)
+    return float(slope), float(intercept)
+
+
+# --- events, series and phases -------------------------------------------------------------------
+
+
+def events_of(run: RunSummary, kind: str, *, required: bool = True) -> pd.DataFrame:
+    """The run's events of one kind (heat_pause, engine_death, ray_oom_kill, job_end), in time order; when
+    `required`, MissingValue if there is none."""
+    frame = run.events
+    found = frame[frame["kind"] == kind] if len(frame) else frame
+    if found.empty:
+        if required:
+            raise MissingValue(run.run_id, f"{kind} event")
+        return found
+    return found.sort_values("t0", kind="stable")
+
+
+def event_interval(run: RunSummary, start: str, end: str) -> tuple[float, float]:
+    """From the first `start` event to the first `end` event that follows it (their t0)."""
+    t0 = float(events_of(run, start)["t0"].iloc[0])
+    later = events_of(run, end)
+    later = later[later["t0"] >= t0]
+    if later.empty:
+        raise MissingValue(run.run_id, f"{end} event after its {start} event")
+    return t0, float(later["t0"].iloc[0])
+
+
+def series_of(run: RunSummary, name: str, *fields: str) -> pd.DataFrame:
+    """A sampled series (gpu_util, host_memory, held_memory, ...) that holds values of every field named."""
+    frame = run.series.get(name)
+    if frame is None or frame.empty:
+        raise MissingValue(run.run_id, f"{name} series")
+    for field in fields:
+        if field not in frame.columns or frame[field].isna().all():
+            raise MissingValue(run.run_id, f"{name} series with {field!r}")
+    return frame
+
+
+def series_between(run: RunSummary, name: str, field: str, start: str, end: str) -> pd.Series:
+    """The samples of a series' field from the first `start` event to the next `end` event, both included."""
+    t0, t1 = event_interval(run, start, end)
+    frame = series_of(run, name, field)
+    inside = frame[(frame["ts"] >= t0) & (frame["ts"] <= t1)][field].astype(float)
+    if inside.empty:
+        raise MissingValue(run.run_id, f"{name} samples between {start} and {end}")
+    return inside
+
+
+def counted_phases(run: RunSummary, names: Sequence[str] | None = None, *, required: bool = True) -> pd.DataFrame:
+    """The phases counted once per step (trainer rank 0 and the rollout manager), of the names given or all;
+    when `required`, MissingValue if there is none."""
+    frame = run.phases
+    chosen = frame["rank"].isin(COUNTED_RANKS) & frame["step"].notna()
+    if names is not None:
+        chosen &= frame["name"].isin(names)
+    found = frame[chosen]
+    if required and found.empty:
+        raise MissingValue(run.run_id, f"phases {', '.join(names or ())}".rstrip())
+    return found
+
+
+def start_ts(run: RunSummary) -> float:
+    """The run's start, the origin of its time axes."""
+    start = run.facts.get("start_ts", math.nan)
+    return float(start) if start is not None and not math.isnan(start) else float(run.phases["t0"].min())
