@@ -15,7 +15,7 @@ from typing import Any
 from . import metrics_table
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
-from .readers import config_value
+from .readers import config_value, events_of
 from .sources._common import RENAMED
 from .summary import RunSummary, summarise, summarise_runs
 from .wording import number
@@ -172,7 +172,7 @@ def report(setup: list[str], comparisons: list[Comparison], yours: RunSummary) -
     if setup:
         lines += ["", "Your setup differs from the one the manual's ranges hold for:"]
         lines += [f"  {line}" for line in setup]
-    if yours.events.empty or "heat_pause" not in set(yours.events["kind"]):
+    if events_of(yours, "heat_pause", required=False).empty:
         lines += ["", "Your run has no heat-guard record: every step counts as clean for the time rows."]
     width = max(len(c.metric) for c in comparisons) if comparisons else 0
     lines.append("")

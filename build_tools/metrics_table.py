@@ -68,7 +68,7 @@ def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) ->
     where = predicate.get("where") or {}
     chosen = []
     for summary in summaries.values():
-        if tags and not tags & set(summary.config.get("tags") or ()):
+        if tags and not tags & set(config_value(summary, "tags", None) or ()):
             continue
         if all(same_setting(config_value(summary, key, None), value) for key, value in where.items()):
             chosen.append(summary)

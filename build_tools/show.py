@@ -75,16 +75,17 @@ def as_csv(run: Any) -> str:
 
 
 def report(run: Any, summary: Any, found: dict[str, list[Path]], path: Path) -> list[str]:
+    from .compare import gpus_of
+    from .readers import config_value
+
     facts = summary.facts
-    lines = [f"Run {run.run_id} ({run.config.get('provenance', 'not recorded')}), read from {display_path(path)}",
+    lines = [f"Run {run.run_id} ({config_value(summary, 'provenance', 'not recorded')}), read from "
+             f"{display_path(path)}",
              "", "Sources:"]
     for kind, files in found.items():
         shown = ", ".join(display_path(f) for f in files[:3]) + (f", ... ({len(files)} files)" if len(files) > 3
                                                                   else "")
         lines.append(f"  {kind:<12} {shown}")
-    from .compare import gpus_of
-    from .readers import config_value
-
     lines += ["", "Setup:"]
     for what, dotted in SETUP:
         lines.append(f"  {what:<20} {config_value(summary, dotted, 'not recorded')}")
