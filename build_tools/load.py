@@ -215,10 +215,10 @@ def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[
     if run_id is not None and isinstance(meta.get("run_name"), str) and meta["run_name"] != run_id:
         problems.append(Problem(where, None, "run_name",
                                 f"is {meta['run_name']!r}, but the run directory is {run_id!r}"))
-    return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_time(v)}
+    return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
 
 
-def _is_time(value: Any) -> bool:
+def _is_timestamp(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
