@@ -19,7 +19,8 @@ COMPARISONS = ("about", "near", "rounds", "exactly", "above", "below", "at_least
 @cache
 def words() -> dict[str, dict[str, Any]]:
     """The definitions in words.yml, read once."""
-    return load_yaml(WORDS_FILE.read_text(encoding="utf-8"))
+    definitions: dict[str, dict[str, Any]] = load_yaml(WORDS_FILE.read_text(encoding="utf-8"))
+    return definitions
 
 
 def setting(word: str, key: str, overrides: dict[str, Any]) -> Any:
