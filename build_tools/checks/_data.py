@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, SupportsFloat
 
 import numpy as np
 import pandas as pd
@@ -63,7 +63,7 @@ def statistic(values: Iterable[float], stat: str) -> float:
     arr = np.asarray(list(values), dtype=float)
     if arr.size == 0:
         raise Missing("no values")
-    funcs = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max, "sum": np.sum,
+    funcs: dict[str, Callable[[np.ndarray], SupportsFloat]] = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max, "sum": np.sum,
              "first": lambda a: a[0], "last": lambda a: a[-1]}
     return float(funcs[stat](arr))
 

@@ -36,8 +36,9 @@ def _judge_count(holds: pd.Series, p: dict[str, Any], what: str) -> Outcome:
     of_text = f" of {p['of']}" if p["of"] is not None else ""
     expected = {"every": f"every step{of_text}", "none": f"no step{of_text}"}.get(
         want, f"exactly {want}{of_text or f' of {n}'} steps")
-    failing = [int(s) for s, h in holds.items() if not h] if want == "every" else [
-        int(s) for s, h in holds.items() if h] if want == "none" else []
+    steps = zip(holds.index, holds, strict=True)  # the index is the step number
+    failing = [int(s) for s, h in steps if not h] if want == "every" else [
+        int(s) for s, h in steps if h] if want == "none" else []
     observed = {"holds": k, "steps": n, "exceptions": failing}
     extra = f" (not at steps {failing[:8]})" if want == "every" and failing else (
         f" (at steps {failing[:8]})" if want == "none" and failing else "")

@@ -45,7 +45,7 @@ def _value_check(word: str) -> Any:
         parts, misses, ok = [], [], True
         for key, values in _pooled(ctx, p).items():
             if p["stat"] == "each":
-                bad = [int(s) for s, v in values.items() if not exp.holds(float(v))]
+                bad = [int(s) for s, v in zip(values.index, values, strict=True) if not exp.holds(float(v))]
                 ok &= not bad
                 observed[key] = {"min": float(values.min()), "max": float(values.max()), "outside": bad}
                 text = f"from {fmt(values.min())} to {fmt(values.max())}{unit}"
