@@ -63,8 +63,9 @@ def statistic(values: Iterable[float], stat: str) -> float:
     arr = np.asarray(list(values), dtype=float)
     if arr.size == 0:
         raise Missing("no values")
-    funcs: dict[str, Callable[[np.ndarray], SupportsFloat]] = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max, "sum": np.sum,
-             "first": lambda a: a[0], "last": lambda a: a[-1]}
+    funcs: dict[str, Callable[[np.ndarray], SupportsFloat]] = {
+        "median": np.median, "mean": np.mean, "min": np.min, "max": np.max, "sum": np.sum,
+        "first": lambda a: a[0], "last": lambda a: a[-1]}
     return float(funcs[stat](arr))
 
 
