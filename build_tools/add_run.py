@@ -161,7 +161,8 @@ def run_yaml(run_id: str, run: Any, summary: Any) -> tuple[dict[str, Any], list[
     }
     if len(nodes) > 1:
         config["hardware"]["nodes"] = len(nodes)
-    filled, missing = [], []
+    filled: list[str] = []
+    missing: list[str] = []
 
     def walk(node: Any, dotted: str) -> None:
         if isinstance(node, dict):

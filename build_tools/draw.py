@@ -23,7 +23,7 @@ import re
 import shutil
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
@@ -214,7 +214,8 @@ def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | 
         if re.fullmatch(r"[0-9a-f]{64}", text):
             return None  # a key written before entries carried hashes: stale, redrawn without a word
         entry = json.loads(text)
-        if all(_sha256(stem.with_suffix(suffix)) == digest for suffix, digest in entry["sha256"].items()) \
+        if isinstance(entry, dict) and all(_sha256(stem.with_suffix(suffix)) == digest
+                                           for suffix, digest in entry["sha256"].items()) \
                 and set(entry["sha256"]) == {*OUTPUTS, ".alt"} and isinstance(entry["key"], str):
             return entry
     except FileNotFoundError:
@@ -340,7 +341,8 @@ def _figure_contents(figure: Any) -> list[Any]:
     from matplotlib.text import Text
 
     def array(values: Any) -> bytes:
-        return np.ascontiguousarray(np.ma.filled(np.ma.asarray(values, dtype=float), np.nan)).tobytes()
+        masked = np.ma.asarray(values, dtype=float)  # type: ignore[no-untyped-call]  # numpy.ma's is unannotated
+        return np.ascontiguousarray(np.ma.filled(masked, np.nan)).tobytes()
 
     def walk(artist: Any) -> Any:
         # An axis' ticks follow from its limits, scale, locator and formatter: asking for them would create them
@@ -354,7 +356,8 @@ def _figure_contents(figure: Any) -> list[Any]:
         parts += [type(artist).__name__, artist.get_visible(), artist.get_gid(), artist.get_zorder()]
         if isinstance(artist, Text):
             parts += [artist.get_text(), artist.get_color(), artist.get_fontsize(), artist.get_fontweight(),
-                      artist.get_rotation(), artist.get_ha(), artist.get_va(), artist.get_position()]
+                      artist.get_rotation(), artist.get_horizontalalignment(), artist.get_verticalalignment(),
+                      artist.get_position()]
         elif isinstance(artist, Line2D):
             parts += [array(artist.get_xydata()), artist.get_color(), artist.get_linestyle(),
                       artist.get_linewidth(), artist.get_marker(), artist.get_markersize(), artist.get_alpha(),
@@ -420,7 +423,8 @@ def _csv_header(provenance: dict[str, str]) -> str:
 
 def _csv_text(data: Any, provenance: dict[str, str]) -> str:
     """The figure's CSV: the provenance line, then the numbers it plots."""
-    return _csv_header(provenance) + data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
+    numbers: str = data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")  # a DataFrame's
+    return _csv_header(provenance) + numbers
 
 
 def _save(figure: Any, csv: str, stem: Path) -> None:
@@ -433,7 +437,7 @@ def _save(figure: Any, csv: str, stem: Path) -> None:
         figure.set_layout_engine("none")
         figure.savefig(path, format="svg", metadata=SVG_METADATA)
 
-    writers = {
+    writers: dict[str, Callable[[Path], object]] = {
         ".png": lambda path: figure.savefig(path, format="png", dpi=PNG_DPI, metadata=PNG_METADATA),
         ".svg": write_svg,
         ".csv": lambda path: path.write_text(csv, encoding="utf-8"),
