@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import SHADE_ALPHA, colour, legend, metric, new_figure, setting, window
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3", "n4-seed1", "n16-seed1")
@@ -24,7 +26,7 @@ def reward_gain(summary: Any) -> float:
     return float(reward.iloc[-window():].mean() - reward.iloc[:window()].mean())
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     data = pd.DataFrame([{"run": run_id, "n_samples_per_prompt": int(setting(summary, "flags.n_samples_per_prompt")),
                           "reward_gain": reward_gain(summary)} for run_id, summary in runs.items()])
 

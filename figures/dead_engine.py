@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import (
     SHADE_ALPHA,
     colour,
@@ -25,7 +27,7 @@ ALT = ("GPU utilisation over the run without a watchdog: busy until the engine d
 MINUTE = 60.0
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     summary = next(iter(runs.values()))
     util = stream(summary, "gpu_util", ("ts", "util"))
     death = events(summary, "engine_death", required=True).iloc[0]

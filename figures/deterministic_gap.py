@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, PAPER, colour, metric, new_figure
 
 RUNS_NEEDED = ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b")
@@ -18,7 +20,7 @@ KEY = "train/train_rollout_logprob_abs_diff"
 MARKERS = ("o", "s", "^", "D")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     data = pd.concat([pd.DataFrame({"run": run_id, "step": metric(summary, KEY).index.astype(int),
                                     "gap": metric(summary, KEY).to_numpy()}) for run_id, summary in runs.items()],
                      ignore_index=True)

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, PAPER, colour, legend, metric, new_figure
 
 RUNS_NEEDED = ("baseline-seed2", "kept-loaded-seed2")
@@ -17,7 +19,7 @@ ALT = ("Bars per step: the rollout time saved by keeping the engine loaded, each
 KEY = "perf/rollout_time"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     offloaded, kept = runs.values()
     both = pd.DataFrame({"offloaded_s": metric(offloaded, KEY), "kept_loaded_s": metric(kept, KEY)}).dropna()
     touched = offloaded.steps["heat_touched"].reindex(both.index, fill_value=True) | \

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, colour, metric, new_figure, setting, stream
 
 RUNS_NEEDED = ("dynamic-filter-seed1",)
@@ -19,7 +21,7 @@ DEFAULT_SPLIT = 16  # used when the figure block sets no `split` option
 OPTIONS = {"split": "number"}  # the options a figure block may set (build_tools/_figure_modules.py)
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any],
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any],
          options: Mapping[str, Any] | None = None) -> tuple[Figure, pd.DataFrame]:
     split = float((options or {}).get("split", DEFAULT_SPLIT))
     summary = next(iter(runs.values()))

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, PAPER, colour, legend, metric, new_figure, stream
 
 RUNS_NEEDED = ("dynamic-filter-seed1",)
@@ -18,7 +20,7 @@ ALT = ("Two panels over the steps: above, the mean raw reward counted before the
 AFTER = "rollout/raw_reward"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     summary = next(iter(runs.values()))
     after = metric(summary, AFTER)
     before = stream(summary, "sampling", ("step", "reward_before_filter")).set_index("step")["reward_before_filter"]

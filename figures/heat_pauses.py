@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, SHADE_ALPHA, colour, metric, new_figure, seed_label
 
 RUNS_NEEDED = ("baseline-seed2", "baseline-seed3")
@@ -18,7 +20,7 @@ ALT = ("One panel per seed, step time per step: the steps that overlapped a heat
 KEY = "perf/step_time"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     for run_id, summary in runs.items():
         step_time = metric(summary, KEY)

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import SHADE_ALPHA, checked_values, colour, label, legend, new_figure, phases, shade_heat_pauses, stream
 
 RUNS_NEEDED = ("baseline-seed1",)
@@ -18,7 +20,7 @@ STEPS_SHOWN = 2
 HAND_OFFS = ("sleep", "wake_up", "update_weights")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     summary = next(iter(runs.values()))
     shown = summary.clean_steps.index[:STEPS_SHOWN]
     window = summary.steps.loc[shown]

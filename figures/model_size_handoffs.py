@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import colour, metric, new_figure, setting
 
 RUNS_NEEDED = ("baseline-seed1", "qwen3-1.7b")
@@ -19,7 +21,7 @@ METRICS = {"perf/update_weights_time": "weight update", "perf/sleep_time": "trai
 HATCHES = ("", "///", "...", "xxx")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     rows = [{"run": run_id, "model_size": str(setting(summary, "model.size")), "metric": key,
              "median_s": float(metric(summary, key, summary.clean_steps).median())}
             for run_id, summary in runs.items() for key in METRICS]

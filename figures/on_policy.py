@@ -10,6 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, colour, metric, new_figure, stream, text_on
 
 RUNS_NEEDED = ("onpolicy-plain", "onpolicy-det-inference", "onpolicy-true")
@@ -27,7 +29,7 @@ def repeat_agreement(summary: Any) -> float:
     return float((probes.groupby("probe")["output_sha256"].nunique() == 1).mean())
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     rows = []
     for run_id, summary in runs.items():
         rows.append({"run": run_id, "measure": "repeat_agreement_pct", "value": repeat_agreement(summary) * 100})

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, colour, events, legend, new_figure, setting, stream
 
 RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
@@ -19,7 +21,7 @@ WINDOW_MIN = 10.0  # minutes before the kill shown
 LINESTYLES = ("-", "--", ":", "-.")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     thresholds = []
     for run_id, summary in runs.items():

@@ -9,6 +9,8 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, colour, legend, metric, new_figure, setting, window
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
@@ -37,7 +39,7 @@ def _mark_windows(ax: Axes, steps: pd.Series, means: tuple[float, float], size: 
                     xytext=(0, -3), textcoords="offset points", ha="center", va="top")
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = [pd.DataFrame({"run": run_id, "step": metric(summary, LENGTH).index.astype(int),
                             "response_length": metric(summary, LENGTH).to_numpy(),
                             "truncated_pct": metric(summary, TRUNCATED).to_numpy() * 100})

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import PAPER, colour, metric, new_figure, setting
 
 RUNS_NEEDED = ("replay-off-seed1", "replay-on-seed1")
@@ -17,7 +19,7 @@ ALT = ("The trainer-engine gap per step of two runs with top-p and top-k samplin
 KEY = "train/train_rollout_logprob_abs_diff"
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     for run_id, summary in runs.items():
         gap = metric(summary, KEY)

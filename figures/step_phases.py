@@ -9,6 +9,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, PAPER, colour, new_figure, phases, shade_heat_pauses
 
 RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
@@ -31,7 +33,7 @@ PHASES = {
 }
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     summary = next(iter(runs.values()))
     shown = summary.clean_steps.index[:STEPS_SHOWN]
     chosen = phases(summary, tuple(PHASES))

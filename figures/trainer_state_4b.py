@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools.summary import RunSummary
+
 from ._common import (
     INK,
     SHADE_ALPHA,
@@ -39,7 +41,7 @@ def _limits(summary: Any) -> dict[str, float]:
             "trainer_state_gib": parameters * per_parameter / GIB}
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     frames = []
     for run_id, summary in runs.items():
         memory = stream(summary, "host_memory", ("ts", "used_gib"))

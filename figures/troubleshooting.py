@@ -10,6 +10,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
+from build_tools.summary import RunSummary
+
 from ._common import INK, SHADE_ALPHA, colour, new_figure
 
 RUNS_NEEDED: tuple[str, ...] = ()
@@ -46,7 +48,7 @@ def _rows(tables: Mapping[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
-def draw(runs: Mapping[str, Any], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
+def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Figure, pd.DataFrame]:
     rows = _rows(tables)
     data = pd.DataFrame([{"row": index + 1, "column": key, "short": row[f"short_{key}"], "text": row[key]}
                          for index, row in enumerate(rows) for key in COLUMNS])
