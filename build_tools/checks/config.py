@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..schemas import same_setting
+from ..summary import RunSummary
 from ._data import config_of
 from ._registry import Ctx, Missing, Outcome, Param, register
 
@@ -30,7 +31,7 @@ def config_equals(ctx: Ctx, p: dict[str, Any]) -> Outcome:
           "exactly `count` of the check's runs match every field of `where` (binds the count and the values)",
           lambda p: [p["count"], *p["where"].values()], where=Param("mapping", True), count=Param("int", True))
 def runs_matching(ctx: Ctx, p: dict[str, Any]) -> Outcome:
-    def matches(summary: Any) -> bool:
+    def matches(summary: RunSummary) -> bool:
         try:
             return all(same_setting(config_of(summary, f), v) for f, v in p["where"].items())
         except Missing:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..summary import RunSummary
 from ._data import label_of, step_values, use_clean
 from ._numbers import as_number
 from ._registry import STEP_MODES, Ctx, Missing, Outcome, Param, register
@@ -45,7 +46,7 @@ def _judge_count(holds: pd.Series, p: dict[str, Any], what: str) -> Outcome:
     return Outcome(ok, observed, expected, {"label": what, "value": f"{k} of {n} steps{extra}"})
 
 
-def _operand(summary: Any, value: Any, mode: str) -> pd.Series | float:
+def _operand(summary: RunSummary, value: Any, mode: str) -> pd.Series | float:
     number = as_number(value) if not isinstance(value, str) else None
     return float(number) if number is not None else step_values(summary, value, mode)
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ._data import config_of, label_of, slope, statistic, step_values
-from ._registry import STATS, STEP_MODES, Ctx, Missing, Outcome, Param, register
+from ._registry import STATS, STEP_MODES, CheckFn, Ctx, Missing, Outcome, Param, register
 from ._words import fmt, setting
 
 METRIC = Param("names", True, doc="a per-step value (metric or `<series>.<field>`); a list is summed per step")
@@ -33,11 +34,11 @@ def _missed(key: str, off_by: str) -> str:
     return "" if not off_by else off_by if key == "pooled" else f"{key}: {off_by}"
 
 
-def _join(misses: Any) -> str:
+def _join(misses: Iterable[str]) -> str:
     return "; ".join(m for m in misses if m)
 
 
-def _value_check(word: str) -> Any:
+def _value_check(word: str) -> CheckFn:
     def check(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         exp = ctx.expect(word, p["value"], p)
         unit = f" {p['unit']}" if p["unit"] else ""
@@ -157,7 +158,7 @@ def _windows(ctx: Ctx, p: dict[str, Any], window: int) -> tuple[float, float]:
     return float(pd.concat(firsts).mean()), float(pd.concat(lasts).mean())
 
 
-def _falls_or_rises(direction: str) -> Any:
+def _falls_or_rises(direction: str) -> CheckFn:
     def check(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         window = int(setting("falls_from", "window", p))
         first, last = _windows(ctx, p, window)
