@@ -59,6 +59,7 @@ pdf: $(STAMP) $(PDF_STAMP)
 
 test: $(STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
 	$(PY) -m ruff check build_tools figures tests
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 compare: $(STAMP)
@@ -84,4 +85,4 @@ diff: $(STAMP)
 	@$(MANUAL) diff
 
 clean:
-	rm -rf site build .pytest_cache
+	rm -rf site build .pytest_cache .mypy_cache

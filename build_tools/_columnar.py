@@ -58,7 +58,8 @@ def _numbers(column: pa.ChunkedArray) -> np.ndarray | None:
     """The column's values as floats (nulls dropped), or None when it is not numeric."""
     if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_null(column.type)):
         return None
-    return column.drop_null().to_numpy(zero_copy_only=False).astype(float)
+    values: np.ndarray = column.drop_null().to_numpy(zero_copy_only=False).astype(float)
+    return values
 
 
 def _finite_number(column: pa.ChunkedArray) -> bool:
@@ -68,11 +69,12 @@ def _finite_number(column: pa.ChunkedArray) -> bool:
 
 
 def _whole(column: pa.ChunkedArray) -> bool:
-    return pa.types.is_integer(column.type) or pa.types.is_null(column.type)
+    return bool(pa.types.is_integer(column.type) or pa.types.is_null(column.type))
 
 
 def _text(column: pa.ChunkedArray) -> bool:
-    return pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or pa.types.is_null(column.type)
+    return bool(pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+                or pa.types.is_null(column.type))
 
 
 def _non_empty_text(column: pa.ChunkedArray) -> bool:

@@ -14,13 +14,13 @@ import ast
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # The kinds of value an option can declare, and what a block must give for each.
-KINDS = {
+KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "number": ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)),
     "integer": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
     "text": ("a string", lambda v: isinstance(v, str)),
@@ -67,8 +67,9 @@ def _tree(path: Path) -> ast.Module:
 def declared_options(path: Path) -> dict[str, str]:
     """The module's OPTIONS (option name -> kind), {} when it declares none; ValueError when it is malformed."""
     for node in _tree(path).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) else []
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if any(isinstance(target, ast.Name) and target.id == "OPTIONS" for target in targets):
             value = ast.literal_eval(node.value) if node.value is not None else None
             if not (isinstance(value, dict) and all(isinstance(k, str) and v in KINDS for k, v in value.items())):

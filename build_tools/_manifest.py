@@ -141,7 +141,8 @@ def _cells(line: str) -> list[str]:
 def parse_tables(markdown: str) -> dict[str, dict[str, str]]:
     """Rows of every pipe table in a Markdown page, keyed by the nearest heading and the row's first cell."""
     rows: dict[str, dict[str, str]] = {}
-    heading, header, lines = "", [], markdown.splitlines()
+    header: list[str] = []
+    heading, lines = "", markdown.splitlines()
     for index, line in enumerate(lines):
         if line.startswith("#"):
             heading, header = line.lstrip("#").strip(), []

@@ -119,16 +119,16 @@ def _connected(address: str) -> Iterator[ModuleType]:
         yield ray
         return
     temp_dir = None
-    quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
     if address != AUTO:
         _probe(address)
     try:
         if address == AUTO:
             temp_dir = tempfile.mkdtemp(prefix="manual-ray-")  # short: Ray's socket paths must fit 107 bytes
             ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
-                     _temp_dir=temp_dir, _node_ip_address="127.0.0.1", **quiet)
+                     _temp_dir=temp_dir, _node_ip_address="127.0.0.1", log_to_driver=False,
+                     logging_level=logging.ERROR)
         else:
-            ray.init(address=address, **quiet)
+            ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except (Exception, SystemExit) as error:  # Ray exits the process when it gives up on a head
         _remove(temp_dir)
         what = "could not start a local Ray instance" if address == AUTO else f"could not connect to Ray at {address}"

@@ -118,7 +118,7 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
 def _read_frame(source: Any) -> pd.DataFrame:
     table = pq.read_table(source)
     encoded = json.loads((table.schema.metadata or {}).get(b"manual_json_columns", b"[]"))
-    frame = table.to_pandas()
+    frame: pd.DataFrame = table.to_pandas()
     for column in encoded:
         as_tuple = column in TUPLE_COLUMNS
         frame[column] = frame[column].map(

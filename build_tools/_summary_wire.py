@@ -35,7 +35,7 @@ def encode(summary: RunSummary) -> Encoded:
 
 def decode(encoded: Encoded) -> RunSummary:
     tables, text = encoded
-    frames = {name: _summary_cache._read_frame(pa.BufferReader(data))  # type: ignore[arg-type]
+    frames = {name: _summary_cache._read_frame(pa.BufferReader(data))
               for name, data in tables.items()}
     body: dict[str, Any] = json.loads(text)
     facts = dict(body["facts"])

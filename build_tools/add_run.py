@@ -14,7 +14,7 @@ import gzip
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -22,6 +22,9 @@ from . import sources
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
 from .sources import PLACEHOLDER
+
+if TYPE_CHECKING:
+    from .summary import RunSummary
 
 # The flags of run.yaml the manual reads (runs/README.md), copied from the launch arguments when found.
 FLAGS = ("n_samples_per_prompt", "rollout_batch_size", "over_sampling_batch_size", "rollout_max_response_len",
@@ -161,7 +164,8 @@ def run_yaml(run_id: str, run: Any, summary: Any) -> tuple[dict[str, Any], list[
     }
     if len(nodes) > 1:
         config["hardware"]["nodes"] = len(nodes)
-    filled, missing = [], []
+    filled: list[str] = []
+    missing: list[str] = []
 
     def walk(node: Any, dotted: str) -> None:
         if isinstance(node, dict):
@@ -183,7 +187,7 @@ def _yaml_text(config: dict[str, Any]) -> str:
 # --- what the run can feed --------------------------------------------------------------------
 
 
-def feeds(layout: Layout, summary: Any) -> list[str]:
+def feeds(layout: Layout, summary: RunSummary) -> list[str]:
     """Which Metrics-page rows and figures the run has the data for, and what the others miss."""
     from . import blocks, metrics_table
 
@@ -239,7 +243,7 @@ def _figure_needs(module: Path) -> list[str]:
     return needs
 
 
-def _has(summary: Any, need: str) -> bool:
+def _has(summary: RunSummary, need: str) -> bool:
     if need.startswith("series "):
         return need[7:] in summary.series and len(summary.series[need[7:]]) > 0
     if need.startswith("events "):

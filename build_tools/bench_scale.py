@@ -38,7 +38,7 @@ GENERATOR = Path(__file__).resolve().parent / "examples"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
 # Issue 12's goals on this 2-core machine: (scale, measurement, seconds or None, peak MiB or None).
-GOALS = {
+GOALS: dict[str, dict[str, tuple[float | None, float | None]]] = {
     "1000x1000": {"cold check": (30.0, 2048.0), "warm check": (2.0, None)},
     "1x10000": {"cold check": (30.0, 500.0)},
 }
@@ -224,7 +224,7 @@ def _tree_rss(root: int) -> int:
 
 
 def _goal_lines(scale: str, measured: list[Measurement]) -> list[dict[str, object]]:
-    goals = []
+    goals: list[dict[str, object]] = []
     by_what = {m.what: m for m in measured}
     for what, (seconds, mib) in GOALS.get(scale, {}).items():
         m = by_what.get(what)

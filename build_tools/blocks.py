@@ -145,8 +145,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
     def bad(field: str, message: str) -> None:
         problems.append(Problem(shown, line_of(tuple(field.split("."))), field, message))
 
-    _, found = schemas.validate(schemas.FigureBlockYaml, data, shown, line_of)
-    problems += found
+    problems += schemas.validate(schemas.FigureBlockYaml, data, shown, line_of)[1]
     _check_files(data, bad, figures_dir, tables_dir)
     if len(problems) > before:
         return None

@@ -102,11 +102,12 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
     from . import draw, render
     from . import site as site_stage
 
+    figure_warnings: list[str] = []
     with staging(layout.pages) as pages:
         # 5. Draw the figures (cached; in parallel), then check that they use only palette colours.
         with progress.stage("Drawing figures"):
             result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
-                                               layout.cache / "figures", jobs=jobs, warnings=(figure_warnings := []))
+                                               layout.cache / "figures", jobs=jobs, warnings=figure_warnings)
 
         for warning in figure_warnings:
             progress.warn(warning)

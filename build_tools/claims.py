@@ -65,7 +65,7 @@ def judge(block: FigureBlock, summaries: dict[str, RunSummary], tables: dict[str
 def says(block: FigureBlock, params: dict[str, Any]) -> str:
     """The fragment of the claim a check proves: its `says`, else the clause holding its first bound number."""
     if params.get("says"):
-        return params["says"]
+        return str(params["says"])
     binds = params.get("binds") or []
     clauses = [c.strip() for c in re.split(r",\s+(?:and\s+)?|\s+and\s+", block.claim.rstrip(".")) if c.strip()]
     for clause in clauses:
@@ -135,7 +135,8 @@ def junit_xml(verdicts: Sequence[ClaimVerdict]) -> bytes:
     root = ET.Element("testsuites", name="claims", tests=str(len(verdicts)), failures=str(failed))
     root.append(suite)
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+    xml: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)  # bytes for any encoding but "unicode"
+    return xml + b"\n"
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -14,9 +14,12 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._exceptions import EXIT_BAD_INPUT, ManualError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
@@ -29,7 +32,8 @@ class _Console:
     """rich's Console, imported when first used: a no-op `make` prints one plain line and never needs it."""
 
     def __init__(self, **options: Any) -> None:
-        self._options, self._console = options, None
+        self._options = options
+        self._console: Console | None = None
 
     def print(self, *objects: Any, **options: Any) -> None:
         if self._console is None:
@@ -236,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _terminate) or signal.SIG_DFL
     try:
-        return args.handler(args)
+        code: int = args.handler(args)
+        return code
     except ManualError as error:
         _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
         if error.hint:

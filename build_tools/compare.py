@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from . import metrics_table
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
@@ -155,7 +157,7 @@ def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunS
     return None
 
 
-def _range_verdict(values: Any, low: float, high: float, decimals: int) -> str:
+def _range_verdict(values: pd.Series, low: float, high: float, decimals: int) -> str:
     # Compare at the rounding the page shows, so "0.53 to 0.87" admits what rounds to those.
     below = int((values.round(decimals) < round(low, decimals)).sum())
     above = int((values.round(decimals) > round(high, decimals)).sum())

@@ -23,12 +23,13 @@ import re
 import shutil
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from . import _figure_modules, legibility, palette_check
 from ._exceptions import FigureError, MissingValue, Problem
@@ -36,6 +37,10 @@ from ._staging import temporary_file, write_atomic
 from ._types import DrawnFigure, FigureBlock
 from .palette import FIGURES_DIR, PALETTE_FILE, STYLE_FILE
 from .summary import RunSummary
+
+if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are cached never needs them
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 PACKAGE = "figures"
 OUTPUTS = (".svg", ".png", ".csv")
@@ -146,7 +151,7 @@ def _module_file(module: str) -> Path | None:
     return _figure_modules.module_file(FIGURES_DIR, module)
 
 
-def _load(name: str, path: Path) -> Any:
+def _load(name: str, path: Path) -> ModuleType:
     """The module figures.<name> from its file in figures/ (what Python's path or the package's __path__ would
     find is not asked); its imports of figures._common and the like are the package's."""
     module_name = f"{PACKAGE}.{name}"
@@ -214,7 +219,8 @@ def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | 
         if re.fullmatch(r"[0-9a-f]{64}", text):
             return None  # a key written before entries carried hashes: stale, redrawn without a word
         entry = json.loads(text)
-        if all(_sha256(stem.with_suffix(suffix)) == digest for suffix, digest in entry["sha256"].items()) \
+        if isinstance(entry, dict) and all(_sha256(stem.with_suffix(suffix)) == digest
+                                           for suffix, digest in entry["sha256"].items()) \
                 and set(entry["sha256"]) == {*OUTPUTS, ".alt"} and isinstance(entry["key"], str):
             return entry
     except FileNotFoundError:
@@ -309,7 +315,7 @@ def draw_one(job: _Job) -> _Outcome:
                     rendered)
 
 
-def drawing_key(job: _Job, csv: str, figure: Any, alt: str) -> str:
+def drawing_key(job: _Job, csv: str, figure: Figure, alt: str) -> str:
     """Hash of what one drawing shows, known before it is rendered: the numbers of its CSV and what the
     figure holds (texts, line data, collections, patches, axes limits), with the code, palette and style."""
     digest = hashlib.sha256((job.shared or _shared_digest()).encode())
@@ -338,7 +344,8 @@ def _figure_contents(figure: Any) -> list[Any]:
     from matplotlib.text import Text
 
     def array(values: Any) -> bytes:
-        return np.ascontiguousarray(np.ma.filled(np.ma.asarray(values, dtype=float), np.nan)).tobytes()
+        masked = np.ma.asarray(values, dtype=float)  # type: ignore[no-untyped-call]  # numpy.ma's is unannotated
+        return np.ascontiguousarray(np.ma.filled(masked, np.nan)).tobytes()
 
     def walk(artist: Any) -> Any:
         # An axis' ticks follow from its limits, scale, locator and formatter: asking for them would create them
@@ -352,7 +359,8 @@ def _figure_contents(figure: Any) -> list[Any]:
         parts += [type(artist).__name__, artist.get_visible(), artist.get_gid(), artist.get_zorder()]
         if isinstance(artist, Text):
             parts += [artist.get_text(), artist.get_color(), artist.get_fontsize(), artist.get_fontweight(),
-                      artist.get_rotation(), artist.get_ha(), artist.get_va(), artist.get_position()]
+                      artist.get_rotation(), artist.get_horizontalalignment(), artist.get_verticalalignment(),
+                      artist.get_position()]
         elif isinstance(artist, Line2D):
             parts += [array(artist.get_xydata()), artist.get_color(), artist.get_linestyle(),
                       artist.get_linewidth(), artist.get_marker(), artist.get_markersize(), artist.get_alpha(),
@@ -377,7 +385,7 @@ def _figure_contents(figure: Any) -> list[Any]:
     return parts
 
 
-def _call(module: Any, job: _Job) -> tuple[Any, Any]:
+def _call(module: ModuleType, job: _Job) -> tuple[Figure, pd.DataFrame]:
     """Call the module's draw; a `options` parameter, when it has one, gets the block's options."""
     from matplotlib.figure import Figure
     from pandas import DataFrame
@@ -393,7 +401,7 @@ def _call(module: Any, job: _Job) -> tuple[Any, Any]:
         raise TypeError("draw() must return (matplotlib.figure.Figure, pandas.DataFrame)")
     if result[1].empty:
         raise ValueError("draw() returned no numbers for the CSV")
-    return result
+    return result[0], result[1]
 
 
 def _provenance(job: _Job) -> dict[str, str]:
@@ -401,7 +409,7 @@ def _provenance(job: _Job) -> dict[str, str]:
     return {run_id: str(summary.config.get("provenance", "unknown")) for run_id, summary in job.runs.items()}
 
 
-def _mark_synthesized(figure: Any, provenance: dict[str, str]) -> None:
+def _mark_synthesized(figure: Figure, provenance: dict[str, str]) -> None:
     """Data that was synthesized says so in the image too, since a PNG travels without its caption."""
     if "example" in provenance.values():
         # As the figure's suptitle, for which constrained layout makes room above the axes and their titles;
@@ -416,12 +424,12 @@ def _csv_header(provenance: dict[str, str]) -> str:
     return f"# runs: {runs}{note}\n"
 
 
-def _csv_text(data: Any, provenance: dict[str, str]) -> str:
+def _csv_text(data: pd.DataFrame, provenance: dict[str, str]) -> str:
     """The figure's CSV: the provenance line, then the numbers it plots."""
     return _csv_header(provenance) + data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
 
 
-def _save(figure: Any, csv: str, stem: Path) -> None:
+def _save(figure: Figure, csv: str, stem: Path) -> None:
     """PNG, SVG and CSV, each written to a temporary name first so the cache never holds half a file.
 
     One layout for both images: the PNG's rendering lays the figure out (its layout engine), which is then
@@ -431,7 +439,7 @@ def _save(figure: Any, csv: str, stem: Path) -> None:
         figure.set_layout_engine("none")
         figure.savefig(path, format="svg", metadata=SVG_METADATA)
 
-    writers = {
+    writers: dict[str, Callable[[Path], object]] = {
         ".png": lambda path: figure.savefig(path, format="png", dpi=PNG_DPI, metadata=PNG_METADATA),
         ".svg": write_svg,
         ".csv": lambda path: path.write_text(csv, encoding="utf-8"),

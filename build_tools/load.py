@@ -114,9 +114,10 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     if problems:
         return RunData(run_id=dashboard.name, root=dashboard, config={}, meta={})
     meta = _load_meta(dashboard / "meta.json", None, problems)
-    args = meta.get("args") if isinstance(meta.get("args"), dict) else {}
+    recorded = meta.get("args")
+    args = recorded if isinstance(recorded, dict) else {}
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
-    config = {"run_id": str(meta.get("run_name", dashboard.name)), "provenance": "measured", "tags": [],
+    config: dict[str, Any] = {"run_id": str(meta.get("run_name", dashboard.name)), "provenance": "measured", "tags": [],
               "model": {"name": checkpoint.rsplit("/", 1)[-1] or "not recorded"}, "flags": dict(args), "lab": {}}
     run = RunData(run_id=config["run_id"], root=dashboard, config=config, meta=meta)
     _read_streams(run, {dashboard: DASHBOARD_STREAMS}, problems)

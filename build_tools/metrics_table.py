@@ -230,7 +230,8 @@ _LINK = re.compile(r"\[(?P<label>[^\]]*)\]\(\{(?P<target>chapter_\d+)\}\)")
 
 def prose(template: str, values: Mapping[str, str]) -> Markdown:
     """Text of the spec, its values filled and escaped as Markdown; `[words]({chapter_N})` links to chapter N."""
-    parts, position = [], 0
+    parts: list[str] = []
+    position = 0
     for match in _LINK.finditer(template):
         parts.append(md_part(_fill(template[position:match.start()], values)))
         target = match["target"]

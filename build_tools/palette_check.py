@@ -88,4 +88,4 @@ def _named(text: str) -> str:
     """A CSS colour name as hex; matplotlib (loaded only here) knows the CSS names."""
     from matplotlib.colors import CSS4_COLORS
 
-    return CSS4_COLORS.get(text, text).lower()
+    return str(CSS4_COLORS.get(text, text)).lower()  # its values are hex strings; the stubs say any colour

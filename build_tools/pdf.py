@@ -19,6 +19,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ._exceptions import ManualError
 from ._yaml import load_yaml
@@ -57,7 +58,7 @@ def write_pdf(pages: Path, site: Path) -> Path:
     return target
 
 
-def book(site: Path, settings: dict) -> str:
+def book(site: Path, settings: dict[str, Any]) -> str:
     """The whole manual as one HTML document, ready for WeasyPrint."""
     extra = settings.get("extra", {})
     stamp, note = str(settings.get("copyright", "")), str(extra.get("provenance_note", ""))

@@ -231,7 +231,7 @@ class Meta(Schema):
 
 def _record(**fields: Any) -> type:
     """A stream record type: a TypedDict validated strictly, unknown keys refused (fast: stays a dict)."""
-    record = TypedDict("Record", fields)  # type: ignore[operator]
+    record = TypedDict("Record", fields)  # type: ignore[misc]  # a TypedDict built from keywords at run time
     record.__pydantic_config__ = ConfigDict(strict=True, extra="forbid")  # type: ignore[attr-defined]
     return record
 
@@ -259,7 +259,7 @@ STREAM_RECORDS: dict[str, type] = {
     "topology": _record(ts=Time, engines=list[dict[str, Any]]),
     "data_buffer": _record(ts=Time, length=Count),
     # lab/
-    "events": _record(kind=Literal[EVENT_KINDS], t0=Time, t1=Time, detail=str),  # type: ignore[valid-type]
+    "events": _record(kind=Literal[EVENT_KINDS], t0=Time, t1=Time, detail=str),
     "host_memory": _record(ts=Time, total_kib=Annotated[int, Field(gt=0)], available_kib=Count),
     "gpu_temp": _record(ts=Time, gpu=Count, temp_c=Annotated[Number, Field(ge=-50, le=150)],
                         # `manual record` adds what nvidia-smi reports beside the temperature

@@ -11,11 +11,15 @@ import datetime as dt
 import io
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import sources
 from ._exceptions import Problem, RunDataError, display_path
 from .sources._common import STEP_KEYS, MetricRecord, number_text
+
+if TYPE_CHECKING:
+    from .load import RunData
+    from .summary import RunSummary
 
 SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
          ("prompts per step", "flags.rollout_batch_size"), ("length cap", "flags.rollout_max_response_len"),
@@ -30,7 +34,7 @@ def resolve(root: Path, what: str) -> Path:
     return Path(what)
 
 
-def load(path: Path) -> tuple[Any, Any, dict[str, list[Path]]]:
+def load(path: Path) -> tuple[RunData, RunSummary, dict[str, list[Path]]]:
     from .summary import summarise
 
     if not path.exists():
@@ -46,7 +50,7 @@ def load(path: Path) -> tuple[Any, Any, dict[str, list[Path]]]:
     return run, summary, found
 
 
-def step_table(run: Any) -> tuple[list[str], dict[int, dict[str, str]]]:
+def step_table(run: RunData) -> tuple[list[str], dict[int, dict[str, str]]]:
     """One row per step (rollout and train steps merged, as the summary does), each value's text as printed."""
     rows: dict[int, dict[str, str]] = {}
     keys: dict[str, None] = {}
@@ -64,7 +68,7 @@ def step_table(run: Any) -> tuple[list[str], dict[int, dict[str, str]]]:
     return sorted(keys), dict(sorted(rows.items()))
 
 
-def as_csv(run: Any) -> str:
+def as_csv(run: RunData) -> str:
     keys, rows = step_table(run)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -74,7 +78,7 @@ def as_csv(run: Any) -> str:
     return out.getvalue()
 
 
-def report(run: Any, summary: Any, found: dict[str, list[Path]], path: Path) -> list[str]:
+def report(run: RunData, summary: RunSummary, found: dict[str, list[Path]], path: Path) -> list[str]:
     from .compare import gpus_of
     from .readers import config_value
 

@@ -166,7 +166,7 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
 # --- metrics ----------------------------------------------------------------------------------
 
 
-def _metric_table(records: Iterable[Record], problems: list[Problem]) -> tuple[pd.DataFrame, dict[str, dict]]:
+def _metric_table(records: Iterable[Record], problems: list[Problem]) -> tuple[pd.DataFrame, dict[str, dict[str, str]]]:
     """One row per step: the trainer's and the rollout manager's lines for the step merged.
 
     `rollout/*` and `perf/*` are logged against `rollout/step`, `train/*` against `train/step`; with one
@@ -210,8 +210,8 @@ def _same(a: float, b: float) -> bool:
 def _phases(records: Iterable[Record], warnings: list[str], deaths: Sequence[float] = ()) -> pd.DataFrame:
     """Closed phases; an open record (t1 == -1) is replaced by its closing record from any hour file. A phase
     that never closed is dropped with a warning, unless it is a rollout an engine death (at `deaths`) ended."""
-    by_key: dict[tuple, dict[str, Any]] = {}
-    where: dict[tuple, str] = {}
+    by_key: dict[tuple[str, float, int, str], dict[str, Any]] = {}
+    where: dict[tuple[str, float, int, str], str] = {}
     for rec in records:
         data = rec.data
         key = (data["name"], data["t0"], data["rank"], data["role"])
@@ -288,7 +288,7 @@ def _series(records: list[Record], tables: list[pa.Table]) -> pd.DataFrame:
     files' Arrow tables become one frame in one step (no copy per file)."""
     if not tables:
         return _frame(records)
-    frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    frame: pd.DataFrame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
     if records:
         frame = pd.concat([frame, pd.DataFrame([rec.data for rec in records])], ignore_index=True)
     return frame.sort_values("ts", kind="stable").reset_index(drop=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.typing import HashableList
 
 from build_tools.checks import words
 from build_tools.palette import role_color, role_label
@@ -32,8 +33,8 @@ def window() -> int:
 # --- drawing ----------------------------------------------------------------------------------------
 
 
-def new_figure(rows: int = 1, cols: int = 1, *, height: float | None = None, mosaic: list[list[str]] | None = None,
-               **subplot_kw: Any) -> tuple[Figure, Any]:
+def new_figure(rows: int = 1, cols: int = 1, *, height: float | None = None,
+               mosaic: list[HashableList[str]] | None = None, **subplot_kw: Any) -> tuple[Figure, Any]:
     """A figure in the manual's style (the rcParams set by draw.py) and its axes. Its width is the style's, the
     width of the page's content column, so that its text keeps the style's size on the page; a module sets
     only the height. With `mosaic`, the axes are a dict by the mosaic's names."""

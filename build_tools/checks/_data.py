@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import SupportsFloat
 
 import numpy as np
 
@@ -15,8 +16,9 @@ def statistic(values: Iterable[float], stat: str) -> float:
     arr = np.asarray(list(values), dtype=float)
     if arr.size == 0:
         raise MissingValue(None, "values")
-    funcs = {"median": np.median, "mean": np.mean, "min": np.min, "max": np.max, "sum": np.sum,
-             "first": lambda a: a[0], "last": lambda a: a[-1]}
+    funcs: dict[str, Callable[[np.ndarray], SupportsFloat]] = {
+        "median": np.median, "mean": np.mean, "min": np.min, "max": np.max, "sum": np.sum,
+        "first": lambda a: a[0], "last": lambda a: a[-1]}
     return float(funcs[stat](arr))
 
 

@@ -94,8 +94,8 @@ COMMON: dict[str, Param] = {
 }
 
 
-def register(name: str, template: str, doc: str, bindable: tuple[str, ...] | Callable[[dict], list] = (),
-             **params: Param) -> Callable[[CheckFn], CheckFn]:
+def register(name: str, template: str, doc: str, bindable: tuple[str, ...] | Callable[[dict[str, Any]], list[Any]] = (),
+             /, **params: Param) -> Callable[[CheckFn], CheckFn]:
     """Add a check to the registry under name; bindable names the parameters a bound number must equal."""
     if callable(bindable):
         values = bindable
@@ -155,7 +155,7 @@ def _kind_error(kind: str, value: Any, runs: tuple[str, ...]) -> str | None:
     return None
 
 
-def validate(raw: Any, block: FigureBlock, index: int, prose: tuple[str, ...] = ()) -> tuple[dict, list[str]]:
+def validate(raw: Any, block: FigureBlock, index: int, prose: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[str]]:
     """The check's parameters with defaults filled in, and one-line problems as (field, message) text."""
     if not isinstance(raw, dict) or "check" not in raw:
         return {}, [f"check {index}: expected a mapping with a `check:` name, got {raw!r}"]

@@ -17,7 +17,8 @@ WORDS_FILE = Path(__file__).with_name("words.yml")
 @cache
 def words() -> dict[str, dict[str, Any]]:
     """The definitions in words.yml, read once."""
-    return load_yaml(WORDS_FILE.read_text(encoding="utf-8"))
+    definitions: dict[str, dict[str, Any]] = load_yaml(WORDS_FILE.read_text(encoding="utf-8"))
+    return definitions
 
 
 def setting(word: str, key: str, overrides: dict[str, Any]) -> Any:

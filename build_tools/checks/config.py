@@ -7,6 +7,7 @@ from typing import Any
 from .._exceptions import MissingValue
 from ..readers import config_value
 from ..schemas import same_setting
+from ..summary import RunSummary
 from ._registry import Ctx, Outcome, Param, register
 
 
@@ -31,7 +32,7 @@ def config_equals(ctx: Ctx, p: dict[str, Any]) -> Outcome:
           "exactly `count` of the check's runs match every field of `where` (binds the count and the values)",
           lambda p: [p["count"], *p["where"].values()], where=Param("mapping", True), count=Param("int", True))
 def runs_matching(ctx: Ctx, p: dict[str, Any]) -> Outcome:
-    def matches(summary: Any) -> bool:
+    def matches(summary: RunSummary) -> bool:
         try:
             return all(same_setting(config_value(summary, f), v) for f, v in p["where"].items())
         except MissingValue:

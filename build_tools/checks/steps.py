@@ -10,6 +10,7 @@ import pandas as pd
 
 from .._exceptions import MissingValue
 from ..readers import label_of, step_values, use_clean
+from ..summary import RunSummary
 from ._numbers import as_number
 from ._registry import STEP_MODES, Ctx, Outcome, Param, register
 from ._words import fmt
@@ -37,15 +38,16 @@ def _judge_count(holds: pd.Series, p: dict[str, Any], what: str) -> Outcome:
     of_text = f" of {p['of']}" if p["of"] is not None else ""
     expected = {"every": f"every step{of_text}", "none": f"no step{of_text}"}.get(
         want, f"exactly {want}{of_text or f' of {n}'} steps")
-    failing = [int(s) for s, h in holds.items() if not h] if want == "every" else [
-        int(s) for s, h in holds.items() if h] if want == "none" else []
+    steps = zip(holds.index, holds, strict=True)  # the index is the step number
+    failing = [int(s) for s, h in steps if not h] if want == "every" else [
+        int(s) for s, h in steps if h] if want == "none" else []
     observed = {"holds": k, "steps": n, "exceptions": failing}
     extra = f" (not at steps {failing[:8]})" if want == "every" and failing else (
         f" (at steps {failing[:8]})" if want == "none" and failing else "")
     return Outcome(ok, observed, expected, {"label": what, "value": f"{k} of {n} steps{extra}"})
 
 
-def _operand(summary: Any, value: Any, mode: str) -> pd.Series | float:
+def _operand(summary: RunSummary, value: Any, mode: str) -> pd.Series | float:
     number = as_number(value) if not isinstance(value, str) else None
     return float(number) if number is not None else step_values(summary, value, mode)
 

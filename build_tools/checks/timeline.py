@@ -17,13 +17,14 @@ UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 ENDPOINT = re.compile(r"^(?P<phase>[a-z_]+)\.(?P<edge>t0|t1)$")
 
 
-def _step_intervals(summary: RunSummary, names: list[str], spans: dict[str, list[str]]) -> dict[int, dict]:
+def _step_intervals(summary: RunSummary, names: list[str], spans: dict[str, list[str]]
+                    ) -> dict[int, dict[str, tuple[float, float] | None]]:
     """Per step: name -> (t0, t1) of the first counted phase of that name, and the derived spans."""
     first = counted_phases(summary, required=False).sort_values("t0", kind="stable").drop_duplicates(["step", "name"])
     found: dict[int, dict[str, tuple[float, float]]] = {}
     for step, name, t0, t1 in zip(first["step"], first["name"], first["t0"], first["t1"], strict=True):
         found.setdefault(int(step), {})[name] = (float(t0), float(t1))
-    out: dict[int, dict] = {}
+    out: dict[int, dict[str, tuple[float, float] | None]] = {}
     for step, edges in sorted(found.items()):
         for name, (start, end) in spans.items():
             a, b = ENDPOINT.match(start), ENDPOINT.match(end)
@@ -56,14 +57,17 @@ def phase_order(ctx: Ctx, p: dict[str, Any]) -> Outcome:
 
 
 def _order_problem(iv: dict[str, tuple[float, float] | None], order: list[str]) -> str | None:
+    present: dict[str, tuple[float, float]] = {}
     for name in order:
-        if iv[name] is None:
+        span = iv[name]
+        if span is None:
             return f"no {name}"
-        if iv[name][1] <= iv[name][0]:
-            return f"{name} lasts {fmt(iv[name][1] - iv[name][0])} s"
+        if span[1] <= span[0]:
+            return f"{name} lasts {fmt(span[1] - span[0])} s"
+        present[name] = span
     for a, b in zip(order, order[1:], strict=False):
-        if iv[a][1] > iv[b][0] + 1e-6:
-            return f"{a} ends {fmt(iv[a][1] - iv[b][0])} s after {b} starts"
+        if present[a][1] > present[b][0] + 1e-6:
+            return f"{a} ends {fmt(present[a][1] - present[b][0])} s after {b} starts"
     return None
 
 
@@ -147,7 +151,8 @@ def series_at_event(ctx: Ctx, p: dict[str, Any]) -> Outcome:
           outside=Param("strs", default=["sleep", "wake_up", "update_weights"],
                         doc="phases whose intervals are skipped (memory moves during them)"))
 def held_by_one_side(ctx: Ctx, p: dict[str, Any]) -> Outcome:
-    observed, ok = {}, True
+    observed: dict[str, dict[str, Any]] = {}  # the report's JSON
+    ok = True
     for run_id, summary in ctx.runs.items():
         frame = series_of(summary, "held_memory", "gib")
         wide = frame.pivot_table(index="ts", columns="side", values="gib", aggfunc="max").fillna(0.0)

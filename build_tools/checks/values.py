@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 from .._exceptions import MissingValue
 from ..readers import config_value, label_of, step_values, trend_line
 from ._data import statistic
-from ._registry import STATS, STEP_MODES, Ctx, Outcome, Param, register
+from ._registry import STATS, STEP_MODES, CheckFn, Ctx, Outcome, Param, register
 from ._words import fmt, setting
 
 METRIC = Param("names", True, doc="a per-step value (metric or `<series>.<field>`); a list is summed per step")
@@ -35,11 +36,11 @@ def _missed(key: str, off_by: str) -> str:
     return "" if not off_by else off_by if key == "pooled" else f"{key}: {off_by}"
 
 
-def _join(misses: Any) -> str:
+def _join(misses: Iterable[str]) -> str:
     return "; ".join(m for m in misses if m)
 
 
-def _value_check(word: str) -> Any:
+def _value_check(word: str) -> CheckFn:
     def check(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         exp = ctx.expect(word, p["value"], p)
         unit = f" {p['unit']}" if p["unit"] else ""
@@ -47,7 +48,7 @@ def _value_check(word: str) -> Any:
         parts, misses, ok = [], [], True
         for key, values in _pooled(ctx, p).items():
             if p["stat"] == "each":
-                bad = [int(s) for s, v in values.items() if not exp.holds(float(v))]
+                bad = [int(s) for s, v in zip(values.index, values, strict=True) if not exp.holds(float(v))]
                 ok &= not bad
                 observed[key] = {"min": float(values.min()), "max": float(values.max()), "outside": bad}
                 text = f"from {fmt(values.min())} to {fmt(values.max())}{unit}"
@@ -159,7 +160,7 @@ def _windows(ctx: Ctx, p: dict[str, Any], window: int) -> tuple[float, float]:
     return float(pd.concat(firsts).mean()), float(pd.concat(lasts).mean())
 
 
-def _falls_or_rises(direction: str) -> Any:
+def _falls_or_rises(direction: str) -> CheckFn:
     def check(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         window = int(setting("falls_from", "window", p))
         first, last = _windows(ctx, p, window)

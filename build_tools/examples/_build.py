@@ -87,7 +87,8 @@ def _filter(run: Run) -> None:
 
 def step_ms(d: dict[str, np.ndarray]) -> np.ndarray:
     """Step time (train_wait + train) without any pause."""
-    return d["rollout"] + d["overhead"] + d["train"]
+    total: np.ndarray = d["rollout"] + d["overhead"] + d["train"]
+    return total
 
 
 def heat_pauses(runs: list[Run]) -> None:

@@ -41,7 +41,7 @@ def codes_at(ts: np.ndarray, edges: np.ndarray, codes: np.ndarray) -> np.ndarray
 
 def gpu_util(
     rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, node: str
-) -> list[tuple[float, dict]]:
+) -> list[tuple[float, dict[str, Any]]]:
     """NVML samples; a GB10 reports no memory, so mem_mb is null."""
     util, power = gpu_util_values(rng, ts, code)
     rows = []

@@ -225,7 +225,7 @@ def _host_used(
     state, weights = params * 16 / 2**30, params * 2 / 2**30  # Adam state offloaded; engine weight backup
     awake = np.clip(trainer / trainer.max(), 0, 1)
     loaded = np.clip(engine / engine_gib, 0, 1)
-    used = 8.1 + 11.4 + trainer + engine + state * (1 - awake) + weights * (1 - loaded)
+    used: np.ndarray = 8.1 + 11.4 + trainer + engine + state * (1 - awake) + weights * (1 - loaded)
     used = used + rng.normal(0, 0.05, len(ts))
     if tail.kill_ms is not None:  # pinned buffers leak a little each step, then the KV cache spike
         used = used + 1.3 * (ts - ts[0]) / 1_000_000

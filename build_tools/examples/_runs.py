@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-MODELS = {
+
+class Model(TypedDict):
+    name: str
+    size: str
+    parameters: int
+
+
+MODELS: dict[str, Model] = {
     "0.6B": {"name": "Qwen3-0.6B", "size": "0.6B", "parameters": 596049920},
     "1.7B": {"name": "Qwen3-1.7B", "size": "1.7B", "parameters": 1720574976},
     "4B": {"name": "Qwen3-4B", "size": "4B", "parameters": 4022468096},

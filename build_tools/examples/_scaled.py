@@ -152,7 +152,8 @@ _PHASE = '{"name":"%s","t0":%r,"t1":%r,"node":"' + NODE + '","gpus":%s,"rank":%d
 
 def _phases(steps: list[Step]) -> Iterator[tuple[str, str]]:
     """The phase records by hour file, as phase_rows and write_hourly lay them out (no open phase)."""
-    write, order, records = [], [], []
+    write: list[int] = []
+    records: list[str] = []
     for b in steps:
         for name in WRITE_ORDER:
             t0, t1 = b[name]
@@ -160,10 +161,8 @@ def _phases(steps: list[Step]) -> Iterator[tuple[str, str]]:
             gpus, rank, role = ("[]", -1, "rollout_manager") if manager else ("[0]", 0, "train")
             if t0 // HOUR_MS != t1 // HOUR_MS:  # flushed while open, in the hour of t0
                 write.append(t0)
-                order.append(len(order))
                 records.append(_PHASE % (name, t0 / 1000, -1.0, gpus, rank, role))
             write.append(t1)
-            order.append(len(order))
             records.append(_PHASE % (name, t0 / 1000, t1 / 1000, gpus, rank, role))
     yield from _by_hour(np.array(write, dtype=np.int64), records)
 

@@ -33,7 +33,7 @@ def squash(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
 def curve(n: int, start: float, end: float, rate: float, horizon: int = 48) -> np.ndarray:
     """A saturating learning curve over a 48-step horizon; short runs see its first n steps."""
     k = np.arange(n)
-    frac = (1 - np.exp(-rate * k / (horizon - 1))) / (1 - np.exp(-rate))
+    frac: np.ndarray = (1 - np.exp(-rate * k / (horizon - 1))) / (1 - np.exp(-rate))
     return start + (end - start) * frac
 
 
@@ -87,7 +87,8 @@ def kl_from_gap(rng: np.random.Generator, g: np.ndarray, centre: float, lo: floa
 def grad_norm(rng: np.random.Generator, n: int, lo: float, hi: float) -> np.ndarray:
     """Heavy-tailed gradient norms, larger early in training."""
     k = np.arange(n)
-    return np.exp(squash(np.log(1.3) - 0.012 * k + rng.normal(0, 0.5, n), np.log(lo), np.log(hi)))
+    norms: np.ndarray = np.exp(squash(np.log(1.3) - 0.012 * k + rng.normal(0, 0.5, n), np.log(lo), np.log(hi)))
+    return norms
 
 
 def loss(rng: np.random.Generator, n: int) -> np.ndarray:

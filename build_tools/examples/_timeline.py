@@ -44,7 +44,8 @@ def _noisy(rng: np.random.Generator, base: np.ndarray | float, sd: float, n: int
 
 
 def durations(
-    rng: np.random.Generator, prof: Profile, length: np.ndarray, work_rollout: float, work_train: float
+    rng: np.random.Generator, prof: Profile, length: np.ndarray, work_rollout: np.ndarray | float,
+    work_train: float
 ) -> dict[str, np.ndarray]:
     """Per-step durations; rollout and scoring scale with the answer length and the work per step."""
     n = len(length)

@@ -121,9 +121,10 @@ def precision(text: str) -> float:
         number = Decimal(text.strip())
     except InvalidOperation:
         return 0.0
-    if not number.is_finite():
+    exponent = number.as_tuple().exponent
+    if not isinstance(exponent, int):  # 'n', 'N' or 'F': not a finite number
         return 0.0
-    return 0.5 * 10.0 ** number.as_tuple().exponent
+    return 0.5 * 10.0 ** exponent
 
 
 def agree(a: float, a_text: str, b: float, b_text: str) -> bool:

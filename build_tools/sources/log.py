@@ -240,7 +240,7 @@ def parse_payload(text: str) -> tuple[dict[str, Any], dict[str, str]]:
             raise PayloadError("a key that is not a string")
         values[key_node.value] = _literal(value_node)
         inner = _innermost(value_node)
-        texts[key_node.value] = encoded[inner.col_offset:inner.end_col_offset].decode("utf-8")  # type: ignore[misc]
+        texts[key_node.value] = encoded[inner.col_offset:inner.end_col_offset].decode("utf-8")
     return values, texts
 
 
@@ -293,8 +293,8 @@ def _timer_end(match: re.Match[str], ts: float | None, open_timers: dict[tuple[s
     # The start line's time is exact to the millisecond; the printed elapsed only to a tenth of a second.
     t0 = start if start is not None and abs((ts - start) - elapsed) <= 0.05 + 1e-3 else ts - elapsed
     manager = name in ROLLOUT_MANAGER_TIMERS
-    data = {"name": name, "t0": t0, "t1": ts, "node": ip or "", "gpus": [], "rank": -1 if manager else 0,
-            "role": "rollout_manager" if manager else "train"}
+    data: dict[str, Any] = {"name": name, "t0": t0, "t1": ts, "node": ip or "", "gpus": [],
+                            "rank": -1 if manager else 0, "role": "rollout_manager" if manager else "train"}
     found.add("phases", Record(data, where, number))
 
 
