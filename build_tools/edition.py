@@ -30,7 +30,8 @@ from . import _manifest as manifest_
 from ._exceptions import EXIT_CLAIM_FAILED, ClaimsFailed, EditionError
 from ._manifest import Manifest
 from ._staging import checkpoint, clean_leftovers, temporary_prefix
-from .stamp import Stamp, load_stamp
+from ._types import Stamp
+from .stamp import load_stamp
 
 EDITION_NUMBER = re.compile(r"^(\d{4})\.(0[1-9]|1[0-2])$")
 LATEST = "latest"

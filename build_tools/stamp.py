@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import schemas
 from ._exceptions import InputProblem, ManualError, Problem, ProblemsError, display_path
 from ._files import read_text
+from ._types import Stamp
 from ._yaml import parse_yaml
 
 
@@ -25,22 +25,6 @@ class CommitMismatch(ManualError):
 
     def __init__(self, lines: list[str]) -> None:
         super().__init__("\n".join(lines))
-
-
-@dataclass(frozen=True)
-class Stamp:
-    edition: str
-    date: str
-    image: str
-    branch: str
-    commit: str
-    commit_date: str
-
-    @property
-    def text(self) -> str:
-        """The footer line, e.g. 'Miles radixark/miles:latest, Miles main of 2026-10-15 · 08752a1 · ...'."""
-        return (f"Miles {self.image}, Miles {self.branch} of {self.commit_date} · {self.commit} · "
-                f"{self.date} · Edition {self.edition}")
 
 
 def load_stamp(path: Path) -> Stamp:
