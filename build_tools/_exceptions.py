@@ -10,6 +10,8 @@ from pathlib import Path
 # Exit codes: 1 is left to Python for a crash (a bug), so a user's mistake and a false claim differ from it.
 EXIT_BAD_INPUT = 2
 EXIT_CLAIM_FAILED = 3
+# `make verify` only: the rebuild differs from the edition's manifest; not a user mistake, not a false claim.
+EXIT_DIFFERS = 4
 # `make bench` only: every measurement ran, and at least one missed its goal (the table says which).
 EXIT_GOAL_MISSED = 5
 

@@ -14,10 +14,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_GOAL_MISSED, ManualError
+from ._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_DIFFERS, EXIT_GOAL_MISSED, ManualError
 from .cli import _err, escape
-
-EXIT_DIFFERS = 4  # edition.EXIT_DIFFERS, without importing the edition code for every target
 
 OUTCOMES = {
     1: "a bug",
@@ -115,7 +113,7 @@ def _run_id(env: Mapping[str, str]) -> list[str]:
 
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
     """The command line for a make target, from checked make variables (MakeVariableError when one is wrong)."""
-    simple = {"build": ["build"], "bench": ["bench"]}
+    simple = {"build": ["build"], "bench": ["bench"], "pdf": ["pdf"]}
     if target in simple:
         return simple[target]
     builders: dict[str, Callable[[], list[str]]] = {

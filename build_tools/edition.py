@@ -7,7 +7,6 @@ put back where they were. mike commits with git fast-import, so the working tree
 
 from __future__ import annotations
 
-import argparse
 import calendar
 import contextlib
 import dataclasses
@@ -35,8 +34,6 @@ from .stamp import load_stamp
 
 EDITION_NUMBER = re.compile(r"^(\d{4})\.(0[1-9]|1[0-2])$")
 LATEST = "latest"
-# verify found the rebuild different from the manifest: not a user mistake (2), not a false claim (3).
-EXIT_DIFFERS = 4
 
 _out = Console(highlight=False, soft_wrap=True)
 Say = Callable[[str], None]
@@ -559,45 +556,3 @@ def diff(root: Path, old: str, new: str, *, branch: str = "gh-pages") -> str:
     check_branch(root, branch)
     _require_branch(root, branch, "diff")
     return manifest_.changes_text(_require_manifest(root, branch, old), _require_manifest(root, branch, new))
-
-
-# --- the command line (build_tools/cli.py) -----------------------------------------------------------------
-
-def publish_command(args: argparse.Namespace) -> int:
-    result = publish(args.root, args.edition, branch=args.branch, remote=args.remote, push=args.push,
-                     replace=args.replace)
-    if result.outcome == "unchanged":
-        _out.print(f"nothing changed: edition {result.edition} on {result.branch} is already this build of "
-                   f"{result.commit[:7]}; nothing was replaced", markup=False)
-    elif result.outcome == "already":
-        _out.print(f"edition {result.edition} is already published on {result.branch} from this commit "
-                   f"({result.commit[:7]}, tag {result.tag}): nothing to publish", markup=False)
-    else:
-        _out.print(f"published edition {result.edition} to branch {result.branch} ({LATEST} is {result.latest}); "
-                   f"tagged {result.tag} at {result.commit[:7]}", markup=False)
-    if result.pushed_to is None:
-        _out.print(f"nothing pushed: pass --push (make publish ... PUSH=1) to push {result.branch} and "
-                   f"{result.tag}", markup=False)
-    else:
-        _out.print(f"pushed {result.branch} and {result.tag} to {result.pushed_to}", markup=False)
-    return 0
-
-
-def verify_command(args: argparse.Namespace) -> int:
-    published, found = verify(args.root, args.edition, branch=args.branch)
-    tag = tag_name(args.edition)
-    if not found:
-        counts = ", ".join(f"{len(published.get(key, {}))} {key}" for key in ("runs", "figures", "claims", "pages"))
-        _out.print(f"edition {args.edition} rebuilt from tag {tag} is identical to its manifest ({counts})",
-                   markup=False)
-        return 0
-    _out.print(f"edition {args.edition} rebuilt from tag {tag} differs from its manifest in {len(found)} "
-               "places:", markup=False)
-    for line in found:
-        _out.print(f"  {line}", markup=False)
-    return EXIT_DIFFERS
-
-
-def diff_command(args: argparse.Namespace) -> int:
-    _out.print(diff(args.root, args.old, args.new, branch=args.branch), markup=False, end="")
-    return 0

@@ -1,7 +1,7 @@
 """The print edition: the whole manual as one PDF, `site/<edition>.pdf`, made by WeasyPrint from the built HTML.
 
-`make pdf` builds the manual and writes it; every `make publish` (and the rebuild of `make verify`) writes it
-as part of the build, so the manifest lists it with its sha256. The PDF holds a title page with the edition
+`make pdf` (`manual pdf`) builds the manual and writes it; every `make publish` (and the rebuild of `make verify`)
+writes it as part of the build, so the manifest lists it with its sha256. The PDF holds a title page with the edition
 stamp and where the data comes from, a table of contents with page numbers, then the front matter, the
 chapters (the figures as vectors, with their numbers and captions; the Metrics tables) and the Index of
 figures, in the order of the site's navigation; every page carries the stamp, the provenance line and its
@@ -16,8 +16,6 @@ import hashlib
 import html
 import os
 import re
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from ._exceptions import ManualError
@@ -195,25 +193,3 @@ details.manual-checked summary {{ font-weight: 600; }}
                   vertical-align: -0.1em; }}
 ol.manual-contents {{ list-style-type: decimal; }}
 """
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`make pdf`: build the manual, then write its PDF."""
-    from ._exceptions import ManualError as Error
-    from ._layout import Layout
-    from .build import build
-
-    root = Path(argv[0] if argv else ".").resolve()
-    layout = Layout(root)
-    try:
-        build(root)
-        target = write_pdf(layout.pages, layout.site)
-    except Error as error:
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_code
-    print(f"Wrote the print edition {os.path.relpath(target)}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
