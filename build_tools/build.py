@@ -10,13 +10,13 @@ from pathlib import Path
 from . import _uptodate
 from . import blocks as blocks_stage
 from . import claims as claims_stage
-from ._exceptions import Problem, RunDataError
+from ._exceptions import EditionFileError, Problem, RunDataError
 from ._layout import Layout
 from ._lock import build_lock
 from ._progress import Progress
 from ._staging import clean_leftovers, staging
 from ._types import BuildResult, Stamp
-from .stamp import EditionFileError, check_commits, load_stamp
+from .stamp import check_commits, load_stamp
 from .summary import Summariser, summarise_runs
 
 

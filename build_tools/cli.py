@@ -16,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ManualError
+from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError
 
 EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
@@ -79,11 +79,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         summariser = ray_summariser(args.ray)
     try:
         result = check(args.root, summariser=summariser)
-    except ManualError as error:
+    except ClaimsFailed as error:
         # A false claim still prints the runs and every figure's line before the error.
-        lines = getattr(error, "report_lines", None)
-        if lines is not None:
-            _out.print("\n".join(lines), markup=False)
+        _out.print("\n".join(error.report_lines), markup=False)
         raise
     for summary in result.summaries.values():
         _out.print(describe(summary), markup=False)

@@ -18,18 +18,12 @@ import os
 import re
 from pathlib import Path
 
-from ._exceptions import ManualError
+from ._exceptions import PageWithoutArticle, SiteNotBuilt, WeasyPrintMissing
 from ._yaml import load_yaml
 
 SETTINGS = ".manual.yml"  # the nav, stamp and provenance note the render stage wrote
 SKIPPED = ("manifest.md", "changes.md")  # the edition's record pages: filled at publishing, not part of the book
 _ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
-
-
-class PdfError(ManualError):
-    """The site is not built, or WeasyPrint is missing."""
-
-    hint = "run make (the site must be built first), or make pdf, which installs what the PDF needs"
 
 
 def pdf_name(edition: str) -> str:
@@ -41,11 +35,10 @@ def write_pdf(pages: Path, site: Path) -> Path:
     try:
         from weasyprint import HTML, URLFetcher
     except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
-        raise PdfError(f"WeasyPrint cannot run ({str(error).splitlines()[0]}): make pdf installs it and "
-                       "Debian's pango") from None
+        raise WeasyPrintMissing(str(error).splitlines()[0]) from None
     settings = load_yaml((pages / SETTINGS).read_text(encoding="utf-8")) if (pages / SETTINGS).is_file() else None
     if not settings or not (site / "index.html").is_file():
-        raise PdfError(f"no built site in {site}: run make first")
+        raise SiteNotBuilt(site)
     document = book(site, settings)
     target = site / pdf_name(str(settings["extra"]["edition"]))
     fetcher = URLFetcher(allowed_protocols=("file", "data"), fail_on_errors=True)
@@ -66,7 +59,7 @@ def book(site: Path, settings: dict) -> str:
         page = site / (Path(name).stem + ".html")
         match = _ARTICLE.search(page.read_text(encoding="utf-8")) if page.is_file() else None
         if not match:
-            raise PdfError(f"{page}: no article in the built page: run make again")
+            raise PageWithoutArticle(page)
         key = Path(name).stem
         keys = {Path(other).stem for _, other in entries}
         sections.append(f'<section class="page" id="{key}">\n{_local(match.group(1), key, keys)}\n</section>')

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from ._exceptions import ManualError
+from ._exceptions import ManualError, SiteError
 from ._staging import staging
 from ._yaml import load_yaml
 
@@ -37,20 +37,6 @@ ZENSICAL_CONFIG, ZENSICAL_SITE = "zensical.yml", ".zensical-site"  # in the buil
 LIBRARIES = ("mkdocs", "mkdocs-material", "Markdown", "Jinja2", "pymdown-extensions", "PyYAML", "zensical")
 HOST, PORT = "127.0.0.1", 8000
 WATCHED = ("docs", "runs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
-
-
-class SiteError(ManualError):
-    """mkdocs found a problem (a broken link, a missing anchor, a page left out of the nav)."""
-
-    hint = ("the pages are rendered from docs/ into build/docs/: fix the link or anchor in the chapter "
-            "named (or its figure block); every warning fails the build")
-
-    def __init__(self, messages: list[str]) -> None:
-        self.messages = list(messages)
-        count = len(messages)
-        noun = "problem" if count == 1 else "problems"
-        super().__init__(f"mkdocs build --strict found {count} {noun} in the pages:\n"
-                         + "\n".join(f"  {message}" for message in messages))
 
 
 # --- the stage --------------------------------------------------------------------------------
