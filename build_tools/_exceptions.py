@@ -50,12 +50,17 @@ def display_path(path: Path | str) -> str:
             return str(path)
 
 
+@dataclass(eq=False)
 class InputProblem(Exception):
     """One problem that stops reading one file; the stage collects it with the others and goes on."""
 
-    def __init__(self, problem: Problem) -> None:
-        self.problem = problem
-        super().__init__(str(problem))
+    problem: Problem
+
+    def __post_init__(self) -> None:
+        self.args = (self.problem,)
+
+    def __str__(self) -> str:
+        return str(self.problem)
 
 
 class ManualError(Exception):
@@ -72,7 +77,7 @@ class ManualError(Exception):
         self.args = tuple(getattr(self, field.name) for field in dataclasses.fields(self))  # type: ignore[arg-type]
 
 
-def quoted(value: str) -> str:
+def _quoted(value: str) -> str:
     """A value as typed, in quotes, control characters shown escaped, so that a message stays one line."""
     return "'" + value.encode("unicode_escape").decode("ascii") + "'" if not value.isprintable() else f"'{value}'"
 
@@ -384,7 +389,7 @@ class BadBranchName(EditionError):
     branch: str
 
     def __str__(self) -> str:
-        return (f"{quoted(self.branch)} is not a branch name git accepts (git check-ref-format): name the "
+        return (f"{_quoted(self.branch)} is not a branch name git accepts (git check-ref-format): name the "
                 "branch editions are published to, e.g. BRANCH=gh-pages")
 
 
@@ -395,7 +400,7 @@ class UnknownRemote(EditionError):
 
     def __str__(self) -> str:
         known = ", ".join(self.remotes) or "none"
-        return (f"{quoted(self.remote)} is not a remote of this repository (remotes: {known}): add it with "
+        return (f"{_quoted(self.remote)} is not a remote of this repository (remotes: {known}): add it with "
                 "git remote add, or name one with REMOTE=")
 
 

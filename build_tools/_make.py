@@ -26,7 +26,7 @@ from ._exceptions import (
     NotAPort,
     NotARunId,
 )
-from .cli import _err, escape
+from .cli import _err, report
 
 OUTCOMES = {
     1: "a bug",
@@ -144,8 +144,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     try:
         args = arguments(target, env, Path.cwd())
     except ManualError as error:
-        _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
-        code = error.exit_code
+        code = report(error)
     else:
         code = manual(args)
     if code != 0:

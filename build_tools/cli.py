@@ -278,10 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except ManualError as error:
-        _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
-        if error.hint:
-            _err.print(f"[dim]hint:[/dim] {escape(error.hint)}")
-        return error.exit_code
+        return report(error)
     except Terminated:
         _err.print("terminated")
         return EXIT_TERMINATED
@@ -301,6 +298,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous)
+
+
+def report(error: ManualError) -> int:
+    """A user's mistake: `ERROR <message>` and its hint, no traceback; returns its exit code."""
+    _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
+    if error.hint:
+        _err.print(f"[dim]hint:[/dim] {escape(error.hint)}")
+    return error.exit_code
 
 
 # Errors of the disk rather than of a path: the build's outputs cannot be written, wherever it was writing.
