@@ -55,7 +55,7 @@ serve: $(STAMP)
 	@$(MANUAL) serve
 
 pdf: $(STAMP) $(PDF_STAMP)
-	$(PY) -m build_tools.pdf
+	@$(MANUAL) pdf
 
 test: $(STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
 	$(PY) -m ruff check build_tools figures tests

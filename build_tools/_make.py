@@ -14,10 +14,19 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_GOAL_MISSED, ManualError
-from .cli import _err, escape
-
-EXIT_DIFFERS = 4  # edition.EXIT_DIFFERS, without importing the edition code for every target
+from ._exceptions import (
+    EXIT_BAD_INPUT,
+    EXIT_CLAIM_FAILED,
+    EXIT_DIFFERS,
+    EXIT_GOAL_MISSED,
+    ManualError,
+    MissingMakeVariable,
+    NotAFlag,
+    NotAnEditionVariable,
+    NotAPort,
+    NotARunId,
+)
+from .cli import _err, report
 
 OUTCOMES = {
     1: "a bug",
@@ -31,22 +40,12 @@ OUTCOMES = {
 
 
 
-class MakeVariableError(ManualError):
-    """A make variable whose value cannot be what it names: refused before anything runs."""
-
-
-def _shown(name: str, value: str) -> str:
-    text = value.encode("unicode_escape").decode("ascii") if not value.isprintable() else value
-    return f"{name}='{text}'"
-
-
 def _edition(env: Mapping[str, str], name: str, example: str) -> str:
     from .edition import EDITION_NUMBER
 
     value = env.get(name, "")
     if value and not EDITION_NUMBER.match(value):
-        raise MakeVariableError(f"{_shown(name, value)} is not an edition number: use YEAR.MONTH with a two-digit "
-                                f"month, e.g. {example}")
+        raise NotAnEditionVariable(name, value, example)
     return value
 
 
@@ -56,7 +55,7 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
         return False
     if value in ("1", "yes", "true"):
         return True
-    raise MakeVariableError(f"{_shown(name, env[name])} is not a yes or no: write {name}=1 (or leave it out)")
+    raise NotAFlag(name, env[name])
 
 
 def _branch(env: Mapping[str, str], root: Path) -> list[str]:
@@ -84,16 +83,14 @@ def _port(env: Mapping[str, str]) -> list[str]:
     if not value:
         return []
     if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 65535):
-        raise MakeVariableError(f"{_shown('PORT', value)} is not a port: write a whole number from 1 to 65535, "
-                                "e.g. make serve PORT=8001")
+        raise NotAPort(value)
     return [f"--port={int(value)}"]
 
 
 def _run(env: Mapping[str, str]) -> list[str]:
     value = env.get("RUN", "")
     if not value:
-        raise MakeVariableError("no run given: name your run's folder or Miles dashboard dump, "
-                                "e.g. make compare RUN=path/to/run")
+        raise MissingMakeVariable("RUN")
     # A path, never an option: one that starts with '-' is made relative so that it cannot be read as one.
     return [f"./{value}" if value.startswith("-") else value]
 
@@ -101,21 +98,20 @@ def _run(env: Mapping[str, str]) -> list[str]:
 def _source(env: Mapping[str, str]) -> list[str]:
     value = env.get("SRC", "")
     if not value:
-        raise MakeVariableError("no source given: name what the Miles job left, e.g. make add-run SRC=path/to/job")
+        raise MissingMakeVariable("SRC")
     return [f"./{value}" if value.startswith("-") else value]
 
 
 def _run_id(env: Mapping[str, str]) -> list[str]:
     value = env.get("ID", "")
     if value and not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", value):
-        raise MakeVariableError(f"{_shown('ID', value)} is not a run id: lower-case letters, digits, '.' and '-', "
-                                "e.g. make add-run SRC=path ID=my-run-seed1")
+        raise NotARunId(value)
     return [f"--id={value}"] if value else []
 
 
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
     """The command line for a make target, from checked make variables (MakeVariableError when one is wrong)."""
-    simple = {"build": ["build"], "bench": ["bench"]}
+    simple = {"build": ["build"], "bench": ["bench"], "pdf": ["pdf"]}
     if target in simple:
         return simple[target]
     builders: dict[str, Callable[[], list[str]]] = {
@@ -148,8 +144,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     try:
         args = arguments(target, env, Path.cwd())
     except ManualError as error:
-        _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
-        code = error.exit_code
+        code = report(error)
     else:
         code = manual(args)
     if code != 0:

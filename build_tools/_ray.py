@@ -26,7 +26,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
-from ._exceptions import Problem, RayError, display_path
+from ._exceptions import (
+    Problem,
+    RayBadAddress,
+    RayNotInstalled,
+    RayStartFailed,
+    RayUnreachable,
+    RayWorkerCannotImport,
+    RayWorkerLost,
+    RayWorkerOtherCode,
+    display_path,
+)
 from .summary import RunSummary, Summariser, load_and_summarise
 
 AUTO = "auto"
@@ -80,21 +90,14 @@ def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | N
             encoded, problems, theirs = ray.get(refs[index])
         except ray.exceptions.RayTaskError as error:  # an exception in the manual's own code: a bug, as locally
             if isinstance(error, ImportError):  # ... unless the worker has no build_tools to run
-                raise RayError(f"{display_path(path)}: the Ray worker cannot import build_tools "
-                               f"({_first_line(getattr(error, 'cause', None) or error)})",
-                               "install this checkout on the cluster's nodes (same code, same pinned libraries)") \
-                    from None
+                raise RayWorkerCannotImport(display_path(path),
+                                            _first_line(getattr(error, "cause", None) or error)) from None
             raise
         except ray.exceptions.RayError as error:
-            raise RayError(f"{display_path(path)}: the Ray worker summarising this run was lost "
-                           f"({type(error).__name__}: {_first_line(error)})",
-                           "a worker that ran out of memory is killed by Ray; see the cluster's logs, "
-                           "or run `manual check` without --ray") from None
+            raise RayWorkerLost(display_path(path), type(error).__name__, _first_line(error)) from None
         refs[index] = None  # let Ray free the object
         if theirs != ours:
-            raise RayError(f"{display_path(path)}: the Ray worker summarising this run has another version of "
-                           f"build_tools (code sha256 {theirs[:12]}, here {ours[:12]})",
-                           "install this checkout on the cluster's nodes (same code, same pinned libraries)")
+            raise RayWorkerOtherCode(display_path(path), theirs, ours)
         # A worker that could not enter the driver's folder wrote absolute paths: show them as the user would.
         problems = [Problem(display_path(p.file), p.line, p.field, p.message) if os.path.isabs(p.file) else p
                     for p in problems]
@@ -113,8 +116,7 @@ def _connected(address: str) -> Iterator[ModuleType]:
     try:
         import ray
     except ImportError:
-        raise RayError("--ray: Ray is not installed in this environment",
-                       "install it with `pip install -c requirements.lock -e '.[ray]'` (make does)") from None
+        raise RayNotInstalled() from None
     if ray.is_initialized():
         yield ray
         return
@@ -131,10 +133,7 @@ def _connected(address: str) -> Iterator[ModuleType]:
             ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except (Exception, SystemExit) as error:  # Ray exits the process when it gives up on a head
         _remove(temp_dir)
-        what = "could not start a local Ray instance" if address == AUTO else f"could not connect to Ray at {address}"
-        raise RayError(f"--ray: {what} ({type(error).__name__}: {_first_line(error)})",
-                       "give the address of a running cluster's head (HOST:PORT), or `auto`; a cluster with "
-                       "token authentication also needs RAY_AUTH_MODE=token and its token") from None
+        raise RayStartFailed(address, address == AUTO, type(error).__name__, _first_line(error)) from None
     try:
         yield ray
     finally:
@@ -145,7 +144,7 @@ def _connected(address: str) -> Iterator[ModuleType]:
 def _host_port(address: str) -> tuple[str, int]:
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
-        raise RayError(f"--ray: {address!r} is not an address (expected HOST:PORT, ray://HOST:PORT or auto)")
+        raise RayBadAddress(address)
     return host.strip("[]"), int(port)
 
 
@@ -154,8 +153,7 @@ def _probe(address: str) -> None:
     try:
         socket.create_connection(_host_port(address), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
-        raise RayError(f"--ray: could not connect to Ray at {address} ({error.strerror or error})",
-                       "is the cluster's head running (`ray start --head`) and is this its address?") from None
+        raise RayUnreachable(address, str(error.strerror or error)) from None
 
 
 def _first_line(error: BaseException) -> str:

@@ -21,18 +21,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._exceptions import ManualError
+from ._exceptions import CacheChanged
 
 FORMAT = 1
-
-
-class CacheChanged(ManualError):
-    """A cache entry changed on disk between its check and its use (another process, or a person)."""
-
-    hint = "run the command again; `make clean` empties the cache"
-
-    def __init__(self, folder: Path) -> None:
-        super().__init__(f"build/cache: {folder.name} changed while this build was reading it")
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
 TUPLE_COLUMNS = {"gpus"}
 

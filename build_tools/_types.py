@@ -1,12 +1,63 @@
-"""The values that pass between the stages of the build."""
+"""The values that pass between the stages of the build.
+
+Every stage imports its inputs' types from here, never from the stage that made them, so imports flow one way
+down the stages (tests/test_imports.py). `RunSummary` keeps its home in summary.py, with the methods that read
+it; it is named here for the types only.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .summary import RunSummary
 
 Status = Literal["pass", "fail"]
+
+
+@dataclass
+class Record:
+    """One validated line of a stream, with where it came from (for messages further down)."""
+
+    data: dict[str, Any]
+    file: str
+    line: int
+
+
+@dataclass
+class RunData:
+    """A run as found on disk: its configuration and the validated records of each stream."""
+
+    run_id: str
+    root: Path
+    config: dict[str, Any]
+    meta: dict[str, Any]
+    streams: dict[str, list[Record]] = field(default_factory=dict)
+    # Large flat telemetry files, read as columns: one Arrow table per file (_columnar.py).
+    tables: dict[str, list[pa.Table]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """The edition stamp on every page's footer, from edition.yml (stamp.py reads it)."""
+
+    edition: str
+    date: str
+    image: str
+    branch: str
+    commit: str
+    commit_date: str
+
+    @property
+    def text(self) -> str:
+        """The footer line, e.g. 'Miles radixark/miles:latest, Miles main of 2026-10-15 · 08752a1 · ...'."""
+        return (f"Miles {self.image}, Miles {self.branch} of {self.commit_date} · {self.commit} · "
+                f"{self.date} · Edition {self.edition}")
 
 
 @dataclass(frozen=True)
@@ -56,3 +107,14 @@ class ClaimVerdict:
     status: Status
     checks: tuple[CheckResult, ...]
     problems: tuple[str, ...] = ()  # claim-level failures that are not a check (unbound number, ...)
+
+
+@dataclass
+class BuildResult:
+    """What a build made: the summaries, the blocks, their verdicts, the figures drawn and the claims report."""
+
+    summaries: dict[str, RunSummary]
+    blocks: list[FigureBlock]
+    verdicts: list[ClaimVerdict]
+    figures: list[DrawnFigure] = field(default_factory=list)
+    report_lines: list[str] = field(default_factory=list)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from . import sources
+from . import load
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
 from .sources import PLACEHOLDER
@@ -46,7 +46,7 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
     if not src.exists():
         raise RunDataError([Problem(display_path(src), None, None, "no such file or folder (SRC=...)")])
     problems: list[Problem] = []
-    run, found = sources.load_path(src, problems)
+    run, found = load.load_path(src, problems)
     summary = summarise(run, problems) if not problems else None
     if problems or summary is None:
         raise RunDataError(problems)

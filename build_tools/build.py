@@ -5,36 +5,26 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import _uptodate
 from . import blocks as blocks_stage
 from . import claims as claims_stage
-from ._exceptions import Problem, RunDataError
+from ._exceptions import EditionFileError, Problem, RunDataError
 from ._layout import Layout
 from ._lock import build_lock
 from ._progress import Progress
 from ._staging import clean_leftovers, staging
-from ._types import ClaimVerdict, DrawnFigure, FigureBlock
-from .stamp import EditionFileError, Stamp, check_commits, load_stamp
-from .summary import RunSummary, Summariser, summarise_runs
-
-
-@dataclass
-class BuildResult:
-    summaries: dict[str, RunSummary]
-    blocks: list[FigureBlock]
-    verdicts: list[ClaimVerdict]
-    figures: list[DrawnFigure] = field(default_factory=list)
-    report_lines: list[str] = field(default_factory=list)
+from ._types import BuildResult, Stamp
+from .stamp import check_commits, load_stamp
+from .summary import Summariser, summarise_runs
 
 
 def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
     try:
         return load_stamp(layout.edition_yml), []
     except EditionFileError as error:
-        return None, error.problems
+        return None, list(error.problems)
 
 
 def check(root: Path, *, quiet: bool = False, summariser: Summariser | None = None) -> BuildResult:

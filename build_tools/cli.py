@@ -16,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from ._exceptions import EXIT_BAD_INPUT, ManualError
+from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -83,11 +83,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         summariser = ray_summariser(args.ray)
     try:
         result = check(args.root, summariser=summariser)
-    except ManualError as error:
+    except ClaimsFailed as error:
         # A false claim still prints the runs and every figure's line before the error.
-        lines = getattr(error, "report_lines", None)
-        if lines is not None:
-            _out.print("\n".join(lines), markup=False)
+        _out.print("\n".join(error.report_lines), markup=False)
         raise
     for summary in result.summaries.values():
         _out.print(describe(summary), markup=False)
@@ -138,8 +136,21 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from . import site
+    from .build import build
 
-    return site.serve(args.root, port=args.port)
+    return site.serve(args.root, lambda: build(args.root), port=args.port)
+
+
+def _cmd_pdf(args: argparse.Namespace) -> int:
+    from . import pdf
+    from ._layout import Layout
+    from .build import build
+
+    layout = Layout(args.root.resolve())
+    build(args.root)
+    target = pdf.write_pdf(layout.pages, layout.site)
+    _out.print(f"Wrote the print edition {os.path.relpath(target)}", markup=False)
+    return 0
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -151,19 +162,47 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 def _cmd_publish(args: argparse.Namespace) -> int:
     from . import edition
 
-    return edition.publish_command(args)
+    result = edition.publish(args.root, args.edition, branch=args.branch, remote=args.remote, push=args.push,
+                             replace=args.replace)
+    if result.outcome == "unchanged":
+        _out.print(f"nothing changed: edition {result.edition} on {result.branch} is already this build of "
+                   f"{result.commit[:7]}; nothing was replaced", markup=False)
+    elif result.outcome == "already":
+        _out.print(f"edition {result.edition} is already published on {result.branch} from this commit "
+                   f"({result.commit[:7]}, tag {result.tag}): nothing to publish", markup=False)
+    else:
+        _out.print(f"published edition {result.edition} to branch {result.branch} ({edition.LATEST} is "
+                   f"{result.latest}); tagged {result.tag} at {result.commit[:7]}", markup=False)
+    if result.pushed_to is None:
+        _out.print(f"nothing pushed: pass --push (make publish ... PUSH=1) to push {result.branch} and "
+                   f"{result.tag}", markup=False)
+    else:
+        _out.print(f"pushed {result.branch} and {result.tag} to {result.pushed_to}", markup=False)
+    return 0
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from . import edition
 
-    return edition.verify_command(args)
+    published, found = edition.verify(args.root, args.edition, branch=args.branch)
+    tag = edition.tag_name(args.edition)
+    if not found:
+        counts = ", ".join(f"{len(published.get(key, {}))} {key}" for key in ("runs", "figures", "claims", "pages"))
+        _out.print(f"edition {args.edition} rebuilt from tag {tag} is identical to its manifest ({counts})",
+                   markup=False)
+        return 0
+    _out.print(f"edition {args.edition} rebuilt from tag {tag} differs from its manifest in {len(found)} "
+               "places:", markup=False)
+    for line in found:
+        _out.print(f"  {line}", markup=False)
+    return EXIT_DIFFERS
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     from . import edition
 
-    return edition.diff_command(args)
+    _out.print(edition.diff(args.root, args.old, args.new, branch=args.branch), markup=False, end="")
+    return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -202,6 +241,7 @@ def _parser() -> argparse.ArgumentParser:
     record.add_argument("--samples", type=int, default=None, help="stop after this many samples")
     record.add_argument("--meminfo", type=Path, default=Path("/proc/meminfo"), help=argparse.SUPPRESS)
     record.add_argument("--nvidia-smi", default="nvidia-smi", help="the nvidia-smi to run (default: from PATH)")
+    add("pdf", _cmd_pdf, "build the manual, then write its print edition site/<edition>.pdf")
     add("bench", _cmd_bench, "time the build's stages and print the ratios")
     publish = add("publish", _cmd_publish, "publish a numbered edition with mike")
     publish.add_argument("edition", nargs="?", default="", help="the edition number, e.g. 2026.10")
@@ -243,10 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
         return code
     except ManualError as error:
-        _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
-        if error.hint:
-            _err.print(f"[dim]hint:[/dim] {escape(error.hint)}")
-        return error.exit_code
+        return report(error)
     except Terminated:
         _err.print("terminated")
         return EXIT_TERMINATED
@@ -266,6 +303,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous)
+
+
+def report(error: ManualError) -> int:
+    """A user's mistake: `ERROR <message>` and its hint, no traceback; returns its exit code."""
+    _err.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
+    if error.hint:
+        _err.print(f"[dim]hint:[/dim] {escape(error.hint)}")
+    return error.exit_code
 
 
 # Errors of the disk rather than of a path: the build's outputs cannot be written, wherever it was writing.

@@ -7,7 +7,6 @@ put back where they were. mike commits with git fast-import, so the working tree
 
 from __future__ import annotations
 
-import argparse
 import calendar
 import contextlib
 import dataclasses
@@ -27,24 +26,39 @@ from rich.console import Console
 from . import _git as git
 from . import _lock, edition_pages
 from . import _manifest as manifest_
-from ._exceptions import EXIT_CLAIM_FAILED, ClaimsFailed, EditionError
+from ._exceptions import (
+    AlreadyPublished,
+    BadBranchName,
+    BranchCheckedOut,
+    BranchHoldsSource,
+    ClaimsFailed,
+    EditionClaimsFailed,
+    EditionFileDiffers,
+    EditionNotPublished,
+    FooterMissing,
+    NoEditionNumber,
+    NoPagesBranch,
+    NotADate,
+    NotAnEditionNumber,
+    NotARepository,
+    PushFailed,
+    RebuildFailed,
+    TagExists,
+    TagMissing,
+    TwoEditionsNeeded,
+    UncommittedChanges,
+    UnknownRemote,
+)
 from ._manifest import Manifest
 from ._staging import checkpoint, clean_leftovers, temporary_prefix
-from .stamp import Stamp, load_stamp
+from ._types import Stamp
+from .stamp import load_stamp
 
 EDITION_NUMBER = re.compile(r"^(\d{4})\.(0[1-9]|1[0-2])$")
 LATEST = "latest"
-# verify found the rebuild different from the manifest: not a user mistake (2), not a false claim (3).
-EXIT_DIFFERS = 4
 
 _out = Console(highlight=False, soft_wrap=True)
 Say = Callable[[str], None]
-
-
-class EditionClaimsFailed(EditionError):
-    """The build behind an edition has a false claim: nothing is published."""
-
-    exit_code = EXIT_CLAIM_FAILED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,10 +78,9 @@ class Published:
 def check_number(edition: str, command: str = "publish") -> None:
     """An edition number is YEAR.MONTH with a two-digit month (2026.10): it sorts and names a tag."""
     if not edition:
-        raise EditionError(f"no edition number given: name one as YEAR.MONTH, e.g. make {command} EDITION=2026.10")
+        raise NoEditionNumber(command)
     if not EDITION_NUMBER.match(edition):
-        raise EditionError(f"'{edition}' is not an edition number: use YEAR.MONTH with a two-digit month, "
-                           f"e.g. make {command} EDITION=2026.10")
+        raise NotAnEditionNumber(edition, command)
 
 
 def edition_key(edition: str) -> tuple[int, int]:
@@ -85,7 +98,7 @@ def source_date_epoch(date: str) -> int:
     try:
         day = dt.date.fromisoformat(date)
     except ValueError:
-        raise EditionError(f"edition.yml: date '{date}' is not a date: write it as YYYY-MM-DD") from None
+        raise NotADate(date) from None
     return calendar.timegm(day.timetuple())
 
 
@@ -121,23 +134,18 @@ def published_manifest(root: Path, branch: str, edition: str) -> Manifest | None
 
 def _require_repository(root: Path) -> None:
     if not git.is_repository(root) or git.rev(root, "HEAD") is None:
-        raise EditionError(f"{root} is not a git repository with a commit: editions are published from a "
-                           "git checkout, so that a tag can name what was built")
+        raise NotARepository(root)
 
 
 def _require_branch(root: Path, branch: str, command: str) -> None:
     if git.rev(root, f"refs/heads/{branch}") is None:
-        raise EditionError(f"no branch {branch} in this repository: publish an edition first "
-                           f"(make publish EDITION=...), or name the branch with --branch",
-                           hint=f"{command} reads the editions' manifests from the mike branch")
+        raise NoPagesBranch(branch, command)
 
 
 def _require_manifest(root: Path, branch: str, edition: str) -> Manifest:
     manifest = published_manifest(root, branch, edition)
     if manifest is None:
-        listed = ", ".join(published_editions(root, branch)) or "none"
-        raise EditionError(f"edition {edition} is not published on {branch} (published: {listed}): "
-                           "name a published edition")
+        raise EditionNotPublished(edition, branch, published_editions(root, branch))
     return manifest
 
 
@@ -271,8 +279,7 @@ def _existing(root: Path, branch: str, edition: str, tag: str, *, replace: bool,
         if tagged == head and not replace:
             return Published(edition, branch, tag, head, latest, None, outcome="already")
         if not replace:
-            raise EditionError(f"edition {edition} is already published on {branch}: pass --replace to replace "
-                               f"it (make publish EDITION={edition} REPLACE=1), or publish a new number")
+            raise AlreadyPublished(edition, branch)
         say(f"replacing edition {edition}")
         return None
     if git.ref_sha(root, tag_ref) is not None:
@@ -282,8 +289,7 @@ def _existing(root: Path, branch: str, edition: str, tag: str, *, replace: bool,
             say(f"tag {tag} is there but edition {edition} is not on {branch} (a publish was interrupted): "
                 "publishing it again")
         else:
-            raise EditionError(f"tag {tag} already exists: pass --replace to move it and replace the edition "
-                               f"(make publish EDITION={edition} REPLACE=1), or publish a new number")
+            raise TagExists(tag, edition)
     return None
 
 
@@ -325,35 +331,25 @@ def check_branch(root: Path, branch: str) -> None:
     valid = bool(branch) and not branch.startswith("-") and branch.isprintable() and not branch.startswith(
         WORK_PREFIX) and git.run(root, "check-ref-format", f"refs/heads/{branch}", check=False).returncode == 0
     if not valid:
-        raise EditionError(f"{_quoted(branch)} is not a branch name git accepts (git check-ref-format): name the "
-                           "branch editions are published to, e.g. BRANCH=gh-pages")
+        raise BadBranchName(branch)
 
 
 def check_remote(root: Path, remote: str) -> str:
     """A remote configured in this repository (git remote), never a URL or an option typed on make's line."""
     remotes = git.run(root, "remote", check=False).stdout.split()
     if remote not in remotes:
-        known = ", ".join(remotes) or "none"
-        raise EditionError(f"{_quoted(remote)} is not a remote of this repository (remotes: {known}): add it with "
-                           "git remote add, or name one with REMOTE=")
+        raise UnknownRemote(remote, remotes)
     return remote
-
-
-def _quoted(value: str) -> str:
-    """A value as typed, control characters shown escaped, so that the error stays one line."""
-    return "'" + value.encode("unicode_escape").decode("ascii") + "'" if not value.isprintable() else f"'{value}'"
 
 
 def _require_pages_branch(root: Path, branch: str) -> None:
     """mike rewrites the branch it publishes to: never the one checked out, never one holding the source."""
     if branch in git.checked_out_branches(root):
-        raise EditionError(f"branch {branch} is checked out: publishing would rewrite the branch you work on; "
-                           "publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
+        raise BranchCheckedOut(branch)
     if git.ref_sha(root, f"refs/heads/{branch}") is not None:
         held = [name for name in SOURCE_MARKERS if git.has_path(root, f"refs/heads/{branch}", name)]
         if held:
-            raise EditionError(f"branch {branch} holds the project's source ({held[0]}): publishing would replace "
-                               "it with the site; publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
+            raise BranchHoldsSource(branch, held[0])
 
 
 def _stamp_fields(stamp: Stamp) -> dict[str, str]:
@@ -364,9 +360,7 @@ def _edition_file(root: Path, edition: str) -> Stamp:
     """edition.yml must name the edition being published: it is what every page's footer says."""
     stamp = load_stamp(root / "edition.yml")
     if stamp.edition != edition:
-        raise EditionError(f"edition.yml is edition {stamp.edition}, not {edition}: set edition (and date) in "
-                           f"edition.yml to {edition}, commit, and publish again",
-                           hint="the footer of every page is written from edition.yml")
+        raise EditionFileDiffers(stamp.edition, edition)
     return stamp
 
 
@@ -374,11 +368,7 @@ def _require_clean(root: Path) -> None:
     """An edition must be rebuildable from its tag, so everything it is built from must be committed."""
     dirty = git.dirty_paths(root)
     if dirty:
-        shown = ", ".join(dirty[:3]) + (", ..." if len(dirty) > 3 else "")
-        noun = "path" if len(dirty) == 1 else "paths"
-        raise EditionError(f"the working tree has uncommitted changes ({len(dirty)} {noun}: {shown}): "
-                           "commit or stash them, then publish again",
-                           hint="an edition is rebuilt from its git tag, so it must be built from a commit")
+        raise UncommittedChanges(dirty)
 
 
 def _build(root: Path, edition: str, epoch: int, *, quiet: bool) -> None:
@@ -387,12 +377,8 @@ def _build(root: Path, edition: str, epoch: int, *, quiet: bool) -> None:
         try:
             run_build(root, quiet=quiet)
         except ClaimsFailed as error:
-            count = str(error).splitlines()[0].rstrip(":")
             failed = _failed_claims(root / "build" / "claims.json")
-            which = f" ({', '.join(failed)})" if failed else ""
-            raise EditionClaimsFailed(f"not publishing {edition}: {count}{which}: run make check, fix the runs "
-                                      "or the captions, commit, and publish again",
-                                      hint="an edition is only published when every claim holds") from None
+            raise EditionClaimsFailed(edition, error.failed, error.total, failed) from None
 
 
 def run_build(root: Path, *, quiet: bool) -> None:
@@ -413,9 +399,7 @@ def _require_footer(site: Path, edition: str) -> None:
     pages = [p for p in sorted(site.rglob("*.html")) if "<footer" in p.read_text(encoding="utf-8")]
     missing = [p.relative_to(site).as_posix() for p in pages if expected not in p.read_text(encoding="utf-8")]
     if not pages or missing:
-        shown = ", ".join(missing[:3]) if missing else "no page has a footer"
-        raise EditionError(f"the built pages' footer does not say '{expected}' ({shown}): check that the footer "
-                           "stamp is written from edition.yml, commit, and publish again")
+        raise FooterMissing(edition, missing)
 
 
 def _previous_manifest(root: Path, branch: str, edition: str) -> Manifest | None:
@@ -501,8 +485,7 @@ def _push(root: Path, remote: str, branch: str, tag: str, *, force_tag: bool) ->
                    tag_spec, check=False)
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
-        raise EditionError(f"pushing {branch} and {tag} to {remote} failed ({reason}): fetch {branch}, then "
-                           "publish again", hint="nothing was published: the local branch and tag were put back")
+        raise PushFailed(remote, branch, tag, reason)
     return remote
 
 
@@ -518,8 +501,7 @@ def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = 
     published = _require_manifest(root, branch, edition)
     tag = tag_name(edition)
     if git.ref_sha(root, f"refs/tags/{tag}") is None:
-        raise EditionError(f"no tag {tag} in this repository: fetch the tags (git fetch --tags) and verify again; "
-                           f"if the publish of {edition} was interrupted, make publish EDITION={edition} finishes it")
+        raise TagMissing(tag, edition)
     # In build/, named with this process's id: removed on exit, SIGINT and SIGTERM, and by the next build after a kill.
     with tempfile.TemporaryDirectory(prefix=temporary_prefix("verify"), dir=_build_dir(root)) as tmp:
         checkout = Path(tmp) / "manual"
@@ -540,9 +522,7 @@ def rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=quiet, text=True)
     if done.returncode != 0:
         tail = (done.stderr or "").strip().splitlines()[-1:] if quiet else []
-        raise EditionError(f"the rebuild from the tag failed (exit {done.returncode})"
-                           + (f": {tail[0]}" if tail else "") + ": fix the build at that commit, then publish a "
-                           "new edition", hint="the build's own error is printed above")
+        raise RebuildFailed(done.returncode, tail[0] if tail else "")
 
 
 # --- diff --------------------------------------------------------------------------------------------------
@@ -551,52 +531,10 @@ def diff(root: Path, old: str, new: str, *, branch: str = "gh-pages") -> str:
     """What changed between two published editions, read from their manifests on the branch."""
     root = root.resolve()
     if not old or not new:
-        raise EditionError("name two editions: make diff FROM=2026.10 TO=2026.11")
+        raise TwoEditionsNeeded()
     check_number(old, "diff")
     check_number(new, "diff")
     _require_repository(root)
     check_branch(root, branch)
     _require_branch(root, branch, "diff")
     return manifest_.changes_text(_require_manifest(root, branch, old), _require_manifest(root, branch, new))
-
-
-# --- the command line (build_tools/cli.py) -----------------------------------------------------------------
-
-def publish_command(args: argparse.Namespace) -> int:
-    result = publish(args.root, args.edition, branch=args.branch, remote=args.remote, push=args.push,
-                     replace=args.replace)
-    if result.outcome == "unchanged":
-        _out.print(f"nothing changed: edition {result.edition} on {result.branch} is already this build of "
-                   f"{result.commit[:7]}; nothing was replaced", markup=False)
-    elif result.outcome == "already":
-        _out.print(f"edition {result.edition} is already published on {result.branch} from this commit "
-                   f"({result.commit[:7]}, tag {result.tag}): nothing to publish", markup=False)
-    else:
-        _out.print(f"published edition {result.edition} to branch {result.branch} ({LATEST} is {result.latest}); "
-                   f"tagged {result.tag} at {result.commit[:7]}", markup=False)
-    if result.pushed_to is None:
-        _out.print(f"nothing pushed: pass --push (make publish ... PUSH=1) to push {result.branch} and "
-                   f"{result.tag}", markup=False)
-    else:
-        _out.print(f"pushed {result.branch} and {result.tag} to {result.pushed_to}", markup=False)
-    return 0
-
-
-def verify_command(args: argparse.Namespace) -> int:
-    published, found = verify(args.root, args.edition, branch=args.branch)
-    tag = tag_name(args.edition)
-    if not found:
-        counts = ", ".join(f"{len(published.get(key, {}))} {key}" for key in ("runs", "figures", "claims", "pages"))
-        _out.print(f"edition {args.edition} rebuilt from tag {tag} is identical to its manifest ({counts})",
-                   markup=False)
-        return 0
-    _out.print(f"edition {args.edition} rebuilt from tag {tag} differs from its manifest in {len(found)} "
-               "places:", markup=False)
-    for line in found:
-        _out.print(f"  {line}", markup=False)
-    return EXIT_DIFFERS
-
-
-def diff_command(args: argparse.Namespace) -> int:
-    _out.print(diff(args.root, args.old, args.new, branch=args.branch), markup=False, end="")
-    return 0

@@ -11,7 +11,6 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pyarrow as pa
 from . import _columnar, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
 from ._files import STREAM_LIMIT, check_tree, check_utf8, decode_utf8, read_bytes, read_text
+from ._types import Record, RunData
 from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
@@ -40,29 +40,6 @@ DASHBOARD_DOCUMENTS = ("meta.json", "lane_catalog.json")
 MAX_JSON_DEPTH = 8
 # A run's records may start a little before the day its run.yaml names (a job launched before midnight).
 DATE_SLACK = dt.timedelta(days=1)
-
-
-@dataclass
-class Record:
-    """One validated line of a stream, with where it came from (for messages further down)."""
-
-    data: dict[str, Any]
-    file: str
-    line: int
-
-
-@dataclass
-class RunData:
-    """A run as found on disk: its configuration and the validated records of each stream."""
-
-    run_id: str
-    root: Path
-    config: dict[str, Any]
-    meta: dict[str, Any]
-    streams: dict[str, list[Record]] = field(default_factory=dict)
-    # Large flat telemetry files, read as columns: one Arrow table per file (_columnar.py).
-    tables: dict[str, list[pa.Table]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
 
 
 def run_folders(runs_dir: Path, problems: list[Problem]) -> list[Path]:
@@ -122,6 +99,43 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     run = RunData(run_id=config["run_id"], root=dashboard, config=config, meta=meta)
     _read_streams(run, {dashboard: DASHBOARD_STREAMS}, problems)
     return run
+
+
+def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
+    """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded."""
+    from . import sources
+
+    warnings: list[str] = []
+    if (path / "run.yaml").is_file():
+        run = load_run(path, problems)
+        found = {"dashboard": [path / "dashboard"]} if (path / "dashboard").is_dir() else {}
+        found.update({k: v for k, v in sources.source_files(path).items() if v})
+        return run, found
+    found = sources.classify(path, warnings)
+    if not found:
+        problems.append(Problem(display_path(path), None, None,
+                                "found no Miles output: expected a dashboard dump (meta.json), a log (*.log, *.txt), "
+                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record or "
+                                "--dump-details event files"))
+        run = RunData(run_id=path.name, root=path, config=_bare_config(path.name, {}), meta={})
+        return run, found
+    if "dashboard" in found:
+        run = load_dump(found["dashboard"][0], problems)
+    else:
+        run_id = path.name.split(".")[0] if path.is_file() else path.name
+        run = RunData(run_id=run_id, root=path, config={}, meta={})
+    run.warnings += warnings
+    founds = [read(found[name], problems, run.warnings) for name, read in sources.READERS.items() if found.get(name)]
+    sources.merge(run, founds, problems)
+    if "dashboard" not in found:
+        run.config = _bare_config(run.run_id, run.meta.get("args") or {})
+    return run, found
+
+
+def _bare_config(run_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
+    return {"run_id": run_id, "provenance": "measured", "tags": [],
+            "model": {"name": checkpoint.rsplit("/", 1)[-1] or "not recorded"}, "flags": dict(args), "lab": {}}
 
 
 def time_problems(where: str, config: dict[str, Any], first: float, last: float,

@@ -17,18 +17,13 @@ from typing import Any
 import pandas as pd
 
 from ._escape import Markdown, md_part, md_text
-from ._exceptions import InputProblem, MissingValue, Problem, ProblemsError, display_path
+from ._exceptions import InputProblem, MetricsSpecError, MissingValue, Problem, display_path
 from ._files import read_text
 from ._yaml import load_yaml
 from .readers import config_value, require_finite, steps_for
 from .schemas import same_setting
 from .summary import RunSummary
 from .wording import join, number, words
-
-
-class MetricsSpecError(ProblemsError):
-    what = "Metrics page spec"
-    hint = "the comment at the top of docs/data/metrics.yml lists the fields, run sets and statistics"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The print edition: the whole manual as one PDF, `site/<edition>.pdf`, made by WeasyPrint from the built HTML.
 
-`make pdf` builds the manual and writes it; every `make publish` (and the rebuild of `make verify`) writes it
-as part of the build, so the manifest lists it with its sha256. The PDF holds a title page with the edition
+`make pdf` (`manual pdf`) builds the manual and writes it; every `make publish` (and the rebuild of `make verify`)
+writes it as part of the build, so the manifest lists it with its sha256. The PDF holds a title page with the edition
 stamp and where the data comes from, a table of contents with page numbers, then the front matter, the
 chapters (the figures as vectors, with their numbers and captions; the Metrics tables) and the Index of
 figures, in the order of the site's navigation; every page carries the stamp, the provenance line and its
@@ -16,23 +16,15 @@ import hashlib
 import html
 import os
 import re
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import ManualError
+from ._exceptions import PageWithoutArticle, SiteNotBuilt, WeasyPrintMissing
 from ._yaml import load_yaml
 
 SETTINGS = ".manual.yml"  # the nav, stamp and provenance note the render stage wrote
 SKIPPED = ("manifest.md", "changes.md")  # the edition's record pages: filled at publishing, not part of the book
 _ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
-
-
-class PdfError(ManualError):
-    """The site is not built, or WeasyPrint is missing."""
-
-    hint = "run make (the site must be built first), or make pdf, which installs what the PDF needs"
 
 
 def pdf_name(edition: str) -> str:
@@ -44,11 +36,10 @@ def write_pdf(pages: Path, site: Path) -> Path:
     try:
         from weasyprint import HTML, URLFetcher
     except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
-        raise PdfError(f"WeasyPrint cannot run ({str(error).splitlines()[0]}): make pdf installs it and "
-                       "Debian's pango") from None
+        raise WeasyPrintMissing(str(error).splitlines()[0]) from None
     settings = load_yaml((pages / SETTINGS).read_text(encoding="utf-8")) if (pages / SETTINGS).is_file() else None
     if not settings or not (site / "index.html").is_file():
-        raise PdfError(f"no built site in {site}: run make first")
+        raise SiteNotBuilt(site)
     document = book(site, settings)
     target = site / pdf_name(str(settings["extra"]["edition"]))
     fetcher = URLFetcher(allowed_protocols=("file", "data"), fail_on_errors=True)
@@ -69,7 +60,7 @@ def book(site: Path, settings: dict[str, Any]) -> str:
         page = site / (Path(name).stem + ".html")
         match = _ARTICLE.search(page.read_text(encoding="utf-8")) if page.is_file() else None
         if not match:
-            raise PdfError(f"{page}: no article in the built page: run make again")
+            raise PageWithoutArticle(page)
         key = Path(name).stem
         keys = {Path(other).stem for _, other in entries}
         sections.append(f'<section class="page" id="{key}">\n{_local(match.group(1), key, keys)}\n</section>')
@@ -196,25 +187,3 @@ details.manual-checked summary {{ font-weight: 600; }}
                   vertical-align: -0.1em; }}
 ol.manual-contents {{ list-style-type: decimal; }}
 """
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`make pdf`: build the manual, then write its PDF."""
-    from ._exceptions import ManualError as Error
-    from ._layout import Layout
-    from .build import build
-
-    root = Path(argv[0] if argv else ".").resolve()
-    layout = Layout(root)
-    try:
-        build(root)
-        target = write_pdf(layout.pages, layout.site)
-    except Error as error:
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_code
-    print(f"Wrote the print edition {os.path.relpath(target)}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -25,14 +25,13 @@ import yaml
 from . import claims, edition_pages, metrics_table, palette, reader_note
 from ._escape import Markdown, html_text, md_code, md_part, md_text
 from ._exceptions import ChapterError, Problem, display_path
-from ._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
-from .stamp import Stamp, load_stamp
+from ._types import BuildResult, CheckResult, ClaimVerdict, DrawnFigure, FigureBlock, Stamp
+from .stamp import load_stamp
 from .summary import RunSummary
 from .wording import Provenance, join, provenance, words
 
 if TYPE_CHECKING:
     from ._layout import Layout
-    from .build import BuildResult
 
 CHAPTER = re.compile(r"^(\d\d)-[\w.-]+\.md$")
 METRICS_PAGE = "06-metrics.md"

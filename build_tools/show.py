@@ -13,12 +13,12 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import sources
 from ._exceptions import Problem, RunDataError, display_path
+from .load import load_path
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
 if TYPE_CHECKING:
-    from .load import RunData
+    from ._types import RunData
     from .summary import RunSummary
 
 SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
@@ -40,7 +40,7 @@ def load(path: Path) -> tuple[RunData, RunSummary, dict[str, list[Path]]]:
     if not path.exists():
         raise RunDataError([Problem(display_path(path), None, None, "no such run id in runs/, file or folder")])
     problems: list[Problem] = []
-    run, found = sources.load_path(path, problems)
+    run, found = load_path(path, problems)
     summary = summarise(run, problems)
     # What run.yaml still lacks does not hide what the sources hold: it is shown, and `make check` refuses it.
     unfilled = [p for p in problems if Path(p.file).name == "run.yaml"]

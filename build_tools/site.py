@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from ._exceptions import ManualError
+from ._exceptions import ManualError, SiteError
 from ._staging import staging
 from ._yaml import load_yaml
 
@@ -37,20 +37,6 @@ ZENSICAL_CONFIG, ZENSICAL_SITE = "zensical.yml", ".zensical-site"  # in the buil
 LIBRARIES = ("mkdocs", "mkdocs-material", "Markdown", "Jinja2", "pymdown-extensions", "PyYAML", "zensical")
 HOST, PORT = "127.0.0.1", 8000
 WATCHED = ("docs", "runs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
-
-
-class SiteError(ManualError):
-    """mkdocs found a problem (a broken link, a missing anchor, a page left out of the nav)."""
-
-    hint = ("the pages are rendered from docs/ into build/docs/: fix the link or anchor in the chapter "
-            "named (or its figure block); every warning fails the build")
-
-    def __init__(self, messages: list[str]) -> None:
-        self.messages = list(messages)
-        count = len(messages)
-        noun = "problem" if count == 1 else "problems"
-        super().__init__(f"mkdocs build --strict found {count} {noun} in the pages:\n"
-                         + "\n".join(f"  {message}" for message in messages))
 
 
 # --- the stage --------------------------------------------------------------------------------
@@ -231,18 +217,17 @@ def site_key(mkdocs_yml: Path, pages: Path) -> str:
 # --- make serve -------------------------------------------------------------------------------
 
 
-def serve(root: Path, host: str = HOST, port: int = PORT) -> int:
-    """Build, serve site/ on host:port, and rebuild when an input changes; Ctrl-C stops."""
-    from .build import build
-
+def serve(root: Path, rebuild: Callable[[], object], host: str = HOST, port: int = PORT) -> int:
+    """Build (rebuild, the build the command line passes), serve site/ on host:port, and rebuild when an input
+    changes; Ctrl-C stops."""
     console = Console(stderr=True, highlight=False)
-    build(root)
+    rebuild()
     handler = functools.partial(_QuietHandler, directory=str(root / "site"))
     server = http.server.ThreadingHTTPServer((host, port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     console.print(f"Serving the manual on http://{host}:{port}/ (Ctrl-C stops)")
     try:
-        _watch(root, console)
+        _watch(root, console, rebuild)
     except KeyboardInterrupt:
         console.print("stopped")
     finally:
@@ -262,11 +247,9 @@ def _snapshot(root: Path) -> dict[str, int]:
     return stamps
 
 
-def _watch(root: Path, console: Console) -> None:
+def _watch(root: Path, console: Console, rebuild: Callable[[], object]) -> None:
     """Poll the inputs once a second; rebuild on a change and report a failed build without stopping."""
     from rich.markup import escape
-
-    from .build import build
 
     last = _snapshot(root)
     while True:
@@ -276,7 +259,7 @@ def _watch(root: Path, console: Console) -> None:
             continue
         last = now
         try:
-            build(root)
+            rebuild()
         except ManualError as error:
             console.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
 

@@ -3,44 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import schemas
-from ._exceptions import InputProblem, ManualError, Problem, ProblemsError, display_path
+from ._exceptions import CommitMismatch, EditionFileError, InputProblem, Problem, display_path
 from ._files import read_text
+from ._types import Stamp
 from ._yaml import parse_yaml
-
-
-class EditionFileError(ProblemsError):
-    what = "edition file"
-    hint = "edition.yml needs edition, date and miles: {image, branch, commit, commit_date}"
-
-
-class CommitMismatch(ManualError):
-    """A run made with another Miles build than the edition describes: its numbers belong to another edition."""
-
-    hint = "rebuild that run with the edition's Miles commit, move it out of runs/, or change edition.yml"
-
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-
-
-@dataclass(frozen=True)
-class Stamp:
-    edition: str
-    date: str
-    image: str
-    branch: str
-    commit: str
-    commit_date: str
-
-    @property
-    def text(self) -> str:
-        """The footer line, e.g. 'Miles radixark/miles:latest, Miles main of 2026-10-15 · 08752a1 · ...'."""
-        return (f"Miles {self.image}, Miles {self.branch} of {self.commit_date} · {self.commit} · "
-                f"{self.date} · Edition {self.edition}")
 
 
 def load_stamp(path: Path) -> Stamp:
@@ -62,13 +32,11 @@ def load_stamp(path: Path) -> Stamp:
 
 def check_commits(configs: Mapping[str, Mapping[str, Any]], stamp: Stamp) -> None:
     """Fail with one line per run whose run.yaml miles.commit is not the stamp's commit."""
-    lines = []
+    others = []
     for run_id, config in sorted(configs.items()):
         miles = config.get("miles")
         commit = str(miles.get("commit") or "" if isinstance(miles, Mapping) else "").strip()
         if commit != stamp.commit:
-            shown = commit or "no commit"
-            lines.append(f"run {run_id} was made with Miles commit {shown}, but this edition is Miles "
-                         f"commit {stamp.commit} (runs/{run_id}/run.yaml miles.commit)")
-    if lines:
-        raise CommitMismatch(lines)
+            others.append((run_id, commit))
+    if others:
+        raise CommitMismatch(others, stamp.commit)

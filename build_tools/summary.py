@@ -28,7 +28,7 @@ from . import _summary_cache, load
 from ._exceptions import Problem, RunDataError, display_path
 from ._files import plain_files
 from ._staging import write_atomic
-from .load import Record, RunData
+from ._types import Record, RunData
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
 COUNTED_RANKS = (0, -1)

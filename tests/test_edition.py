@@ -19,7 +19,7 @@ import pytest
 from conftest import ROOT, copy_project
 
 from build_tools import _git, _manifest, edition
-from build_tools._exceptions import ClaimsFailed, EditionError
+from build_tools._exceptions import EXIT_DIFFERS, ClaimsFailed, EditionError, PushFailed
 from build_tools._layout import PROJECT_INPUTS
 from build_tools._staging import staging
 from build_tools.cli import main
@@ -266,7 +266,7 @@ def test_verify_reports_every_difference(copy_of: Path, stubbed: pytest.MonkeyPa
 
     stubbed.setattr(edition, "rebuild", drifting)
     try:
-        assert main(["--root", str(copy_of), "verify", "2026.10"]) == edition.EXIT_DIFFERS
+        assert main(["--root", str(copy_of), "verify", "2026.10"]) == EXIT_DIFFERS
     finally:
         stubbed.setattr(edition, "rebuild", stub_rebuild)
     out = capsys.readouterr().out
@@ -390,7 +390,7 @@ def test_failure_after_tagging_removes_the_new_tag(copy_of: Path) -> None:
     before = refs(copy_of)
 
     def broken_push(*args: object, **kwargs: object) -> str:
-        raise EditionError("push failed")
+        raise PushFailed("origin", "gh-pages", "edition-2026.12", "rejected")
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(edition, "_push", broken_push)

@@ -367,7 +367,7 @@ def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -
     """A brace in the Metrics spec's wording is a placeholder or an error naming the row, never a traceback, and
     never a way into an object (`{low.__class__}`) or a format spec (`{low:>999999999}`)."""
     from build_tools import render
-    from build_tools.metrics_table import MetricsSpecError
+    from build_tools._exceptions import MetricsSpecError
 
     spec = tmp_path / "metrics.yml"
     source = (Path(__file__).resolve().parent.parent / "docs" / "data" / "metrics.yml").read_text(encoding="utf-8")
@@ -388,7 +388,7 @@ def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -
 
 def test_the_palette_legend_and_the_nav_titles_are_escaped(tmp_path: Path) -> None:
     from build_tools import render
-    from build_tools.stamp import Stamp
+    from build_tools._types import Stamp
     from build_tools.wording import provenance
 
     legend = render.legend_markup([BOTH] * 7)

@@ -17,12 +17,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from build_tools import _files, load, schemas
-from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError, InputProblem, MissingValue, Problem, RunDataError
+from build_tools._exceptions import (
+    EXIT_BAD_INPUT,
+    ChapterError,
+    EditionFileError,
+    InputProblem,
+    MissingValue,
+    Problem,
+    RunDataError,
+)
 from build_tools._yaml import parse_yaml
 from build_tools.blocks import read_blocks
 from build_tools.cli import main
 from build_tools.readers import step_values
-from build_tools.stamp import EditionFileError, load_stamp
+from build_tools.stamp import load_stamp
 from build_tools.summary import summarise_runs
 
 HOSTILE = SAMPLES / "hostile"

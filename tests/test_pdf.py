@@ -9,6 +9,7 @@ import pytest
 from test_render import METRICS_SEED, STAMP, seed_index_rows, seed_tables
 
 from build_tools import pdf
+from build_tools._exceptions import SiteNotBuilt
 
 pytest.importorskip("pypdf")
 
@@ -81,7 +82,7 @@ def test_the_figures_are_vectors(printed):
 
 
 def test_no_built_site_is_one_line(tmp_path):
-    with pytest.raises(pdf.PdfError, match="no built site"):
+    with pytest.raises(SiteNotBuilt, match="no built site"):
         pdf.write_pdf(tmp_path / "docs", tmp_path / "site")
 
 

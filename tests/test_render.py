@@ -11,9 +11,8 @@ import pytest
 from conftest import ROOT, SEEDS
 
 from build_tools import render
-from build_tools._exceptions import EXIT_BAD_INPUT
-from build_tools.metrics_table import MetricsSpecError
-from build_tools.stamp import CommitMismatch, EditionFileError, check_commits, load_stamp
+from build_tools._exceptions import EXIT_BAD_INPUT, CommitMismatch, EditionFileError, MetricsSpecError
+from build_tools.stamp import check_commits, load_stamp
 from build_tools.wording import number, provenance, words
 
 METRICS_SEED = SEEDS / "000_7fca0c65374092d8.txt"

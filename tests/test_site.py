@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 from build_tools import cli, site
-from build_tools._exceptions import EXIT_BAD_INPUT
+from build_tools._exceptions import EXIT_BAD_INPUT, SiteError
 
 RUNS = len(list((ROOT / "runs").glob("*/run.yaml")))  # every shipped run is a synthesized example
 STAMP = "Miles radixark/miles:latest, Miles main of 2026-10-15 · 08752a1 · 2026-10-15 · Edition 2026.10"
@@ -56,7 +56,7 @@ def test_strict_build_fails_on_a_broken_link_naming_the_page(small_project):
     _build(small_project)
     (small_project / "build" / "docs" / "index.md").write_text(
         "# Home\n\nSee [gone](02-two.md) and [no part](01-one.md#no-such-part).\n", encoding="utf-8")
-    with pytest.raises(site.SiteError) as caught:
+    with pytest.raises(SiteError) as caught:
         _build(small_project)
     message = str(caught.value)
     assert message.splitlines()[0] == "mkdocs build --strict found 2 problems in the pages:"
@@ -71,13 +71,13 @@ def test_strict_build_fails_on_a_broken_link_naming_the_page(small_project):
 
 def test_a_page_missing_from_the_nav_fails(small_project):
     (small_project / "build" / "docs" / ".manual.yml").write_text("nav:\n- Home: index.md\n", encoding="utf-8")
-    with pytest.raises(site.SiteError, match="01-one.md"):
+    with pytest.raises(SiteError, match="01-one.md"):
         _build(small_project)
 
 
 def test_the_cli_reports_a_site_failure_without_a_traceback(small_project, monkeypatch, capsys):
     def fail(root: Path, **_: object) -> None:
-        raise site.SiteError(["Doc file 'index.md' contains a link 'x.md', but the target is not found."])
+        raise SiteError(["Doc file 'index.md' contains a link 'x.md', but the target is not found."])
 
     monkeypatch.setattr("build_tools.build.build", fail)
     assert cli.main(["--root", str(small_project), "build"]) == EXIT_BAD_INPUT

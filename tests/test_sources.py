@@ -23,7 +23,7 @@ ALL_KEYS = ["perf/rollout_time", "perf/step_time", "perf/train_time", "perf/trai
 
 def table(form: str) -> pd.DataFrame:
     problems: list = []
-    run, _ = sources.load_path(SOURCES / form, problems)
+    run, _ = load.load_path(SOURCES / form, problems)
     assert [str(p) for p in problems] == []
     steps = summarise(run, problems).steps
     return steps[sorted(c for c in steps.columns if "/" in c and not c.startswith("phase/"))]
@@ -44,7 +44,7 @@ def test_every_form_gives_the_same_per_step_table_for_the_keys_it_holds(monkeypa
 
 def test_a_log_gives_phases_arguments_and_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(SOURCES)
-    run, found = sources.load_path(Path("log"), [])
+    run, found = load.load_path(Path("log"), [])
     assert found == {"log": [Path("log/job.log")]}
     assert run.meta["args"] == {"colocate": True, "hf_checkpoint": "Qwen/Qwen3-0.6B", "n_samples_per_prompt": 8,
                                 "num_rollout": 3, "rollout_batch_size": 32, "rollout_max_response_len": 1024}
@@ -62,7 +62,7 @@ def test_a_log_gives_phases_arguments_and_start(monkeypatch: pytest.MonkeyPatch)
 def test_dirty_log_warns_about_every_line_it_cannot_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(SOURCES)
     problems: list = []
-    run, _ = sources.load_path(Path("dirty"), problems)
+    run, _ = load.load_path(Path("dirty"), problems)
     assert problems == []
     assert run.warnings == [
         "dirty/log/job.log:15: last line has no newline (cut off when the job ended); skipped",
@@ -90,7 +90,7 @@ def test_dirty_log_warns_about_every_line_it_cannot_read(monkeypatch: pytest.Mon
 
 def test_kills_deaths_and_the_end_become_lab_events_quoting_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(SOURCES)
-    run, _ = sources.load_path(Path("dirty"), [])
+    run, _ = load.load_path(Path("dirty"), [])
     events = [(r.data["kind"], r.data["t0"], r.data["t1"], r.data["detail"][:80]) for r in run.streams["events"]]
     assert events == [
         ("ray_oom_kill", 1790002990.445, 1790002990.445,
@@ -244,7 +244,7 @@ def test_no_source_file_crashes_a_reader(name: str, tmp_path: Path) -> None:
 
 def test_the_launch_command_and_megatrons_argument_list_give_the_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(SOURCES)
-    run, _ = sources.load_path(Path("launch"), [])
+    run, _ = load.load_path(Path("launch"), [])
     assert run.meta["args"] == {"n_samples_per_prompt": 16, "offload_train": True, "hf_checkpoint": "Qwen/Qwen3-1.7B",
                                 "rollout_max_response_len": 2048, "colocate": True, "offload_rollout": False,
                                 "rollout_top_p": 0.9}

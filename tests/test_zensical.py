@@ -14,6 +14,7 @@ import pytest
 from test_browser import HOST, STAMP, _pages, browser  # noqa: F401 (the browser fixture)
 
 from build_tools import site as site_stage
+from build_tools._exceptions import SiteError
 
 pytest.importorskip("zensical")
 
@@ -63,7 +64,7 @@ def test_zensical_builds_every_page_and_leaves_no_cache_in_the_project(built_man
 
 def test_an_unknown_engine_is_one_line(monkeypatch):
     monkeypatch.setenv(site_stage.ENGINE_ENV, "hugo")
-    with pytest.raises(site_stage.SiteError, match="MANUAL_ENGINE=hugo: unknown site engine"):
+    with pytest.raises(SiteError, match="MANUAL_ENGINE=hugo: unknown site engine"):
         site_stage.engine()
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import Problem, display_path
-from ..load import Record, RunData
+from .._types import Record, RunData
 from . import ci_history, events, log, tensorboard, wandb
 from ._common import RENAMED, STEP_KEYS, Found, MetricRecord, agree, number_text, read_text
 
@@ -283,40 +283,3 @@ def _sniff_jsonl(path: Path) -> str | None:
             return "wandb"
         return None
     return None
-
-
-def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
-    """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded."""
-    from .. import load
-
-    warnings: list[str] = []
-    if (path / "run.yaml").is_file():
-        run = load.load_run(path, problems)
-        found = {"dashboard": [path / "dashboard"]} if (path / "dashboard").is_dir() else {}
-        found.update({k: v for k, v in source_files(path).items() if v})
-        return run, found
-    found = classify(path, warnings)
-    if not found:
-        problems.append(Problem(display_path(path), None, None,
-                                "found no Miles output: expected a dashboard dump (meta.json), a log (*.log, *.txt), "
-                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record or "
-                                "--dump-details event files"))
-        run = RunData(run_id=path.name, root=path, config=_bare_config(path.name, {}), meta={})
-        return run, found
-    if "dashboard" in found:
-        run = load.load_dump(found["dashboard"][0], problems)
-    else:
-        run_id = path.name.split(".")[0] if path.is_file() else path.name
-        run = RunData(run_id=run_id, root=path, config={}, meta={})
-    run.warnings += warnings
-    founds = [READERS[name](found[name], problems, run.warnings) for name in READERS if found.get(name)]
-    merge(run, founds, problems)
-    if "dashboard" not in found:
-        run.config = _bare_config(run.run_id, run.meta.get("args") or {})
-    return run, found
-
-
-def _bare_config(run_id: str, args: dict[str, Any]) -> dict[str, Any]:
-    checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
-    return {"run_id": run_id, "provenance": "measured", "tags": [],
-            "model": {"name": checkpoint.rsplit("/", 1)[-1] or "not recorded"}, "flags": dict(args), "lab": {}}

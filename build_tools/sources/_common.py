@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import _files
 from .._exceptions import InputProblem, Problem, display_path
-from ..load import Record
+from .._types import Record
 from ._json import loads
 
 # Keys Miles renamed between versions: the old name -> today's name (miles-outputs.md, section 1).

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import Problem, display_path
-from ..load import Record
+from .._types import Record
 from ._common import Found, MetricRecord, misread_of, read_text
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

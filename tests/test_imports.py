@@ -1,0 +1,104 @@
+"""The package's shape: no import circle inside build_tools, and only the command line reads its arguments.
+
+The import graph is read from the source with `ast` (no library needed for forty lines): every import counts,
+at module level or inside a function (it runs when the function does), and under `if TYPE_CHECKING:` too (a
+type named from a later stage ties the two as much as a call does). A package's own `__init__` is not counted
+as imported by its submodules: Python runs it first, and it may import them.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "build_tools"
+# The one import that goes up: RunSummary keeps its home in summary.py, with the methods that read it, and
+# _types.py names it (under TYPE_CHECKING) for BuildResult. Listed so that it stays the only one.
+UPWARD = {("build_tools._types", "build_tools.summary")}
+# Modules that may read the command line: the CLI itself and make's door into it. The example generator is a
+# tool of its own with its own arguments.
+READS_ARGUMENTS = {"build_tools.cli", "build_tools._make"}
+TOOLS = ("build_tools.examples",)
+
+
+def _modules(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:
+    """Every module of the package by dotted name: (its file, whether it is a package's __init__)."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def _imported(name: str, path: Path, is_package: bool, modules: dict[str, tuple[Path, bool]]) -> set[str]:
+    """The modules of the package that module `name` imports anywhere in its source."""
+    here = name.split(".") if is_package else name.split(".")[:-1]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else node.module or ""
+            # `from . import x` imports the module x when there is one, else a name of the package.
+            targets.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                           for alias in node.names)
+    return {target for target in targets if target in modules and target != name}
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    modules = _modules(package)
+    return {name: _imported(name, path, is_package, modules) for name, (path, is_package) in modules.items()}
+
+
+def circle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of the graph as [a, b, ..., a], or [] when imports flow one way."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        return list(reversed(error.args[1]))
+    return []
+
+
+def test_no_module_of_build_tools_imports_itself_back() -> None:
+    graph = import_graph()
+    for importer, imported in UPWARD:
+        graph[importer].discard(imported)
+    found = circle(graph)
+    assert not found, "import circle: " + " -> ".join(found)
+
+
+def test_the_one_upward_import_is_still_there() -> None:
+    # When RunSummary moves into _types.py, this import goes: then drop it from UPWARD too.
+    graph = import_graph()
+    assert all(imported in graph[importer] for importer, imported in UPWARD)
+
+
+def test_a_circle_is_found_and_named(tmp_path: Path) -> None:
+    package = tmp_path / "build_tools"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "build.py").write_text("from . import render\n", encoding="utf-8")
+    (package / "render.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                       "    from .build import BuildResult\n", encoding="utf-8")
+    (package / "site.py").write_text("def serve():\n    from build_tools.build import build\n", encoding="utf-8")
+    graph = import_graph(package)
+    assert graph["build_tools.site"] == {"build_tools.build"}
+    assert circle(graph) in (["build_tools.build", "build_tools.render", "build_tools.build"],
+                             ["build_tools.render", "build_tools.build", "build_tools.render"])
+
+
+def test_only_the_command_line_reads_arguments() -> None:
+    readers = []
+    for name, (path, _) in _modules().items():
+        if name in READS_ARGUMENTS or name.startswith(TOOLS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Import) and any(alias.name == "argparse" for alias in node.names)
+                    or isinstance(node, ast.Attribute) and node.attr == "argv"):
+                readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not readers, f"these read the command line, which belongs in cli.py: {', '.join(readers)}"
