@@ -24,8 +24,6 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from ._staging import write_atomic
-
 # The libraries whose versions can change an output: the drawing (matplotlib and the PNG and font libraries it
 # writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard), the
 # pages and the site (Jinja2, Markdown and its extensions, mkdocs, its theme, zensical), the print edition
@@ -36,6 +34,8 @@ ABSENT = "not installed"
 # A file changed this recently may change again within one tick of the file system's clock without its size or
 # times changing: its digest is not remembered (git's "racily clean" entries, the same rule).
 SETTLED_NS = 2_000_000_000
+# Files up to this size are hashed in one read; a larger one in chunks, never whole in memory.
+ONE_READ = 1 << 20
 
 _digests: dict[tuple[int, ...], bytes] = {}
 
@@ -78,11 +78,17 @@ def file_digest(path: Path) -> bytes:
     identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
     digest = _digests.get(identity)
     if digest is None:
-        with open(path, "rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").digest()
+        digest = _sha256(path, info.st_size)
         if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > SETTLED_NS:
             _digests[identity] = digest
     return digest
+
+
+def _sha256(path: Path, size: int) -> bytes:
+    if size <= ONE_READ:
+        return hashlib.sha256(path.read_bytes()).digest()
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
 
 
 class Key:
@@ -126,4 +132,6 @@ def recorded(key_file: Path) -> str | None:
 
 def remember(key_file: Path, key: str) -> None:
     """Write the key of an output that was just made, whole or not at all."""
+    from ._staging import write_atomic  # after a build: not on the no-op path
+
     write_atomic(key_file, key.encode("utf-8"))

@@ -90,8 +90,8 @@ def test_no_module_but_the_fingerprint_reads_library_versions() -> None:
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
-    real: Callable = hashlib.file_digest
-    monkeypatch.setattr(hashlib, "file_digest", lambda handle, name: reads.append(handle.name) or real(handle, name))
+    real: Callable = _fingerprint._sha256
+    monkeypatch.setattr(_fingerprint, "_sha256", lambda path, size: reads.append(str(path)) or real(path, size))
     return reads
 
 
@@ -132,6 +132,19 @@ def test_a_settled_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     reads = _count_reads(monkeypatch)
     assert _fingerprint.file_digest(path) == _fingerprint.file_digest(path) == hashlib.sha256(b"seed: 1\n").digest()
     assert reads == [str(path)]
+
+
+def test_a_large_file_is_hashed_in_chunks_never_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "metrics.jsonl"
+    data = bytes(range(256)) * 1200
+    path.write_bytes(data)
+    monkeypatch.setattr(_fingerprint, "ONE_READ", 1000)
+
+    def whole(self: Path) -> bytes:
+        raise AssertionError(f"{self} read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    assert _fingerprint.file_digest(path) == hashlib.sha256(data).digest()
 
 
 # --- keys ---------------------------------------------------------------------------------------------
