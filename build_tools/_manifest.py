@@ -9,21 +9,18 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import platform
 import re
 from collections.abc import Iterator, Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import _fingerprint
 from ._escape import html_text, md_code, md_text
 
 Manifest = dict[str, Any]
 
-# The tools whose versions decide the published bytes; an edition rebuilt with others may differ.
-TOOLS = ("mkdocs", "mkdocs-material", "mike", "matplotlib", "numpy", "pandas")
 # What a run's provenance is made of: what the run was and which Miles built it, not its data.
 PROVENANCE_FIELDS = ("provenance", "title", "date", "seed", "model", "dataset", "miles", "hardware")
 # Pages added at publish time, after the build; they describe the build, so they are not part of it.
@@ -38,7 +35,9 @@ def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, sour
         "miles": {key: edition[key] for key in ("image", "branch", "commit", "commit_date")},
         "project_commit": project_commit,
         "source_date_epoch": source_date_epoch,
-        "tools": tool_versions(),
+        # The tools whose versions decide the published bytes (the libraries every cache key reads); an edition
+        # rebuilt with others may differ.
+        "tools": _fingerprint.tool_versions(),
         "runs": runs_section(root / "runs"),
         "figures": figures_section(root / "build" / "docs" / "figures"),
         "claims": claims_section(root / "build" / "claims.json"),
@@ -51,16 +50,6 @@ def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, sour
 def dumps(manifest: Manifest) -> str:
     """Stable text: sorted keys, so the same manifest is always the same bytes."""
     return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def tool_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in TOOLS:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
 
 
 def _sha256(path: Path) -> str:

@@ -64,24 +64,27 @@ def clean_leftovers(root: Path) -> list[Path]:
     return [*sweep(root, legacy=("site",), only=("site",)), *sweep(root / "build", recursive=True, legacy=("docs",))]
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a uniquely named temporary file in the same folder, so a reader never sees half a file."""
+@contextmanager
+def atomic_file(path: Path) -> Iterator[Path]:
+    """Yield a uniquely named temporary file beside path (`.name.<pid>-<random>.tmp`) for the block to write; it
+    replaces path in one rename when the block succeeds. A reader never sees half a file, and a failure or a
+    kill at any moment leaves path as it was (the one way a file is replaced; `staging` replaces a folder)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def temporary_file(path: Path, suffix: str = "") -> Path:
-    """A fresh, unique name beside path for a writer that needs a file name (matplotlib's savefig)."""
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=f"{suffix}.tmp")
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
     os.close(handle)
-    return Path(tmp)
+    tmp = Path(name)
+    try:
+        yield tmp
+        checkpoint("atomic-write")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write data to path whole or not at all (`atomic_file`)."""
+    with atomic_file(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def _alive(pid: int) -> bool:

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ._exceptions import CacheChanged
+from ._staging import temporary_prefix
 
 FORMAT = 1
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
@@ -36,7 +37,7 @@ def write_entry(cache_dir: Path, run_id: str, digest: str, frames: dict[str, pd.
                 body: dict[str, Any]) -> None:
     """Write one entry whole (a unique temporary folder renamed into place), replacing older ones of the run."""
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{run_id}-", dir=cache_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(run_id), dir=cache_dir))  # swept if this process dies
     try:
         files = {}
         for index, (name, frame) in enumerate(sorted(frames.items())):

@@ -139,17 +139,12 @@ def junit_xml(verdicts: Sequence[ClaimVerdict]) -> bytes:
     return xml + b"\n"
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write through a uniquely named temporary file in the same folder, so a reader never sees half a report."""
-    write_atomic(path, data)
-
-
 def write_reports(verdicts: Sequence[ClaimVerdict], build_dir: Path) -> tuple[Path, Path]:
     """build/claims.json and build/claims.junit.xml; returns their paths."""
     json_path, xml_path = build_dir / "claims.json", build_dir / "claims.junit.xml"
     text = json.dumps(report_data(verdicts), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    _write_atomic(json_path, text.encode("utf-8"))
-    _write_atomic(xml_path, junit_xml(verdicts))
+    write_atomic(json_path, text.encode("utf-8"))  # whole or not at all: a reader never sees half a report
+    write_atomic(xml_path, junit_xml(verdicts))
     return json_path, xml_path
 
 

@@ -26,14 +26,13 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import _figure_modules, legibility, palette_check
+from . import _figure_modules, _fingerprint, legibility, palette_check
 from ._exceptions import FigureError, MissingValue, Problem
-from ._staging import temporary_file, write_atomic
+from ._staging import atomic_file, write_atomic
 from ._types import DrawnFigure, FigureBlock
 from .palette import FIGURES_DIR, PALETTE_FILE, STYLE_FILE
 from .summary import RunSummary
@@ -54,7 +53,6 @@ CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__fil
               Path(__file__).with_name("legibility.py"), Path(__file__).with_name("readers.py"),
               Path(__file__).parent / "checks" / "words.yml",
               FIGURES_DIR / "__init__.py", FIGURES_DIR / "_common.py", PALETTE_FILE, STYLE_FILE)
-LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools")
 
 
 @dataclass(frozen=True)
@@ -172,36 +170,26 @@ def _load(name: str, path: Path) -> ModuleType:
 
 
 def _shared_digest() -> str:
-    """Hash of what every figure depends on: the drawing code, palette, style, library versions."""
-    digest = hashlib.sha256()
+    """Hash of what every figure depends on: the drawing code, palette, style, Python and library versions."""
+    key = _fingerprint.Key("figures")
     for path in CODE_FILES:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    for library in LIBRARIES:
-        digest.update(f"{library}=={_version(library)}\0".encode())
-    digest.update(f"python {sys.version_info[:2]}".encode())
-    return digest.hexdigest()
-
-
-def _version(library: str) -> str:
-    try:
-        return metadata.version(library)
-    except metadata.PackageNotFoundError:
-        return "absent"
+        key.file(path, path.name)
+    return key.hexdigest()
 
 
 def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
               shared: str | None = None) -> str:
     """Hash of everything one figure's files depend on."""
-    digest = hashlib.sha256((shared or _shared_digest()).encode())
+    key = _fingerprint.Key("figure inputs").add(shared or _shared_digest())
     module_file = _module_file(block.module)
-    digest.update(module_file.read_bytes() if module_file else b"no module")
+    key.add(module_file.read_bytes() if module_file else b"no module")
     for run_id in block.runs:
-        digest.update(f"run {run_id} {summaries[run_id].source_hash}\0".encode())
+        key.add(f"run {run_id} {summaries[run_id].source_hash}")
     for name in block.tables:
-        digest.update(f"table {name} {json.dumps(tables[name], sort_keys=True, default=str)}\0".encode())
+        key.add(f"table {name} {json.dumps(tables[name], sort_keys=True, default=str)}")
     settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options, "alt": block.alt}
-    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
+    key.add(json.dumps(settings, sort_keys=True, default=str))
+    return key.hexdigest()
 
 
 def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | None:
@@ -318,18 +306,16 @@ def draw_one(job: _Job) -> _Outcome:
 def drawing_key(job: _Job, csv: str, figure: Figure, alt: str) -> str:
     """Hash of what one drawing shows, known before it is rendered: the numbers of its CSV and what the
     figure holds (texts, line data, collections, patches, axes limits), with the code, palette and style."""
-    digest = hashlib.sha256((job.shared or _shared_digest()).encode())
+    key = _fingerprint.Key("figure drawing").add(job.shared or _shared_digest())
     module_file = _module_file(job.block.module)
-    digest.update(module_file.read_bytes() if module_file else b"no module")
+    key.add(module_file.read_bytes() if module_file else b"no module")
     block = job.block
     settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options,
                 "alt": block.alt, "module_alt": alt}
-    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
-    digest.update(csv.encode())
+    key.add(json.dumps(settings, sort_keys=True, default=str), csv)
     for part in _figure_contents(figure):
-        digest.update(part if isinstance(part, bytes) else repr(part).encode())
-        digest.update(b"\0")
-    return digest.hexdigest()
+        key.add(part if isinstance(part, bytes) else repr(part))
+    return key.hexdigest()
 
 
 def _figure_contents(figure: Any) -> list[Any]:
@@ -445,12 +431,8 @@ def _save(figure: Figure, csv: str, stem: Path) -> None:
         ".csv": lambda path: path.write_text(csv, encoding="utf-8"),
     }
     for suffix, write in writers.items():
-        tmp = temporary_file(stem, suffix)  # a name of this process only: two builds never share one
-        try:
+        with atomic_file(stem.with_suffix(suffix)) as tmp:  # a name of this process only: two builds never share one
             write(tmp)
-            tmp.replace(stem.with_suffix(suffix))
-        finally:
-            tmp.unlink(missing_ok=True)
 
 
 def _describe(error: Exception, job: _Job) -> str:

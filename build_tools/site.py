@@ -10,7 +10,6 @@ versions) hash as the last one's is skipped and site/ is kept.
 from __future__ import annotations
 
 import functools
-import hashlib
 import http.server
 import logging
 import os
@@ -19,12 +18,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
 
 import yaml
 from rich.console import Console
 
+from . import _fingerprint
 from ._exceptions import ManualError, SiteError
 from ._staging import staging
 from ._yaml import load_yaml
@@ -34,7 +33,6 @@ GENERATED_CONFIG = "mkdocs.yml"  # in the build folder (the pages' parent)
 KEY_FILE = "site.key"
 ENGINE_ENV, ENGINES = "MANUAL_ENGINE", ("mkdocs", "zensical")
 ZENSICAL_CONFIG, ZENSICAL_SITE = "zensical.yml", ".zensical-site"  # in the build folder
-LIBRARIES = ("mkdocs", "mkdocs-material", "Markdown", "Jinja2", "pymdown-extensions", "PyYAML", "zensical")
 HOST, PORT = "127.0.0.1", 8000
 WATCHED = ("docs", "runs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
 
@@ -55,7 +53,7 @@ def build_site(mkdocs_yml: Path, pages: Path, site: Path) -> bool:
     build_dir = pages.parent
     key = site_key(mkdocs_yml, pages)
     key_file = build_dir / KEY_FILE
-    if site.is_dir() and any(site.iterdir()) and key_file.is_file() and key_file.read_text() == key:
+    if site.is_dir() and any(site.iterdir()) and _fingerprint.recorded(key_file) == key:
         return False
     key_file.unlink(missing_ok=True)
     zensical = engine() == "zensical"
@@ -68,7 +66,7 @@ def build_site(mkdocs_yml: Path, pages: Path, site: Path) -> bool:
             run_zensical(config_file, target) if zensical else run_mkdocs(config_file, target)
         except SiteError as error:
             raise SiteError([_with_source(message, mkdocs_yml.parent) for message in error.messages]) from None
-    key_file.write_text(key, encoding="utf-8")
+    _fingerprint.remember(key_file, key)
     return True
 
 
@@ -197,21 +195,13 @@ def run_mkdocs(config_file: Path, site_dir: Path) -> None:
 
 def site_key(mkdocs_yml: Path, pages: Path) -> str:
     """Hash of everything the site is made from: pages, config, theme overrides, this code, library versions."""
-    digest = hashlib.sha256()
-    for library in LIBRARIES:
-        try:
-            digest.update(f"{library}=={metadata.version(library)}\n".encode())
-        except metadata.PackageNotFoundError:
-            digest.update(f"{library} absent\n".encode())
-    digest.update(Path(__file__).read_bytes())
-    digest.update(f"MANUAL_SITE_URL={os.environ.get('MANUAL_SITE_URL', '')}\n".encode())  # mkdocs.yml's site_url
-    digest.update(f"{ENGINE_ENV}={engine()}\n".encode())
-    digest.update(mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b"")
+    key = _fingerprint.Key("site").file(Path(__file__), "site.py")
+    key.add(f"MANUAL_SITE_URL={os.environ.get('MANUAL_SITE_URL', '')}")  # mkdocs.yml's site_url
+    key.add(f"{ENGINE_ENV}={engine()}")
+    key.add(mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b"")
     for folder in (pages, mkdocs_yml.parent / "overrides"):
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []:
-            digest.update(f"\0{folder.name}/{path.relative_to(folder).as_posix()}\0".encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+        key.files(folder.parent, sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [])
+    return key.hexdigest()
 
 
 # --- make serve -------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import hashlib
 import json
 import math
 import multiprocessing
@@ -24,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from . import _summary_cache, load
+from . import _fingerprint, _summary_cache, load
 from ._exceptions import Problem, RunDataError, display_path
 from ._files import plain_files
 from ._staging import write_atomic
@@ -332,18 +331,15 @@ _CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "
 
 @functools.cache
 def _code_digest() -> bytes:
-    """The code that reads and summarises a run: a change to it makes every cached summary stale."""
-    digest = hashlib.sha256()
+    """The code that reads and summarises a run, and the library versions: a change makes every cached summary
+    stale."""
     here = Path(__file__).parent
-    for name in _CODE_FILES:
-        digest.update((here / name).read_bytes())
-    for reader in sorted((here / "sources").glob("*.py")):  # the readers of log/, tensorboard/, wandb/, ...
-        digest.update(reader.read_bytes())
-    return digest.digest()
+    readers = sorted((here / "sources").glob("*.py"))  # the readers of log/, tensorboard/, wandb/, ...
+    return _fingerprint.Key("summary code").files(here, [*(here / name for name in _CODE_FILES), *readers]).digest()
 
 
 def input_hash(run_dir: Path, memo: dict[str, Any] | None = None) -> str:
-    """Hash of every file of the run and of the code that reads it.
+    """Hash of every file of the run, of the code that reads it and of the library versions (`_fingerprint`).
 
     With a memo (kept in the cache folder), a run whose files have the same names, sizes and modification
     times as when it was last hashed is not read again: a warm check stats files instead of hashing gigabytes.
@@ -353,13 +349,10 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None) -> str:
     key = str(run_dir.resolve())
     if memo is not None and memo.get(key, {}).get("stats") == stats and memo[key].get("code") == _code_digest().hex():
         return str(memo[key]["digest"])
-    digest = hashlib.sha256(_code_digest())
-    for path in files:
-        digest.update(str(path.relative_to(run_dir)).encode() + b"\0")
-        digest.update(path.read_bytes())
+    digest = _fingerprint.Key("run").add(_code_digest()).files(run_dir, files).hexdigest()
     if memo is not None:
-        memo[key] = {"stats": stats, "code": _code_digest().hex(), "digest": digest.hexdigest()}
-    return digest.hexdigest()
+        memo[key] = {"stats": stats, "code": _code_digest().hex(), "digest": digest}
+    return digest
 
 
 _MEMO = "input-hashes.json"

@@ -124,12 +124,6 @@ def test_a_changed_metric_no_figure_plots_redraws_no_figure(built_copy: Path) ->
     assert {path.name: path.read_bytes() for path in (built_copy / "site" / "figures").glob("*.svg")} == images
 
 
-def test_the_no_op_key_reads_the_library_versions_importlib_finds() -> None:
-    from importlib import metadata
-
-    assert _uptodate.library_versions() == [f"{name}=={metadata.version(name)}" for name in _uptodate.LIBRARIES]
-
-
 def test_a_no_op_build_imports_neither_rich_nor_the_build(built_copy: Path) -> None:
     """What a no-op `make` costs is Python's start and hashing the inputs: nothing heavy is imported."""
     import subprocess

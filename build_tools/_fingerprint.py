@@ -1,0 +1,137 @@
+"""Fingerprints: how the build names what an output was made from, so it can tell an output is still current.
+
+Every cache key (the no-op check in `_uptodate.py`, the site in `site.py`, each figure in `draw.py`, each
+run's summary in `summary.py`) is a `Key`: a sha256 that starts from the environment (the Python version and
+the versions of LIBRARIES) and adds the parts and files that output depends on. LIBRARIES is the one list of
+libraries whose versions can change an output; an edition's manifest records the same list
+(`tool_versions`). So a library upgrade makes every cache stale at once, and a stale key only rebuilds.
+
+A file's bytes are hashed once per process while the file stays as it was, so a cold build that keys every
+run's summary and then records the no-op key reads each input once. A key file is written whole (a killed
+build leaves the old one or none) and an unreadable one counts as no key.
+
+Kept free of heavy imports (no importlib.metadata): the no-op `make` hashes the inputs and stops.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+# The libraries whose versions can change an output: the drawing (matplotlib and the PNG and font libraries it
+# writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard), the
+# pages and the site (Jinja2, Markdown and its extensions, mkdocs, its theme, zensical), the print edition
+# (weasyprint) and the published editions (mike).
+LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools", "pydantic", "PyYAML", "pyarrow", "tensorboard",
+             "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "weasyprint", "mike")
+ABSENT = "not installed"
+# A file changed this recently may change again within one tick of the file system's clock without its size or
+# times changing: its digest is not remembered (git's "racily clean" entries, the same rule).
+SETTLED_NS = 2_000_000_000
+# Files up to this size are hashed in one read; a larger one in chunks, never whole in memory.
+ONE_READ = 1 << 20
+
+_digests: dict[tuple[int, ...], bytes] = {}
+
+
+@functools.cache
+def library_versions() -> dict[str, str]:
+    """Each library's installed version, read from the names of the installed distributions' metadata folders
+    (`name-version.dist-info`, the first on sys.path, as importlib.metadata finds it): nothing parsed, nothing
+    imported."""
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            folders = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for folder in folders:
+            if folder.endswith(".dist-info"):
+                name, _, version = folder[: -len(".dist-info")].rpartition("-")
+                found.setdefault(_normal(name), version)
+    return {name: found.get(_normal(name), ABSENT) for name in LIBRARIES}
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def tool_versions() -> dict[str, str]:
+    """The Python version and every library's, as an edition's manifest records them."""
+    return {"python": sys.version.split()[0], **library_versions()}
+
+
+def environment() -> str:
+    """What every key starts from: the Python version and the library versions, one `name==version` a line."""
+    return "".join(f"{name}=={version}\n" for name, version in tool_versions().items())
+
+
+def file_digest(path: Path) -> bytes:
+    """sha256 of the file's bytes; read once per process while the file keeps its inode, size and times."""
+    info = os.stat(path)
+    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    digest = _digests.get(identity)
+    if digest is None:
+        digest = _sha256(path, info.st_size)
+        if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > SETTLED_NS:
+            _digests[identity] = digest
+    return digest
+
+
+def _sha256(path: Path, size: int) -> bytes:
+    if size <= ONE_READ:
+        return hashlib.sha256(path.read_bytes()).digest()
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
+
+
+class Key:
+    """A cache key: sha256 of a kind, the environment, then the parts and files added, each length-prefixed so
+    that no two different sequences of parts hash alike."""
+
+    def __init__(self, kind: str) -> None:
+        self._sha = hashlib.sha256()
+        self.add(kind, environment())
+
+    def add(self, *parts: str | bytes) -> Key:
+        for part in parts:
+            data = part.encode() if isinstance(part, str) else part
+            self._sha.update(len(data).to_bytes(8, "big") + data)
+        return self
+
+    def file(self, path: Path, name: str) -> Key:
+        """The file's name as given (so a renamed file changes the key) and its contents."""
+        return self.add(name, file_digest(path))
+
+    def files(self, base: Path, paths: Iterable[Path]) -> Key:
+        """Each file named by its path relative to base."""
+        for path in paths:
+            self.file(path, path.relative_to(base).as_posix())
+        return self
+
+    def digest(self) -> bytes:
+        return self._sha.digest()
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+def recorded(key_file: Path) -> str | None:
+    """The key written in key_file; None when there is none or it cannot be read (the output is rebuilt)."""
+    try:
+        return key_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def remember(key_file: Path, key: str) -> None:
+    """Write the key of an output that was just made, whole or not at all."""
+    from ._staging import write_atomic  # after a build: not on the no-op path
+
+    write_atomic(key_file, key.encode("utf-8"))

@@ -1,0 +1,175 @@
+"""build_tools/_fingerprint.py: one list of libraries whose versions matter, read by every cache key and the
+edition's manifest; files hashed once per process while they stay as they were; key files read safely."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from build_tools import _fingerprint, _manifest, _uptodate, draw, site, summary
+from build_tools._fingerprint import LIBRARIES
+from build_tools._layout import Layout
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_RUN = Path(__file__).resolve().parent / "samples" / "load" / "good"
+
+
+def test_the_versions_are_the_ones_importlib_finds() -> None:
+    """Read from folder names (no import of importlib.metadata on a no-op `make`), yet the same answer; every
+    listed library is installed, so no name in the list is misspelt."""
+    from importlib import metadata
+
+    assert _fingerprint.library_versions() == {name: metadata.version(name) for name in LIBRARIES}
+
+
+def test_the_manifest_records_python_and_every_listed_library(tmp_path: Path) -> None:
+    manifest = _manifest.compute(tmp_path, edition={"edition": "2026.10", "date": "2026-10-01", "image": "i",
+                                                    "branch": "b", "commit": "c", "commit_date": "d"},
+                                 project_commit="p", source_date_epoch=0)
+    assert list(manifest["tools"]) == ["python", *LIBRARIES]
+    assert manifest["tools"]["python"] == platform.python_version()
+
+
+def _project(tmp_path: Path) -> Layout:
+    """A project of one run with a page and the project's mkdocs.yml: enough for every key to read something."""
+    shutil.copytree(TINY_RUN / "tiny-run", tmp_path / "runs" / "tiny-run")
+    (tmp_path / "build" / "docs").mkdir(parents=True)
+    (tmp_path / "build" / "docs" / "index.md").write_text("# A page\n")
+    shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    return Layout(tmp_path)
+
+
+def _every_key(layout: Layout) -> dict[str, str]:
+    summary._code_digest.cache_clear()  # kept for the process: recomputed under the versions of this test
+    manifest = _manifest.compute(layout.root, edition={"edition": "2026.10", "date": "2026-10-01", "image": "i",
+                                                       "branch": "b", "commit": "c", "commit_date": "d"},
+                                 project_commit="p", source_date_epoch=0)
+    return {
+        "no-op build": _uptodate.inputs_key(layout),
+        "site": site.site_key(layout.mkdocs_yml, layout.pages),
+        "figures": draw._shared_digest(),
+        "run summary": summary.input_hash(layout.runs / "tiny-run"),
+        "manifest": _manifest.dumps({"tools": manifest["tools"]}),
+    }
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_every_cache_key_and_the_manifest_change_with_each_listed_library(library: str, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    layout = _project(tmp_path)
+    before = _every_key(layout)
+    upgraded = {**_fingerprint.library_versions(), library: "99.0"}
+    monkeypatch.setattr(_fingerprint, "library_versions", lambda: upgraded)
+    after = _every_key(layout)
+    monkeypatch.undo()
+    summary._code_digest.cache_clear()
+    assert [name for name in before if before[name] == after[name]] == []
+
+
+def test_no_module_but_the_fingerprint_reads_library_versions() -> None:
+    """The list is one: no other module of the build asks for a version or keeps a list of libraries."""
+    readers = []
+    for path in sorted((ROOT / "build_tools").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if path.name != "_fingerprint.py" and any(word in text for word in ("metadata.version", ".dist-info",
+                                                                            "LIBRARIES", "python_version")):
+            readers.append(path.relative_to(ROOT).as_posix())
+    assert readers == []
+
+
+# --- files hashed once --------------------------------------------------------------------------------
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    reads: list[str] = []
+    real: Callable = _fingerprint._sha256
+    monkeypatch.setattr(_fingerprint, "_sha256", lambda path, size: reads.append(str(path)) or real(path, size))
+    return reads
+
+
+def test_a_cold_build_reads_each_run_file_once_for_its_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary cache's key, then the no-op key the build records: the run's files are hashed for the first
+    and their digests reused for the second."""
+    layout = _project(tmp_path)
+    monkeypatch.setattr(_fingerprint, "SETTLED_NS", -1)  # the copy was just written: count it settled
+    monkeypatch.setattr(_fingerprint, "_digests", {})
+    reads = _count_reads(monkeypatch)
+    summary.summarise_runs(layout.runs, layout.cache / "summaries")
+    _uptodate.inputs_key(layout)
+    run_files = sorted(str(p) for p in (layout.runs / "tiny-run").rglob("*") if p.is_file())
+    assert sorted(r for r in reads if r.startswith(str(layout.runs))) == run_files
+
+
+def _fake_stat(monkeypatch: pytest.MonkeyPatch, changed_ns: int) -> None:
+    """Every file seems unchanged (same inode, size and times), changed last at changed_ns."""
+    fake = SimpleNamespace(st_dev=1, st_ino=2, st_size=8, st_mtime_ns=changed_ns, st_ctime_ns=changed_ns)
+    monkeypatch.setattr(os, "stat", lambda path: fake)
+
+
+def test_a_file_rewritten_within_one_clock_tick_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file changed just now may change again without its size or times changing: its digest is not kept."""
+    path = tmp_path / "run.yaml"
+    path.write_text("seed: 1\n")
+    _fake_stat(monkeypatch, time.time_ns())
+    first = _fingerprint.file_digest(path)
+    path.write_text("seed: 2\n")
+    assert _fingerprint.file_digest(path) != first == hashlib.sha256(b"seed: 1\n").digest()
+
+
+def test_a_settled_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("seed: 1\n")
+    _fake_stat(monkeypatch, time.time_ns() - 3_000_000_000)
+    monkeypatch.setattr(_fingerprint, "_digests", {})
+    reads = _count_reads(monkeypatch)
+    assert _fingerprint.file_digest(path) == _fingerprint.file_digest(path) == hashlib.sha256(b"seed: 1\n").digest()
+    assert reads == [str(path)]
+
+
+def test_a_large_file_is_hashed_in_chunks_never_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "metrics.jsonl"
+    data = bytes(range(256)) * 1200
+    path.write_bytes(data)
+    monkeypatch.setattr(_fingerprint, "ONE_READ", 1000)
+
+    def whole(self: Path) -> bytes:
+        raise AssertionError(f"{self} read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    assert _fingerprint.file_digest(path) == hashlib.sha256(data).digest()
+
+
+# --- keys ---------------------------------------------------------------------------------------------
+
+
+def test_a_key_tells_apart_what_plain_concatenation_would_not(tmp_path: Path) -> None:
+    assert _fingerprint.Key("k").add("ab", "c").hexdigest() != _fingerprint.Key("k").add("a", "bc").hexdigest()
+    (tmp_path / "a").write_text("same")
+    (tmp_path / "b").write_text("same")
+    named_a = _fingerprint.Key("k").files(tmp_path, [tmp_path / "a"]).hexdigest()
+    assert named_a != _fingerprint.Key("k").files(tmp_path, [tmp_path / "b"]).hexdigest()  # a rename counts
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not text", None])
+def test_a_damaged_or_missing_key_file_is_no_key(content: bytes | None, tmp_path: Path) -> None:
+    key_file = tmp_path / "build" / "inputs.key"
+    if content is not None:
+        key_file.parent.mkdir()
+        key_file.write_bytes(content)
+    assert _fingerprint.recorded(key_file) is None
+    assert not _uptodate.is_current(Layout(tmp_path))
+
+
+def test_a_remembered_key_is_read_back_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    _fingerprint.remember(tmp_path / "site.key", "abc")
+    _fingerprint.remember(tmp_path / "site.key", "def")
+    assert _fingerprint.recorded(tmp_path / "site.key") == "def"
+    assert [p.name for p in tmp_path.iterdir()] == ["site.key"]

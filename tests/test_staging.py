@@ -1,0 +1,49 @@
+"""build_tools/_staging.py's atomic write: a file is the old one or the new one, never half of one, whatever
+happens while it is written; what a killed writer left is swept by the next build."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from build_tools._staging import KILL_AT, atomic_file, clean_leftovers, write_atomic
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_write_replaces_the_file_whole_and_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    report = tmp_path / "build" / "claims.json"
+    write_atomic(report, b"old")
+    write_atomic(report, b"new")
+    assert report.read_bytes() == b"new"
+    assert [p.name for p in report.parent.iterdir()] == ["claims.json"]
+
+
+def test_a_writer_failing_midway_leaves_the_old_file(tmp_path: Path) -> None:
+    figure = tmp_path / "fig-x.svg"
+    figure.write_text("<svg>old</svg>")
+    with pytest.raises(OSError, match="No space left on device"), atomic_file(figure) as tmp:
+        tmp.write_text("<svg>half")
+        raise OSError(28, "No space left on device")
+    assert figure.read_text() == "<svg>old</svg>"
+    assert [p.name for p in tmp_path.iterdir()] == ["fig-x.svg"]
+
+
+def test_a_kill_mid_write_leaves_the_old_file_and_the_next_build_sweeps_the_rest(tmp_path: Path) -> None:
+    """SIGKILL after the new bytes are written and before they replace the file: no cleanup of any kind runs."""
+    report = tmp_path / "build" / "claims.json"
+    write_atomic(report, b"old")
+    code = ("from pathlib import Path; from build_tools._staging import write_atomic; "
+            f"write_atomic(Path({str(report)!r}), b'new')")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, KILL_AT: "atomic-write"},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == -9
+    assert report.read_bytes() == b"old"
+    (left,) = [p for p in report.parent.iterdir() if p.name != "claims.json"]
+    assert left.name.startswith(".claims.json.") and left.name.endswith(".tmp")
+    assert clean_leftovers(tmp_path) == [left]
+    assert [p.name for p in report.parent.iterdir()] == ["claims.json"]
