@@ -21,10 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._exceptions import ManualError
+from ._layout import RECORD_PAGES, SITE_SETTINGS
 from ._yaml import load_yaml
 
-SETTINGS = ".manual.yml"  # the nav, stamp and provenance note the render stage wrote
-SKIPPED = ("manifest.md", "changes.md")  # the edition's record pages: filled at publishing, not part of the book
 _ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
 
 
@@ -45,7 +44,8 @@ def write_pdf(pages: Path, site: Path) -> Path:
     except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
         raise PdfError(f"WeasyPrint cannot run ({str(error).splitlines()[0]}): make pdf installs it and "
                        "Debian's pango") from None
-    settings = load_yaml((pages / SETTINGS).read_text(encoding="utf-8")) if (pages / SETTINGS).is_file() else None
+    settings_file = pages / SITE_SETTINGS  # the nav, stamp and provenance note the render stage wrote
+    settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else None
     if not settings or not (site / "index.html").is_file():
         raise PdfError(f"no built site in {site}: run make first")
     document = book(site, settings)
@@ -62,7 +62,7 @@ def book(site: Path, settings: dict) -> str:
     extra = settings.get("extra", {})
     stamp, note = str(settings.get("copyright", "")), str(extra.get("provenance_note", ""))
     entries = [(str(title), str(name)) for item in settings.get("nav", []) for title, name in item.items()
-               if name not in SKIPPED]
+               if name not in RECORD_PAGES]  # filled at publishing, not part of the book
     sections, contents = [], []
     for title, name in entries:
         page = site / (Path(name).stem + ".html")
