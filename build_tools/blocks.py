@@ -17,12 +17,12 @@ from typing import Any
 from . import _figure_modules, schemas
 from ._exceptions import ChapterError, InputProblem, Problem
 from ._files import check_tree, read_text
+from ._layout import CHAPTER
 from ._types import FigureBlock
 from ._yaml import parse_yaml
 from .checks import validate
 from .checks._numbers import masked_spans
 
-CHAPTER = re.compile(r"^(?P<n>\d{2})-[a-z0-9-]+\.md$")
 FIGURE_ID = re.compile(r"^fig-[a-z0-9-]+$")
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)")
 REFERENCE = re.compile(r"\[\]\(#(?P<id>fig-[a-z0-9-]*)\)")
@@ -35,6 +35,12 @@ class Fenced:
     info: str
     line: int  # of the opening fence, 1-based
     body: str
+    last: int  # of the closing fence, 1-based; the text's last line when no fence closes it
+
+
+def closes(fence: str, line: str) -> bool:
+    """Whether the line closes a block opened by fence: the same character, at least as many, nothing after."""
+    return re.match(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$", line) is not None
 
 
 def fenced_blocks(text: str) -> Iterator[Fenced]:
@@ -48,9 +54,9 @@ def fenced_blocks(text: str) -> Iterator[Fenced]:
             continue
         fence = match["fence"]
         end = i + 1
-        while end < len(lines) and not re.match(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$", lines[end]):
+        while end < len(lines) and not closes(fence, lines[end]):
             end += 1
-        yield Fenced(match["info"], i + 1, "\n".join(lines[i + 1:end]))
+        yield Fenced(match["info"], i + 1, "\n".join(lines[i + 1:end]), min(end, len(lines) - 1) + 1)
         i = end + 1
 
 
@@ -63,7 +69,7 @@ def _lines_with_fences(text: str) -> Iterator[tuple[int, str, bool]]:
             inside = match["fence"]
             yield number, line, False
         elif inside is not None:
-            if re.match(rf"^ {{0,3}}{re.escape(inside[0])}{{{len(inside)},}}\s*$", line):
+            if closes(inside, line):
                 inside = None
             yield number, line, False
         else:

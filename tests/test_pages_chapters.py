@@ -39,3 +39,22 @@ def test_each_figure_says_what_its_runs_are(blocks, example_summaries):
     measured = {rid: {**cfg, "provenance": "measured"} for rid, cfg in configs.items()}
     markup = figure_markup(block, None, None, figure_source(block, measured))
     assert f'<span class="manual-source">{len(block.runs)} measured runs</span></figcaption>' in markup
+
+
+def test_a_chapter_replaces_exactly_the_blocks_the_block_reader_read(tmp_path):
+    """One rule for where a fenced block starts and ends (build_tools/blocks.py): a figure block shown inside a
+    longer fence, or a fence whose info string only starts with `figure`, stays code on the page."""
+    import shutil
+
+    from build_tools.blocks import read_blocks
+    from build_tools.pages.chapters import render_chapter
+
+    samples = ROOT / "tests" / "samples" / "chapters"
+    docs = shutil.copytree(samples / "good" / "docs", tmp_path / "docs")
+    chapter = docs / "01-first.md"
+    shown = "````markdown\n```figure\nid: fig-shown-as-code\n```\n````\n\n```figure{.demo}\nnot a block\n```\n"
+    chapter.write_text(chapter.read_text(encoding="utf-8") + "\n" + shown, encoding="utf-8")
+    blocks = read_blocks(docs, samples / "figures")
+    text = render_chapter(chapter, blocks, {}, {}, {})
+    assert text.count("<figure ") == 1 and 'id="fig-first"' in text
+    assert text.endswith("\n" + shown)

@@ -10,6 +10,7 @@ import jinja2
 
 from .._escape import md_code, md_text
 from .._types import FigureBlock
+from ..blocks import resolve_references
 from ..summary import RunSummary
 from ..wording import join
 
@@ -32,6 +33,5 @@ def machine(summaries: Mapping[str, RunSummary], run_ids: Sequence[str] | None =
 
 
 def resolve(text: str, blocks: Sequence[FigureBlock], path: Path) -> str:
-    from .. import blocks as blocks_stage
-
-    return blocks_stage.resolve_references(text, list(blocks), f"docs/{path.name}")
+    """`[](#fig-x)` in a page of docs/ as a link to the figure, with its number."""
+    return resolve_references(text, list(blocks), f"docs/{path.name}")

@@ -4,7 +4,6 @@ resolved, and the troubleshooting table where its marker stands."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,10 @@ from .._escape import html_text, md_text
 from .._exceptions import ChapterError, Problem, display_path
 from .._layout import CHAPTER, METRICS_PAGE
 from .._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
+from ..blocks import fenced_blocks
 from ..wording import provenance
 from ._common import resolve
 from .troubleshooting import TROUBLESHOOTING_MARK, troubleshooting_table
-
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w-]*)")
 
 
 def chapter_files(docs: Path) -> list[Path]:
@@ -32,31 +30,15 @@ def chapter_files(docs: Path) -> list[Path]:
     return chapters
 
 
-def figure_spans(lines: Sequence[str]) -> list[tuple[int, int]]:
-    """(first, last) 0-based lines of each ```figure fenced block, skipping other fenced blocks."""
-    spans, index = [], 0
-    while index < len(lines):
-        match = _FENCE.match(lines[index])
-        if not match:
-            index += 1
-            continue
-        fence, info = match.group(1), match.group(2)
-        end = index + 1
-        while end < len(lines) and not re.match(rf"^ {{0,3}}{fence[0]}{{{len(fence)},}}\s*$", lines[end]):
-            end += 1
-        if info == "figure":
-            spans.append((index, min(end, len(lines) - 1)))
-        index = end + 1
-    return spans
-
-
 def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[str, DrawnFigure],
                    verdicts: Mapping[str, ClaimVerdict], tables: Mapping[str, Any],
                    configs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """A chapter with its figure blocks replaced by figures, references resolved, data tables filled."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
     mine = sorted((b for b in blocks if Path(b.chapter_file).name == path.name), key=lambda b: b.line)
-    spans = figure_spans(lines)
+    # (first, last) 0-based lines of each figure block, found as the block reader found them
+    spans = [(fenced.line - 1, fenced.last - 1) for fenced in fenced_blocks(source) if fenced.info == "figure"]
     if len(spans) != len(mine):
         raise ChapterError([Problem(display_path(path), None, None,
                                     f"{len(spans)} figure blocks in the file, but {len(mine)} were read")])
