@@ -212,17 +212,23 @@ def load_tables(data_dir: Path) -> dict[str, Any]:
     for path in sorted(data_dir.glob("*.yml")) if data_dir.is_dir() else []:
         where = f"{data_dir.parent.name}/{data_dir.name}/{path.name}"
         try:
-            doc = parse_yaml(read_text(path), where)
+            value, found = read_table(path, where)
         except InputProblem as error:
             problems.append(error.problem)
             continue
-        schema = schemas.DATA_TABLES.get(path.stem)  # metrics, troubleshooting; a new table is plain data
-        if schema is not None:
-            problems += schemas.validate(schema, doc.value, where, doc.line_of)[1]
-        tables[path.stem] = doc.value
+        problems += found
+        tables[path.stem] = value
     if problems:
         raise ChapterError(problems)
     return tables
+
+
+def read_table(path: Path, where: str) -> tuple[Any, list[Problem]]:
+    """One data table and the problems its schema finds in it (metrics, troubleshooting; a new table is plain
+    data); InputProblem when it is not valid YAML. The one reader of docs/data/*.yml."""
+    doc = parse_yaml(read_text(path), where)
+    schema = schemas.DATA_TABLES.get(path.stem)
+    return doc.value, schemas.validate(schema, doc.value, where, doc.line_of)[1] if schema is not None else []
 
 
 # --- cross references ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import edition_pages, metrics_table, palette
+from ._exceptions import display_path
 from ._layout import FIGURES_PAGE, INDEX_PAGE, METRICS_PAGE
 from .pages import chapters as chapter_pages
 from .pages import figure_index, front_matter
@@ -42,12 +43,12 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
         text = chapter_pages.render_chapter(path, result.blocks, figures, verdicts, tables, configs)
         written.append(write_page(pages, path.name, numbered(text, path.name)))
     chapter_names = {int(path.name[:2]): path.name for path in chapters}  # "05-heat.md" is chapter 5
-    metrics = metrics_page.render_metrics(env, layout.docs / "data" / "metrics.yml", result.summaries,
-                                          chapter_names)
+    where = display_path(layout.metrics_yml)
+    spec = metrics_table.spec_of(tables, where)  # docs/data/metrics.yml, read once with the other tables
+    metrics = metrics_page.render_metrics(env, spec, where, result.summaries, chapter_names)
     written.append(write_page(pages, METRICS_PAGE, numbered(metrics, METRICS_PAGE)))
     index_of_figures = figure_index.render_figure_index(env, result.blocks, result.summaries, legend)
     written.append(write_page(pages, FIGURES_PAGE, index_of_figures))
-    spec = metrics_table.load_spec(layout.docs / "data" / "metrics.yml")
     metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, result.summaries)]
     read_by = front_matter.readers(result.blocks, metrics_runs)
     index = front_matter.render_index(layout.docs / "index.md", result.summaries, legend, written, read_by,

@@ -366,7 +366,7 @@ def test_a_payload_that_makes_an_input_invalid_is_one_clean_error(name: str, tmp
 def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -> None:
     """A brace in the Metrics spec's wording is a placeholder or an error naming the row, never a traceback, and
     never a way into an object (`{low.__class__}`) or a format spec (`{low:>999999999}`)."""
-    from build_tools.metrics_table import MetricsSpecError
+    from build_tools.metrics_table import MetricsSpecError, load_spec
     from build_tools.pages._common import environment
     from build_tools.pages.metrics import render_metrics
 
@@ -378,7 +378,7 @@ def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -
     spec.write_text(source, encoding="utf-8")
     env = environment(Path(__file__).resolve().parent.parent / "templates")
     with pytest.raises(MetricsSpecError) as caught:
-        render_metrics(env, spec, example_summaries, {5: "05-heat.md"})
+        render_metrics(env, load_spec(spec), "docs/data/metrics.yml", example_summaries, {5: "05-heat.md"})
     lines = str(caught.value).splitlines()
     assert lines[0] == "4 problems in the Metrics page spec:"
     assert lines[1].endswith("rollout/response_lengths: the text uses {: onclick }, which is not a plain {name} "

@@ -3,7 +3,15 @@ is tested in tests/test_pages_*.py)."""
 
 from __future__ import annotations
 
+import copy
+from types import SimpleNamespace
+
+from conftest import ROOT
 from page_text import METRICS_SEED, markdown_tables, seed_tables
+
+from build_tools import render
+from build_tools._layout import Layout
+from build_tools.blocks import load_tables, read_blocks
 
 
 def test_built_pages(built_manual):
@@ -19,3 +27,14 @@ def test_built_pages(built_manual):
         text = (pages / name).read_text(encoding="utf-8")
         assert "```figure" not in text and "[](#fig-" not in text
     assert "| Symptom | First check | Fix |" in (pages / chapters[6]).read_text(encoding="utf-8")
+
+
+def test_the_metrics_page_comes_from_the_tables_the_build_read(example_summaries, tmp_path):
+    """docs/data/metrics.yml is read once, with the other tables (stage 3); the render stage reads no copy."""
+    tables = copy.deepcopy(load_tables(ROOT / "docs" / "data"))
+    tables["metrics"]["tables"][0]["title"] = "Rollout, as the build read it"
+    result = SimpleNamespace(summaries=example_summaries, blocks=read_blocks(ROOT / "docs", ROOT / "figures"),
+                             verdicts=[], figures=[])
+    render.render_pages(Layout(ROOT), tmp_path, result, tables)
+    page = (tmp_path / "06-metrics.md").read_text(encoding="utf-8")
+    assert "## Rollout, as the build read it" in page and "## Rollout\n" not in page

@@ -4,20 +4,18 @@ docs/data/metrics.yml, each cell computed from the runs (build_tools/metrics_tab
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
+from typing import Any
 
 import jinja2
 
 from .. import metrics_table
-from .._exceptions import display_path
 from ..summary import RunSummary
 from ..wording import provenance
 
 
-def render_metrics(env: jinja2.Environment, spec_file: Path, summaries: Mapping[str, RunSummary],
+def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str, summaries: Mapping[str, RunSummary],
                    chapters: Mapping[int, str]) -> str:
-    spec = metrics_table.load_spec(spec_file)
-    where = display_path(spec_file)
+    """The page from the spec (docs/data/metrics.yml, shown as where in its problems) and the runs."""
     context = {f"chapter_{number}": name for number, name in chapters.items()}
     tables = metrics_table.build_tables(spec, summaries, where, context)
     intro = metrics_table.intro(spec, summaries, where)
