@@ -105,8 +105,8 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
     with staging(layout.pages) as pages:
         # 5. Draw the figures (cached; in parallel), then check that they use only palette colours.
         with progress.stage("Drawing figures"):
-            result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
-                                               layout.cache / "figures", jobs=jobs, warnings=(figure_warnings := []))
+            result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures", layout.cache / "figures",
+                                               jobs=jobs, warnings=(figure_warnings := []), layout=layout)
 
         for warning in figure_warnings:
             progress.warn(warning)

@@ -388,13 +388,14 @@ def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -
 
 
 def test_the_palette_legend_and_the_nav_titles_are_escaped(tmp_path: Path) -> None:
+    from build_tools import palette
     from build_tools._layout import SITE_SETTINGS
     from build_tools.pages.front_matter import legend_markup
     from build_tools.pages.nav import Page, write_site_settings
     from build_tools.stamp import Stamp
     from build_tools.wording import provenance
 
-    legend = legend_markup([BOTH] * 7)
+    legend = legend_markup(palette.load_palette().roles, [BOTH] * 7)
     for line in legend.splitlines():
         page = read_page(_render(line))
         assert page.live == [] and " ".join(BOTH.split()) in shown(page)

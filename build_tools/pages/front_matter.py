@@ -11,6 +11,7 @@ from .. import edition_pages, palette
 from .._escape import html_text, md_code, md_text
 from .._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, RECORD_PAGES
 from .._types import FigureBlock
+from ..palette import Palette, Role
 from ..summary import RunSummary
 from ..wording import Provenance, join, provenance, words
 from ._common import machine
@@ -30,15 +31,15 @@ def readers(blocks: Sequence[FigureBlock], metrics_runs: Sequence[str]) -> dict[
     return found
 
 
-def render_index(path: Path, summaries: Mapping[str, RunSummary], legend: Sequence[str],
+def render_index(path: Path, summaries: Mapping[str, RunSummary], role_palette: Palette,
                  pages: Sequence[Page], read_by: Mapping[str, Sequence[str]] | None = None,
                  edition: str = "") -> str:
-    """docs/index.md with its markers filled from the data."""
+    """docs/index.md with its markers filled from the data and the palette."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Miles on one DGX Spark\n"
     source = provenance({run_id: summary.config for run_id, summary in summaries.items()})
     fills = {
         "<!-- contents -->": contents(pages) + (f"\n\n{edition_links(edition)}" if edition else ""),
-        "<!-- palette-legend -->": legend_markup(legend),
+        "<!-- palette-legend -->": legend_markup(role_palette.roles, palette.legend_sentences(role_palette)),
         "<!-- provenance -->": provenance_paragraph(source, machine(summaries), read_by),
         "<!-- runs-table -->": runs_table(summaries, read_by),
     }
@@ -75,10 +76,10 @@ def edition_links(edition: str) -> str:
                else ""))
 
 
-def legend_markup(lines: Sequence[str]) -> str:
+def legend_markup(roles: Sequence[Role], lines: Sequence[str]) -> str:
     """The legend as a list with a swatch of each colour (the colour comes from the generated palette.css)."""
     out = []
-    for role, line in zip(palette.load_palette().roles, lines, strict=True):
+    for role, line in zip(roles, lines, strict=True):
         swatch = f'<span class="manual-swatch" style="background: var(--role-{role.name})"></span>'
         out.append(f"- {swatch} {md_text(line)}")
     return "\n".join(out)
