@@ -15,6 +15,7 @@ from typing import Any
 
 from . import sources
 from ._exceptions import Problem, RunDataError, display_path
+from ._layout import Layout
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
 SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
@@ -24,7 +25,7 @@ SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_pr
 
 def resolve(root: Path, what: str) -> Path:
     """A run id of runs/ when there is one by that name, else the path as given."""
-    candidate = root / "runs" / what
+    candidate = Layout(root).runs / what
     if "/" not in what and candidate.is_dir():
         return candidate
     return Path(what)
