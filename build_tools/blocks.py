@@ -37,6 +37,10 @@ class Fenced:
     body: str
     last: int  # of the closing fence, 1-based; the text's last line when no fence closes it
 
+    def in_chapter(self, line: int | None) -> int:
+        """A line of the block's body (1-based) as a line of the file; the opening fence when none is known."""
+        return self.line + line if line is not None else self.line
+
 
 def closes(fence: str, line: str) -> bool:
     """Whether the line closes a block opened by fence: the same character, at least as many, nothing after."""
@@ -135,8 +139,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
         doc = parse_yaml(fenced.body, shown)
     except InputProblem as error:
         found = error.problem
-        line = fenced.line + found.line if found.line is not None else fenced.line
-        problems.append(Problem(shown, line, found.field, f"figure {number}: {found.message}"))
+        problems.append(Problem(shown, fenced.in_chapter(found.line), found.field, f"figure {number}: {found.message}"))
         return None
     data = doc.value
     if not isinstance(data, dict):
@@ -145,8 +148,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
     before = len(problems)
 
     def line_of(loc: tuple[Any, ...]) -> int:
-        line = doc.line_of(loc)
-        return fenced.line + line if line is not None else fenced.line
+        return fenced.in_chapter(doc.line_of(loc))
 
     def bad(field: str, message: str) -> None:
         problems.append(Problem(shown, line_of(tuple(field.split("."))), field, message))
