@@ -1,10 +1,22 @@
-"""Where the build reads and writes, under one project root; kept free of heavy imports."""
+"""Where the build reads and writes, under one project root, and the names of the pages it renders; kept free
+of heavy imports. Every file of a project is found through a Layout, so `--root` moves all of them."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
+# The pages the render stage writes into the pages folder (mkdocs' docs_dir).
+CHAPTER = re.compile(r"^(?P<n>\d\d)-[\w.-]+\.md$")  # docs/NN-name.md: chapter NN
+INDEX_PAGE = "index.md"  # the front matter
+METRICS_PAGE = "06-metrics.md"  # chapter 6, generated
+FIGURES_PAGE = "figures.md"  # the Index of figures, generated
+MANIFEST_PAGE = "manifest.md"  # the edition's record: what it is built from
+CHANGES_PAGE = "changes.md"  # the edition's record: what changed
+RECORD_PAGES = (MANIFEST_PAGE, CHANGES_PAGE)
+SITE_SETTINGS = ".manual.yml"  # what the site stage adds to mkdocs.yml (a dotfile: mkdocs does not publish it)
 
 
 @dataclass(frozen=True)
@@ -22,8 +34,38 @@ class Layout:
         return self.root / "docs"
 
     @property
+    def data(self) -> Path:
+        """docs/data/: the tables (metrics.yml, troubleshooting.yml, ...) the pages and figures read."""
+        return self.docs / "data"
+
+    @property
+    def metrics_yml(self) -> Path:
+        return self.data / "metrics.yml"
+
+    @property
+    def index_md(self) -> Path:
+        return self.docs / INDEX_PAGE
+
+    @property
+    def templates(self) -> Path:
+        return self.root / "templates"
+
+    @property
+    def overrides(self) -> Path:
+        return self.root / "overrides"
+
+    @property
     def figures_src(self) -> Path:
+        """figures/: the figure modules, their helpers, the palette and the style."""
         return self.root / "figures"
+
+    @property
+    def palette_yml(self) -> Path:
+        return self.figures_src / "palette.yml"
+
+    @property
+    def style_file(self) -> Path:
+        return self.figures_src / "base.mplstyle"
 
     @property
     def build(self) -> Path:
@@ -49,6 +91,9 @@ class Layout:
     def edition_yml(self) -> Path:
         return self.root / "edition.yml"
 
+
+# The project this code was installed from: what figure code and the tests read when no build says otherwise.
+PROJECT = Layout(Path(__file__).resolve().parent.parent)
 
 # Everything a build reads, relative to the project root; a copy of these builds the same manual.
 PROJECT_INPUTS = ("runs", "docs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")

@@ -192,7 +192,7 @@ def feeds(layout: Layout, summary: RunSummary) -> list[str]:
     from . import blocks, metrics_table
 
     lines = ["Metrics page rows (a row reads the runs of its run set; tag the run to join it):"]
-    spec = metrics_table.load_spec(layout.docs / "data" / "metrics.yml")
+    spec = metrics_table.load_spec(layout.metrics_yml)
     sets = spec.get("run_sets") or {}
     steps = summary.steps
     for table in spec["tables"]:

@@ -102,15 +102,19 @@ def _touch_one_run(work: Path) -> str:
 def _figures_warm(work: Path, tmp: Path) -> tuple[float, float]:
     """Seconds to draw every figure with an empty figure cache, after a warm-up: serial, then parallel."""
     from . import blocks as blocks_stage
+    from ._layout import Layout
     from .draw import draw_figures
     from .summary import summarise_runs
 
-    summaries = summarise_runs(work / "runs", work / "build" / "cache" / "summaries")
-    blocks = blocks_stage.read_blocks(work / "docs", work / "figures")
-    tables = blocks_stage.load_tables(work / "docs" / "data")
-    draw_figures(blocks[:1], summaries, tables, tmp / "warm-up", tmp / "warm-up-cache", jobs=1)
-    serial = _timed(lambda: draw_figures(blocks, summaries, tables, tmp / "serial", tmp / "serial-cache", jobs=1))
-    parallel = _timed(lambda: draw_figures(blocks, summaries, tables, tmp / "parallel", tmp / "parallel-cache"))
+    layout = Layout(work)
+    summaries = summarise_runs(layout.runs, layout.cache / "summaries")
+    blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
+    tables = blocks_stage.load_tables(layout.data)
+    draw_figures(blocks[:1], summaries, tables, tmp / "warm-up", tmp / "warm-up-cache", jobs=1, layout=layout)
+    serial = _timed(lambda: draw_figures(blocks, summaries, tables, tmp / "serial", tmp / "serial-cache", jobs=1,
+                                         layout=layout))
+    parallel = _timed(lambda: draw_figures(blocks, summaries, tables, tmp / "parallel", tmp / "parallel-cache",
+                                           layout=layout))
     return serial, parallel
 
 

@@ -17,12 +17,12 @@ from typing import Any
 from . import _figure_modules, schemas
 from ._exceptions import ChapterError, InputProblem, Problem
 from ._files import check_tree, read_text
+from ._layout import CHAPTER
 from ._types import FigureBlock
 from ._yaml import parse_yaml
 from .checks import validate
 from .checks._numbers import masked_spans
 
-CHAPTER = re.compile(r"^(?P<n>\d{2})-[a-z0-9-]+\.md$")
 FIGURE_ID = re.compile(r"^fig-[a-z0-9-]+$")
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)")
 REFERENCE = re.compile(r"\[\]\(#(?P<id>fig-[a-z0-9-]*)\)")
@@ -35,6 +35,16 @@ class Fenced:
     info: str
     line: int  # of the opening fence, 1-based
     body: str
+    last: int  # of the closing fence, 1-based; the text's last line when no fence closes it
+
+    def in_chapter(self, line: int | None) -> int:
+        """A line of the block's body (1-based) as a line of the file; the opening fence when none is known."""
+        return self.line + line if line is not None else self.line
+
+
+def closes(fence: str, line: str) -> bool:
+    """Whether the line closes a block opened by fence: the same character, at least as many, nothing after."""
+    return re.match(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$", line) is not None
 
 
 def fenced_blocks(text: str) -> Iterator[Fenced]:
@@ -48,9 +58,9 @@ def fenced_blocks(text: str) -> Iterator[Fenced]:
             continue
         fence = match["fence"]
         end = i + 1
-        while end < len(lines) and not re.match(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$", lines[end]):
+        while end < len(lines) and not closes(fence, lines[end]):
             end += 1
-        yield Fenced(match["info"], i + 1, "\n".join(lines[i + 1:end]))
+        yield Fenced(match["info"], i + 1, "\n".join(lines[i + 1:end]), min(end, len(lines) - 1) + 1)
         i = end + 1
 
 
@@ -63,7 +73,7 @@ def _lines_with_fences(text: str) -> Iterator[tuple[int, str, bool]]:
             inside = match["fence"]
             yield number, line, False
         elif inside is not None:
-            if re.match(rf"^ {{0,3}}{re.escape(inside[0])}{{{len(inside)},}}\s*$", line):
+            if closes(inside, line):
                 inside = None
             yield number, line, False
         else:
@@ -129,8 +139,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
         doc = parse_yaml(fenced.body, shown)
     except InputProblem as error:
         found = error.problem
-        line = fenced.line + found.line if found.line is not None else fenced.line
-        problems.append(Problem(shown, line, found.field, f"figure {number}: {found.message}"))
+        problems.append(Problem(shown, fenced.in_chapter(found.line), found.field, f"figure {number}: {found.message}"))
         return None
     data = doc.value
     if not isinstance(data, dict):
@@ -139,8 +148,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
     before = len(problems)
 
     def line_of(loc: tuple[Any, ...]) -> int:
-        line = doc.line_of(loc)
-        return fenced.line + line if line is not None else fenced.line
+        return fenced.in_chapter(doc.line_of(loc))
 
     def bad(field: str, message: str) -> None:
         problems.append(Problem(shown, line_of(tuple(field.split("."))), field, message))
@@ -205,17 +213,23 @@ def load_tables(data_dir: Path) -> dict[str, Any]:
     for path in sorted(data_dir.glob("*.yml")) if data_dir.is_dir() else []:
         where = f"{data_dir.parent.name}/{data_dir.name}/{path.name}"
         try:
-            doc = parse_yaml(read_text(path), where)
+            value, found = read_table(path, where)
         except InputProblem as error:
             problems.append(error.problem)
             continue
-        schema = schemas.DATA_TABLES.get(path.stem)  # metrics, troubleshooting; a new table is plain data
-        if schema is not None:
-            problems += schemas.validate(schema, doc.value, where, doc.line_of)[1]
-        tables[path.stem] = doc.value
+        problems += found
+        tables[path.stem] = value
     if problems:
         raise ChapterError(problems)
     return tables
+
+
+def read_table(path: Path, where: str) -> tuple[Any, list[Problem]]:
+    """One data table and the problems its schema finds in it (metrics, troubleshooting; a new table is plain
+    data); InputProblem when it is not valid YAML. The one reader of docs/data/*.yml."""
+    doc = parse_yaml(read_text(path), where)
+    schema = schemas.DATA_TABLES.get(path.stem)
+    return doc.value, schemas.validate(schema, doc.value, where, doc.line_of)[1] if schema is not None else []
 
 
 # --- cross references ---------------------------------------------------------------------------

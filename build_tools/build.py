@@ -76,7 +76,7 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
     # 3. Read the figure blocks of the chapters and the data tables they read.
     with progress.stage("Reading figure blocks"):
         blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
-        tables = blocks_stage.load_tables(layout.docs / "data")
+        tables = blocks_stage.load_tables(layout.data)
 
     # 4. Check every claim against the summaries; write the reports, then fail once if any claim is false.
     with progress.stage("Checking claims"):
@@ -96,8 +96,8 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
     with staging(layout.pages) as pages:
         # 5. Draw the figures (cached; in parallel), then check that they use only palette colours.
         with progress.stage("Drawing figures"):
-            result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
-                                               layout.cache / "figures", jobs=jobs, warnings=figure_warnings)
+            result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures", layout.cache / "figures",
+                                               jobs=jobs, warnings=figure_warnings, layout=layout)
 
         for warning in figure_warnings:
             progress.warn(warning)

@@ -56,7 +56,7 @@ def load_reader_run(path: Path) -> RunSummary:
 
 def compare(layout: Layout, yours: RunSummary) -> tuple[list[str], list[Comparison]]:
     """The setup facts that differ, and one comparison per row of the Metrics page that has a value."""
-    spec = metrics_table.load_spec(layout.docs / "data" / "metrics.yml")
+    spec = metrics_table.load_spec(layout.metrics_yml)
     ours = summarise_runs(layout.runs, layout.cache / "summaries")
     sets = spec.get("run_sets") or {}
     rows = [row for table in spec["tables"] if table.get("column") for row in table.get("rows") or []]

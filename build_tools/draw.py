@@ -23,18 +23,19 @@ import re
 import shutil
 import sys
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import _figure_modules, _fingerprint, legibility, palette_check
+from . import _figure_modules, _fingerprint, legibility, palette, palette_check
 from ._exceptions import FigureError, MissingValue, Problem
+from ._layout import Layout
 from ._staging import atomic_file, write_atomic
 from ._types import DrawnFigure, FigureBlock
-from .palette import FIGURES_DIR, PALETTE_FILE, STYLE_FILE
 from .summary import RunSummary
 
 if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are cached never needs them
@@ -48,11 +49,11 @@ CSV_FLOAT_FORMAT = "%.10g"
 # Same bytes on every build: no dates, no creator string with a version in it.
 SVG_METADATA = {"Date": None, "Creator": None}
 PNG_METADATA = {"Software": None}
-# What else a drawing depends on besides its module, its runs and its tables.
+# What else a drawing depends on besides its module, its runs and its tables: this code, and the project's
+# figure helpers, palette and style (figure_files).
 CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
               Path(__file__).with_name("legibility.py"), Path(__file__).with_name("readers.py"),
-              Path(__file__).parent / "checks" / "words.yml",
-              FIGURES_DIR / "__init__.py", FIGURES_DIR / "_common.py", PALETTE_FILE, STYLE_FILE)
+              Path(__file__).parent / "checks" / "words.yml")
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class _Job:
     tables: dict[str, Any]
     stem: Path  # cache_dir / block.id; the outputs are stem + suffix
     module_file: Path  # figures/<module>.py, loaded from this file and no other
+    layout: Layout  # the project: its figures/ package, palette and style
     shared: str = ""  # _shared_digest(): the code, palette, style and libraries every drawing depends on
     cached_drawing: str | None = None  # the drawing key of the cache's intact files of this figure, if any
 
@@ -79,29 +81,30 @@ class _Outcome:
 
 def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
                  out_dir: Path, cache_dir: Path, jobs: int | None = None,
-                 warnings: list[str] | None = None) -> list[DrawnFigure]:
-    """Draw (or take from the cache) every figure, then check its colours; FigureError lists every problem.
+                 warnings: list[str] | None = None, *, layout: Layout) -> list[DrawnFigure]:
+    """Draw (or take from the cache) every figure with the modules, palette and style of layout's figures/,
+    then check its colours; FigureError lists every problem.
 
     A damaged cache entry is redrawn and said in `warnings`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
     problems: list[Problem] = []
-    shared = _shared_digest()
+    shared = _shared_digest(layout)
     to_draw: list[tuple[_Job, str, dict[str, Any] | None]] = []
     ready: dict[str, bool] = {}  # block id -> redrawn
     for block in blocks:
-        missing = _missing_inputs(block, summaries, tables)
+        missing = _missing_inputs(block, summaries, tables, layout)
         if missing:
             problems += [_problem(block, message) for message in missing]
             continue
-        key = cache_key(block, summaries, tables, shared)
+        key = cache_key(block, summaries, tables, layout, shared)
         stem = cache_dir / block.id
         entry = _cache_holds(stem, key, warnings if warnings is not None else [])
         if entry is not None and entry["key"] == key:
             ready[block.id] = False
             continue
         job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
-                   stem, _module_file(block.module) or Path(), shared,
+                   stem, _module_file(layout, block.module) or Path(), layout, shared,
                    entry.get("drawing") if entry is not None else None)
         to_draw.append((job, key, entry))
 
@@ -117,7 +120,8 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
         # The palette and legibility checks run on every new drawing; only a figure that passed gets a cache
         # key, so a figure taken from the cache was checked against this same palette (the key includes it).
         checked = [(job.block, job.stem.with_suffix(".svg"))]
-        off_palette = palette_check.check_figures(checked) + legibility.check_figures(checked)
+        off_palette = (palette_check.check_figures(checked, palette.load_palette(layout.palette_yml))
+                       + legibility.check_figures(checked))
         if off_palette:
             problems += off_palette
             continue
@@ -134,19 +138,58 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
 # --- inputs and the cache ------------------------------------------------------------------------
 
 
-def _missing_inputs(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> list[str]:
+def _missing_inputs(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
+                    layout: Layout) -> list[str]:
     missing = [f"run {run_id} is not in runs/ (the figure reads it)"
                for run_id in block.runs if run_id not in summaries]
     missing += [f"table {name} is not in docs/data/ (the figure reads it)" for name in block.tables
                 if name not in tables]
-    if _module_file(block.module) is None:
+    if _module_file(layout, block.module) is None:
         missing.append(f"no figure module {PACKAGE}/{block.module}.py")
     return missing
 
 
-def _module_file(module: str) -> Path | None:
+def _module_file(layout: Layout, module: str) -> Path | None:
     """figures/<module>.py of this project: never a module found elsewhere on Python's path."""
-    return _figure_modules.module_file(FIGURES_DIR, module)
+    return _figure_modules.module_file(layout.figures_src, module)
+
+
+def figure_files(layout: Layout) -> tuple[Path, ...]:
+    """What every figure of a project draws with besides its own module: the package's helpers, the palette
+    and the style."""
+    return (layout.figures_src / "__init__.py", layout.figures_src / "_common.py", layout.palette_yml,
+            layout.style_file)
+
+
+@contextmanager
+def _figures_package(figures_dir: Path) -> Iterator[None]:
+    """The package `figures` (so `figures._common`, which figure modules import) as figures_dir holds it.
+
+    The one Python imports is this project's own; a build of another project's folder (`--root`) gets that
+    folder's for the time of its drawing, and the imported one is put back after.
+    """
+    try:
+        imported = [Path(folder).resolve() for folder in importlib.import_module(PACKAGE).__path__]
+    except ImportError:
+        imported = []
+    if imported == [figures_dir.resolve()]:
+        yield
+        return
+    ours = [name for name in sys.modules if name == PACKAGE or name.startswith(f"{PACKAGE}.")]
+    saved = {name: sys.modules.pop(name) for name in ours}
+    try:
+        spec = importlib.util.spec_from_file_location(PACKAGE, figures_dir / "__init__.py",
+                                                      submodule_search_locations=[str(figures_dir)])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {figures_dir / '__init__.py'}")
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[PACKAGE] = package
+        spec.loader.exec_module(package)
+        yield
+    finally:
+        for name in [name for name in sys.modules if name == PACKAGE or name.startswith(f"{PACKAGE}.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -169,19 +212,20 @@ def _load(name: str, path: Path) -> ModuleType:
     return module
 
 
-def _shared_digest() -> str:
-    """Hash of what every figure depends on: the drawing code, palette, style, Python and library versions."""
+def _shared_digest(layout: Layout) -> str:
+    """Hash of what every figure depends on: the drawing code, the project's figure helpers, palette and style,
+    Python and library versions."""
     key = _fingerprint.Key("figures")
-    for path in CODE_FILES:
+    for path in (*CODE_FILES, *figure_files(layout)):
         key.file(path, path.name)
     return key.hexdigest()
 
 
 def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
-              shared: str | None = None) -> str:
+              layout: Layout, shared: str | None = None) -> str:
     """Hash of everything one figure's files depend on."""
-    key = _fingerprint.Key("figure inputs").add(shared or _shared_digest())
-    module_file = _module_file(block.module)
+    key = _fingerprint.Key("figure inputs").add(shared or _shared_digest(layout))
+    module_file = _module_file(layout, block.module)
     key.add(module_file.read_bytes() if module_file else b"no module")
     for run_id in block.runs:
         key.add(f"run {run_id} {summaries[run_id].source_hash}")
@@ -271,16 +315,21 @@ def _draw_all(jobs: list[_Job], workers: int | None) -> list[_Outcome]:
 
 
 def draw_one(job: _Job) -> _Outcome:
-    """Draw one figure into the cache; never raises for a problem of the figure, reports it instead."""
+    """Draw one figure into the cache; never raises for a problem of the figure, reports it instead. Its
+    module, the helpers it imports, the palette and the style are all the project's (job.layout)."""
+    with _figures_package(job.layout.figures_src), palette.using(job.layout):
+        return _draw_one(job)
+
+
+def _draw_one(job: _Job) -> _Outcome:
     from matplotlib import rc_context
 
-    from .palette import rc_params
 
     module_name = f"{PACKAGE}.{job.block.module}"
     try:
         module = _load(job.block.module, job.module_file)
         alt = str(getattr(module, "ALT", "")).strip()
-        with rc_context(rc_params()):
+        with rc_context(palette.rc_params(job.layout)):
             figure, data = _call(module, job)
             provenance = _provenance(job)
             _mark_synthesized(figure, provenance)
@@ -306,8 +355,8 @@ def draw_one(job: _Job) -> _Outcome:
 def drawing_key(job: _Job, csv: str, figure: Figure, alt: str) -> str:
     """Hash of what one drawing shows, known before it is rendered: the numbers of its CSV and what the
     figure holds (texts, line data, collections, patches, axes limits), with the code, palette and style."""
-    key = _fingerprint.Key("figure drawing").add(job.shared or _shared_digest())
-    module_file = _module_file(job.block.module)
+    key = _fingerprint.Key("figure drawing").add(job.shared or _shared_digest(job.layout))
+    module_file = _module_file(job.layout, job.block.module)
     key.add(module_file.read_bytes() if module_file else b"no module")
     block = job.block
     settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options,

@@ -18,10 +18,9 @@ import os
 import re
 from pathlib import Path
 
+from ._layout import CHANGES_PAGE, MANIFEST_PAGE
+
 PUBLISH_ENV = "MANUAL_PUBLISH"
-MANIFEST_PAGE = "manifest.md"
-CHANGES_PAGE = "changes.md"
-PAGES = (MANIFEST_PAGE, CHANGES_PAGE)
 MARK_START, MARK_END = "<!-- edition-record -->", "<!-- /edition-record -->"
 _MARKED = re.compile(re.escape(MARK_START) + r".*?" + re.escape(MARK_END), re.S)
 

@@ -18,8 +18,7 @@ import pandas as pd
 
 from ._escape import Markdown, md_part, md_text
 from ._exceptions import InputProblem, MetricsSpecError, MissingValue, Problem, display_path
-from ._files import read_text
-from ._yaml import load_yaml
+from .blocks import read_table
 from .readers import config_value, require_finite, steps_for
 from .schemas import same_setting
 from .summary import RunSummary
@@ -162,14 +161,27 @@ STATS: dict[str, Callable[[list[RunSummary], Mapping[str, Any]], tuple[bool, dic
 
 
 def load_spec(path: Path) -> dict[str, Any]:
+    """docs/data/metrics.yml on its own (`compare`, `add-run`); a build reads it once with the other tables and
+    takes it from them (spec_of)."""
+    where = display_path(path)
     if not path.is_file():
-        raise MetricsSpecError([Problem(display_path(path), None, None, "file not found")])
+        raise MetricsSpecError([Problem(where, None, None, "file not found")])
     try:
-        document = load_yaml(read_text(path), display_path(path))
+        document, problems = read_table(path, where)
     except InputProblem as error:
         raise MetricsSpecError([error.problem]) from None
+    if problems:
+        raise MetricsSpecError(problems)
+    return spec_of({"metrics": document}, where)
+
+
+def spec_of(tables: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The Metrics page spec among the data tables (blocks.load_tables); where names its file."""
+    document = tables.get("metrics")
+    if document is None:
+        raise MetricsSpecError([Problem(where, None, None, "file not found")])
     if not isinstance(document, dict) or not isinstance(document.get("tables"), list):
-        raise MetricsSpecError([Problem(display_path(path), None, "tables", "expected a list of tables")])
+        raise MetricsSpecError([Problem(where, None, "tables", "expected a list of tables")])
     return document
 
 

@@ -1,12 +1,16 @@
 """The role palette (figures/palette.yml): loaded and validated once, then turned into the matplotlib
 style, the site's CSS variables and the front-matter legend.
 
-Figure code asks for a role (`role_color("trainer")`), never for a colour.
+Figure code asks for a role (`role_color("trainer")`), never for a colour. The palette and the style are a
+project's files (Layout.palette_yml, Layout.style_file): the build passes its layout, and while it draws,
+figure code reads the palette of that layout (`using`); otherwise the project this code came from.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -15,11 +19,10 @@ from typing import Any
 from . import schemas
 from ._exceptions import FigureError, InputProblem, Problem, display_path
 from ._files import read_text
+from ._layout import PROJECT, Layout
 from ._yaml import YamlDoc, parse_yaml
 
-FIGURES_DIR = Path(__file__).resolve().parent.parent / "figures"
-PALETTE_FILE = FIGURES_DIR / "palette.yml"
-STYLE_FILE = FIGURES_DIR / "base.mplstyle"
+_active = PROJECT  # whose palette figure code reads: the project's, or the drawing build's (`using`)
 
 # The seven roles of the manual, in legend order; palette.yml must define exactly these.
 ROLE_NAMES = ("trainer", "engine", "data", "lifecycle", "durable", "failure", "outside")
@@ -54,13 +57,14 @@ class Role:
 class Palette:
     roles: tuple[Role, ...]
     neutrals: tuple[str, ...]  # greys, "#rrggbb"
+    path: Path  # the palette.yml it was read from
 
     def role(self, name: str) -> Role:
         for role in self.roles:
             if role.name == name:
                 return role
         known = ", ".join(r.name for r in self.roles)
-        raise KeyError(f"no role {name!r} in {display_path(PALETTE_FILE)} (roles: {known})")
+        raise KeyError(f"no role {name!r} in {display_path(self.path)} (roles: {known})")
 
     @property
     def allowed(self) -> frozenset[str]:
@@ -71,8 +75,21 @@ class Palette:
 # --- loading ----------------------------------------------------------------------------------
 
 
-def load_palette(path: Path = PALETTE_FILE) -> Palette:
-    """Read and validate palette.yml; FigureError lists every problem with its line and field."""
+@contextmanager
+def using(layout: Layout) -> Iterator[None]:
+    """Figure code's roles come from this project's palette while it draws (build_tools/draw.py)."""
+    global _active
+    before, _active = _active, layout
+    try:
+        yield
+    finally:
+        _active = before
+
+
+def load_palette(path: Path | None = None) -> Palette:
+    """Read and validate a palette.yml (by default the one figure code reads, see `using`); FigureError lists
+    every problem with its line and field."""
+    path = _active.palette_yml if path is None else path
     return _load_cached(path.resolve(), path.stat().st_mtime_ns if path.exists() else 0)
 
 
@@ -81,7 +98,7 @@ def _load_cached(path: Path, _mtime: int) -> Palette:
     problems: list[Problem] = []
     where = display_path(path)
     doc = _read_yaml(path, where, problems)
-    palette = _validate(doc, where, problems) if doc is not None else None
+    palette = _validate(doc, path, where, problems) if doc is not None else None
     if problems or palette is None:
         raise FigureError(problems)
     return palette
@@ -98,14 +115,14 @@ def _read_yaml(path: Path, where: str, problems: list[Problem]) -> YamlDoc | Non
         return None
 
 
-def _validate(doc: YamlDoc, where: str, problems: list[Problem]) -> Palette | None:
+def _validate(doc: YamlDoc, path: Path, where: str, problems: list[Problem]) -> Palette | None:
     model, found = schemas.validate(schemas.PaletteYaml, doc.value, where, doc.line_of)
     problems += found
     if model is None:
         return None
     roles = tuple(Role(r.name, r.colour_name, r.phrase, r.hex, r.meaning) for r in model.roles)
     problems += _role_rules(roles, where, doc.line_of(("roles",)))
-    return Palette(roles, tuple(model.neutrals))
+    return Palette(roles, tuple(model.neutrals), path)
 
 
 def _role_rules(roles: tuple[Role, ...], where: str, line: int | None) -> list[Problem]:
@@ -137,31 +154,32 @@ def role_label(role: str) -> str:
     return load_palette().role(role).label
 
 
-def rc_params() -> dict[str, Any]:
-    """matplotlib rcParams: figures/base.mplstyle plus a colour cycle of the roles."""
+def rc_params(layout: Layout | None = None) -> dict[str, Any]:
+    """matplotlib rcParams: the project's figures/base.mplstyle plus a colour cycle of its palette's roles."""
     import matplotlib as mpl
     from cycler import cycler
 
-    params = dict(mpl.rc_params_from_file(str(STYLE_FILE), use_default_template=False, fail_on_error=True))
-    params["axes.prop_cycle"] = cycler(color=[role.hex for role in load_palette().roles])
+    layout = _active if layout is None else layout
+    params = dict(mpl.rc_params_from_file(str(layout.style_file), use_default_template=False, fail_on_error=True))
+    params["axes.prop_cycle"] = cycler(color=[role.hex for role in load_palette(layout.palette_yml).roles])
     return params
 
 
-def css_variables() -> str:
+def css_variables(palette: Palette | None = None) -> str:
     """A CSS file body: one custom property per role (`--role-trainer: #6c91f0;`) for the site."""
-    palette = load_palette()
-    lines = [f"/* Generated from {PALETTE_FILE.parent.name}/{PALETTE_FILE.name} by build_tools/palette.py. */",
+    palette = load_palette() if palette is None else palette
+    lines = [f"/* Generated from {palette.path.parent.name}/{palette.path.name} by build_tools/palette.py. */",
              ":root {"]
     lines += [f"  --role-{role.name}: {role.hex};" for role in palette.roles]
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
-def legend_rows() -> list[tuple[str, str, str]]:
+def legend_rows(palette: Palette | None = None) -> list[tuple[str, str, str]]:
     """(role, hex, meaning) for the front-matter legend, in palette order."""
-    return [(role.name, role.hex, role.meaning) for role in load_palette().roles]
+    return [(role.name, role.hex, role.meaning) for role in (load_palette() if palette is None else palette).roles]
 
 
-def legend_sentences() -> list[str]:
+def legend_sentences(palette: Palette | None = None) -> list[str]:
     """The palette legend as sentences, in palette order ("blue is the trainer: the FSDP actor, ...")."""
-    return [role.sentence for role in load_palette().roles]
+    return [role.sentence for role in (load_palette() if palette is None else palette).roles]

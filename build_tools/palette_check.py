@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ._exceptions import Problem, display_path
 from ._types import FigureBlock
-from .palette import PALETTE_FILE, load_palette
+from .palette import Palette
 
 COLOUR_PROPERTIES = ("fill", "stroke", "stop-color", "flood-color", "lighting-color", "color")
 NOT_A_COLOUR = {"none", "transparent", "currentcolor", "inherit", "initial", "unset", ""}
@@ -23,16 +23,16 @@ HEX_LONG = re.compile(r"^#[0-9a-f]{6}$")
 RGB = re.compile(r"^rgba?\(\s*([^,\s]+)\s*,\s*([^,\s]+)\s*,\s*([^,\s)]+)")
 
 
-def check_figures(figures: Sequence[tuple[FigureBlock, Path]]) -> list[Problem]:
-    """One problem per figure and off-palette colour, naming the first element that uses it."""
-    allowed = load_palette().allowed
+def check_figures(figures: Sequence[tuple[FigureBlock, Path]], palette: Palette) -> list[Problem]:
+    """One problem per figure and colour not in the palette, naming the first element that uses it."""
+    allowed = palette.allowed
     problems = []
     for block, svg in figures:
         for colour, element, more in off_palette_colours(svg, allowed):
             also = f" (and {more} more element{'s' if more > 1 else ''})" if more else ""
             problems.append(Problem(block.chapter_file, block.line, None,
                                     f"fig {block.number} ({block.id}): {element}{also} uses {colour}, "
-                                    f"which is not in {display_path(PALETTE_FILE)}"))
+                                    f"which is not in {display_path(palette.path)}"))
     return problems
 
 

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ._exceptions import PageWithoutArticle, SiteNotBuilt, WeasyPrintMissing
+from ._layout import RECORD_PAGES, SITE_SETTINGS
 from ._yaml import load_yaml
 
-SETTINGS = ".manual.yml"  # the nav, stamp and provenance note the render stage wrote
-SKIPPED = ("manifest.md", "changes.md")  # the edition's record pages: filled at publishing, not part of the book
 _ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
 
 
@@ -37,7 +36,8 @@ def write_pdf(pages: Path, site: Path) -> Path:
         from weasyprint import HTML, URLFetcher
     except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
         raise WeasyPrintMissing(str(error).splitlines()[0]) from None
-    settings = load_yaml((pages / SETTINGS).read_text(encoding="utf-8")) if (pages / SETTINGS).is_file() else None
+    settings_file = pages / SITE_SETTINGS  # the nav, stamp and provenance note the render stage wrote
+    settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else None
     if not settings or not (site / "index.html").is_file():
         raise SiteNotBuilt(site)
     document = book(site, settings)
@@ -54,7 +54,7 @@ def book(site: Path, settings: dict[str, Any]) -> str:
     extra = settings.get("extra", {})
     stamp, note = str(settings.get("copyright", "")), str(extra.get("provenance_note", ""))
     entries = [(str(title), str(name)) for item in settings.get("nav", []) for title, name in item.items()
-               if name not in SKIPPED]
+               if name not in RECORD_PAGES]  # filled at publishing, not part of the book
     sections, contents = [], []
     for title, name in entries:
         page = site / (Path(name).stem + ".html")

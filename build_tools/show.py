@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._exceptions import Problem, RunDataError, display_path
+from ._layout import Layout
 from .load import load_path
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
@@ -28,7 +29,7 @@ SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_pr
 
 def resolve(root: Path, what: str) -> Path:
     """A run id of runs/ when there is one by that name, else the path as given."""
-    candidate = root / "runs" / what
+    candidate = Layout(root).runs / what
     if "/" not in what and candidate.is_dir():
         return candidate
     return Path(what)

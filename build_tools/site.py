@@ -25,10 +25,10 @@ from rich.console import Console
 
 from . import _fingerprint
 from ._exceptions import ManualError, SiteError
+from ._layout import FIGURES_PAGE, METRICS_PAGE, SITE_SETTINGS
 from ._staging import staging
 from ._yaml import load_yaml
 
-SETTINGS = ".manual.yml"  # written by render.py into the pages
 GENERATED_CONFIG = "mkdocs.yml"  # in the build folder (the pages' parent)
 KEY_FILE = "site.key"
 ENGINE_ENV, ENGINES = "MANUAL_ENGINE", ("mkdocs", "zensical")
@@ -76,7 +76,7 @@ def build_site(mkdocs_yml: Path, pages: Path, site: Path) -> bool:
 def write_relative_config(mkdocs_yml: Path, pages: Path, config_file: Path) -> Path:
     """Zensical's config: as mkdocs', but every path relative to the config's folder (Zensical stops on an
     absolute docs_dir) and the site inside it (it keeps site_dir within the project), moved out after."""
-    settings_file = pages / SETTINGS
+    settings_file = pages / SITE_SETTINGS
     settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
     folder = config_file.parent
     config = {
@@ -119,15 +119,15 @@ def _with_source(message: str, root: Path) -> str:
     if not match:
         return message
     page = match.group(1)
-    sources = {"06-metrics.md": "templates/metrics.md.j2 and docs/data/metrics.yml",
-               "figures.md": "templates/figures.md.j2 and the figure blocks"}
+    sources = {METRICS_PAGE: "templates/metrics.md.j2 and docs/data/metrics.yml",
+               FIGURES_PAGE: "templates/figures.md.j2 and the figure blocks"}
     source = sources.get(page) or (f"docs/{page}" if (root / "docs" / page).is_file() else "")
     return f"{message} (rendered from {source})" if source else message
 
 
 def write_config(mkdocs_yml: Path, pages: Path, site_dir: Path, config_file: Path) -> Path:
     """The config mkdocs reads: the project's mkdocs.yml plus what the render stage computed."""
-    settings_file = pages / SETTINGS
+    settings_file = pages / SITE_SETTINGS
     settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
     overrides = mkdocs_yml.parent / "overrides"
     config = {

@@ -135,3 +135,20 @@ def test_a_no_op_build_imports_neither_rich_nor_the_build(built_copy: Path) -> N
     done = subprocess.run([sys.executable, "-c", code], cwd=built_copy, capture_output=True, text=True, check=True)
     assert done.stdout == "0 []\n"
     assert done.stderr == "Nothing changed since the last build: site/ is up to date (--force rebuilds).\n"
+
+
+def test_a_build_of_another_folder_draws_with_its_figure_modules_and_palette(built_copy: Path, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--root` moves every input: a copy whose figure module and palette differ from the project's is built
+    with its own, from a working directory elsewhere."""
+    module = built_copy / "figures" / "step_shares.py"
+    module.write_text(module.read_text().replace("    return figure, data\n",
+                                                 "    return figure, data.assign(drawn_by_the_copy=1)\n"))
+    palette_yml = built_copy / "figures" / "palette.yml"
+    palette_yml.write_text(palette_yml.read_text().replace('hex: "#6c91f0"', 'hex: "#5b84e8"'))  # the trainer
+    monkeypatch.chdir(tmp_path)
+    assert main(["--root", str(built_copy), "build"]) == 0
+    assert "drawn_by_the_copy" in (built_copy / "site" / "figures" / "fig-step-shares.csv").read_text()
+    assert "  --role-trainer: #5b84e8;" in (built_copy / "site" / "assets" / "palette.css").read_text()
+    images = [path.read_text() for path in (built_copy / "site" / "figures").glob("*.svg")]
+    assert any("#5b84e8" in svg for svg in images) and not any("#6c91f0" in svg for svg in images)

@@ -4,9 +4,11 @@ what they read, checked against the palette, and every problem names the figure,
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +18,7 @@ import yaml
 import figures
 from build_tools import draw, palette_check
 from build_tools._exceptions import FigureError
+from build_tools._layout import PROJECT, Layout
 from build_tools._types import FigureBlock
 from build_tools.summary import RunSummary
 
@@ -61,9 +64,14 @@ def fake_summary(run_id: str, rewards: list[float], source_hash: str = "v1") -> 
 
 
 @pytest.fixture
-def sample_figures(monkeypatch):
-    """The test figure modules of tests/samples/draw/figures/, as the figure modules the stage draws with."""
-    monkeypatch.setattr(draw, "FIGURES_DIR", SAMPLES / "figures")
+def sample_figures(tmp_path_factory) -> Layout:
+    """A project whose figures/ holds the test figure modules of tests/samples/draw/figures/ beside the
+    project's helpers, palette and style: the figure modules the stage draws with."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copytree(ROOT / "figures", root / "figures", ignore=shutil.ignore_patterns("__pycache__"))
+    for module in (SAMPLES / "figures").glob("*.py"):
+        shutil.copy(module, root / "figures" / module.name)
+    return Layout(root)
 
 
 @pytest.fixture(scope="module")
@@ -80,21 +88,23 @@ def files_of(out: Path) -> dict[str, bytes]:
 
 def test_all_18_figures_draw_from_the_example_runs(example_summaries, tables, tmp_path):
     blocks = [block(*spec) for spec in MANUAL]
-    drawn = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out", tmp_path / "cache", jobs=2)
+    drawn = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out", tmp_path / "cache", jobs=2,
+                              layout=PROJECT)
     assert [d.number for d in drawn] == [spec[0] for spec in MANUAL]
     assert all(d.redrawn and d.alt and d.svg.is_file() and d.png.is_file() for d in drawn)
     for figure in drawn:
         csv = figure.csv.read_bytes()
         assert b"\r" not in csv and len(csv.splitlines()) > 1, figure.csv.name
-    again = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out2", tmp_path / "cache", jobs=2)
+    again = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out2", tmp_path / "cache", jobs=2,
+                              layout=PROJECT)
     assert not any(d.redrawn for d in again)
     assert files_of(tmp_path / "out") == files_of(tmp_path / "out2")
 
 
 def test_drawing_twice_serial_and_parallel_gives_the_same_bytes(example_summaries, tables, tmp_path):
     blocks = [block(*spec) for spec in MANUAL if spec[1] in ("reward_curves", "step_phases", "troubleshooting")]
-    draw.draw_figures(blocks, example_summaries, tables, tmp_path / "a", tmp_path / "cache-a", jobs=1)
-    draw.draw_figures(blocks, example_summaries, tables, tmp_path / "b", tmp_path / "cache-b", jobs=2)
+    draw.draw_figures(blocks, example_summaries, tables, tmp_path / "a", tmp_path / "cache-a", jobs=1, layout=PROJECT)
+    draw.draw_figures(blocks, example_summaries, tables, tmp_path / "b", tmp_path / "cache-b", jobs=2, layout=PROJECT)
     first, second = files_of(tmp_path / "a"), files_of(tmp_path / "b")
     assert len(first) == 9 and first == second
     svg = first["fig-reward-curves.svg"].decode()
@@ -107,9 +117,10 @@ def test_drawing_twice_serial_and_parallel_gives_the_same_bytes(example_summarie
 def test_source_date_epoch_dates_the_files_and_never_their_content(sample_figures, monkeypatch, tmp_path):
     runs = {"run-a": fake_summary("run-a", [0.5, 0.6, 0.7])}
     blocks = [block("1.1", "tiny_reward", ("run-a",))]
-    draw.draw_figures(blocks, runs, {}, tmp_path / "plain", tmp_path / "cache-plain", jobs=1)
+    draw.draw_figures(blocks, runs, {}, tmp_path / "plain", tmp_path / "cache-plain", jobs=1, layout=sample_figures)
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "dated", tmp_path / "cache-dated", jobs=1)
+    drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "dated", tmp_path / "cache-dated", jobs=1,
+                              layout=sample_figures)
     assert files_of(tmp_path / "plain") == files_of(tmp_path / "dated")
     assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].png, drawn[0].csv)} == {1700000000}
     assert drawn[0].csv.read_text() == ("# runs: run-a (unknown)\n"
@@ -123,7 +134,7 @@ def test_synthesized_data_says_so_in_the_image_and_the_csv(sample_figures, tmp_p
     def drawn_with(provenance: str):
         summary = dataclasses.replace(run, config={"provenance": provenance})
         (figure,) = draw.draw_figures(blocks, {"run-a": summary}, {}, tmp_path / provenance,
-                                      tmp_path / f"cache-{provenance}", jobs=1)
+                                      tmp_path / f"cache-{provenance}", jobs=1, layout=sample_figures)
         return figure
 
     shown, plain = drawn_with("example"), drawn_with("measured")
@@ -138,12 +149,12 @@ def test_synthesized_data_says_so_in_the_image_and_the_csv(sample_figures, tmp_p
 
 
 def test_an_off_palette_colour_fails_naming_figure_element_and_colour(sample_figures, tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(sample_figures.root)
     runs = {"run-a": fake_summary("run-a", [0.5])}
     blocks = [block("1.4", "off_palette", ("run-a",), line=42, block_id="fig-reward"),
               block("1.5", "tiny_reward", ("run-a",), line=60)]
     with pytest.raises(FigureError) as caught:
-        draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+        draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1, layout=sample_figures)
     assert str(caught.value) == (
         "1 problem in the figures:\n"
         '  docs/01-chapter.md:42: fig 1.4 (fig-reward): <path> in <g id="reward-line"> uses #ff7f0e, '
@@ -179,7 +190,7 @@ def test_changing_one_run_redraws_only_the_figures_that_read_it(sample_figures, 
               block("1.3", "tiny_reward", ("run-a", "run-b"), block_id="fig-ab")]
 
     def redrawn() -> dict[str, bool]:
-        drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+        drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1, layout=sample_figures)
         return {d.block_id: d.redrawn for d in drawn}
 
     assert redrawn() == {"fig-a": True, "fig-b": True, "fig-ab": True}
@@ -196,7 +207,7 @@ def test_a_changed_run_whose_plotted_data_is_the_same_redraws_nothing(sample_fig
               block("1.2", "tiny_reward", ("run-a", "run-b"), block_id="fig-ab")]
 
     def drawn() -> list[draw.DrawnFigure]:
-        return draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+        return draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1, layout=sample_figures)
 
     first = {d.block_id: d.svg.read_bytes() for d in drawn()}
     steps = runs["run-b"].steps.assign(**{"train/loss": [0.01, 0.02]})  # a metric tiny_reward does not plot
@@ -205,7 +216,7 @@ def test_a_changed_run_whose_plotted_data_is_the_same_redraws_nothing(sample_fig
     assert [d.redrawn for d in again] == [False, False]
     assert {d.block_id: d.svg.read_bytes() for d in again} == first
     # the entry now answers for the new inputs: the next build takes it without calling draw() at all
-    key = draw.cache_key(blocks[1], runs, {})
+    key = draw.cache_key(blocks[1], runs, {}, sample_figures)
     assert json.loads((tmp_path / "cache" / "fig-ab.key").read_text())["key"] == key
     runs["run-b"] = fake_summary("run-b", [0.2, 0.35], source_hash="v3")  # a plotted number changes
     assert [d.redrawn for d in drawn()] == [False, True]
@@ -214,25 +225,27 @@ def test_a_changed_run_whose_plotted_data_is_the_same_redraws_nothing(sample_fig
 def test_a_changed_option_or_a_lost_output_redraws(sample_figures, tmp_path):
     runs = {"run-a": fake_summary("run-a", [0.5])}
     first = block("1.1", "tiny_reward", ("run-a",))
-    draw.draw_figures([first], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+    draw.draw_figures([first], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1, layout=sample_figures)
     changed = dataclasses.replace(first, options={"split": 12})
-    assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)[0].redrawn
+    assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1,
+                             layout=sample_figures)[0].redrawn
     (tmp_path / "cache" / "fig-tiny-reward.png").unlink()
-    assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)[0].redrawn
+    assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1,
+                             layout=sample_figures)[0].redrawn
 
 
 @pytest.mark.parametrize("damage", ["replace the svg", "garble the key"])
 def test_a_tampered_cache_entry_is_redrawn_with_a_warning_never_published(damage, sample_figures, tmp_path):
     runs = {"run-a": fake_summary("run-a", [0.5])}
     first = block("1.1", "tiny_reward", ("run-a",))
-    draw.draw_figures([first], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+    draw.draw_figures([first], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1, layout=sample_figures)
     if damage == "replace the svg":
         (tmp_path / "cache" / "fig-tiny-reward.svg").write_text("<svg><script>alert(1)</script></svg>")
     else:
         (tmp_path / "cache" / "fig-tiny-reward.key").write_text("{not json")
     warnings = []
     (again,) = draw.draw_figures([first], runs, {}, tmp_path / "out2", tmp_path / "cache", jobs=1,
-                                 warnings=warnings)
+                                 warnings=warnings, layout=sample_figures)
     assert again.redrawn
     assert warnings == ["build/cache: the cached files of fig-tiny-reward do not match their hashes; redrawn"]
     assert "<script>" not in again.svg.read_text()
@@ -252,7 +265,7 @@ def test_every_bad_figure_is_named_with_its_run_and_metric_and_the_rest_are_draw
               block("1.5", "tiny_reward", ("run-a",), line=50, block_id="fig-good")]
     with pytest.raises(FigureError) as caught:
         # jobs=1: the test modules are importable in this process only
-        draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+        draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1, layout=sample_figures)
     assert str(caught.value) == "\n".join([
         "4 problems in the figures:",
         "  docs/01-chapter.md:10: fig 1.1 (fig-missing): run ghost-run is not in runs/ (the figure reads it)",
@@ -272,7 +285,7 @@ def test_a_figure_of_the_manual_names_the_run_and_metric_it_lacks(example_summar
                                                    source_hash="broken")
     blocks = [block("1.4", "reward_curves", BASELINES, line=42, block_id="fig-reward")]
     with pytest.raises(FigureError) as caught:
-        draw.draw_figures(blocks, broken, tables, tmp_path / "out", tmp_path / "cache", jobs=1)
+        draw.draw_figures(blocks, broken, tables, tmp_path / "out", tmp_path / "cache", jobs=1, layout=PROJECT)
     assert [str(p) for p in caught.value.problems] == [
         "docs/01-chapter.md:42: fig 1.4 (fig-reward): run baseline-seed2 has no per-step value "
         "'rollout/raw_reward'"]
@@ -288,3 +301,26 @@ def test_default_alt_texts_type_no_number_the_data_has():
         if not module.name.startswith("_"):
             alt = importlib.import_module(f"figures.{module.name}").ALT
             assert not re.search(r"\d", alt), f"figures/{module.name}.py ALT types a number: {alt}"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_project_draws_with_its_own_figures_package_and_palette(sample_figures, tmp_path, jobs):
+    """A build of another folder (`--root`) draws with that folder's figure helpers and palette, in this
+    process (jobs=1) and in the pool's workers; the figures package Python imports is put back after."""
+    palette_yml = sample_figures.palette_yml
+    palette_yml.write_text(palette_yml.read_text().replace('"#8cc96c"', '"#7cb95c"'))  # the data role
+    common = sample_figures.figures_src / "_common.py"  # its helpers: every new figure carries a mark
+    common.write_text(common.read_text().replace("def new_figure(", "def _new_figure(", 1)
+                      + "\n\ndef new_figure(*args, **kwargs):\n    figure, ax = _new_figure(*args, **kwargs)\n"
+                        "    figure.text(0, 0, 'drawn by the copy')\n    return figure, ax\n")
+    runs = {"run-a": fake_summary("run-a", [0.5, 0.6])}
+    blocks = [block("1.1", "tiny_reward", ("run-a",), block_id="fig-a"),
+              block("1.2", "tiny_reward", ("run-a",), block_id="fig-b")]
+    drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=jobs,
+                              layout=sample_figures)
+    for figure in drawn:
+        svg = figure.svg.read_text()
+        assert "#7cb95c" in svg and "#8cc96c" not in svg
+        assert "drawn by the copy" in svg
+    assert [Path(folder) for folder in figures.__path__] == [ROOT / "figures"]
+    assert "drawn by the copy" not in Path(importlib.import_module("figures._common").__file__).read_text()

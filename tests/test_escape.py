@@ -366,8 +366,10 @@ def test_a_payload_that_makes_an_input_invalid_is_one_clean_error(name: str, tmp
 def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -> None:
     """A brace in the Metrics spec's wording is a placeholder or an error naming the row, never a traceback, and
     never a way into an object (`{low.__class__}`) or a format spec (`{low:>999999999}`)."""
-    from build_tools import render
     from build_tools._exceptions import MetricsSpecError
+    from build_tools.metrics_table import load_spec
+    from build_tools.pages._common import environment
+    from build_tools.pages.metrics import render_metrics
 
     spec = tmp_path / "metrics.yml"
     source = (Path(__file__).resolve().parent.parent / "docs" / "data" / "metrics.yml").read_text(encoding="utf-8")
@@ -375,9 +377,9 @@ def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -
     for wording in wordings:
         source = source.replace('wording: "{low} to {high}"\n', f"wording: {wording}\n", 1)
     spec.write_text(source, encoding="utf-8")
-    env = render._environment(Path(__file__).resolve().parent.parent / "templates")
+    env = environment(Path(__file__).resolve().parent.parent / "templates")
     with pytest.raises(MetricsSpecError) as caught:
-        render.render_metrics(env, spec, example_summaries, {5: "05-heat.md"})
+        render_metrics(env, load_spec(spec), "docs/data/metrics.yml", example_summaries, {5: "05-heat.md"})
     lines = str(caught.value).splitlines()
     assert lines[0] == "4 problems in the Metrics page spec:"
     assert lines[1].endswith("rollout/response_lengths: the text uses {: onclick }, which is not a plain {name} "
@@ -387,17 +389,20 @@ def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -
 
 
 def test_the_palette_legend_and_the_nav_titles_are_escaped(tmp_path: Path) -> None:
-    from build_tools import render
+    from build_tools import palette
+    from build_tools._layout import SITE_SETTINGS
     from build_tools._types import Stamp
+    from build_tools.pages.front_matter import legend_markup
+    from build_tools.pages.nav import Page, write_site_settings
     from build_tools.wording import provenance
 
-    legend = render.legend_markup([BOTH] * 7)
+    legend = legend_markup(palette.load_palette().roles, [BOTH] * 7)
     for line in legend.splitlines():
         page = read_page(_render(line))
         assert page.live == [] and " ".join(BOTH.split()) in shown(page)
     stamp = Stamp("2026.10", "2026-10-15", BOTH, BOTH, "08752a1", "2026-10-15")
-    render.write_site_settings(tmp_path, stamp, provenance({}), [render.Page("01-x.md", HTML_PAYLOAD)])
-    settings = yaml.safe_load((tmp_path / render.SITE_SETTINGS).read_text(encoding="utf-8"))
+    write_site_settings(tmp_path, stamp, provenance({}), [Page("01-x.md", HTML_PAYLOAD)])
+    settings = yaml.safe_load((tmp_path / SITE_SETTINGS).read_text(encoding="utf-8"))
     (title,) = settings["nav"][0]  # Material prints a nav title into the HTML as it is
     assert read_page(title).live == [] and shown(read_page(title)) == HTML_PAYLOAD
 

@@ -9,6 +9,7 @@ import pytest
 
 from build_tools import _figure_modules, draw
 from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError
+from build_tools._layout import Layout
 from build_tools.blocks import read_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,9 +68,10 @@ def test_every_figure_module_has_draw_and_well_formed_options() -> None:
 
 
 def test_draw_finds_modules_only_in_the_projects_figures(tmp_path: Path) -> None:
-    assert draw._module_file("step_phases") == ROOT / "figures" / "step_phases.py"
+    project = Layout(ROOT)
+    assert draw._module_file(project, "step_phases") == ROOT / "figures" / "step_phases.py"
     for name in ("os", "_common", "build_tools.cli", "../figures/step_phases", "json"):
-        assert draw._module_file(name) is None, name
+        assert draw._module_file(project, name) is None, name
 
 
 def test_a_build_names_the_chapter_line_of_an_undeclared_option(tmp_path: Path) -> None:
@@ -91,6 +93,7 @@ def test_a_module_the_package_path_would_find_elsewhere_is_not_drawn(tmp_path: P
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import figures
     from build_tools._exceptions import FigureError
+    from build_tools._layout import PROJECT
     from build_tools._types import FigureBlock
 
     elsewhere = tmp_path / "elsewhere"
@@ -100,6 +103,6 @@ def test_a_module_the_package_path_would_find_elsewhere_is_not_drawn(tmp_path: P
     block = FigureBlock(id="fig-sneaky", number="1.1", chapter_file="docs/01-x.md", line=3, module="sneaky",
                         runs=(), claim="c", checks=())
     with pytest.raises(FigureError) as caught:
-        draw.draw_figures([block], {}, {}, tmp_path / "out", tmp_path / "cache", jobs=1)
+        draw.draw_figures([block], {}, {}, tmp_path / "out", tmp_path / "cache", jobs=1, layout=PROJECT)
     assert str(caught.value).splitlines()[1:] == [
         "  docs/01-x.md:3: fig 1.1 (fig-sneaky): no figure module figures/sneaky.py"]

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from build_tools import draw, legibility
 from build_tools._exceptions import Problem
+from build_tools._layout import PROJECT
 from build_tools._types import FigureBlock
 from build_tools.blocks import load_tables, read_blocks
 from build_tools.palette import rc_params
@@ -92,7 +93,7 @@ def manual_figures(example_summaries) -> dict[str, tuple[FigureBlock, Figure]]:
         for block in blocks:
             job = draw._Job(block, {r: example_summaries[r] for r in block.runs},
                             {name: tables[name] for name in block.tables}, Path("unused"),
-                            ROOT / "figures" / f"{block.module}.py")
+                            ROOT / "figures" / f"{block.module}.py", PROJECT)
             module = importlib.import_module(f"figures.{block.module}")
             figure, _ = draw._call(module, job)
             figure.draw_without_rendering()  # lays the figure out and sets its tick labels, as saving does

@@ -14,6 +14,7 @@ from conftest import SEEDS
 
 from build_tools import palette
 from build_tools._exceptions import FigureError
+from build_tools._layout import PROJECT
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "samples" / "palette"
@@ -112,7 +113,7 @@ def test_the_style_uses_only_neutrals_and_cycles_through_the_roles():
     params = palette.rc_params()
     allowed = palette.load_palette().allowed
     style_colours = {f"#{value.lower()}" for value in re.findall(r"^\S*color:\s*([0-9a-fA-F]{6})\s*$",
-                                                                 palette.STYLE_FILE.read_text(), re.M)}
+                                                                 PROJECT.style_file.read_text(), re.M)}
     assert style_colours and style_colours <= set(palette.load_palette().neutrals)
     assert [c["color"] for c in params["axes.prop_cycle"]] == [r.hex for r in palette.load_palette().roles]
     assert params["svg.hashsalt"] and params["font.family"] == ["sans-serif"]

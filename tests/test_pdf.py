@@ -6,7 +6,7 @@ import re
 import shutil
 
 import pytest
-from test_render import METRICS_SEED, STAMP, seed_index_rows, seed_tables
+from page_text import METRICS_SEED, STAMP, seed_index_rows, seed_tables
 
 from build_tools import pdf
 from build_tools._exceptions import SiteNotBuilt

@@ -1,0 +1,94 @@
+"""A chapter page: docs/NN-*.md with each figure block replaced by its figure (anchor, zoomable SVG, the
+caption "Figure N.n. <claim>", the CSV behind it and a "checked against the runs" note), references
+resolved, and the troubleshooting table where its marker stands."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import claims, reader_note
+from .._escape import html_text, md_text
+from .._exceptions import ChapterError, Problem, display_path
+from .._layout import CHAPTER, METRICS_PAGE
+from .._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
+from ..blocks import fenced_blocks
+from ..wording import provenance
+from ._common import resolve
+from .troubleshooting import TROUBLESHOOTING_MARK, troubleshooting_table
+
+
+def chapter_files(docs: Path) -> list[Path]:
+    """docs/NN-*.md in order; chapter 6 is generated, so a hand-written one is an error."""
+    chapters = sorted(path for path in docs.glob("*.md") if CHAPTER.match(path.name))
+    clash = [path for path in chapters if path.name.startswith("06-")]
+    if clash:
+        raise ChapterError([Problem(display_path(path), None, None,
+                                    f"chapter 6 is the Metrics page, generated as {METRICS_PAGE} from "
+                                    "docs/data/metrics.yml; rename or remove this file") for path in clash])
+    return chapters
+
+
+def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[str, DrawnFigure],
+                   verdicts: Mapping[str, ClaimVerdict], tables: Mapping[str, Any],
+                   configs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """A chapter with its figure blocks replaced by figures, references resolved, data tables filled."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    mine = sorted((b for b in blocks if Path(b.chapter_file).name == path.name), key=lambda b: b.line)
+    # (first, last) 0-based lines of each figure block, found as the block reader found them
+    spans = [(fenced.line - 1, fenced.last - 1) for fenced in fenced_blocks(source) if fenced.info == "figure"]
+    if len(spans) != len(mine):
+        raise ChapterError([Problem(display_path(path), None, None,
+                                    f"{len(spans)} figure blocks in the file, but {len(mine)} were read")])
+    for (first, last), block in reversed(list(zip(spans, mine, strict=True))):
+        markup = figure_markup(block, figures.get(block.id), verdicts.get(block.id), figure_source(block, configs))
+        lines[first:last + 1] = markup.splitlines()
+    text = "\n".join(lines) + "\n"
+    text = resolve(text, blocks, path)
+    if TROUBLESHOOTING_MARK in text:
+        text = text.replace(TROUBLESHOOTING_MARK, troubleshooting_table(tables))
+    return text
+
+
+def figure_source(block: FigureBlock, configs: Mapping[str, Mapping[str, Any]] | None) -> str:
+    """What the runs a figure reads are: '3 synthesized example runs', '2 measured runs', ..."""
+    if not block.runs or configs is None:
+        return ""
+    return provenance({run: configs.get(run, {}) for run in block.runs}).counted()
+
+
+def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None,
+                  source: str = "") -> str:
+    """The figure as the reader sees it. Links and the image are Markdown, so mkdocs --strict checks them."""
+    svg = f"figures/{figure.svg.name if figure else block.id + '.svg'}"
+    csv = f"figures/{figure.csv.name if figure else block.id + '.csv'}"
+    alt = md_text((figure.alt if figure else "") or block.alt or block.claim)
+    return "\n".join([
+        "",
+        f'<figure class="manual-figure" id="{html_text(block.id)}" markdown="1">',
+        "",
+        f'[![{alt}]({svg})]({svg}){{ .manual-zoom title="Open Figure {block.number} full size" }}',
+        "",
+        f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_text(block.claim)} '
+        f'<span class="manual-data">[data behind this figure]({csv})</span>'
+        + (f' <span class="manual-source">{html_text(source)}</span>' if source else "") + "</figcaption>",
+        "",
+        checked_note(block, verdict),
+        "",
+        "</figure>",
+        "",
+    ])
+
+
+def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
+    """The small note of what the claim's checks found in the runs (raw HTML: messages are not Markdown)."""
+    checks: Sequence[CheckResult] = verdict.checks if verdict else ()
+    # Each check as: the words of the claim it proves, what the runs show, and what the words need.
+    items = "".join(reader_note.check_item(claims.says(block, params), check.message, check.expected, params)
+                    for params, check in zip(block.checks, checks, strict=False)) or "<li>no checks</li>"
+    runs = ", ".join(html_text(run) for run in block.runs) or "none"
+    status = "holds" if verdict and verdict.status == "pass" else "was not checked"
+    return (f'<details class="manual-checked"><summary>Checked against the runs: the claim {status}'
+            f"</summary><ul>{items}</ul><p>Runs: {runs}</p></details>")

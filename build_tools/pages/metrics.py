@@ -1,0 +1,23 @@
+"""The Metrics page (chapter 6, 06-metrics.md): templates/metrics.md.j2 filled with the tables of
+docs/data/metrics.yml, each cell computed from the runs (build_tools/metrics_table.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jinja2
+
+from .. import metrics_table
+from ..summary import RunSummary
+from ..wording import provenance
+
+
+def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str, summaries: Mapping[str, RunSummary],
+                   chapters: Mapping[int, str]) -> str:
+    """The page from the spec (docs/data/metrics.yml, shown as where in its problems) and the runs."""
+    context = {f"chapter_{number}": name for number, name in chapters.items()}
+    tables = metrics_table.build_tables(spec, summaries, where, context)
+    intro = metrics_table.intro(spec, summaries, where)
+    source = provenance({run.run_id: run.config for run in metrics_table.runs_read(spec, summaries)})
+    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source())

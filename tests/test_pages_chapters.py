@@ -1,0 +1,60 @@
+"""build_tools/pages/chapters.py: a figure as the reader sees it (anchor, caption, CSV, the checks' note, what
+its runs are)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+
+from build_tools.pages.chapters import figure_markup, figure_source
+
+
+@pytest.fixture(scope="module")
+def blocks():
+    from build_tools.blocks import read_blocks
+
+    return read_blocks(ROOT / "docs", ROOT / "figures")
+
+
+def test_figure_markup_has_anchor_caption_csv_and_checks(blocks):
+    from build_tools._types import CheckResult, ClaimVerdict
+
+    block = blocks[0]
+    verdict = ClaimVerdict(block, "pass", (CheckResult("order", "pass", 48, "every step",
+                                                       "48 of 48 steps in order <ok>"),))
+    markup = figure_markup(block, None, verdict)
+    assert f'<figure class="manual-figure" id="{block.id}" markdown="1">' in markup
+    assert "[![" in markup and f"](figures/{block.id}.svg){{ .manual-zoom" in markup
+    assert f"<strong>Figure {block.number}.</strong> {block.claim}" in markup
+    assert f"[data behind this figure](figures/{block.id}.csv)" in markup
+    assert ('<li><q>in that order</q>: 48 of 48 steps in order &lt;ok&gt; '
+            '<span class="manual-needs">(the claim needs every step)</span></li>') in markup
+    assert f"<p>Runs: {', '.join(block.runs)}</p>" in markup
+
+
+def test_each_figure_says_what_its_runs_are(blocks, example_summaries):
+    block = blocks[0]
+    configs = {rid: s.config for rid, s in example_summaries.items()}
+    assert figure_source(block, configs) == f"{len(block.runs)} synthesized example runs"
+    measured = {rid: {**cfg, "provenance": "measured"} for rid, cfg in configs.items()}
+    markup = figure_markup(block, None, None, figure_source(block, measured))
+    assert f'<span class="manual-source">{len(block.runs)} measured runs</span></figcaption>' in markup
+
+
+def test_a_chapter_replaces_exactly_the_blocks_the_block_reader_read(tmp_path):
+    """One rule for where a fenced block starts and ends (build_tools/blocks.py): a figure block shown inside a
+    longer fence, or a fence whose info string only starts with `figure`, stays code on the page."""
+    import shutil
+
+    from build_tools.blocks import read_blocks
+    from build_tools.pages.chapters import render_chapter
+
+    samples = ROOT / "tests" / "samples" / "chapters"
+    docs = shutil.copytree(samples / "good" / "docs", tmp_path / "docs")
+    chapter = docs / "01-first.md"
+    shown = "````markdown\n```figure\nid: fig-shown-as-code\n```\n````\n\n```figure{.demo}\nnot a block\n```\n"
+    chapter.write_text(chapter.read_text(encoding="utf-8") + "\n" + shown, encoding="utf-8")
+    blocks = read_blocks(docs, samples / "figures")
+    text = render_chapter(chapter, blocks, {}, {}, {})
+    assert text.count("<figure ") == 1 and 'id="fig-first"' in text
+    assert text.endswith("\n" + shown)

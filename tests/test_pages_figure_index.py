@@ -1,0 +1,67 @@
+"""build_tools/pages/figure_index.py: the Index of figures against the seed, word for word; its links, its
+palette list and where it says its numbers come from."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from page_text import INDEX_SEED, markdown_tables, seed_index_rows, with_config
+
+from build_tools import palette
+from build_tools.pages._common import environment
+from build_tools.pages.figure_index import render_figure_index
+
+
+@pytest.fixture(scope="module")
+def env():
+    return environment(ROOT / "templates")
+
+
+@pytest.fixture(scope="module")
+def blocks():
+    from build_tools.blocks import read_blocks
+
+    return read_blocks(ROOT / "docs", ROOT / "figures")
+
+
+@pytest.fixture(scope="module")
+def index_page(env, blocks, example_summaries) -> str:
+    return render_figure_index(env, blocks, example_summaries, palette.legend_sentences())
+
+
+def test_index_rows_match_the_seed_word_for_word(index_page):
+    rows = markdown_tables(index_page)["Index of figures"]
+    assert rows[0] == ["Fig.", "The claim it makes"]
+    assert rows[1:] == seed_index_rows()
+    assert len(rows[1:]) == 18
+
+
+def test_index_links_go_to_each_figure(index_page, blocks):
+    links = re.findall(r"^\| \[([\d.]+)\]\(([^)#]+)#([\w-]+)\)", index_page, flags=re.M)
+    assert links == [(b.number, Path(b.chapter_file).name, b.id) for b in blocks]
+
+
+def test_palette_list_comes_from_the_palette_file(index_page):
+    seed = INDEX_SEED.read_text(encoding="utf-8").splitlines()
+    expected = [line for line in seed if re.match(r"^\w+ is ", line)]
+    listed = [line[2:] for line in index_page.splitlines() if line.startswith("- ")]
+    assert listed == expected and len(listed) == 7
+
+
+def test_index_says_where_its_numbers_come_from(env, blocks, example_summaries):
+    def page(summaries: dict) -> str:
+        return render_figure_index(env, blocks, summaries, palette.legend_sentences())
+
+    example = page(example_summaries)
+    assert ("Every number in a figure comes from synthesized example runs of one DGX Spark, not from "
+            "measurements.") in example
+    assert "our runs on one DGX Spark" not in example
+    measured = page(with_config(example_summaries, provenance="measured"))
+    assert "Every measured number in a figure comes from our runs on one DGX Spark." in measured
+    first = sorted(example_summaries)[0]
+    mixed = page(with_config(example_summaries, provenance=lambda rid: "measured" if rid == first else "example"))
+    assert f"one measured run ({first})" in mixed
+    assert "synthesized example runs" in mixed and "which are not measurements" in mixed
