@@ -9,6 +9,7 @@ the run is summarised again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -82,7 +83,8 @@ def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[], 
     except (OSError, KeyError, TypeError, AttributeError, ValueError) as error:
         shutil.rmtree(folder, ignore_errors=True)
         raise ValueError(f"{folder.name}: {error}") from None
-    return lambda: _read_frames(folder, body), body
+    # A partial, not a lambda: a summary holding it is pickled to the drawing workers, which decode it there.
+    return functools.partial(_read_frames, folder, body), body
 
 
 def _read_frames(folder: Path, body: dict[str, Any]) -> dict[str, pd.DataFrame]:

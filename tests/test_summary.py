@@ -115,6 +115,19 @@ def test_a_cached_summary_decodes_its_tables_only_when_used(tmp_path: Path) -> N
     assert cached.steps.equals(fresh.steps) and "steps" in vars(cached)
 
 
+def test_a_cached_summary_not_yet_decoded_travels_to_a_worker(tmp_path: Path) -> None:
+    """The drawing stage pickles summaries to its worker processes; one still holding its Parquet tables undecoded
+    must pickle too, and decode there."""
+    import pickle
+
+    runs = tmp_path / "runs"
+    shutil.copytree(GOOD, runs)
+    fresh = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
+    cached = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
+    copy = pickle.loads(pickle.dumps(cached))
+    assert "steps" not in vars(copy) and copy.steps.equals(fresh.steps)
+
+
 def test_an_unchanged_run_is_not_read_to_be_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = tmp_path / "runs"
     shutil.copytree(GOOD, runs)
