@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import SHADE_ALPHA, colour, legend, metric, new_figure, setting, window
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3", "n4-seed1", "n16-seed1")
 ALT = ("Reward gain of each run, one dot per run, against its answers per prompt on an axis from zero: the "
        "dots of the runs with fewer and with more answers lie inside the shaded band of the range of the "
        "baseline seeds, whose ends are written at its right.")

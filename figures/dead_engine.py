@@ -19,7 +19,6 @@ from ._common import (
     stream,
 )
 
-RUNS_NEEDED = ("no-watchdog",)
 ALT = ("GPU utilisation over the run without a watchdog: busy until the engine died, then near zero until the "
        "job ended; the idle span between the two dashed lines is shaded, with its length in minutes.")
 MINUTE = 60.0

@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, PAPER, colour, metric, new_figure
 
-RUNS_NEEDED = ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b")
 ALT = ("Two panels, the deterministic Triton runs and the default runs, on an axis that spans only the "
        "values: the trainer-engine gap per step of each run wanders around the dotted mean of the four runs, "
        "and at the first step the two deterministic runs have the same value, written beside it.")

@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, PAPER, colour, legend, metric, new_figure
 
-RUNS_NEEDED = ("baseline-seed2", "kept-loaded-seed2")
 ALT = ("Bars per step: the rollout time saved by keeping the engine loaded, each labelled in seconds, on the "
        "steps clean in both runs, with the smallest and largest saving in the title; steps a heat pause "
        "touched in either run have no bar, only a hollow circle on the zero line.")

@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, colour, metric, new_figure, setting, stream
 
-RUNS_NEEDED = ("dynamic-filter-seed1",)
 ALT = ("Two panels over the same steps: above, bars of the groups dropped by the filter at each step, with a "
        "dashed line at the split; below, bars of the over-sampling batches drawn, one where the bar above stays "
        "at or under the line and two where it rises above it.")

@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, PAPER, colour, legend, metric, new_figure, stream
 
-RUNS_NEEDED = ("dynamic-filter-seed1",)
 ALT = ("Two panels over the steps: above, the mean raw reward counted before the filter (all groups, a dashed "
        "dark line with hollow squares) and after it (the groups kept, a solid green line with dots); below, "
        "bars of the difference, before minus after, filled where the reward before the filter was higher, "

@@ -11,7 +11,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, SHADE_ALPHA, colour, metric, new_figure, seed_label
 
-RUNS_NEEDED = ("baseline-seed2", "baseline-seed3")
 ALT = ("One panel per seed, step time per step: the steps that overlapped a heat-guard pause, shaded, stand "
        "out above the clean steps; dashed lines give the median of each kind over both seeds, and an arrow "
        "between them gives the difference in seconds.")

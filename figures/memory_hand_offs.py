@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import SHADE_ALPHA, checked_values, colour, label, legend, new_figure, phases, shade_heat_pauses, stream
 
-RUNS_NEEDED = ("baseline-seed1",)
 ALT = ("GPU memory held by the trainer and by the rollout engine over two steps: one side holds the memory "
        "while the other holds almost none, and they swap during the short shaded hand-offs, whose seconds "
        "each step shown are written at the top, and the title gives the median over the run's clean steps.")

@@ -11,7 +11,6 @@ from matplotlib.figure import Figure
 
 from ._common import colour, metric, new_figure, setting
 
-RUNS_NEEDED = ("baseline-seed1", "qwen3-1.7b")
 ALT = ("Grouped bars of the median weight update and trainer offload for the two model sizes, each labelled "
        "in seconds: both grow with the model, the offload more than the update, and above each pair the ratio "
        "of the larger model's time to the smaller one's.")

@@ -12,7 +12,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, colour, metric, new_figure, stream, text_on
 
-RUNS_NEEDED = ("onpolicy-plain", "onpolicy-det-inference", "onpolicy-true")
 ALT = ("Two panels of bars for three set-ups, plain, deterministic inference and true on-policy, each bar "
        "labelled: on the left, the share of probes whose repeats agree, none for plain and all for the other "
        "two; on the right, the mean trainer-engine gap, zero only with true on-policy.")

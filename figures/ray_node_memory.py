@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, colour, events, legend, new_figure, setting, stream
 
-RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
 ALT = ("Node memory used, as a share of the whole node, of the two large-model runs in the minutes before Ray's "
        "kill, each line named: both stay below Ray's threshold, drawn dashed, until they jump past it, and the "
        "kill comes there.")

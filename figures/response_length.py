@@ -11,7 +11,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, colour, legend, metric, new_figure, setting, window
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Two panels over the steps: the mean answer length falls, below the length cap drawn as a dashed line, "
        "and the share of answers cut at the cap falls with it; in both panels the first and the last steps are "
        "shaded, with their mean written on a bar across them.")

@@ -11,7 +11,6 @@ from matplotlib.figure import Figure
 
 from ._common import INK, colour, least_squares_trend, legend, metric, new_figure, seed_label
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("One panel per seed: the mean raw reward of each step jumps up and down around a dashed least-squares "
        "trend line that rises in every panel; each panel gives the trend's rise per step.")
 KEY = "rollout/raw_reward"

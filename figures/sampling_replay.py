@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import PAPER, colour, metric, new_figure, setting
 
-RUNS_NEEDED = ("replay-off-seed1", "replay-on-seed1")
 ALT = ("The trainer-engine gap per step of two runs with top-p and top-k sampling, each line named: the run "
        "that replays the sampling masks in the trainer (solid line, filled dots) lies below the run without "
        "replay (dashed line, hollow dots) at every step, and the title counts those steps.")

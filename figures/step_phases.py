@@ -11,7 +11,6 @@ from matplotlib.patches import Patch, Rectangle
 
 from ._common import INK, PAPER, colour, new_figure, phases, shade_heat_pauses
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Three panels of one timeline: above, the first clean steps of one baseline seed, in one row for its one "
        "GPU; below, two close-ups of the first step: in each step the rollout comes first, then scoring, log "
        "probabilities, training, and the weight update, one after another without overlap, with the short "

@@ -10,7 +10,6 @@ from matplotlib.figure import Figure
 
 from ._common import MissingData, colour, new_figure, seed_label
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Stacked bars, one per seed, splitting the median clean step into rollout, training, the hand-offs and "
        "the rest, on a share axis that ends at the whole step: rollout and training fill almost the whole bar, "
        "the hand-offs a thin sliver; beside each bar, the share of rollout and training and the seconds of the "

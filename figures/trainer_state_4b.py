@@ -23,7 +23,6 @@ from ._common import (
     stream,
 )
 
-RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
 ALT = ("One panel per large-model run: the host memory used over time climbs in steps to Ray's memory limit, drawn "
        "dashed just below the machine's memory, and Ray kills a worker there; a shaded band from zero is the "
        "estimated trainer state, with its share of the machine.")

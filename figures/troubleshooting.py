@@ -12,7 +12,6 @@ from matplotlib.patches import FancyBboxPatch
 
 from ._common import INK, SHADE_ALPHA, colour, new_figure
 
-RUNS_NEEDED: tuple[str, ...] = ()
 ALT = ("A quick-reference chart of the symptoms, one row each: a symptom in a rose box leads by an arrow to "
        "one first check in an amber box, and from there to one fix in a teal box, each in a few words; the "
        "table above gives them in full.")

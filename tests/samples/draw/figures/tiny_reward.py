@@ -6,7 +6,6 @@ import pandas as pd
 
 from figures._common import colour, metric, new_figure
 
-RUNS_NEEDED = ("run-a",)
 ALT = "Reward per step."
 OPTIONS = {"split": "number"}  # accepted and not drawn: a changed option must still redraw the figure
 
