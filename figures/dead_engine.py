@@ -21,6 +21,7 @@ from ._common import (
 
 ALT = ("GPU utilisation over the run without a watchdog: busy until the engine died, then near zero until the "
        "job ended; the idle span between the two dashed lines is shaded, with its length in minutes.")
+ALT_NAMES = {"drawn": ["engine died", "job ended", "GPU idle, job still running"], "axes": ["GPU utilisation"]}
 MINUTE = 60.0
 
 

@@ -14,6 +14,8 @@ ALT = ("Two panels over the steps: above, the mean raw reward counted before the
        "dark line with hollow squares) and after it (the groups kept, a solid green line with dots); below, "
        "bars of the difference, before minus after, filled where the reward before the filter was higher, "
        "with the count of those steps.")
+ALT_NAMES = {"drawn": ["before the filter", "after the filter", "all groups", "groups kept", "before minus after"],
+             "axes": ["mean raw reward"]}
 AFTER = "rollout/raw_reward"
 
 

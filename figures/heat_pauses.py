@@ -14,6 +14,9 @@ from ._common import INK, SHADE_ALPHA, colour, metric, new_figure, seed_label
 ALT = ("One panel per seed, step time per step: the steps that overlapped a heat-guard pause, shaded, stand "
        "out above the clean steps; dashed lines give the median of each kind over both seeds, and an arrow "
        "between them gives the difference in seconds.")
+ALT_NAMES = {"drawn": ["clean step", "touched by a heat pause", "median of the clean steps",
+                       "median of the touched steps", "seed"],
+             "axes": ["step time"]}
 KEY = "perf/step_time"
 
 

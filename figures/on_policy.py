@@ -15,6 +15,8 @@ from ._common import INK, colour, metric, new_figure, stream, text_on
 ALT = ("Two panels of bars for three set-ups, plain, deterministic inference and true on-policy, each bar "
        "labelled: on the left, the share of probes whose repeats agree, none for plain and all for the other "
        "two; on the right, the mean trainer-engine gap, zero only with true on-policy.")
+ALT_NAMES = {"drawn": ["plain", "deterministic inference", "true on-policy"],
+             "axes": ["probes whose repeats agree", "trainer-engine gap"]}
 GAP = "train/train_rollout_logprob_abs_diff"
 NAMES = {"onpolicy-plain": "plain", "onpolicy-det-inference": "deterministic\ninference",
          "onpolicy-true": "true\non-policy"}

@@ -13,6 +13,7 @@ from ._common import INK, colour, least_squares_trend, legend, metric, new_figur
 
 ALT = ("One panel per seed: the mean raw reward of each step jumps up and down around a dashed least-squares "
        "trend line that rises in every panel; each panel gives the trend's rise per step.")
+ALT_NAMES = {"drawn": ["seed", "least-squares trend", "per step"], "axes": ["mean raw reward"]}
 KEY = "rollout/raw_reward"
 
 

@@ -14,6 +14,7 @@ ALT = ("Stacked bars, one per seed, splitting the median clean step into rollout
        "the rest, on a share axis that ends at the whole step: rollout and training fill almost the whole bar, "
        "the hand-offs a thin sliver; beside each bar, the share of rollout and training and the seconds of the "
        "hand-offs.")
+ALT_NAMES = {"drawn": ["rollout", "training", "hand-offs", "other", "seed"], "axes": ["share"]}
 
 # part -> (phases summed, role, legend text)
 PARTS = {
