@@ -92,12 +92,12 @@ class Subject:
         data = self.data(change)
         return evaluate(data.block.checks[self.index], data.block, data.summaries, data.tables, data.block.prose)
 
-    def interval(self, word: str, value: float) -> tuple[float, float, bool]:
+    def interval(self, word: str, value: float) -> tuple[float, float]:
         """The interval the claim's words give the value (the check's own rule, with its overrides)."""
         binds = {text.lower() for text in self.params.get("binds") or ()}
         tokens = [t for t in claim_numbers(self.block.claim, self.block.prose) if t.text.lower() in binds]
         expectation = Ctx(self.block, {}, {}, tokens).expect(word, value, self.params)
-        return expectation.low, expectation.high, expectation.strict
+        return expectation.low, expectation.high
 
 
 def derive(block: FigureBlock, index: int, summaries: dict[str, RunSummary], tables: dict[str, Any]) -> Perturbation:
@@ -219,8 +219,9 @@ class Lever:
 def by_lever(subject: Subject, *levers: Lever) -> Perturbation:
     """The lever whose number lies nearest the end of its interval, moved past that end and short of it."""
     chosen = []
+    observed = subject.result().observed
     for lever in levers:
-        x0 = float(lever.observe(subject.result().observed))
+        x0 = float(lever.observe(observed))
         ends = [(lever.high - x0, lever.high, 1)] if math.isfinite(lever.high) and lever.outward >= 0 else []
         ends += [(x0 - lever.low, lever.low, -1)] if math.isfinite(lever.low) and lever.outward <= 0 else []
         distance, end, direction = min(ends)
@@ -254,7 +255,7 @@ def value_check(word: str) -> Callable[[Subject], Perturbation]:
     value, pooled or per run, shifted by adding amount to every step."""
     def derive_value(subject: Subject) -> Perturbation:
         p = subject.params
-        low, high, _ = subject.interval(word, p["value"])
+        low, high = subject.interval(word, p["value"])
         first = names(p["metric"])[0]
         pooled = p.get("per", "pooled") == "pooled"
         up = math.isfinite(high)  # every value: the largest moves up to the upper end, else the smallest down
@@ -276,7 +277,7 @@ def value_check(word: str) -> Callable[[Subject], Perturbation]:
 def share(subject: Subject) -> Perturbation:
     """The parts of the share scaled by 1 + amount, in every run."""
     p = subject.params
-    low, high, _ = subject.interval(p["word"], p["value"] if p["value"] is not None else 0.0)
+    low, high = subject.interval(p["word"], p["value"] if p["value"] is not None else 0.0)
     observed = subject.result().observed
     x0 = observed["min"] if isinstance(observed, dict) else observed
 
@@ -336,7 +337,7 @@ def window_means(direction: str) -> Callable[[Subject], Perturbation]:
 
         if p["first"] is not None or p["last"] is not None:
             key, value = ("first", p["first"]) if part == 0 else ("last", p["last"])
-            low, high, _ = subject.interval("about", value)
+            low, high = subject.interval("about", value)
             return by_lever(subject, Lever(move, lambda o: o[key], low, high))
         low, high = (0.0, math.inf) if direction == "falls" else (-math.inf, 0.0)
         return by_lever(subject, Lever(move, lambda o: o["first"] - o["last"], low, high))
@@ -346,7 +347,7 @@ def window_means(direction: str) -> Callable[[Subject], Perturbation]:
 def ratio(subject: Subject) -> Perturbation:
     """The numerator run's value scaled by 1 + amount."""
     p = subject.params
-    low, high, _ = subject.interval(p["word"], p["value"])
+    low, high = subject.interval(p["word"], p["value"])
 
     def move(data: Data, amount: float) -> None:
         scale(data.summaries[p["run"]], names(p["metric"])[0], 1 + amount)
@@ -357,7 +358,7 @@ def ratio(subject: Subject) -> Perturbation:
 def config_ratio(subject: Subject) -> Perturbation:
     """A run's first numerator field scaled by 1 + amount."""
     p = subject.params
-    low, high, _ = subject.interval(p["word"], p["value"])
+    low, high = subject.interval(p["word"], p["value"])
     levers = []
     for run in subject.runs:
         def move(data: Data, amount: float, run: str = run) -> None:
@@ -370,7 +371,7 @@ def config_ratio(subject: Subject) -> Perturbation:
 def heat_difference(subject: Subject) -> Perturbation:
     """Amount added to the value on the steps a heat pause touched."""
     p = subject.params
-    low, high, _ = subject.interval(p["word"], p["value"])
+    low, high = subject.interval(p["word"], p["value"])
 
     def move(data: Data, amount: float) -> None:
         for run in subject.runs:
@@ -402,7 +403,7 @@ def paired_difference(subject: Subject) -> Perturbation:
     diff = (per_step(run, metric) - per_step(minus, metric)).reindex(observed["steps"])
     levers = []
     for key, value, step, up in (("max", p["high"], diff.idxmax(), True), ("min", p["low"], diff.idxmin(), False)):
-        low, high, _ = subject.interval(p["word"], value)
+        low, high = subject.interval(p["word"], value)
 
         def move(data: Data, amount: float, step: int = step) -> None:
             add(data.summaries[p["run"]], metric, amount, [step])
@@ -413,7 +414,7 @@ def paired_difference(subject: Subject) -> Perturbation:
 def event_span(subject: Subject) -> Perturbation:
     """A run's closing events moved by amount (in the check's unit)."""
     p = subject.params
-    low, high, _ = subject.interval(p["word"], p["value"])
+    low, high = subject.interval(p["word"], p["value"])
     levers = []
     for run in subject.runs:
         def move(data: Data, amount: float, run: str = run) -> None:
