@@ -58,7 +58,7 @@ pdf: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) pdf
 
 test: $(STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
-	$(PY) -m ruff check build_tools figures tests
+	$(PY) -m ruff check build_tools figures tests examples
 	$(PY) -m mypy
 	$(PY) -m pytest
 
@@ -73,7 +73,7 @@ bench: $(STAMP)
 	@$(MANUAL) bench
 
 examples: $(STAMP)
-	$(PY) -m build_tools.examples runs
+	$(PY) -m examples runs
 
 publish: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) publish

@@ -2,7 +2,7 @@
 
 Every build runs as `python -m build_tools build` in a fresh process on a throw-away copy of the project
 (runs, chapters, figures, templates), as a user's `make` would: a cold build (empty build/), a no-op
-rebuild (which finds its inputs unchanged and stops), and a rebuild after one run changed. The 18
+rebuild (which finds its inputs unchanged and stops), and a rebuild after one run changed. The
 figures are then drawn in this one warm process, and the generated pages are built by mkdocs alone.
 Goals: no-op within 1.15x of bare mkdocs; cold within 1.3x of figures + mkdocs; no-op at most 0.14 s.
 
@@ -57,8 +57,8 @@ def examples_main() -> int:
         ("cold build (empty build/)", cold),
         ("no-op rebuild", noop),
         (f"rebuild after touching runs/{run_id}/run.yaml", touched),
-        ("draw the 18 figures, one warm process", serial),
-        ("draw the 18 figures, warm, in parallel", parallel),
+        ("draw every figure, one warm process", serial),
+        ("draw every figure, warm, in parallel", parallel),
         ("bare mkdocs build of the same pages", bare),
     ]
     for what, seconds in rows:

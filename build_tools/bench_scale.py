@@ -1,6 +1,6 @@
 """`make bench SCALE=RUNSxSTEPS`: the loader, summaries and claims at scale, against issue 12's goals.
 
-The scaled run set (build_tools/examples/_scaled.py: RUNS runs of STEPS steps; one run carries 1 Hz
+The scaled run set (examples/_scaled.py, the example generator's: RUNS runs of STEPS steps; one run carries 1 Hz
 telemetry in every stream) is generated once into build/bench-runs/<SCALE>/ and reused while the generator's
 code is unchanged. Each measurement runs `python -m build_tools` in a fresh process on a throw-away copy of
 the project whose runs/ holds the 20 example runs (the chapters' checks read them by id) and, beside them,
@@ -19,6 +19,7 @@ memory of the process and all its descendants, sampled every 50 ms from /proc) a
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -29,12 +30,13 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import ModuleType
 
 from ._exceptions import EXIT_GOAL_MISSED
 from ._layout import copy_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
-GENERATOR = Path(__file__).resolve().parent / "examples"
+GENERATOR = ROOT / "examples"  # the example generator: a tool beside the package, not part of it
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
 # Issue 12's goals on this 2-core machine: (scale, measurement, seconds or None, peak MiB or None).
@@ -57,10 +59,8 @@ def scaled_main(scale: str) -> int:
     """Generate (or reuse) the scaled set, measure, print the table, write build/bench.json.
 
     0 when every goal of this scale is met (or it has none), 1 when one is missed, 2 on a malformed SCALE."""
-    from .examples._scaled import parse_scale
-
     try:
-        runs, steps = parse_scale(scale)
+        runs, steps = scaled_writer().parse_scale(scale)
     except ValueError as error:
         print(f"ERROR {error}", file=sys.stderr)
         return 2
@@ -101,24 +101,29 @@ def scaled_main(scale: str) -> int:
 # --- the scaled set --------------------------------------------------------------------------------
 
 
+def scaled_writer() -> ModuleType:
+    """examples/_scaled.py, imported from the project root (which `manual bench` may not have on its path)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("examples._scaled")
+
+
 def generator_digest(runs: int, steps: int) -> str:
-    """What the generated set depends on: the scale and the generator's code."""
+    """What the generated set depends on: the scale, the generator's code and the edition's Miles build."""
     digest = hashlib.sha256(f"{runs}x{steps}\0".encode())
-    for path in sorted(GENERATOR.glob("*.py")):
+    for path in [*sorted(GENERATOR.glob("*.py")), ROOT / "edition.yml"]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
 def scaled_set(folder: Path, runs: int, steps: int) -> tuple[Path, bool]:
     """The generated runs in folder/runs, generated unless a complete set of this code is there."""
-    from .examples._scaled import write_scaled
-
     marker = folder / "complete.key"
     key = generator_digest(runs, steps)
     if marker.is_file() and marker.read_text(encoding="utf-8") == key:
         return folder / "runs", True
     shutil.rmtree(folder, ignore_errors=True)
-    write_scaled(folder / "runs", runs, steps)
+    scaled_writer().write_scaled(folder / "runs", runs, steps)
     marker.write_text(key, encoding="utf-8")  # last: a set without it is incomplete, and made again
     return folder / "runs", False
 

@@ -13,10 +13,10 @@ from build_tools.summary import RunSummary
 
 from ._common import SHADE_ALPHA, colour, legend, new_figure, window
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3", "n4-seed1", "n16-seed1")
 ALT = ("Reward gain of each run, one dot per run, against its answers per prompt on an axis from zero: the "
        "dots of the runs with fewer and with more answers lie inside the shaded band of the range of the "
        "baseline seeds, whose ends are written at its right.")
+ALT_NAMES = {"drawn": ["seeds with 8", "4", "16"], "axes": ["reward gain", "answers per prompt"]}
 KEY = "rollout/raw_reward"
 REFERENCE_N = 8  # the setting whose seeds give the shaded range
 

@@ -13,9 +13,9 @@ from build_tools.summary import RunSummary
 
 from ._common import SHADE_ALPHA, colour, mark_failure, new_figure, shade_heat_pauses
 
-RUNS_NEEDED = ("no-watchdog",)
 ALT = ("GPU utilisation over the run without a watchdog: busy until the engine died, then near zero until the "
        "job ended; the idle span between the two dashed lines is shaded, with its length in minutes.")
+ALT_NAMES = {"drawn": ["engine died", "job ended", "GPU idle, job still running"], "axes": ["GPU utilisation"]}
 MINUTE = 60.0
 
 

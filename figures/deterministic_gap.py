@@ -13,10 +13,10 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, PAPER, colour, new_figure
 
-RUNS_NEEDED = ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b")
 ALT = ("Two panels, the deterministic Triton runs and the default runs, on an axis that spans only the "
        "values: the trainer-engine gap per step of each run wanders around the dotted mean of the four runs, "
        "and at the first step the two deterministic runs have the same value, written beside it.")
+ALT_NAMES = {"drawn": ["deterministic Triton", "default", "mean of the", "step 0"], "axes": ["trainer-engine gap"]}
 KEY = "train/train_rollout_logprob_abs_diff"
 MARKERS = ("o", "s", "^", "D")
 

@@ -13,10 +13,10 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, colour, new_figure
 
-RUNS_NEEDED = ("dynamic-filter-seed1",)
 ALT = ("Two panels over the same steps: above, bars of the groups dropped by the filter at each step, with a "
        "dashed line at the split; below, bars of the over-sampling batches drawn, one where the bar above stays "
        "at or under the line and two where it rises above it.")
+ALT_NAMES = {"drawn": ["16 groups"], "axes": ["groups dropped", "batches of 48 prompts"]}
 DROPPED = "rollout/dynamic_filter/drop_zero_std"
 DEFAULT_SPLIT = 16  # used when the figure block sets no `split` option
 OPTIONS = {"split": "number"}  # the options a figure block may set (build_tools/_figure_modules.py)

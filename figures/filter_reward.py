@@ -13,11 +13,12 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, PAPER, colour, legend, new_figure
 
-RUNS_NEEDED = ("dynamic-filter-seed1",)
 ALT = ("Two panels over the steps: above, the mean raw reward counted before the filter (all groups, a dashed "
        "dark line with hollow squares) and after it (the groups kept, a solid green line with dots); below, "
        "bars of the difference, before minus after, filled where the reward before the filter was higher, "
        "with the count of those steps.")
+ALT_NAMES = {"drawn": ["before the filter", "after the filter", "all groups", "groups kept", "before minus after"],
+             "axes": ["mean raw reward"]}
 AFTER = "rollout/raw_reward"
 
 

@@ -13,10 +13,10 @@ from build_tools.summary import RunSummary
 
 from ._common import SHADE_ALPHA, colour, label, legend, new_figure, shade_heat_pauses
 
-RUNS_NEEDED = ("baseline-seed1",)
 ALT = ("GPU memory held by the trainer and by the rollout engine over two steps: one side holds the memory "
        "while the other holds almost none, and they swap during the short shaded hand-offs, whose seconds "
        "each step shown are written at the top, and the title gives the median over the run's clean steps.")
+ALT_NAMES = {"drawn": ["trainer", "rollout engine", "hand-off", "median"], "axes": ["GPU memory held"]}
 STEPS_SHOWN = 2
 HAND_OFFS = ("sleep", "wake_up", "update_weights")
 

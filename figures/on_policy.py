@@ -15,10 +15,11 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, colour, new_figure, text_on
 
-RUNS_NEEDED = ("onpolicy-plain", "onpolicy-det-inference", "onpolicy-true")
 ALT = ("Two panels of bars for three set-ups, plain, deterministic inference and true on-policy, each bar "
        "labelled: on the left, the share of probes whose repeats agree, none for plain and all for the other "
        "two; on the right, the mean trainer-engine gap, zero only with true on-policy.")
+ALT_NAMES = {"drawn": ["plain", "deterministic inference", "true on-policy"],
+             "axes": ["probes whose repeats agree", "trainer-engine gap"]}
 GAP = "train/train_rollout_logprob_abs_diff"
 NAMES = {"onpolicy-plain": "plain", "onpolicy-det-inference": "deterministic\ninference",
          "onpolicy-true": "true\non-policy"}

@@ -13,10 +13,11 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, colour, legend, new_figure
 
-RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
 ALT = ("Node memory used, as a share of the whole node, of the two large-model runs in the minutes before Ray's "
        "kill, each line named: both stay below Ray's threshold, drawn dashed, until they jump past it, and the "
        "kill comes there.")
+ALT_NAMES = {"drawn": ["qwen3-4b-a", "qwen3-4b-b", "Ray threshold", "Ray kills a worker"],
+             "axes": ["node memory used", "time before Ray's kill"]}
 MINUTE = 60.0
 WINDOW_MIN = 10.0  # minutes before the kill shown
 LINESTYLES = ("-", "--", ":", "-.")

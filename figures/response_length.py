@@ -14,10 +14,11 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, colour, legend, new_figure, window
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Two panels over the steps: the mean answer length falls, below the length cap drawn as a dashed line, "
        "and the share of answers cut at the cap falls with it; in both panels the first and the last steps are "
        "shaded, with their mean written on a bar across them.")
+ALT_NAMES = {"drawn": ["length cap", "mean of the seeds", "mean"],
+             "axes": ["mean answer length", "answers cut at the cap"]}
 LENGTH, TRUNCATED = "rollout/response_lengths", "rollout/truncated"
 CAP = "flags.rollout_max_response_len"
 

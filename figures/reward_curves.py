@@ -14,9 +14,9 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, colour, legend, new_figure, seed_label
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("One panel per seed: the mean raw reward of each step jumps up and down around a dashed least-squares "
        "trend line that rises in every panel; each panel gives the trend's rise per step.")
+ALT_NAMES = {"drawn": ["seed", "least-squares trend", "per step"], "axes": ["mean raw reward"]}
 KEY = "rollout/raw_reward"
 
 

@@ -13,10 +13,10 @@ from build_tools.summary import RunSummary
 
 from ._common import PAPER, colour, new_figure
 
-RUNS_NEEDED = ("replay-off-seed1", "replay-on-seed1")
 ALT = ("The trainer-engine gap per step of two runs with top-p and top-k sampling, each line named: the run "
        "that replays the sampling masks in the trainer (solid line, filled dots) lies below the run without "
        "replay (dashed line, hollow dots) at every step, and the title counts those steps.")
+ALT_NAMES = {"drawn": ["with top-p and top-k replay", "without replay", "lower"], "axes": ["trainer-engine gap"]}
 KEY = "train/train_rollout_logprob_abs_diff"
 
 

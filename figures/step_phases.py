@@ -14,11 +14,14 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, PAPER, colour, new_figure, shade_heat_pauses
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Three panels of one timeline: above, the first clean steps of one baseline seed, in one row for its one "
        "GPU; below, two close-ups of the first step: in each step the rollout comes first, then scoring, log "
        "probabilities, training, and the weight update, one after another without overlap, with the short "
        "wake-up and sleep between them.")
+ALT_NAMES = {"drawn": ["baseline-seed1", "GPU 0", "clean steps", "from the rollout to the log probabilities",
+                       "from training to the next step", "rollout", "scoring", "log probabilities", "training",
+                       "weight update", "wake-up", "sleep"],
+             "axes": []}
 STEPS_SHOWN = 3
 PAD_S = 1.5  # seconds shown either side of the short phases in the close-ups
 

@@ -13,11 +13,11 @@ from build_tools.summary import RunSummary
 
 from ._common import colour, new_figure, seed_label
 
-RUNS_NEEDED = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 ALT = ("Stacked bars, one per seed, splitting the median clean step into rollout, training, the hand-offs and "
        "the rest, on a share axis that ends at the whole step: rollout and training fill almost the whole bar, "
        "the hand-offs a thin sliver; beside each bar, the share of rollout and training and the seconds of the "
        "hand-offs.")
+ALT_NAMES = {"drawn": ["rollout", "training", "hand-offs", "other", "seed"], "axes": ["share"]}
 
 # part -> (phases summed, role, legend text)
 PARTS = {

@@ -15,10 +15,12 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, SHADE_ALPHA, colour, legend, new_figure, shade_heat_pauses
 
-RUNS_NEEDED = ("qwen3-4b-a", "qwen3-4b-b")
 ALT = ("One panel per large-model run: the host memory used over time climbs in steps to Ray's memory limit, drawn "
        "dashed just below the machine's memory, and Ray kills a worker there; a shaded band from zero is the "
        "estimated trainer state, with its share of the machine.")
+ALT_NAMES = {"drawn": ["Ray memory limit", "machine memory", "Ray out-of-memory kill", "estimated trainer state",
+                       "of the machine"],
+             "axes": []}
 GIB = 1024**3
 MINUTE = 60.0
 

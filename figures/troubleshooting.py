@@ -14,10 +14,10 @@ from build_tools.summary import RunSummary
 
 from ._common import INK, SHADE_ALPHA, colour, new_figure
 
-RUNS_NEEDED: tuple[str, ...] = ()
 ALT = ("A quick-reference chart of the symptoms, one row each: a symptom in a rose box leads by an arrow to "
        "one first check in an amber box, and from there to one fix in a teal box, each in a few words; the "
        "table above gives them in full.")
+ALT_NAMES = {"drawn": ["symptom", "first check", "fix"], "axes": []}
 TABLE = "troubleshooting"
 # column -> (heading, role)
 COLUMNS = {"symptom": ("symptom", "failure"), "check": ("first check", "lifecycle"), "fix": ("fix", "durable")}

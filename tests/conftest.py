@@ -11,6 +11,16 @@ SAMPLES = Path(__file__).resolve().parent / "samples"
 # Copies of ../shared/ kept with the tests (tests/samples/shared/README.md), so a bare clone can run them.
 MILES_SAMPLES = SAMPLES / "shared" / "miles-dashboard-samples"
 SEEDS = SAMPLES / "shared" / "seeds"
+
+
+def manual_blocks(root: Path = ROOT) -> list:
+    """The figure blocks of the chapters under root: the one list of the manual's figures that tests count
+    (a figure added to a chapter is counted with no edit to any test)."""
+    from build_tools.blocks import read_blocks
+
+    return read_blocks(root / "docs", root / "figures")
+
+
 def copy_project(target: Path) -> Path:
     """A copy of the project's inputs in target, ready to build."""
     from build_tools._layout import copy_inputs

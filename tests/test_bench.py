@@ -1,4 +1,4 @@
-"""build_tools/bench_scale.py and build_tools/examples/_scaled.py: the scaled run sets of `make bench SCALE=...`
+"""build_tools/bench_scale.py and examples/_scaled.py: the scaled run sets of `make bench SCALE=...`
 are the example generator's runs, written fast but byte for byte as its own writer writes them, and they load."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from conftest import copy_project
 
 from build_tools import bench_scale
 from build_tools.cli import main
-from build_tools.examples._build import prepare
-from build_tools.examples._output import write_run
-from build_tools.examples._scaled import parse_scale, scaled_spec, write_run_fast, write_scaled
+from examples._build import prepare
+from examples._output import write_run
+from examples._scaled import parse_scale, scaled_spec, write_run_fast, write_scaled
 
 
 def tree(root: Path) -> dict[str, bytes]:

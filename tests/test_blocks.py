@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,15 +14,7 @@ from build_tools.blocks import load_tables, read_blocks, resolve_references
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = Path(__file__).resolve().parent / "samples" / "chapters"
 FIGURES = CHAPTERS / "figures"
-
-MANUAL = [
-    ("1.1", "fig-step-phases"), ("1.2", "fig-step-shares"), ("1.3", "fig-dead-engine"),
-    ("1.4", "fig-reward-curves"), ("1.5", "fig-response-length"), ("2.1", "fig-trainer-state-4b"),
-    ("2.2", "fig-engine-kept-loaded"), ("2.3", "fig-ray-node-memory"), ("2.4", "fig-model-size-handoffs"),
-    ("3.1", "fig-answers-per-prompt"), ("3.2", "fig-filter-batches"), ("3.3", "fig-filter-reward"),
-    ("4.1", "fig-sampling-replay"), ("4.2", "fig-deterministic-gap"), ("5.1", "fig-heat-pauses"),
-    ("7.1", "fig-troubleshooting"), ("8.1", "fig-on-policy"), ("8.2", "fig-memory-hand-offs"),
-]
+FENCE = re.compile(r"^```figure$", re.MULTILINE)  # a figure block opens the line
 
 
 def problems_of(scenario: str) -> list[str]:
@@ -31,14 +24,19 @@ def problems_of(scenario: str) -> list[str]:
     return [str(p) for p in caught.value.problems]
 
 
-def test_the_manual_has_its_eighteen_figures_in_order() -> None:
+def test_the_manual_numbers_its_figures_by_chapter_and_position() -> None:
     blocks = read_blocks(ROOT / "docs", ROOT / "figures")
-    assert [(b.number, b.id) for b in blocks] == MANUAL
+    expected = [f"{int(chapter.name[:2])}.{position}"
+                for chapter in sorted((ROOT / "docs").glob("[0-9][0-9]-*.md"))
+                for position in range(1, len(FENCE.findall(chapter.read_text(encoding="utf-8"))) + 1)]
+    assert [b.number for b in blocks] == expected and expected
+    assert len({b.id for b in blocks}) == len(blocks)
     seed = SEEDS / "003_f3e693af6112d108.txt"
-    if seed.is_file():  # the claims are verbatim the seed's
-        text = seed.read_text(encoding="utf-8")
-        for block in blocks:
-            assert f"{block.number}\t{block.claim}" in text
+    if seed.is_file():  # every figure of the seed's index is a block with its number and its claim verbatim
+        rows = [line.split("\t", 1) for line in seed.read_text(encoding="utf-8").splitlines()
+                if re.match(r"^\d+\.\d+\t", line)]
+        claims = {block.number: block.claim for block in blocks}
+        assert rows and all(claims.get(number) == claim for number, claim in rows)
 
 
 def test_blocks_are_numbered_by_chapter_and_position() -> None:

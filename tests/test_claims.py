@@ -1,5 +1,6 @@
-"""Stage 4: every claim holds on the example runs; each perturbation that makes one false fails that figure
-and only that one; a perturbation within the tolerance still passes; messages, reports and exit codes."""
+"""Stage 4: every claim holds on the example runs; for every check of every figure, a perturbation derived
+from the check that makes it false fails that figure, and one within its tolerance still passes; messages,
+reports and exit codes."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import manual_blocks
+from perturbations import DERIVE, EXACT, Perturbation, Subject, derive
 
 from build_tools._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ChapterError, ClaimsFailed
+from build_tools._types import FigureBlock
 from build_tools.blocks import load_tables, read_blocks
+from build_tools.checks import REGISTRY
 from build_tools.claims import check_claims, raise_if_failed, report_lines, write_reports
 from build_tools.summary import summarise_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
-GAP = "train/train_rollout_logprob_abs_diff"
 ALL = slice(None)
 
 
@@ -42,13 +46,55 @@ def test_every_claim_holds_on_the_example_runs(blocks, example_summaries, tables
     verdicts = check_claims(blocks, example_summaries, tables)
     lines = report_lines(verdicts)
     assert failing(verdicts) == [], "\n".join(lines)
-    assert len(lines) == 18 and all(" pass  " in line for line in lines)
+    assert len(lines) == len(blocks) and all(" pass  " in line for line in lines)
     assert lines[2].startswith("docs/01-step.md:53 fig 1.3 pass  flags.use_fault_tolerance is false; idle 63.2 min; ")
 
 
 # --- the perturbations ------------------------------------------------------------------------------
-# Each figure: (runs copied before changing, a change that makes the claim false, one within tolerance).
-# A change takes the summaries (copies of those runs) and the tables (a copy).
+# Derived from each figure's checks (tests/perturbations.py): for every check of every block, a change of
+# the data that makes it false must fail its figure; a change within its tolerance must leave it true.
+
+CASES = [(block.number, index, params["check"]) for block in manual_blocks()
+         for index, params in enumerate(block.checks)]
+_DERIVED: dict[tuple[str, int], Perturbation] = {}
+
+
+def derived(blocks: list, number: str, index: int, summaries: dict, tables: dict) -> tuple[FigureBlock, Perturbation]:
+    block = next(b for b in blocks if b.number == number)
+    if (number, index) not in _DERIVED:
+        _DERIVED[number, index] = derive(block, index, summaries, tables)
+    return block, _DERIVED[number, index]
+
+
+def test_every_kind_of_check_has_a_derived_perturbation() -> None:
+    assert sorted(DERIVE) == sorted(REGISTRY)
+
+
+@pytest.mark.parametrize(("number", "index", "kind"), CASES, ids=[f"{n}-{i + 1}-{k}" for n, i, k in CASES])
+def test_a_false_check_fails_its_figure(number, index, kind, blocks, example_summaries, tables) -> None:
+    block, perturbation = derived(blocks, number, index, example_summaries, tables)
+    data = Subject(block, index, example_summaries, tables).data(perturbation.false)
+    verdicts = check_claims([data.block], data.summaries, data.tables)
+    assert verdicts[0].checks[index].status == "fail", verdicts[0].checks[index].message
+    with pytest.raises(ClaimsFailed) as caught:
+        raise_if_failed(verdicts)
+    assert caught.value.exit_code == EXIT_CLAIM_FAILED
+    lines = caught.value.report_lines
+    assert lines and all(f" fig {number} FAIL " in line for line in lines)
+
+
+@pytest.mark.parametrize(("number", "index", "kind"), CASES, ids=[f"{n}-{i + 1}-{k}" for n, i, k in CASES])
+def test_a_change_within_tolerance_still_passes(number, index, kind, blocks, example_summaries, tables) -> None:
+    block, perturbation = derived(blocks, number, index, example_summaries, tables)
+    if perturbation.within is None:  # an exact fact (a count, a run.yaml value): no change is within it
+        assert kind in EXACT, f"{kind} has a tolerance: its derivation should give a change within it"
+        return
+    data = Subject(block, index, example_summaries, tables).data(perturbation.within)
+    [verdict] = check_claims([data.block], data.summaries, data.tables)
+    assert verdict.checks[index].status == "pass", verdict.checks[index].message
+
+
+# --- hand-made changes, for the exact messages below --------------------------------------------------
 
 Change = Callable[[dict, dict], None]
 
@@ -67,144 +113,11 @@ def _each(*changes: Change) -> Change:
     return change
 
 
-def _phase_start(step: int, shift: float | None) -> Change:
-    """Move the weight update of one step to start with training (None) or a little later."""
-    def change(s: dict, _t: dict) -> None:
-        ph = s["baseline-seed1"].phases
-        at = ph[(ph["step"] == step) & (ph["name"] == "actor_train")].index[0]
-        uw = ph[(ph["step"] == step) & (ph["name"] == "update_weights")].index[0]
-        ph.loc[uw, "t0"] = ph.loc[at, "t0"] if shift is None else ph.loc[uw, "t0"] + shift
-    return change
-
-
 def _move_event(run: str, kind: str, seconds: float) -> Change:
     def change(s: dict, _t: dict) -> None:
         ev = s[run].events
         ev.loc[ev["kind"] == kind, ["t0", "t1"]] += seconds
     return change
-
-
-def _reverse(run: str, column: str) -> Change:
-    def change(s: dict, _t: dict) -> None:
-        s[run].steps[column] = s[run].steps[column].to_numpy()[::-1]
-    return change
-
-
-def _config(run: str, dotted: str, value: Callable) -> Change:
-    def change(s: dict, _t: dict) -> None:
-        *path, key = dotted.split(".")
-        node = s[run].config
-        for part in path:
-            node = node[part]
-        node[key] = value(node[key])
-    return change
-
-
-def _add(run: str, column: str, amount: float, rows: slice | list = ALL) -> Change:
-    def change(s: dict, _t: dict) -> None:
-        steps = s[run].steps
-        index = steps.index[rows] if isinstance(rows, slice) else rows
-        steps.loc[index, column] = steps.loc[index, column] + amount
-    return change
-
-
-def _sampling(field: str, step: int | None, value: Callable) -> Change:
-    def change(s: dict, _t: dict) -> None:
-        frame = s["dynamic-filter-seed1"].series["sampling"]
-        rows = frame.index if step is None else frame.index[frame["step"] == step]
-        frame.loc[rows, field] = value(frame.loc[rows, field], s["dynamic-filter-seed1"].steps)
-    return change
-
-
-def _used_frac_at_kill(run: str, value: float) -> Change:
-    def change(s: dict, _t: dict) -> None:
-        kill = float(s[run].events.loc[s[run].events["kind"] == "ray_oom_kill", "t0"].iloc[0])
-        frame = s[run].series["host_memory"]
-        frame.loc[frame.index[frame["ts"] <= kill][-1], "used_frac"] = value
-    return change
-
-
-def _touched_steps(amount: float) -> Change:
-    def change(s: dict, _t: dict) -> None:
-        for run in ("baseline-seed2", "baseline-seed3"):
-            steps = s[run].steps
-            steps.loc[steps["heat_touched"], "perf/step_time"] += amount
-    return change
-
-
-def _gap_at(run: str, step: int, value: Callable) -> Change:
-    def change(s: dict, _t: dict) -> None:
-        s[run].steps.loc[step, GAP] = value(s)
-    return change
-
-
-def _table(edit: Callable[[list], None]) -> Change:
-    def change(_s: dict, t: dict) -> None:
-        edit(t["troubleshooting"]["symptoms"])
-    return change
-
-
-def _hashes(run: str, first_only: bool) -> Change:
-    def change(s: dict, _t: dict) -> None:
-        frame = s[run].series["repeat_probe"]
-        if first_only:  # one repeat of one probe now answers differently
-            frame.loc[frame.index[0], "output_sha256"] = "f" * 64
-        else:  # every repeat of the first probe gives a new, but still shared, answer
-            frame.loc[frame["probe"] == frame["probe"].iloc[0], "output_sha256"] = "e" * 64
-    return change
-
-
-def _engine_holds(gib: float) -> Change:
-    """The engine holds memory in the middle of step 10's training."""
-    def change(s: dict, _t: dict) -> None:
-        run = s["baseline-seed1"]
-        ph = run.phases
-        t0, t1 = ph.loc[(ph["step"] == 10) & (ph["name"] == "actor_train"), ["t0", "t1"]].iloc[0]
-        held = run.series["held_memory"]
-        rows = held.index[(held["side"] == "engine") & (held["ts"] > t0 + 5) & (held["ts"] < t1 - 5)]
-        held.loc[rows[:1], "gib"] = gib
-    return change
-
-
-def _gaps_scaled(factor: float) -> Change:
-    return _each(*[_scale(r, GAP, factor) for r in ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b")])
-
-
-PERTURBATIONS: dict[str, tuple[tuple[str, ...], Change, Change]] = {
-    "1.1": (("baseline-seed1",), _phase_start(5, None), _phase_start(5, 0.01)),
-    "1.2": (BASELINES, _each(*[_scale(r, "perf/train_time", 0.85) for r in BASELINES]),
-            _each(*[_scale(r, "perf/train_time", 0.98) for r in BASELINES])),
-    "1.3": (("no-watchdog",), _move_event("no-watchdog", "job_end", 120), _move_event("no-watchdog", "job_end", 10)),
-    "1.4": (("baseline-seed1",), _reverse("baseline-seed1", "rollout/raw_reward"),
-            _scale("baseline-seed1", "rollout/raw_reward", 1.01)),
-    "1.5": (BASELINES, _each(*[_scale(r, "rollout/response_lengths", 0.9, slice(0, 8)) for r in BASELINES]),
-            _each(*[_scale(r, "rollout/response_lengths", 1.02) for r in BASELINES])),
-    "2.1": (("qwen3-4b-a",), _config("qwen3-4b-a", "lab.trainer_bytes_per_parameter", lambda v: 12),
-            _config("qwen3-4b-a", "model.parameters", lambda v: int(v * 1.02))),
-    "2.2": (("kept-loaded-seed2",), _add("kept-loaded-seed2", "perf/rollout_time", 0.2, [1]),
-            _add("kept-loaded-seed2", "perf/rollout_time", 0.03, [1])),
-    "2.3": (("qwen3-4b-b",), _config("qwen3-4b-b", "hardware.memory_pools", lambda v: 2),
-            _used_frac_at_kill("qwen3-4b-b", 0.951)),
-    "2.4": (("qwen3-1.7b",), _scale("qwen3-1.7b", "perf/update_weights_time", 1.05),
-            _scale("qwen3-1.7b", "perf/update_weights_time", 1.02)),
-    "3.1": (("n16-seed1",), _add("n16-seed1", "rollout/raw_reward", 0.03, slice(-8, None)),
-            _add("n16-seed1", "rollout/raw_reward", 0.01, slice(-8, None))),
-    "3.2": (("dynamic-filter-seed1",), _sampling("batches", 0, lambda v, _: v + 1),
-            _add("dynamic-filter-seed1", "rollout/dynamic_filter/drop_zero_std", 1, [0])),
-    "3.3": (("dynamic-filter-seed1",),
-            _sampling("reward_before_filter", 1, lambda v, steps: steps.loc[1, "rollout/raw_reward"] + 0.01),
-            _sampling("reward_before_filter", None, lambda v, _: v + 0.001)),
-    "4.1": (("replay-on-seed1",),
-            _gap_at("replay-on-seed1", 5, lambda s: s["replay-off-seed1"].steps.loc[5, GAP] + 1e-4),
-            _scale("replay-on-seed1", GAP, 1.1)),
-    "4.2": (("det-triton-a", "det-triton-b", "nondet-a", "nondet-b"),
-            _gap_at("det-triton-b", 0, lambda s: s["det-triton-b"].steps.loc[0, GAP] + 1e-6), _gaps_scaled(1.01)),
-    "5.1": (("baseline-seed2", "baseline-seed3"), _touched_steps(10.0), _touched_steps(1.0)),
-    "7.1": ((), _table(lambda rows: rows.pop()), _table(lambda rows: rows[0].update(fix="Use the watchdog"))),
-    "8.1": (("onpolicy-det-inference", "onpolicy-true"), _hashes("onpolicy-det-inference", True),
-            _hashes("onpolicy-true", False)),
-    "8.2": (("baseline-seed1",), _engine_holds(40.0), _engine_holds(0.9)),
-}
 
 
 def perturbed(summaries: dict, tables: dict, runs: tuple[str, ...], change: Change) -> tuple[dict, dict]:
@@ -215,30 +128,6 @@ def perturbed(summaries: dict, tables: dict, runs: tuple[str, ...], change: Chan
     table_copy = copy.deepcopy(tables)
     change(copies, table_copy)
     return copies, table_copy
-
-
-def test_a_perturbation_for_each_of_the_eighteen(blocks) -> None:
-    assert sorted(PERTURBATIONS) == sorted(b.number for b in blocks)
-
-
-@pytest.mark.parametrize("number", sorted(PERTURBATIONS))
-def test_a_false_claim_fails_that_figure_only(number, blocks, example_summaries, tables) -> None:
-    runs, false, _ = PERTURBATIONS[number]
-    summaries, table_copy = perturbed(example_summaries, tables, runs, false)
-    verdicts = check_claims(blocks, summaries, table_copy)
-    assert failing(verdicts) == [number]
-    with pytest.raises(ClaimsFailed) as caught:
-        raise_if_failed(verdicts)
-    assert caught.value.exit_code == EXIT_CLAIM_FAILED
-    lines = caught.value.report_lines
-    assert lines and all(f" fig {number} FAIL " in line for line in lines)
-
-
-@pytest.mark.parametrize("number", sorted(PERTURBATIONS))
-def test_a_change_within_tolerance_still_passes(number, blocks, example_summaries, tables) -> None:
-    runs, _, within = PERTURBATIONS[number]
-    summaries, table_copy = perturbed(example_summaries, tables, runs, within)
-    assert failing(check_claims(blocks, summaries, table_copy)) == []
 
 
 # --- messages ---------------------------------------------------------------------------------------
@@ -295,7 +184,7 @@ def test_reports_for_tools(blocks, example_summaries, tables, tmp_path) -> None:
     verdicts = check_claims(blocks, summaries, tables)
     json_path, xml_path = write_reports(verdicts, tmp_path / "build")
     data = json.loads(json_path.read_text())
-    assert (data["total"], data["passed"], data["failed"]) == (18, 17, 1)
+    assert (data["total"], data["passed"], data["failed"]) == (len(blocks), len(blocks) - 1, 1)
     figure = data["figures"][2]
     assert {"number", "id", "claim", "status", "checks", "runs"} <= set(figure)
     assert (figure["number"], figure["id"], figure["status"], figure["runs"]) == (
@@ -308,7 +197,7 @@ def test_reports_for_tools(blocks, example_summaries, tables, tmp_path) -> None:
                for c in f["checks"])
     suite = ET.parse(xml_path).getroot().find("testsuite")
     cases = suite.findall("testcase")
-    assert (suite.get("tests"), suite.get("failures"), len(cases)) == ("18", "1", 18)
+    assert (suite.get("tests"), suite.get("failures"), len(cases)) == (str(len(blocks)), "1", len(blocks))
     failures = [(c.get("name"), c.find("failure")) for c in cases if c.find("failure") is not None]
     assert [name for name, _ in failures] == ["fig 1.3 fig-dead-engine"]
     assert failures[0][1].get("message").startswith('docs/01-step.md:53 fig 1.3 FAIL "left the job running')
@@ -341,7 +230,7 @@ def test_end_to_end_a_later_job_end_fails_figure_1_3(tmp_path, cache) -> None:
     assert failing(verdicts) == ["1.3"]
     with pytest.raises(ClaimsFailed) as caught:
         raise_if_failed(verdicts)
-    assert str(caught.value).splitlines()[0] == "1 of 18 claims failed:"
+    assert str(caught.value).splitlines()[0] == f"1 of {len(verdicts)} claims failed:"
 
 
 def test_end_to_end_a_second_batch_fails_figure_3_2(tmp_path, cache) -> None:

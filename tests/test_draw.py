@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import manual_blocks
 
 import figures
 from build_tools import draw, palette_check
@@ -26,27 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "samples" / "draw"
 BASELINES = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
 
-# The 18 figures of the manual: number, module, runs, tables (as the chapters declare them).
-MANUAL = [
-    ("1.1", "step_phases", BASELINES, ()),
-    ("1.2", "step_shares", BASELINES, ()),
-    ("1.3", "dead_engine", ("no-watchdog",), ()),
-    ("1.4", "reward_curves", BASELINES, ()),
-    ("1.5", "response_length", BASELINES, ()),
-    ("2.1", "trainer_state_4b", ("qwen3-4b-a", "qwen3-4b-b"), ()),
-    ("2.2", "engine_kept_loaded", ("baseline-seed2", "kept-loaded-seed2"), ()),
-    ("2.3", "ray_node_memory", ("qwen3-4b-a", "qwen3-4b-b"), ()),
-    ("2.4", "model_size_handoffs", ("baseline-seed1", "qwen3-1.7b"), ()),
-    ("3.1", "answers_per_prompt", (*BASELINES, "n4-seed1", "n16-seed1"), ()),
-    ("3.2", "filter_batches", ("dynamic-filter-seed1",), ()),
-    ("3.3", "filter_reward", ("dynamic-filter-seed1",), ()),
-    ("4.1", "sampling_replay", ("replay-off-seed1", "replay-on-seed1"), ()),
-    ("4.2", "deterministic_gap", ("det-triton-a", "det-triton-b", "nondet-a", "nondet-b"), ()),
-    ("5.1", "heat_pauses", ("baseline-seed2", "baseline-seed3"), ()),
-    ("7.1", "troubleshooting", (), ("troubleshooting",)),
-    ("8.1", "on_policy", ("onpolicy-plain", "onpolicy-det-inference", "onpolicy-true"), ()),
-    ("8.2", "memory_hand_offs", ("baseline-seed1",), ()),
-]
 
 
 def block(number: str, module: str, runs: tuple[str, ...], tables: tuple[str, ...] = (), line: int = 10,
@@ -86,11 +66,11 @@ def files_of(out: Path) -> dict[str, bytes]:
 # --- the manual's figures -----------------------------------------------------------------------
 
 
-def test_all_18_figures_draw_from_the_example_runs(example_summaries, tables, tmp_path):
-    blocks = [block(*spec) for spec in MANUAL]
+def test_every_figure_of_the_chapters_draws_from_the_example_runs(example_summaries, tables, tmp_path):
+    blocks = manual_blocks()
     drawn = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out", tmp_path / "cache", jobs=2,
                               layout=PROJECT)
-    assert [d.number for d in drawn] == [spec[0] for spec in MANUAL]
+    assert [d.number for d in drawn] == [b.number for b in blocks]
     assert all(d.redrawn and d.alt and d.svg.is_file() and d.png.is_file() for d in drawn)
     for figure in drawn:
         csv = figure.csv.read_bytes()
@@ -102,7 +82,7 @@ def test_all_18_figures_draw_from_the_example_runs(example_summaries, tables, tm
 
 
 def test_drawing_twice_serial_and_parallel_gives_the_same_bytes(example_summaries, tables, tmp_path):
-    blocks = [block(*spec) for spec in MANUAL if spec[1] in ("reward_curves", "step_phases", "troubleshooting")]
+    blocks = [b for b in manual_blocks() if b.module in ("reward_curves", "step_phases", "troubleshooting")]
     draw.draw_figures(blocks, example_summaries, tables, tmp_path / "a", tmp_path / "cache-a", jobs=1, layout=PROJECT)
     draw.draw_figures(blocks, example_summaries, tables, tmp_path / "b", tmp_path / "cache-b", jobs=2, layout=PROJECT)
     first, second = files_of(tmp_path / "a"), files_of(tmp_path / "b")
@@ -270,7 +250,7 @@ def test_every_bad_figure_is_named_with_its_run_and_metric_and_the_rest_are_draw
         "4 problems in the figures:",
         "  docs/01-chapter.md:10: fig 1.1 (fig-missing): run ghost-run is not in runs/ (the figure reads it)",
         "  docs/01-chapter.md:20: fig 1.2 (fig-nan): run nan-run has no steps with raw_reward",
-        "  docs/01-chapter.md:30: fig 1.3 (fig-raises): figures/raising.py:11 raised ZeroDivisionError: "
+        "  docs/01-chapter.md:30: fig 1.3 (fig-raises): figures/raising.py:10 raised ZeroDivisionError: "
         "division by zero (reading run-a)",
         "  docs/01-chapter.md:40: fig 1.4 (fig-nomodule): no figure module figures/no_such_module.py",
     ])

@@ -1,12 +1,13 @@
 """The shipped example runs are exactly what the seeded generator writes."""
 
+import datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
-from build_tools.examples import build_all
-from build_tools.examples._runs import RUNS
+from examples import build_all
+from examples._runs import RUNS
 
 RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
 
@@ -47,3 +48,39 @@ def test_generator_replaces_only_its_own_runs(tmp_path):
     build_all(tmp_path)
     assert foreign.read_text() == "provenance: measured\n"
     assert not stale.exists()
+
+
+@pytest.fixture
+def edition(tmp_path, monkeypatch):
+    """A copy of edition.yml the generator reads instead of the project's (its cache emptied around)."""
+    from examples import _output
+
+    copy = tmp_path / "edition.yml"
+    copy.write_text((RUNS_DIR.parent / "edition.yml").read_text())
+    monkeypatch.setattr(_output, "EDITION_YML", copy)
+    _output.miles.cache_clear()
+    yield copy
+    _output.miles.cache_clear()
+
+
+def test_the_runs_carry_the_editions_miles_build(edition, tmp_path):
+    text = edition.read_text()
+    edition.write_text(text.replace("commit: 08752a1", "commit: 1a2b3c4").replace("branch: main", "branch: next"))
+    build_all(tmp_path / "runs")
+    miles = yaml.safe_load((tmp_path / "runs" / RUNS[0].run_id / "run.yaml").read_text())["miles"]
+    assert miles == {"image": "radixark/miles:latest", "branch": "next", "commit": "1a2b3c4",
+                     "commit_date": datetime.date(2026, 10, 15)}
+
+
+def test_a_bad_edition_file_is_named_and_replaces_no_run(edition, tmp_path, capsys):
+    from examples.__main__ import main
+
+    edition.write_text(edition.read_text().replace("  commit: 08752a1\n", ""))
+    kept = tmp_path / "runs" / RUNS[0].run_id / "run.yaml"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("provenance: example\n")
+    assert main([str(tmp_path / "runs")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "ERROR 1 problem in the edition file:",
+        f"  {edition}:6: miles.commit: missing (expected text of 7 to 40 hex digits)"]
+    assert kept.read_text() == "provenance: example\n"

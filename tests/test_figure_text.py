@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from conftest import manual_blocks
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
@@ -23,43 +24,6 @@ from build_tools.palette import rc_params
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 
-# For each figure, the names its alt text uses for what the figure draws: `drawn`, series, marks and panel
-# titles, found in any text of the figure (legend, title, annotation, tick label); `axes`, found in an axis
-# label. Each must be written in the figure block's alt text too, so the two cannot drift apart.
-ALT_NAMES: dict[str, dict[str, list[str]]] = {
-    "fig-step-phases": {"drawn": ["baseline-seed1", "GPU 0", "clean steps", "from the rollout to the log probabilities",
-                                  "from training to the next step", "rollout", "scoring", "log probabilities",
-                                  "training", "weight update", "wake-up", "sleep"], "axes": []},
-    "fig-step-shares": {"drawn": ["rollout", "training", "hand-offs", "other", "seed"], "axes": ["share"]},
-    "fig-dead-engine": {"drawn": ["engine died", "job ended", "GPU idle, job still running"],
-                        "axes": ["GPU utilisation"]},
-    "fig-reward-curves": {"drawn": ["seed", "least-squares trend", "per step"], "axes": ["mean raw reward"]},
-    "fig-response-length": {"drawn": ["length cap", "mean of the seeds", "mean"],
-                            "axes": ["mean answer length", "answers cut at the cap"]},
-    "fig-trainer-state-4b": {"drawn": ["Ray memory limit", "machine memory", "Ray out-of-memory kill",
-                                       "estimated trainer state", "of the machine"], "axes": []},
-    "fig-engine-kept-loaded": {"drawn": ["clean in both runs", "heat pause touched in either run"],
-                               "axes": ["rollout time saved"]},
-    "fig-ray-node-memory": {"drawn": ["qwen3-4b-a", "qwen3-4b-b", "Ray threshold", "Ray kills a worker"],
-                            "axes": ["node memory used", "time before Ray's kill"]},
-    "fig-model-size-handoffs": {"drawn": ["weight update", "trainer offload", "Qwen3-0.6B", "Qwen3-1.7B", "grew"],
-                                "axes": []},
-    "fig-answers-per-prompt": {"drawn": ["seeds with 8", "4", "16"], "axes": ["reward gain", "answers per prompt"]},
-    "fig-filter-batches": {"drawn": ["16 groups"], "axes": ["groups dropped", "batches of 48 prompts"]},
-    "fig-filter-reward": {"drawn": ["before the filter", "after the filter", "all groups", "groups kept",
-                                    "before minus after"], "axes": ["mean raw reward"]},
-    "fig-sampling-replay": {"drawn": ["with top-p and top-k replay", "without replay", "lower"],
-                            "axes": ["trainer-engine gap"]},
-    "fig-deterministic-gap": {"drawn": ["deterministic Triton", "default", "mean of the", "step 0"],
-                              "axes": ["trainer-engine gap"]},
-    "fig-heat-pauses": {"drawn": ["clean step", "touched by a heat pause", "median of the clean steps",
-                                  "median of the touched steps", "seed"], "axes": ["step time"]},
-    "fig-troubleshooting": {"drawn": ["symptom", "first check", "fix"], "axes": []},
-    "fig-on-policy": {"drawn": ["plain", "deterministic inference", "true on-policy"],
-                      "axes": ["probes whose repeats agree", "trainer-engine gap"]},
-    "fig-memory-hand-offs": {"drawn": ["trainer", "rollout engine", "hand-off", "median"],
-                             "axes": ["GPU memory held"]},
-}
 
 
 def _plain(text: str) -> str:
@@ -101,16 +65,25 @@ def manual_figures(example_summaries) -> dict[str, tuple[FigureBlock, Figure]]:
     return drawn
 
 
-def test_every_figure_of_the_manual_has_its_alt_names(manual_figures):
-    assert sorted(manual_figures) == sorted(ALT_NAMES)
+def alt_names(module: str) -> dict[str, list[str]]:
+    """The names a figure module declares for what it draws (ALT_NAMES): texts anywhere in the figure
+    (`drawn`: series, marks, panel titles, legend, tick labels) and axis labels (`axes`)."""
+    return importlib.import_module(f"figures.{module}").ALT_NAMES
 
 
-@pytest.mark.parametrize("figure_id", sorted(ALT_NAMES))
+@pytest.mark.parametrize("module", sorted({block.module for block in manual_blocks()}))
+def test_every_figure_module_declares_the_names_of_what_it_draws(module):
+    names = alt_names(module)
+    assert sorted(names) == ["axes", "drawn"] and names["drawn"], f"figures/{module}.py ALT_NAMES: {names}"
+    assert all(isinstance(name, str) and name for kind in names.values() for name in kind)
+
+
+@pytest.mark.parametrize("figure_id", [block.id for block in manual_blocks()])
 def test_the_alt_text_names_only_what_the_figure_draws(manual_figures, figure_id):
     block, figure = manual_figures[figure_id]
     alt = _plain(block.alt)
     texts = drawn_text(figure)
-    for kind, names in ALT_NAMES[figure_id].items():
+    for kind, names in alt_names(block.module).items():
         for name in names:
             assert _plain(name) in alt, f"{figure_id}: the alt text does not name {name!r}: {block.alt}"
             assert any(_plain(name) in text for text in texts[kind]), \
@@ -132,7 +105,7 @@ def test_an_alt_text_that_names_another_figure_is_caught(manual_figures):
 
 def test_every_built_figure_has_no_text_below_12_px_at_the_content_width(built_manual):
     svgs = sorted((built_manual / "build" / "docs" / "figures").glob("*.svg"))
-    assert len(svgs) == 18
+    assert len(svgs) == len(manual_blocks(built_manual))
     for svg in svgs:
         texts = legibility.texts(svg)
         assert texts, f"{svg.name} has no SVG text (svg.fonttype must be none: text stays text)"

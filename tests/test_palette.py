@@ -10,6 +10,7 @@ from pathlib import Path
 import colorspacious
 import numpy as np
 import pytest
+import yaml
 from conftest import SEEDS
 
 from build_tools import palette
@@ -22,6 +23,8 @@ SEED = SEEDS / "003_f3e693af6112d108.txt"
 DEFICIENCIES = ("deuteranomaly", "protanomaly", "tritanomaly")
 MIN_ROLE_DISTANCE = 15.0  # CAM02-UCS, between any two roles, in every simulated vision
 MIN_NEUTRAL_DISTANCE = 10.0  # between a role and any neutral
+# The roles as palette.yml writes them, read here without the loader: a new shade is one edit of that file.
+FILE_ROLES = yaml.safe_load((ROOT / "figures" / "palette.yml").read_text(encoding="utf-8"))["roles"]
 
 
 def _ucs(hexes: list[str], deficiency: str | None) -> np.ndarray:
@@ -36,7 +39,7 @@ def test_palette_has_the_seven_roles_in_legend_order():
     loaded = palette.load_palette()
     assert [role.name for role in loaded.roles] == list(palette.ROLE_NAMES)
     assert [role.colour_name for role in loaded.roles] == ["blue", "violet", "green", "amber", "teal", "rose", "grey"]
-    assert palette.role_color("trainer") == "#6c91f0"
+    assert palette.role_color("trainer") == FILE_ROLES[0]["hex"]
     assert palette.role_label("engine") == "rollout engine"
 
 
@@ -47,8 +50,9 @@ def test_legend_sentences_are_the_seed_palette_verbatim():
 
 
 def test_legend_rows_give_role_hex_and_meaning():
-    assert palette.legend_rows()[0] == ("trainer", "#6c91f0", "the FSDP actor, its weights, and its optimizer")
-    assert palette.legend_rows()[5] == ("failure", "#a7313f", "a dead engine, an out-of-memory kill, or a crash")
+    trainer, failure = FILE_ROLES[0]["hex"], FILE_ROLES[5]["hex"]
+    assert palette.legend_rows()[0] == ("trainer", trainer, "the FSDP actor, its weights, and its optimizer")
+    assert palette.legend_rows()[5] == ("failure", failure, "a dead engine, an out-of-memory kill, or a crash")
 
 
 @pytest.mark.parametrize("deficiency", [None, *DEFICIENCIES])
@@ -99,14 +103,9 @@ def test_css_variables_name_every_role():
     assert palette.css_variables() == (
         "/* Generated from figures/palette.yml by build_tools/palette.py. */\n"
         ":root {\n"
-        "  --role-trainer: #6c91f0;\n"
-        "  --role-engine: #8d0dcd;\n"
-        "  --role-data: #8cc96c;\n"
-        "  --role-lifecycle: #b1770f;\n"
-        "  --role-durable: #127279;\n"
-        "  --role-failure: #a7313f;\n"
-        "  --role-outside: #a49b9d;\n"
-        "}\n")
+        + "".join(f"  --role-{name}: {role['hex']};\n"
+                  for name, role in zip(palette.ROLE_NAMES, FILE_ROLES, strict=True))
+        + "}\n")
 
 
 def test_the_style_uses_only_neutrals_and_cycles_through_the_roles():

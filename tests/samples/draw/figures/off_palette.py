@@ -6,7 +6,6 @@ import pandas as pd
 
 from figures._common import new_figure
 
-RUNS_NEEDED = ("run-a",)
 ALT = "A line in a colour that is not in the palette."
 
 

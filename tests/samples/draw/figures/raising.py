@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-RUNS_NEEDED = ("run-a",)
 ALT = "Never drawn."
 
 

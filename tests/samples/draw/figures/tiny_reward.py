@@ -7,7 +7,6 @@ import pandas as pd
 from build_tools.readers import step_values
 from figures._common import colour, new_figure
 
-RUNS_NEEDED = ("run-a",)
 ALT = "Reward per step."
 OPTIONS = {"split": "number"}  # accepted and not drawn: a changed option must still redraw the figure
 

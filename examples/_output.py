@@ -6,10 +6,13 @@ import hashlib
 import shutil
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from build_tools.stamp import load_stamp
 
 from . import _lab as L
 from ._build import Run, finish
@@ -17,10 +20,18 @@ from ._runs import MODELS, RunSpec, flags_for
 from ._series import sig
 from ._streams import write_hourly, write_jsonl, write_meta, write_yaml
 from ._timeline import Step, phase_rows
+from .targets import (
+    BEFORE_KILL_MAX_SHARE,
+    IDLE_MS,
+    KILL_USED_GIB,
+    MEMORY_GIB,
+    RAY_THRESHOLD,
+    TRAINER_BYTES_PER_PARAMETER,
+)
 
 NODE = "192.168.1.42"
-IDLE_MS = 3_792_000  # no watchdog: 63.2 minutes from the engine's death to the job being stopped
 GUARD_C = 80  # the heat guard's limit
+EDITION_YML = Path(__file__).resolve().parent.parent / "edition.yml"
 
 
 @dataclass
@@ -55,6 +66,15 @@ def write_run(run: Run, root: Path) -> None:
     _write_lab(run, steps, tail, out)
 
 
+@cache
+def miles() -> dict[str, Any]:
+    """The Miles build every example run was made with: the edition's (edition.yml), so the runs always
+    carry the commit the build checks them against."""
+    stamp = load_stamp(EDITION_YML)
+    return {"image": stamp.image, "branch": stamp.branch, "commit": stamp.commit,
+            "commit_date": date.fromisoformat(stamp.commit_date)}
+
+
 def run_yaml(spec: RunSpec) -> dict[str, Any]:
     """run.yaml fields in the contract's order."""
     return {
@@ -66,25 +86,20 @@ def run_yaml(spec: RunSpec) -> dict[str, Any]:
         "seed": spec.seed,
         "model": dict(MODELS[spec.size]),
         "dataset": "GSM8K",
-        "miles": {
-            "image": "radixark/miles:latest",
-            "branch": "main",
-            "commit": "08752a1",
-            "commit_date": date(2026, 10, 15),
-        },
+        "miles": dict(miles()),
         "hardware": {
             "machine": "DGX Spark",
             "chip": "GB10",
             "gpus": 1,
-            "memory_gib": 121.7,
+            "memory_gib": MEMORY_GIB,
             "memory_gb": 128,
             "memory_pools": 1,
         },
         "flags": flags_for(spec),
         "lab": {
             "heat_guard": spec.heat_guard,
-            "ray_memory_usage_threshold": 0.95,
-            "trainer_bytes_per_parameter": 16,
+            "ray_memory_usage_threshold": RAY_THRESHOLD,
+            "trainer_bytes_per_parameter": TRAINER_BYTES_PER_PARAMETER,
             "sampling_replay": spec.replay,
         },
     }
@@ -222,7 +237,8 @@ def _host_used(
 ) -> np.ndarray:
     """Host used memory: OS, Ray and processes, what each side holds, and offloaded copies in host RAM."""
     params = MODELS[run.spec.size]["parameters"]
-    state, weights = params * 16 / 2**30, params * 2 / 2**30  # Adam state offloaded; engine weight backup
+    # The trainer's state (fig. 2.1's estimate) offloaded, and the engine's bf16 weight backup.
+    state, weights = params * TRAINER_BYTES_PER_PARAMETER / 2**30, params * 2 / 2**30
     awake = np.clip(trainer / trainer.max(), 0, 1)
     loaded = np.clip(engine / engine_gib, 0, 1)
     used: np.ndarray = 8.1 + 11.4 + trainer + engine + state * (1 - awake) + weights * (1 - loaded)
@@ -230,12 +246,12 @@ def _host_used(
     if tail.kill_ms is not None:  # pinned buffers leak a little each step, then the KV cache spike
         used = used + 1.3 * (ts - ts[0]) / 1_000_000
         i = int(np.searchsorted(ts, tail.kill_ms))
-        assert ts[i] == tail.kill_ms and used[:i].max() / 121.7 < 0.945
-        used[i : i + 2] = [116.62, 116.88]
+        assert ts[i] == tail.kill_ms and used[:i].max() / MEMORY_GIB < BEFORE_KILL_MAX_SHARE
+        used[i : i + 2] = list(KILL_USED_GIB)
         used[i + 2 :] = 21.0 + rng.normal(0, 0.05, len(ts) - i - 2)  # the trainer actor is gone
         detail = (
             f"Ray memory monitor killed ray::MegatronTrainRayActor: node memory {used[i]:.1f} of "
-            f"121.7 GiB ({used[i] / 121.7:.3f}) above the 0.95 threshold"
+            f"{MEMORY_GIB} GiB ({used[i] / MEMORY_GIB:.3f}) above the {RAY_THRESHOLD} threshold"
         )
         tail.events.insert(0, _event("ray_oom_kill", tail.kill_ms, tail.kill_ms, detail))
     return used

@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 
 from ._timeline import Step
+from .targets import HELD_IDLE_GIB, IDLE_BLIP_MAX_PCT, MEMORY_GIB
 
 GIB_KIB = 1024 * 1024
-TOTAL_KIB = round(121.7 * GIB_KIB)  # MemTotal on a GB10
+TOTAL_KIB = round(MEMORY_GIB * GIB_KIB)  # MemTotal on a GB10
 SETUP, LOW, ROLLOUT, TRAIN, HANDOFF, PAUSE, IDLE = range(7)
 # Utilisation range (%) per activity: busy phases high, hand-offs middling, waiting low, idle 0.
 UTIL = {SETUP: (0, 35), LOW: (2, 9), ROLLOUT: (86, 97), TRAIN: (87, 98), HANDOFF: (12, 40), PAUSE: (0, 1)}
@@ -58,8 +59,8 @@ def gpu_util_values(rng: np.random.Generator, ts: np.ndarray, code: np.ndarray) 
     for c, (lo, hi) in UTIL.items():
         m = code == c
         util[m] = rng.integers(lo, hi + 1, m.sum())
-    idle = code == IDLE  # a dead engine: 0 with the odd blip of 1-2 %
-    util[idle] = np.where(rng.random(idle.sum()) < 0.03, rng.integers(1, 3, idle.sum()), 0)
+    idle = code == IDLE  # a dead engine: 0 with the odd blip of 1 to IDLE_BLIP_MAX_PCT %
+    util[idle] = np.where(rng.random(idle.sum()) < 0.03, rng.integers(1, IDLE_BLIP_MAX_PCT + 1, idle.sum()), 0)
     # NVML never reports a negative draw: the noise is clipped at 0 W.
     power = np.maximum(np.rint(9 + 0.82 * util + rng.normal(0, 2.5, len(ts))), 0).astype(np.int64)
     return util, power
@@ -84,24 +85,24 @@ def temperature(
 def held(
     steps: list[Step], ts: np.ndarray, engine_gib: float, trainer_gib: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """GiB held by trainer and engine: each side loads during its hand-off and otherwise keeps ~0.2 GiB.
+    """GiB held by trainer and engine: each side loads during its hand-off and otherwise keeps HELD_IDLE_GIB.
 
     The trainer loads in wake_up and frees in sleep; the engine loads in the previous step's
     update_weights (step 0: at its first rollout) and frees when its rollout ends.
     """
-    tx, ty, ex, ey = [0], [0.2], [0], [0.2]
+    tx, ty, ex, ey = [0], [HELD_IDLE_GIB], [0], [HELD_IDLE_GIB]
     for k, b in enumerate(steps):
         w0, w1, s0, s1 = b["wake_up"][0], b["wake_up"][1], b["sleep"][0], b["sleep"][1]
         tx += [w0, w1, b["log_probs"][1], b["actor_train"][0] + 5000, s0, s1]
-        ty += [0.2, trainer_gib * 0.86, trainer_gib * 0.9, trainer_gib, trainer_gib * 1.02, 0.2]
+        ty += [HELD_IDLE_GIB, trainer_gib * 0.86, trainer_gib * 0.9, trainer_gib, trainer_gib * 1.02, HELD_IDLE_GIB]
         r0, r1 = b["rollout"]
         load = r0 - 1 if k == 0 else steps[k - 1]["update_weights"][0]
         ex += [load, (r0 if k == 0 else steps[k - 1]["update_weights"][1]), r1 - 1, r1]
-        ey += [0.2, engine_gib * 0.94, engine_gib, 0.2]
+        ey += [HELD_IDLE_GIB, engine_gib * 0.94, engine_gib, HELD_IDLE_GIB]
     tx.append(10**15)
-    ty.append(0.2)
+    ty.append(HELD_IDLE_GIB)
     ex.append(10**15)
-    ey.append(0.2)
+    ey.append(HELD_IDLE_GIB)
     return np.interp(ts, tx, ty), np.interp(ts, ex, ey)
 
 

@@ -9,28 +9,21 @@ import numpy as np
 
 from ._quality import jitter, quality
 from ._runs import RUNS, RunSpec
-from ._timeline import PROFILES, Step, derive, durations, layout, place
+from ._timeline import PROFILES, SIZE_MEDIANS_MS, Step, derive, durations, layout, place
+from .targets import (
+    BASELINE_MEDIANS_MS,
+    BEFORE_HIGHER,
+    DROPPED,
+    FILTER_MAX_DROPPED,
+    KEPT_LOADED_SAVING_MS,
+    TOUCHED_EXTRA_MS,
+    UPDATE_WEIGHTS_RANGE_MS,
+)
 
-# Exact medians (ms) the Metrics page and fig. 2.4 read. The 1.7B targets are 1.4 x 640 and 2.6 x 760,
-# seed 1's medians of update_weights and sleep.
-MEDIANS = {
-    "baseline-seed1": {
-        "rollout": 47500,
-        "log_probs": 23400,
-        "train": 100300,
-        "wake_up": 870,
-        "sleep": 760,
-        "update_weights": 640,
-        "step": 152600,
-    },
-    "qwen3-1.7b": {"update_weights": 896, "sleep": 1976},
-}
-UW_RANGE = (631, 648)  # seed 1's update_weights range, ms
-TOUCHED_EXTRA_MS = 45000  # median(touched) - median(clean) step time, seeds 2 and 3 pooled
-SAVING_MS = (620, 1780)  # kept-loaded rollout saving on steps clean in both runs
-# Dynamic filter: groups dropped per step; more than 16 of 48 dropped needs a second batch.
-DROPPED = np.array([9, 16, 6, 22, 12, 17, 30, 14, 25, 11, 19, 27])
-BEFORE_HIGHER = np.array([1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1], bool)  # 8 of 12
+# Exact medians (ms) a run is given (targets.py): the Metrics page's for seed 1, fig. 2.4's for the 1.7B run.
+MEDIANS = {"baseline-seed1": BASELINE_MEDIANS_MS, "qwen3-1.7b": SIZE_MEDIANS_MS}
+FILTER_DROPPED = np.array(DROPPED)  # groups the dynamic filter dropped at each step (fig. 3.2)
+FILTER_BEFORE_HIGHER = np.array(BEFORE_HIGHER, bool)  # steps whose reward before the filter is higher (fig. 3.3)
 
 
 @dataclass
@@ -58,11 +51,11 @@ def prepare(spec: RunSpec) -> Run:
     work_rollout, work_train = _work(spec)
     d = durations(rng, PROFILES[spec.size], q["length"], work_rollout, work_train)
     if spec.run_id == "baseline-seed1":
-        d["update_weights"] = np.clip(d["update_weights"], *UW_RANGE)
+        d["update_weights"] = np.clip(d["update_weights"], *UPDATE_WEIGHTS_RANGE_MS)
     d = place(d, MEDIANS.get(spec.run_id, {}))
     if spec.run_id == "baseline-seed1":
         uw = d["update_weights"]
-        uw[np.argmin(uw)], uw[np.argmax(uw)] = UW_RANGE
+        uw[np.argmin(uw)], uw[np.argmax(uw)] = UPDATE_WEIGHTS_RANGE_MS
     run = Run(spec, rng, q, d, epoch_ms(spec.date) + int(rng.integers(0, 1000)))
     if spec.kind == "filter":
         _filter(run)
@@ -72,17 +65,17 @@ def prepare(spec: RunSpec) -> Run:
 def _work(spec: RunSpec) -> tuple[np.ndarray | float, float]:
     """Work per step relative to 32 prompts x 8 answers: rollout and training scale with the samples."""
     if spec.kind == "filter":  # one or two over-sampling batches of 48 prompts
-        return np.where(DROPPED <= 16, 1.45, 2.7), 1.0
+        return np.where(FILTER_DROPPED <= FILTER_MAX_DROPPED, 1.45, 2.7), 1.0
     scale = spec.n_samples / 8
     return 0.1 + 0.9 * scale, scale
 
 
 def _filter(run: Run) -> None:
     """Reward before the filter: higher when the dropped groups were mostly all-correct."""
-    size = run.rng.uniform(0.006, 0.026, len(DROPPED)) * (DROPPED / 16) ** 0.5
-    run.extra["dropped"] = DROPPED
-    run.extra["batches"] = np.where(DROPPED <= 16, 1, 2)
-    run.extra["before"] = run.q["reward"] + np.where(BEFORE_HIGHER, size, -size)
+    size = run.rng.uniform(0.006, 0.026, len(FILTER_DROPPED)) * (FILTER_DROPPED / FILTER_MAX_DROPPED) ** 0.5
+    run.extra["dropped"] = FILTER_DROPPED
+    run.extra["batches"] = np.where(FILTER_DROPPED <= FILTER_MAX_DROPPED, 1, 2)
+    run.extra["before"] = run.q["reward"] + np.where(FILTER_BEFORE_HIGHER, size, -size)
 
 
 def step_ms(d: dict[str, np.ndarray]) -> np.ndarray:
@@ -122,8 +115,8 @@ def kept_loaded(run: Run, base: Run) -> None:
     d["train"] = d["train"] + d["log_probs"] - base.d["log_probs"][:n]
     d["update_weights"] = np.rint(d["update_weights"] * 0.93).astype(np.int64)  # no engine resume
     clean = [k for k in range(n) if k not in base.pauses and k not in run.spec.pauses]
-    saving = run.rng.integers(700, 1701, n)
-    saving[clean[1]], saving[clean[-2]] = SAVING_MS
+    saving = run.rng.integers(700, 1701, n)  # the other steps' savings lie between fig. 2.2's two ends
+    saving[clean[1]], saving[clean[-2]] = KEPT_LOADED_SAVING_MS
     d["rollout"] = d["rollout"] - saving
     run.d = d
     set_pauses(run, np.rint(run.rng.uniform(41000, 48000, len(run.spec.pauses))).astype(np.int64))

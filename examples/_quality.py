@@ -6,19 +6,21 @@ import numpy as np
 
 from . import _series as S
 from ._runs import RunSpec
+from .targets import GAP_PLAIN, GAP_RANGE, GRAD_RANGE, KL_RANGE, LENGTH_RANGE, REWARD_RANGE
 
-# Pooled range ends of the three baselines, each placed at one chosen step: (metric, step, value).
+# The Metrics page's range ends (targets.py), each placed at one chosen step of a baseline: (metric, step, value).
 PLACED = {
-    "baseline-seed1": (("gap", 5, S.GAP[0]), ("kl", 40, S.KL[1]), ("length", 45, S.LENGTH[0])),
+    "baseline-seed1": (("gap", 5, GAP_RANGE[0]), ("kl", 40, KL_RANGE[1]), ("length", 45, LENGTH_RANGE[0])),
     "baseline-seed2": (
-        ("reward", 9, S.REWARD[0]),
-        ("gap", 30, S.GAP[1]),
-        ("grad", 2, S.GRAD[1]),
-        ("length", 0, S.LENGTH[1]),
+        ("reward", 9, REWARD_RANGE[0]),
+        ("gap", 30, GAP_RANGE[1]),
+        ("grad", 2, GRAD_RANGE[1]),
+        ("length", 0, LENGTH_RANGE[1]),
     ),
-    "baseline-seed3": (("reward", 39, S.REWARD[1]), ("kl", 12, S.KL[0]), ("grad", 37, S.GRAD[0])),
+    "baseline-seed3": (("reward", 39, REWARD_RANGE[1]), ("kl", 12, KL_RANGE[0]), ("grad", 37, GRAD_RANGE[0])),
 }
-# Clip bounds: the baselines may touch the range ends; every other run stays strictly inside them.
+# Clip bounds, inside the Metrics ranges: the baselines may touch the range ends; every other run stays
+# strictly inside them.
 INNER = {
     "reward": (0.535, 0.865),
     "length": (398.0, 785.0),
@@ -33,7 +35,6 @@ OUTER = {
     "kl": (0.00065, 0.00074),
     "grad": (0.4, 4.5),
 }
-PLAIN_GAP = (0.0150, 0.00045)
 
 
 def quality(spec: RunSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -58,7 +59,7 @@ def quality(spec: RunSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
 def _gap(spec: RunSpec, rng: np.random.Generator, b: dict[str, tuple[float, float]]) -> np.ndarray:
     """Plain sampling keeps the gap near 0.015; other set-ups move its level (true on-policy: 0)."""
     centre, sd = spec.gap
-    if spec.gap == PLAIN_GAP:
+    if spec.gap == GAP_PLAIN:
         return S.gap(rng, spec.steps, centre, sd, *b["gap"])
     return S.gap(rng, spec.steps, centre, sd, centre - 2 * sd, centre + 2 * sd)
 
@@ -69,7 +70,7 @@ def _kl(
     """KL tracks the gap; exactly 0 when the gap is 0."""
     centre = spec.gap[0]
     level = 0.000695 * (centre / 0.015) ** 2
-    lo, hi = b["kl"] if spec.gap == PLAIN_GAP else (0.9 * level, 1.1 * level)
+    lo, hi = b["kl"] if spec.gap == GAP_PLAIN else (0.9 * level, 1.1 * level)
     return S.kl_from_gap(rng, g, centre, lo, hi)
 
 
@@ -80,7 +81,7 @@ def jitter(q: dict[str, np.ndarray], rng: np.random.Generator, n: int) -> dict[s
     out["length"] = S.squash(out["length"] + rng.normal(0, 6, n), *OUTER["length"])
     out["truncated"] = S.truncated(rng, out["length"])
     out["gap"] = S.squash(out["gap"] + rng.normal(0, 0.0002, n), *OUTER["gap"])
-    out["kl"] = S.kl_from_gap(rng, out["gap"], PLAIN_GAP[0], *OUTER["kl"])
+    out["kl"] = S.kl_from_gap(rng, out["gap"], GAP_PLAIN[0], *OUTER["kl"])
     out["grad"] = S.squash(out["grad"] * np.exp(rng.normal(0, 0.1, n)), *OUTER["grad"])
     out["loss"] = S.loss(rng, n)
     out["ppo_kl"] = S.ppo_kl(rng, n)

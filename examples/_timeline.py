@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ._series import place_median
+from .targets import BASELINE_MEDIANS_MS, FIRST_SLEEPS, SIZE_RATIOS
 
 LEAD_MS = 100  # the rollout manager starts a rollout this long after the trainer starts waiting
 TRAIN_PARTS = ("wake_up", "data_preprocess", "log_probs", "actor_train", "sleep")
@@ -31,9 +32,13 @@ class Profile:
     setup: int
 
 
+# The 1.7B run's medians of the two hand-offs fig. 2.4 compares: the 0.6B medians times the claimed ratios.
+SIZE_MEDIANS_MS = {name: round(BASELINE_MEDIANS_MS[name] * ratio) for name, ratio in SIZE_RATIOS.items()}
+_B, _S = BASELINE_MEDIANS_MS, SIZE_MEDIANS_MS
 PROFILES = {
-    "0.6B": Profile(47500, 4800, 870, 1450, 23400, 100300, 760, 640, 96000),
-    "1.7B": Profile(88000, 5200, 2150, 1900, 61000, 236000, 1976, 896, 141000),
+    "0.6B": Profile(_B["rollout"], 4800, _B["wake_up"], 1450, _B["log_probs"], _B["train"], _B["sleep"],
+                    _B["update_weights"], 96000),
+    "1.7B": Profile(88000, 5200, 2150, 1900, 61000, 236000, _S["sleep"], _S["update_weights"], 141000),
     "4B": Profile(171000, 6500, 5200, 2600, 142000, 548000, 4900, 2050, 212000),
 }
 
@@ -63,7 +68,7 @@ def durations(
         ),
     }
     # The first offloads allocate pinned host buffers, so the first two sleeps are slow.
-    d["sleep"][:2] = np.round(np.array([prof.sleep * 4.87, prof.sleep * 2.5])[: min(n, 2)], -2)
+    d["sleep"][:2] = np.round(np.array([prof.sleep * FIRST_SLEEPS[0], prof.sleep * FIRST_SLEEPS[1]])[: min(n, 2)], -2)
     d["update_weights"] = d["update_weights"].astype(np.int64)
     return d
 

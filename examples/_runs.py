@@ -5,6 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from .targets import (
+    GAP_DETERMINISTIC_INFERENCE,
+    GAP_PLAIN,
+    GAP_REPLAY_OFF,
+    GAP_REPLAY_ON,
+    GAP_TRUE_ON_POLICY,
+    WINDOW_MEANS,
+)
+
 
 class Model(TypedDict):
     name: str
@@ -45,7 +54,7 @@ class RunSpec:
     streams: tuple[str, ...] = ()  # 1-second streams: gpu_util, host_memory, gpu_temp, held_memory
     reward: tuple[float, float] = (0.63, 0.80)  # first-8 and last-8 means (48-step trajectory)
     length: tuple[float, float] = (720.0, 460.0)
-    gap: tuple[float, float] = (0.0150, 0.00045)  # centre and sd of the log-prob gap
+    gap: tuple[float, float] = GAP_PLAIN  # centre and sd of the log-prob gap
 
 
 B = ("gpu_util", "host_memory", "gpu_temp")
@@ -60,8 +69,8 @@ RUNS: tuple[RunSpec, ...] = (
         seed=1,
         heat_guard=False,
         streams=(*B, "held_memory"),
-        reward=(0.64, 0.79),
-        length=(726.0, 466.0),
+        reward=WINDOW_MEANS["baseline-seed1"]["reward"],
+        length=WINDOW_MEANS["baseline-seed1"]["length"],
     ),
     RunSpec(
         "no-watchdog",
@@ -86,8 +95,8 @@ RUNS: tuple[RunSpec, ...] = (
         seed=2,
         pauses=(4, 15, 23, 33, 41),
         streams=B,
-        reward=(0.62, 0.81),
-        length=(709.0, 451.0),
+        reward=WINDOW_MEANS["baseline-seed2"]["reward"],
+        length=WINDOW_MEANS["baseline-seed2"]["length"],
     ),
     RunSpec(
         "baseline-seed3",
@@ -99,8 +108,8 @@ RUNS: tuple[RunSpec, ...] = (
         seed=3,
         pauses=(7, 12, 19, 28, 36, 44),
         streams=B,
-        reward=(0.60, 0.83),
-        length=(725.0, 463.0),
+        reward=WINDOW_MEANS["baseline-seed3"]["reward"],
+        length=WINDOW_MEANS["baseline-seed3"]["length"],
     ),
     RunSpec(
         "kept-loaded-seed2",
@@ -162,7 +171,7 @@ RUNS: tuple[RunSpec, ...] = (
         ("answers-per-prompt",),
         109,
         n_samples=4,
-        reward=(0.625, 0.795),
+        reward=WINDOW_MEANS["n4-seed1"]["reward"],
     ),
     RunSpec(
         "n16-seed1",
@@ -172,7 +181,7 @@ RUNS: tuple[RunSpec, ...] = (
         ("answers-per-prompt",),
         110,
         n_samples=16,
-        reward=(0.62, 0.83),
+        reward=WINDOW_MEANS["n16-seed1"]["reward"],
     ),
     RunSpec(
         "dynamic-filter-seed1",
@@ -193,7 +202,7 @@ RUNS: tuple[RunSpec, ...] = (
         112,
         steps=12,
         flags=TOPP,
-        gap=(0.0210, 0.0006),
+        gap=GAP_REPLAY_OFF,
     ),
     RunSpec(
         "replay-on-seed1",
@@ -205,7 +214,7 @@ RUNS: tuple[RunSpec, ...] = (
         steps=12,
         flags=TOPP,
         replay=True,
-        gap=(0.0142, 0.0003),
+        gap=GAP_REPLAY_ON,
     ),
     RunSpec(
         "det-triton-a",
@@ -251,7 +260,7 @@ RUNS: tuple[RunSpec, ...] = (
         119,
         steps=4,
         flags={"sglang_enable_deterministic_inference": True},
-        gap=(0.0130, 0.0003),
+        gap=GAP_DETERMINISTIC_INFERENCE,
     ),
     RunSpec(
         "onpolicy-true",
@@ -262,7 +271,7 @@ RUNS: tuple[RunSpec, ...] = (
         120,
         steps=4,
         flags={"true_on_policy_mode": True, "sglang_enable_deterministic_inference": True},
-        gap=(0.0, 0.0),
+        gap=GAP_TRUE_ON_POLICY,
     ),
 )
 

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# Baseline ranges (the Metrics page). Runs outside the baseline stay strictly inside them.
-REWARD = (0.53, 0.87)
-LENGTH = (396.0, 787.0)
-TRUNCATED = (0.02, 0.43)
-GAP = (0.0136, 0.0164)
-KL = (0.00063, 0.00076)
-GRAD = (0.35, 4.95)
-WINDOW = 8  # steps in the "first 8" and "last 8" windows of a 48-step run
+from .targets import LENGTH_RANGE, TRUNCATED_RANGE, WINDOW
 
 
 def sig(values: np.ndarray | list[float], digits: int = 6) -> list[float]:
@@ -64,10 +57,10 @@ def lengths(rng: np.random.Generator, n: int, first: float, last: float, lo: flo
 
 def truncated(rng: np.random.Generator, length: np.ndarray) -> np.ndarray:
     """Share of answers at the cap: tied to the mean length; the range's ends sit at the length's ends."""
-    u = np.clip((length - LENGTH[0]) / (LENGTH[1] - LENGTH[0]), 0, 1)
+    u = np.clip((length - LENGTH_RANGE[0]) / (LENGTH_RANGE[1] - LENGTH_RANGE[0]), 0, 1)
     x = squash(0.02 + 0.41 * u**1.4 + rng.normal(0, 0.008, len(length)), 0.0205, 0.4295)
-    x[length == LENGTH[0]] = TRUNCATED[0]
-    x[length == LENGTH[1]] = TRUNCATED[1]
+    x[length == LENGTH_RANGE[0]] = TRUNCATED_RANGE[0]
+    x[length == LENGTH_RANGE[1]] = TRUNCATED_RANGE[1]
     return x
 
 
