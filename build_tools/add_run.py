@@ -259,7 +259,7 @@ def _tags_of(layout: Layout, run_ids: tuple[str, ...]) -> list[str]:
     tags: dict[str, None] = {}
     for run_id in run_ids:
         path = layout.runs / run_id / "run.yaml"
-        doc = load_yaml(path.read_text(encoding="utf-8")) if path.is_file() else None
+        doc = load_yaml(path.read_text(encoding="utf-8"), display_path(path)) if path.is_file() else None
         for tag in (doc or {}).get("tags") or []:
             tags[str(tag)] = None
     return list(tags)
