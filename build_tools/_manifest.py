@@ -18,6 +18,7 @@ import yaml
 
 from . import _fingerprint
 from ._escape import html_text, md_code, md_text
+from ._layout import Layout
 
 Manifest = dict[str, Any]
 
@@ -29,6 +30,7 @@ PUBLISH_PAGES = ("manifest.json", "manifest.html", "changes.html")
 
 def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, source_date_epoch: int) -> Manifest:
     """The manifest of the manual built under root (build/ and site/ must hold a finished build)."""
+    layout = Layout(root)
     return {
         "edition": edition["edition"],
         "date": edition["date"],
@@ -38,12 +40,12 @@ def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, sour
         # The tools whose versions decide the published bytes (the libraries every cache key reads); an edition
         # rebuilt with others may differ.
         "tools": _fingerprint.tool_versions(),
-        "runs": runs_section(root / "runs"),
-        "figures": figures_section(root / "build" / "docs" / "figures"),
-        "claims": claims_section(root / "build" / "claims.json"),
-        "metrics": metrics_section(root / "build" / "docs"),
-        "pages": pages_section(root / "site"),
-        "print": print_section(root / "site"),
+        "runs": runs_section(layout.runs),
+        "figures": figures_section(layout.pages / "figures"),
+        "claims": claims_section(layout.build / "claims.json"),
+        "metrics": metrics_section(layout.pages),
+        "pages": pages_section(layout.site),
+        "print": print_section(layout.site),
     }
 
 
