@@ -62,23 +62,31 @@ class Intro:
 
 
 def _config(summary: RunSummary, dotted: str) -> Any:
+    return _config_value(summary.config, dotted)
+
+
+def _config_value(config: Mapping[str, Any], dotted: str) -> Any:
+    """A field of run.yaml by dotted name; None if absent."""
+    node: Any = config
     try:
-        return summary.config_value(dotted)
+        for key in dotted.split("."):
+            node = node[key]
     except (KeyError, TypeError):
         return None
+    return node
 
 
 def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) -> list[RunSummary]:
     """The runs a run set names: any of its tags, and every `where` field equal."""
+    return [summary for summary in summaries.values() if selects(predicate, summary.config)]
+
+
+def selects(predicate: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Whether a run set names the run with this run.yaml."""
     tags = set(predicate.get("tags") or ())
-    where = predicate.get("where") or {}
-    chosen = []
-    for summary in summaries.values():
-        if tags and not tags & set(summary.config.get("tags") or ()):
-            continue
-        if all(same_setting(_config(summary, key), value) for key, value in where.items()):
-            chosen.append(summary)
-    return chosen
+    if tags and not tags & set(config.get("tags") or ()):
+        return False
+    return all(same_setting(_config_value(config, key), value) for key, value in (predicate.get("where") or {}).items())
 
 
 # --- statistics -------------------------------------------------------------------------------
@@ -306,11 +314,22 @@ def intro(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: s
 
 def runs_read(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary]) -> list[RunSummary]:
     """Every run some row or the intro of the page reads: the page's provenance is theirs."""
+    chosen: dict[str, RunSummary] = {}
+    for predicate in _sets_read(spec):
+        for run in select(summaries, predicate):
+            chosen[run.run_id] = run
+    return [chosen[key] for key in sorted(chosen)]
+
+
+def reads(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether the page reads a run, from its run.yaml alone (runs_read's rule, before any run is summarised)."""
+    predicates = _sets_read(spec)
+    return lambda config: any(selects(predicate, config) for predicate in predicates)
+
+
+def _sets_read(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The run sets the intro and the rows with a value read."""
     sets = spec.get("run_sets") or {}
     names = {spec.get("intro_runs")} | {row.get("runs") for table in spec["tables"]
                                          for row in table.get("rows") or [] if table.get("column")}
-    chosen: dict[str, RunSummary] = {}
-    for name in names:
-        for run in select(summaries, sets.get(name) or {}) if name in sets else []:
-            chosen[run.run_id] = run
-    return [chosen[key] for key in sorted(chosen)]
+    return [sets.get(name) or {} for name in sorted(names, key=str) if name in sets]
