@@ -48,7 +48,7 @@ def scan_tree(folder: Path, boundary: Path) -> tuple[list[Problem], list[FileSta
         problems.append(Problem(display_path(folder), None, None, f"cannot be read ({error.strerror})"))
         return problems, files
     walk = _Walk(boundary.resolve(), problems, files)
-    walk.entry(str(folder), "", info, folder.resolve(), linked=False, top=True)
+    walk.entry(str(folder), "", info, str(folder.resolve()), linked=False, top=True)
     return problems, files
 
 
@@ -57,28 +57,28 @@ class _Walk:
 
     def __init__(self, boundary: Path, problems: list[Problem], files: list[FileStat]) -> None:
         self.boundary, self.problems, self.files = boundary, problems, files
-        self.seen: set[Path] = set()
+        self.seen: set[str] = set()  # real paths, as text: a set of a thousand Paths costs more than the walk
 
     def problem(self, path: str, message: str) -> None:
         self.problems.append(Problem(display_path(Path(path)), None, None, message))
 
-    def entry(self, path: str, relative: str, info: os.stat_result, real: Path, *, linked: bool,
+    def entry(self, path: str, relative: str, info: os.stat_result, real: str, *, linked: bool,
               top: bool = False) -> None:
         """One entry from its lstat(); `real` is its resolved path unless it is a link, `linked` whether a
         link below the top led here (then its files are not among those plain_files lists)."""
         if stat.S_ISLNK(info.st_mode):
             try:
-                real = Path(path).resolve(strict=True)
+                target = Path(path).resolve(strict=True)
             except RuntimeError:
                 self.problem(path, "is a symbolic link loop")
                 return
             except OSError:
                 self.problem(path, "is a broken symbolic link")
                 return
-            if not real.is_relative_to(self.boundary):
+            if not target.is_relative_to(self.boundary):
                 self.problem(path, "is a symbolic link to outside the project; copy the file in instead")
                 return
-            info, linked = real.stat(), linked or not top
+            real, info, linked = str(target), target.stat(), linked or not top
         if stat.S_ISDIR(info.st_mode):
             self.folder(path, relative, real, linked=linked)
         elif stat.S_ISREG(info.st_mode):
@@ -87,7 +87,7 @@ class _Walk:
         else:
             self.problem(path, f"is a {_kind(info.st_mode)}, not a plain file; only plain files are read")
 
-    def folder(self, path: str, relative: str, real: Path, *, linked: bool) -> None:
+    def folder(self, path: str, relative: str, real: str, *, linked: bool) -> None:
         if real in self.seen:
             self.problem(path, "is a folder reached twice (a link loop)")
             return
@@ -109,7 +109,7 @@ class _Walk:
                 if not linked:
                     self.files.append((prefix + entry.name, info.st_size, info.st_mtime_ns))
                 continue
-            self.entry(entry.path, prefix + entry.name, info, real / entry.name, linked=linked)
+            self.entry(entry.path, prefix + entry.name, info, f"{real}/{entry.name}", linked=linked)
 
 
 def _kind(mode: int) -> str:

@@ -120,7 +120,7 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _read_frame(source: Any) -> pd.DataFrame:
-    table = pq.read_table(source)
+    table = pq.ParquetFile(source).read()  # one file: read_table would set up (and import) a whole dataset
     encoded = json.loads((table.schema.metadata or {}).get(b"manual_json_columns", b"[]"))
     frame = table.to_pandas()
     for column in encoded:

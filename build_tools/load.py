@@ -82,7 +82,7 @@ def run_folders(runs_dir: Path, problems: list[Problem],
             listings.setdefault(run_id, []).append((inside, size, mtime))
     bad = {Path(p.file) for p in problems}
     folders = [path for path in sorted(runs_dir.iterdir())
-               if path.is_dir() and Path(display_path(path)) not in bad and path.name != "__pycache__"]
+               if path.is_dir() and not (bad and Path(display_path(path)) in bad) and path.name != "__pycache__"]
     if not folders and not problems:
         problems.append(Problem(display_path(runs_dir), None, None, "no run directories found"))
     return folders

@@ -167,7 +167,8 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
         raise RunDataError(problems)
     memo, known = _read_memo(cache_dir), _read_validated(cache_dir, warnings)
     memo_read = dict(memo) if memo is not None else None
-    digests = {path: input_hash(path, memo, listings.get(path.name)) for path in paths}
+    root = runs_dir.resolve()
+    digests = {path: input_hash(path, memo, listings.get(path.name), key=f"{root}/{path.name}") for path in paths}
     summaries: dict[str, RunSummary] = {}
     passed: dict[str, ValidatedRun] = {}
     to_read: list[tuple[Path, bool]] = []
@@ -197,18 +198,18 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
             # the runs nobody reads cost memory only while they are summarised.
             summaries[path.name] = _read_cache(cache_dir, path, digests[path], []) or result
     if cache_dir is not None:
-        if memo is not None and (memo := _present(memo, paths)) != memo_read:
+        if memo is not None and (memo := _present(memo, root, paths)) != memo_read:
             _write_memo(cache_dir, memo)
         records = _records(known, paths, digests, {path.name for path, _ in to_read}, summaries, passed)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
             _summary_cache.write_validated(cache_dir, records)
+    shown = Path(display_path(runs_dir))
     for path in paths:  # every problem in the order of the runs, each run's dates checked
         problems += found.get(path.name, [])
         run = summaries.get(path.name) or passed.get(path.name)
         if run is not None:
-            problems += load.time_problems(display_path(runs_dir / path.name / "run.yaml"), run.config,
-                                           *_window(run), latest)
+            problems += load.time_problems(str(shown / path.name / "run.yaml"), run.config, *_window(run), latest)
     if problems:
         raise RunDataError(problems)
     warnings += [warning for run in passed.values() for warning in run.warnings]
@@ -496,16 +497,18 @@ def _code_digest() -> bytes:
     return digest.digest()
 
 
-def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None) -> str:
+def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None,
+               key: str | None = None) -> str:
     """Hash of every file of the run and of the code that reads it.
 
     With a memo (kept in the cache folder), a run whose files have the same names, sizes and modification
     times as when it was last hashed is not read again: a warm check stats files instead of hashing gigabytes.
-    `listing` is the run's files as load.run_folders found them (default: listed here).
+    `listing` is the run's files as load.run_folders found them (default: listed here), `key` the run's
+    name in the memo (default: its resolved path).
     """
     files = listing if listing is not None else scan_tree(run_dir, run_dir.resolve())[1]
     stats = hashlib.sha256(repr(files).encode()).hexdigest()  # names, sizes and times, in a few bytes
-    key, code = str(run_dir.resolve()), _code_digest().hex()
+    key, code = key or str(run_dir.resolve()), _code_digest().hex()
     if memo is not None and memo.get(key, {}).get("stats") == stats and memo[key].get("code") == code:
         return str(memo[key]["digest"])
     digest = hashlib.sha256(_code_digest())
@@ -560,9 +563,9 @@ def _record(digest: str, run: RunSummary | ValidatedRun) -> dict[str, Any]:
     return {"digest": digest, "config": run.config, "start_ts": start, "end_ts": end, "warnings": list(run.warnings)}
 
 
-def _present(memo: dict[str, Any], paths: Sequence[Path]) -> dict[str, Any]:
+def _present(memo: dict[str, Any], root: Path, paths: Sequence[Path]) -> dict[str, Any]:
     """The memo without the runs that are gone."""
-    present = {str(path.resolve()) for path in paths}
+    present = {f"{root}/{path.name}" for path in paths}
     return {key: value for key, value in memo.items() if key in present}
 
 
