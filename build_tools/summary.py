@@ -169,53 +169,73 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     memo_read = dict(memo) if memo is not None else None
     root = runs_dir.resolve()
     digests = {path: input_hash(path, memo, listings.get(path.name), key=f"{root}/{path.name}") for path in paths}
-    summaries: dict[str, RunSummary] = {}
-    passed: dict[str, ValidatedRun] = {}
-    to_read: list[tuple[Path, bool]] = []
-    for path in paths:
-        record = known.get(path.name)
-        record = record if record is not None and record["digest"] == digests[path] else None
-        if wanted is not None and not wanted.wants(path.name, record["config"] if record else _peek(path, wanted)):
-            if record is None:
-                to_read.append((path, False))
-            else:
-                passed[path.name] = _validated(path.name, record)
-            continue
-        cached = _read_cache(cache_dir, path, digests[path], warnings)
-        if cached is None:
-            to_read.append((path, True))
-        else:
-            summaries[path.name] = cached
-    found: dict[str, list[Problem]] = {}
-    for (path, _), (result, run_problems) in zip(to_read, _read_runs(to_read, summariser), strict=True):
-        found[path.name] = run_problems
-        if isinstance(result, ValidatedRun):
-            passed[path.name] = result
-        elif result is not None:
-            result.source_hash = digests[path]
-            _write_cache(cache_dir, path, digests[path], result)
-            # Kept as the cache holds it, its tables decoded again only if a figure, check or table reads them:
-            # the runs nobody reads cost memory only while they are summarised.
-            summaries[path.name] = _read_cache(cache_dir, path, digests[path], []) or result
+    runs = _Runs(digests, cache_dir)
+    to_read = runs.plan(known, wanted, warnings)
+    found = runs.read(to_read, summariser)
     if cache_dir is not None:
         if memo is not None and (memo := _present(memo, root, paths)) != memo_read:
             _write_memo(cache_dir, memo)
-        records = _records(known, paths, digests, {path.name for path, _ in to_read}, summaries, passed)
+        records = _records(known, digests, {path.name for path, _ in to_read}, runs)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
             _summary_cache.write_validated(cache_dir, records)
     shown = Path(display_path(runs_dir))
     for path in paths:  # every problem in the order of the runs, each run's dates checked
         problems += found.get(path.name, [])
-        run = summaries.get(path.name) or passed.get(path.name)
-        if run is not None:
+        if (run := runs.passed(path.name)) is not None:
             problems += load.time_problems(str(shown / path.name / "run.yaml"), run.config, *_window(run), latest)
     if problems:
         raise RunDataError(problems)
-    warnings += [warning for run in passed.values() for warning in run.warnings]
+    warnings += [warning for run in runs.validated.values() for warning in run.warnings]
     if validated is not None:
-        validated.update(sorted(passed.items()))
-    return dict(sorted(summaries.items()))
+        validated.update(sorted(runs.validated.items()))
+    return dict(sorted(runs.summaries.items()))
+
+
+class _Runs:
+    """The runs of one summarise_runs: which are summarised, which only validated, and what came of each."""
+
+    def __init__(self, digests: dict[Path, str], cache_dir: Path | None) -> None:
+        self.digests, self.cache_dir = digests, cache_dir
+        self.summaries: dict[str, RunSummary] = {}
+        self.validated: dict[str, ValidatedRun] = {}
+
+    def passed(self, run_id: str) -> RunSummary | ValidatedRun | None:
+        return self.summaries.get(run_id) or self.validated.get(run_id)
+
+    def plan(self, known: dict[str, dict[str, Any]], wanted: Wanted | None,
+             warnings: list[str]) -> list[tuple[Path, bool]]:
+        """Take what the cache holds; the runs to read, each with whether to summarise it (or only validate it)."""
+        to_read: list[tuple[Path, bool]] = []
+        for path, digest in self.digests.items():
+            record = known.get(path.name)
+            record = record if record is not None and record["digest"] == digest else None
+            if wanted is not None and not wanted.wants(path.name, record["config"] if record else _peek(path, wanted)):
+                if record is None:
+                    to_read.append((path, False))
+                else:
+                    self.validated[path.name] = _validated(path.name, record)
+            elif (cached := _read_cache(self.cache_dir, path, digest, warnings)) is not None:
+                self.summaries[path.name] = cached
+            else:
+                to_read.append((path, True))
+        return to_read
+
+    def read(self, to_read: list[tuple[Path, bool]], summariser: Summariser | None) -> dict[str, list[Problem]]:
+        """Read the runs (summarised ones written to the cache as they come); the problems of each, by run id."""
+        found: dict[str, list[Problem]] = {}
+        for (path, _), (result, problems) in zip(to_read, _read_runs(to_read, summariser), strict=True):
+            found[path.name] = problems
+            if isinstance(result, ValidatedRun):
+                self.validated[path.name] = result
+            elif result is not None:
+                digest = self.digests[path]
+                result.source_hash = digest
+                _write_cache(self.cache_dir, path, digest, result)
+                # Kept as the cache holds it, its tables decoded again only if a figure, check or table reads
+                # them: the runs nobody reads cost memory only while they are summarised.
+                self.summaries[path.name] = _read_cache(self.cache_dir, path, digest, []) or result
+        return found
 
 
 def _read_runs(jobs: Sequence[tuple[Path, bool]], summariser: Summariser | None) \
@@ -569,17 +589,17 @@ def _present(memo: dict[str, Any], root: Path, paths: Sequence[Path]) -> dict[st
     return {key: value for key, value in memo.items() if key in present}
 
 
-def _records(known: dict[str, dict[str, Any]], paths: Sequence[Path], digests: dict[Path, str], read: set[str],
-             summaries: dict[str, RunSummary], passed: dict[str, ValidatedRun]) -> dict[str, dict[str, Any]]:
+def _records(known: dict[str, dict[str, Any]], digests: dict[Path, str], read: set[str],
+             runs: _Runs) -> dict[str, dict[str, Any]]:
     """What validated.json holds after this check: every run present that passed (whatever problems the others
     have: a run fixed later is the only one read again), the record already known when the run was not read."""
     records = {}
-    for path in paths:
+    for path, digest in digests.items():
         old = known.get(path.name)
-        if path.name not in read and old is not None and old["digest"] == digests[path]:
+        if path.name not in read and old is not None and old["digest"] == digest:
             records[path.name] = old
-        elif (run := summaries.get(path.name) or passed.get(path.name)) is not None:
-            records[path.name] = _record(digests[path], run)
+        elif (run := runs.passed(path.name)) is not None:
+            records[path.name] = _record(digest, run)
     return records
 
 
