@@ -29,43 +29,87 @@ def check_tree(folder: Path, boundary: Path) -> list[Problem]:
     Symbolic links are allowed when they resolve to a file or folder inside boundary; links out of it,
     broken links, link loops, FIFOs, sockets and devices are each a problem naming the path.
     """
+    return scan_tree(folder, boundary)[0]
+
+
+# A plain file as scan_tree lists it: its path relative to the scanned folder (POSIX), size and mtime in ns.
+FileStat = tuple[str, int, int]
+
+
+def scan_tree(folder: Path, boundary: Path) -> tuple[list[Problem], list[FileStat]]:
+    """check_tree's problems, and every regular file under folder reached without following a link (what
+    plain_files lists), with its size and modification time, in plain_files' order: one walk and one system
+    call per entry, so that a thousand runs of fifty files each are checked and listed in a fraction of a second."""
     problems: list[Problem] = []
-    boundary = boundary.resolve()
-    _check_entry(folder, boundary, problems, set())
-    return problems
-
-
-def _check_entry(path: Path, boundary: Path, problems: list[Problem], seen: set[Path]) -> None:
+    files: list[FileStat] = []
     try:
-        info = path.lstat()
+        info = folder.lstat()
     except OSError as error:
-        problems.append(Problem(display_path(path), None, None, f"cannot be read ({error.strerror})"))
-        return
-    if stat.S_ISLNK(info.st_mode):
+        problems.append(Problem(display_path(folder), None, None, f"cannot be read ({error.strerror})"))
+        return problems, files
+    walk = _Walk(boundary.resolve(), problems, files)
+    walk.entry(str(folder), "", info, str(folder.resolve()), linked=False, top=True)
+    return problems, files
+
+
+class _Walk:
+    """The state of one scan_tree: the boundary, what was found, and the real folders already entered."""
+
+    def __init__(self, boundary: Path, problems: list[Problem], files: list[FileStat]) -> None:
+        self.boundary, self.problems, self.files = boundary, problems, files
+        self.seen: set[str] = set()  # real paths, as text: a set of a thousand Paths costs more than the walk
+
+    def problem(self, path: str, message: str) -> None:
+        self.problems.append(Problem(display_path(Path(path)), None, None, message))
+
+    def entry(self, path: str, relative: str, info: os.stat_result, real: str, *, linked: bool,
+              top: bool = False) -> None:
+        """One entry from its lstat(); `real` is its resolved path unless it is a link, `linked` whether a
+        link below the top led here (then its files are not among those plain_files lists)."""
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                target = Path(path).resolve(strict=True)
+            except RuntimeError:
+                self.problem(path, "is a symbolic link loop")
+                return
+            except OSError:
+                self.problem(path, "is a broken symbolic link")
+                return
+            if not target.is_relative_to(self.boundary):
+                self.problem(path, "is a symbolic link to outside the project; copy the file in instead")
+                return
+            real, info, linked = str(target), target.stat(), linked or not top
+        if stat.S_ISDIR(info.st_mode):
+            self.folder(path, relative, real, linked=linked)
+        elif stat.S_ISREG(info.st_mode):
+            if not linked:
+                self.files.append((relative, info.st_size, info.st_mtime_ns))
+        else:
+            self.problem(path, f"is a {_kind(info.st_mode)}, not a plain file; only plain files are read")
+
+    def folder(self, path: str, relative: str, real: str, *, linked: bool) -> None:
+        if real in self.seen:
+            self.problem(path, "is a folder reached twice (a link loop)")
+            return
+        self.seen.add(real)
+        prefix = f"{relative}/" if relative else ""
         try:
-            target = path.resolve(strict=True)
-        except RuntimeError:
-            problems.append(Problem(display_path(path), None, None, "is a symbolic link loop"))
+            with os.scandir(path) as found:
+                entries = sorted(found, key=lambda entry: entry.name)
+        except OSError as error:
+            self.problem(path, f"cannot be read ({error.strerror})")
             return
-        except OSError:
-            problems.append(Problem(display_path(path), None, None, "is a broken symbolic link"))
-            return
-        if not target.is_relative_to(boundary):
-            problems.append(Problem(display_path(path), None, None,
-                                    "is a symbolic link to outside the project; copy the file in instead"))
-            return
-        info = target.stat()
-    if stat.S_ISDIR(info.st_mode):
-        real = path.resolve()
-        if real in seen:
-            problems.append(Problem(display_path(path), None, None, "is a folder reached twice (a link loop)"))
-            return
-        seen.add(real)
-        for child in sorted(path.iterdir()):
-            _check_entry(child, boundary, problems, seen)
-    elif not stat.S_ISREG(info.st_mode):
-        problems.append(Problem(display_path(path), None, None,
-                                f"is a {_kind(info.st_mode)}, not a plain file; only plain files are read"))
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as error:
+                self.problem(entry.path, f"cannot be read ({error.strerror})")
+                continue
+            if stat.S_ISREG(info.st_mode):  # most entries: listed without another call
+                if not linked:
+                    self.files.append((prefix + entry.name, info.st_size, info.st_mtime_ns))
+                continue
+            self.entry(entry.path, prefix + entry.name, info, f"{real}/{entry.name}", linked=linked)
 
 
 def _kind(mode: int) -> str:

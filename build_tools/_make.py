@@ -1,8 +1,8 @@
 """make's door into the command line: make variables arrive as values, are checked, and become single arguments.
 
-The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH and REPLACE to the environment as
-the exact text typed, and runs `python -m build_tools._make TARGET`; no variable is ever written into a
-recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
+The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH, REPLACE, SRC, ID, RAY and ALL to the
+environment as the exact text typed, and runs `python -m build_tools._make TARGET`; no variable is ever written
+into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
 """
 
@@ -116,8 +116,9 @@ def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
         return simple[target]
     builders: dict[str, Callable[[], list[str]]] = {
         "serve": lambda: ["serve", *_port(env)],
-        # RAY: auto or a head's HOST:PORT, checked by the command before anything starts
-        "check": lambda: ["check", *([f"--ray={env['RAY']}"] if env.get("RAY") else [])],
+        # RAY: auto or a head's HOST:PORT, checked by the command before anything starts; ALL=1: every run summarised
+        "check": lambda: ["check", *([f"--ray={env['RAY']}"] if env.get("RAY") else []),
+                          *(["--all"] if _flag(env, "ALL") else [])],
         "compare": lambda: ["compare", "--", *_run(env)],
         "add-run": lambda: ["add-run", *_run_id(env), "--", *_source(env)],
         "publish": lambda: _publish(env, root),

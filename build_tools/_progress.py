@@ -36,6 +36,10 @@ class Progress:
             # A warning quotes the data (a phase name, a path): rich must not read it as markup.
             self.console.print(f"[yellow]WARNING[/yellow] {escape(message)}", soft_wrap=True)
 
+    def note(self, message: str) -> None:
+        if not self.quiet:
+            self.console.print(escape(message), soft_wrap=True)
+
     def done(self, message: str) -> None:
         if not self.quiet:
             self.console.print(f"[green]{escape(message)}[/green]")

@@ -123,7 +123,9 @@ def sweep(folder: Path, *, recursive: bool = False, legacy: tuple[str, ...] = ()
         return removed
     for where, dirs, files in os.walk(folder):
         here = Path(where)
-        for name in sorted([*dirs, *files]):
+        # Every temporary name starts with '.': the thousands of other files (summaries of a thousand runs) are
+        # passed over by name alone.
+        for name in sorted(name for name in [*dirs, *files] if name.startswith(".")):
             path = here / name
             if not _stale(path, legacy, only):
                 continue
@@ -137,5 +139,5 @@ def sweep(folder: Path, *, recursive: bool = False, legacy: tuple[str, ...] = ()
                 path.unlink(missing_ok=True)
             removed.append(path)
         # Never descend into temporary folders (a live one belongs to its process) unless asked to recurse.
-        dirs[:] = [d for d in dirs if recursive and not d.startswith(".") and (here / d).is_dir()]
+        dirs[:] = [d for d in dirs if recursive and not d.startswith(".")]
     return removed

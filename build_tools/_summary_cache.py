@@ -5,6 +5,9 @@ events, each sampled series) and `entry.json` with the run's configuration, fact
 sha256 of every Parquet file, and the sha256 of its own body. Nothing in it can run code when read (no
 pickle); an entry whose hashes do not match, or that does not parse, is discarded with a warning and
 the run is summarised again.
+
+`validated.json` remembers every run that passed its checks, summarised or not: its input hash, run.yaml,
+first and last record times and warnings, so that a run nobody reads is validated once, not at every check.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ._exceptions import CacheChanged
-from ._staging import temporary_prefix
+from ._staging import temporary_prefix, write_atomic
 
 FORMAT = 1
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
@@ -110,7 +113,7 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
 
 
 def _read_frame(source: Any) -> pd.DataFrame:
-    table = pq.read_table(source)
+    table = pq.ParquetFile(source).read()  # one file: read_table would set up (and import) a whole dataset
     encoded = json.loads((table.schema.metadata or {}).get(b"manual_json_columns", b"[]"))
     frame: pd.DataFrame = table.to_pandas()
     for column in encoded:
@@ -118,6 +121,43 @@ def _read_frame(source: Any) -> pd.DataFrame:
         frame[column] = frame[column].map(
             lambda v, t=as_tuple: (tuple(json.loads(v)) if t else json.loads(v)) if isinstance(v, str) else v)
     return frame
+
+
+# --- the runs that passed ---------------------------------------------------------------------
+
+VALIDATED = "validated.json"
+
+
+def read_validated(cache_dir: Path) -> dict[str, dict[str, Any]]:
+    """What the cache remembers of every run that passed its checks, by run id: its input hash (`digest`), its
+    run.yaml (`config`), the times of its first and last records (`start_ts`, `end_ts`) and its `warnings`.
+    Empty when there is none; ValueError when the file exists but is damaged (then it is removed).
+
+    The file is its body's sha256 on the first line and the body below it, so checking it costs one hash."""
+    path = cache_dir / VALIDATED
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ValueError(f"{VALIDATED}: {error.strerror or error}") from None
+    digest, _, text = data.partition(b"\n")
+    try:
+        if hashlib.sha256(text).hexdigest().encode() != digest:
+            raise ValueError("does not match its hash")
+        body = json.loads(text)
+        if body.get("format") != FORMAT or not isinstance(body.get("runs"), dict):
+            raise ValueError("another format")
+    except (ValueError, AttributeError) as error:
+        path.unlink(missing_ok=True)
+        raise ValueError(f"{VALIDATED}: {error}") from None
+    runs: dict[str, dict[str, Any]] = body["runs"]
+    return runs
+
+
+def write_validated(cache_dir: Path, runs: dict[str, dict[str, Any]]) -> None:
+    text = json.dumps({"format": FORMAT, "runs": runs}, sort_keys=True, allow_nan=True).encode()
+    write_atomic(cache_dir / VALIDATED, hashlib.sha256(text).hexdigest().encode() + b"\n" + text)
 
 
 def _sha256(path: Path) -> str:

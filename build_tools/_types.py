@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .summary import RunSummary
+    from .summary import RunSummary, ValidatedRun
 
 Status = Literal["pass", "fail"]
 
@@ -113,8 +113,9 @@ class ClaimVerdict:
 class BuildResult:
     """What a build made: the summaries, the blocks, their verdicts, the figures drawn and the claims report."""
 
-    summaries: dict[str, RunSummary]
+    summaries: dict[str, RunSummary]  # the runs a figure, check or table reads (every run with all_runs)
     blocks: list[FigureBlock]
     verdicts: list[ClaimVerdict]
     figures: list[DrawnFigure] = field(default_factory=list)
     report_lines: list[str] = field(default_factory=list)
+    validated: dict[str, ValidatedRun] = field(default_factory=dict)  # the runs nothing reads: checked only

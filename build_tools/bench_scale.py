@@ -6,10 +6,11 @@ code is unchanged. Each measurement runs `python -m build_tools` in a fresh proc
 the project whose runs/ holds the 20 example runs (the chapters' checks read them by id) and, beside them,
 the scaled runs (hard links into the generated set; the one run changed is replaced, never written through):
 
-- cold check: `check` with an empty build/;
-- warm check: `check` again, every summary in the cache;
-- touched check: `check` after one scaled run's run.yaml changed (only that run should be read again);
-- full build: `build` after those checks (summaries cached; figures, pages and site from scratch).
+- cold check: `check` with an empty build/ (no figure reads a scaled run: each is validated, not summarised);
+- warm check: `check` again, every summary and every validated run in the cache;
+- touched check: `check` after one scaled run's run.yaml changed (only that run is read again);
+- full build: `build` after those checks (the Metrics page's run set `all` reads every run, so the scaled runs
+  are summarised here; figures, pages and site from scratch).
 
 Each is timed on the wall clock with the peak memory of its whole process tree (the sum of the resident
 memory of the process and all its descendants, sampled every 50 ms from /proc) and of its largest process

@@ -5,19 +5,21 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from . import _uptodate
 from . import blocks as blocks_stage
 from . import claims as claims_stage
-from ._exceptions import EditionFileError, Problem, RunDataError
+from ._exceptions import ChapterError, EditionFileError, MetricsSpecError, Problem, RunDataError, display_path
 from ._layout import Layout
 from ._lock import build_lock
 from ._progress import Progress
 from ._staging import clean_leftovers, staging
-from ._types import BuildResult, Stamp
+from ._types import BuildResult, FigureBlock, Stamp
 from .stamp import check_commits, load_stamp
-from .summary import Summariser, summarise_runs
+from .summary import Summariser, ValidatedRun, Wanted, summarise_runs
 
 
 def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
@@ -27,13 +29,15 @@ def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
         return None, list(error.problems)
 
 
-def check(root: Path, *, quiet: bool = False, summariser: Summariser | None = None) -> BuildResult:
-    """Load, summarise and check every claim; no figures, no site (`make check`)."""
-    return build(root, site=False, quiet=quiet, summariser=summariser)
+def check(root: Path, *, quiet: bool = False, summariser: Summariser | None = None,
+          all_runs: bool = False) -> BuildResult:
+    """Load, summarise and check every claim; no figures, no site (`make check`). Only the runs a figure or
+    check reads are summarised, every other one validated, unless all_runs (`make check ALL=1`)."""
+    return build(root, site=False, quiet=quiet, summariser=summariser, all_runs=all_runs)
 
 
 def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False,
-          summariser: Summariser | None = None) -> BuildResult:
+          summariser: Summariser | None = None, all_runs: bool = False) -> BuildResult:
     """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim.
 
     One build at a time per project folder: a second one waits for the lock (build/.lock), saying so.
@@ -41,7 +45,7 @@ def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool
     layout = Layout(root.resolve())
     with build_lock(layout.build, _say_waiting):
         clean_leftovers(layout.root)
-        return _build(layout, site=site, jobs=jobs, quiet=quiet, summariser=summariser)
+        return _build(layout, site=site, jobs=jobs, quiet=quiet, summariser=summariser, all_runs=all_runs)
 
 
 def _say_waiting(line: str) -> None:
@@ -49,40 +53,51 @@ def _say_waiting(line: str) -> None:
 
 
 def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
-           summariser: Summariser | None) -> BuildResult:
+           summariser: Summariser | None, all_runs: bool) -> BuildResult:
     from .edition_pages import published
 
-    progress = Progress(quiet=quiet, stages=(7 if published() else 6) if site else 3)
+    progress = Progress(quiet=quiet, stages=(6 if published() else 5) if site else 2)
     if site:  # `make check` leaves site/ alone: a site built from these same inputs stays current
         _uptodate.forget(layout)
 
-    # 1-2. Load and summarise every run; an unchanged run comes from the cache. No run may end after the
-    #      edition's date, and every run must be made with the Miles build the edition's stamp names.
+    # 1-3. Read the figure blocks of the chapters and the data tables, first: they say which runs are read.
+    #    Load and summarise those, validate the others; an unchanged run comes from the cache. No run may end
+    #    after the edition's date, and every run must be made with the Miles build the edition's stamp names.
+    #    A chapter's problems are reported after the runs' (as ever); then no run needs its summary.
     stamp, stamp_problems = _stamp_or_problems(layout)
     warnings: list[str] = []
+    validated: dict[str, ValidatedRun] = {}
     with progress.stage("Loading and summarising runs"):
+        try:
+            blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
+            tables = blocks_stage.load_tables(layout.data)
+            chapter_error = None
+        except ChapterError as error:
+            blocks, tables, chapter_error = [], {}, error
+        wanted = None if all_runs else _wanted(layout, blocks, tables, site=site)
         try:
             summaries = summarise_runs(layout.runs, layout.cache / "summaries", warnings=warnings,
                                        latest=dt.date.fromisoformat(stamp.date) if stamp else None,
-                                       summariser=summariser)
+                                       summariser=summariser, wanted=wanted, validated=validated)
         except RunDataError as error:  # the edition file's problems are listed with the runs'
             raise RunDataError([*error.problems, *stamp_problems]) from None
     if stamp is None:
         raise EditionFileError(stamp_problems)
     for warning in warnings + [w for summary in summaries.values() for w in summary.warnings]:
         progress.warn(warning)
-    check_commits({run_id: s.config for run_id, s in summaries.items()}, stamp)
-
-    # 3. Read the figure blocks of the chapters and the data tables they read.
-    with progress.stage("Reading figure blocks"):
-        blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
-        tables = blocks_stage.load_tables(layout.data)
+    configs = {run_id: summary.config for run_id, summary in summaries.items()}
+    check_commits({**configs, **{run_id: run.config for run_id, run in validated.items()}}, stamp)
+    if chapter_error is not None:
+        raise chapter_error
+    if site and validated:
+        progress.note(skipped_line(len(validated), check=False))
 
     # 4. Check every claim against the summaries; write the reports, then fail once if any claim is false.
     with progress.stage("Checking claims"):
         verdicts = claims_stage.check_claims(blocks, summaries, tables)
         claims_stage.write_reports(verdicts, layout.build)
-    result = BuildResult(summaries, blocks, verdicts, report_lines=claims_stage.report_lines(verdicts))
+    result = BuildResult(summaries, blocks, verdicts, report_lines=claims_stage.report_lines(verdicts),
+                         validated=validated)
     claims_stage.raise_if_failed(verdicts)
     if not site:
         return result
@@ -119,3 +134,26 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
     _uptodate.record(layout)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result
+
+
+def _wanted(layout: Layout, blocks: list[FigureBlock], tables: Mapping[str, Any], *, site: bool) -> Wanted:
+    """The runs to summarise: those the figure blocks name (their checks read only those), and for the site
+    those the Metrics page's run sets select. A Metrics spec that cannot be read selects none (the page
+    reports it when it is rendered)."""
+    ids = frozenset(run for block in blocks for run in block.runs)
+    if not site:
+        return Wanted(ids)
+    from . import metrics_table
+
+    try:
+        spec = metrics_table.spec_of(tables, display_path(layout.metrics_yml))
+    except MetricsSpecError:
+        return Wanted(ids)
+    return Wanted(ids, metrics_table.reads(spec))
+
+
+def skipped_line(count: int, *, check: bool = True) -> str:
+    """The one line that says how many runs were validated but not summarised, and how to summarise them."""
+    runs, them = ("1 run", "it") if count == 1 else (f"{count} runs", "them")
+    how = " (make check ALL=1 summarises every run)" if check else ""
+    return f"{runs} validated but not summarised: no figure, check or table reads {them}{how}"

@@ -73,7 +73,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .build import check
+    from .build import check, skipped_line
     from .summary import describe
 
     summariser = None
@@ -82,15 +82,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
         summariser = ray_summariser(args.ray)
     try:
-        result = check(args.root, summariser=summariser)
+        result = check(args.root, summariser=summariser, all_runs=args.all)
     except ClaimsFailed as error:
         # A false claim still prints the runs and every figure's line before the error.
         _out.print("\n".join(error.report_lines), markup=False)
         raise
-    for summary in result.summaries.values():
-        _out.print(describe(summary), markup=False)
-    for line in result.report_lines:
-        _out.print(line, markup=False)
+    lines = [describe(summary) for summary in result.summaries.values()]
+    lines += [skipped_line(len(result.validated))] if result.validated else []
+    _out.print("\n".join([*lines, *result.report_lines]), markup=False)
     return 0
 
 
@@ -219,7 +218,11 @@ def _parser() -> argparse.ArgumentParser:
     build = add("build", _cmd_build, "build the manual into site/")
     build.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: all cores)")
     build.add_argument("--force", action="store_true", help="build even when no input changed")
-    check = add("check", _cmd_check, "load, summarise and check every claim; no figures, no site")
+    check = add("check", _cmd_check, "load the runs, summarise those a figure or check reads, check every claim; "
+                                      "no figures, no site")
+    check.add_argument("--all", action="store_true",
+                       help="summarise every run, also those no figure, check or table reads (only validated "
+                            "otherwise)")
     check.add_argument("--ray", metavar="ADDRESS", default=None,
                        help="summarise the runs as Ray tasks on the cluster at ADDRESS (HOST:PORT), "
                             "or on a local Ray instance started for the command (auto)")

@@ -19,7 +19,7 @@ from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
 from .readers import config_value, events_of
 from .sources._common import RENAMED
-from .summary import RunSummary, summarise, summarise_runs
+from .summary import RunSummary, Wanted, summarise, summarise_runs
 from .wording import number
 
 # The setup facts the Metrics page's intro names, and how a reader's run records them.
@@ -57,7 +57,8 @@ def load_reader_run(path: Path) -> RunSummary:
 def compare(layout: Layout, yours: RunSummary) -> tuple[list[str], list[Comparison]]:
     """The setup facts that differ, and one comparison per row of the Metrics page that has a value."""
     spec = metrics_table.load_spec(layout.metrics_yml)
-    ours = summarise_runs(layout.runs, layout.cache / "summaries")
+    # Only the runs the Metrics page reads are summarised; the others are validated, as `make` does.
+    ours = summarise_runs(layout.runs, layout.cache / "summaries", wanted=Wanted(by_config=metrics_table.reads(spec)))
     sets = spec.get("run_sets") or {}
     rows = [row for table in spec["tables"] if table.get("column") for row in table.get("rows") or []]
     intro_runs = metrics_table.select(ours, sets.get(spec.get("intro_runs")) or {})

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from . import _columnar, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
-from ._files import STREAM_LIMIT, check_tree, check_utf8, decode_utf8, read_bytes, read_text
+from ._files import STREAM_LIMIT, FileStat, check_tree, check_utf8, decode_utf8, read_bytes, read_text, scan_tree
 from ._types import Record, RunData
 from ._yaml import parse_yaml
 
@@ -42,15 +42,24 @@ MAX_JSON_DEPTH = 8
 DATE_SLACK = dt.timedelta(days=1)
 
 
-def run_folders(runs_dir: Path, problems: list[Problem]) -> list[Path]:
-    """The run directories under runs_dir, after checking that nothing in it leads outside the project."""
+def run_folders(runs_dir: Path, problems: list[Problem],
+                listings: dict[str, list[FileStat]] | None = None) -> list[Path]:
+    """The run directories under runs_dir, after checking that nothing in it leads outside the project.
+
+    `listings`, when given, receives the plain files of each run folder found in that same walk (paths
+    relative to the run folder, sizes, modification times): what a warm check compares instead of reading."""
     if not runs_dir.is_dir():
         problems.append(Problem(display_path(runs_dir), None, None, "no runs folder"))
         return []
-    problems += check_tree(runs_dir, runs_dir.resolve().parent)
+    found, files = scan_tree(runs_dir, runs_dir.resolve().parent)
+    problems += found
+    for relative, size, mtime in files if listings is not None else []:
+        run_id, _, inside = relative.partition("/")
+        if inside and listings is not None:
+            listings.setdefault(run_id, []).append((inside, size, mtime))
     bad = {Path(p.file) for p in problems}
     folders = [path for path in sorted(runs_dir.iterdir())
-               if path.is_dir() and Path(display_path(path)) not in bad and path.name != "__pycache__"]
+               if path.is_dir() and not (bad and Path(display_path(path)) in bad) and path.name != "__pycache__"]
     if not folders and not problems:
         problems.append(Problem(display_path(runs_dir), None, None, "no run directories found"))
     return folders

@@ -19,7 +19,7 @@ import pandas as pd
 from ._escape import Markdown, md_part, md_text
 from ._exceptions import InputProblem, MetricsSpecError, MissingValue, Problem, display_path
 from .blocks import read_table
-from .readers import config_value, require_finite, steps_for
+from .readers import config_value, dotted_field, require_finite, steps_for
 from .schemas import same_setting
 from .summary import RunSummary
 from .wording import join, number, words
@@ -58,15 +58,15 @@ class Intro:
 
 def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) -> list[RunSummary]:
     """The runs a run set names: any of its tags, and every `where` field equal."""
+    return [summary for summary in summaries.values() if selects(predicate, summary.config)]
+
+
+def selects(predicate: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Whether a run set names the run with this run.yaml."""
     tags = set(predicate.get("tags") or ())
-    where = predicate.get("where") or {}
-    chosen = []
-    for summary in summaries.values():
-        if tags and not tags & set(config_value(summary, "tags", None) or ()):
-            continue
-        if all(same_setting(config_value(summary, key, None), value) for key, value in where.items()):
-            chosen.append(summary)
-    return chosen
+    if tags and not tags & set(config.get("tags") or ()):
+        return False
+    return all(same_setting(dotted_field(config, key), value) for key, value in (predicate.get("where") or {}).items())
 
 
 # --- statistics -------------------------------------------------------------------------------
@@ -303,11 +303,22 @@ def intro(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: s
 
 def runs_read(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary]) -> list[RunSummary]:
     """Every run some row or the intro of the page reads: the page's provenance is theirs."""
+    chosen: dict[str, RunSummary] = {}
+    for predicate in _sets_read(spec):
+        for run in select(summaries, predicate):
+            chosen[run.run_id] = run
+    return [chosen[key] for key in sorted(chosen)]
+
+
+def reads(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether the page reads a run, from its run.yaml alone (runs_read's rule, before any run is summarised)."""
+    predicates = _sets_read(spec)
+    return lambda config: any(selects(predicate, config) for predicate in predicates)
+
+
+def _sets_read(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The run sets the intro and the rows with a value read."""
     sets = spec.get("run_sets") or {}
     names = {spec.get("intro_runs")} | {row.get("runs") for table in spec["tables"]
                                          for row in table.get("rows") or [] if table.get("column")}
-    chosen: dict[str, RunSummary] = {}
-    for name in names:
-        for run in select(summaries, sets.get(name) or {}) if name in sets else []:
-            chosen[run.run_id] = run
-    return [chosen[key] for key in sorted(chosen)]
+    return [sets.get(name) or {} for name in sorted(names, key=str) if name in sets]

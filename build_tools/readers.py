@@ -31,17 +31,26 @@ _SHOWN_NON_FINITE = 3  # non-finite values named in a message; the rest counted
 # --- run.yaml ------------------------------------------------------------------------------------
 
 
-def config_value(run: RunSummary, dotted: str, default: Any = _REQUIRED) -> Any:
-    """A field of the run's run.yaml by dotted name (`flags.rollout_max_response_len`); `default` when the
-    field is absent, or MissingValue without one."""
-    node: Any = run.config
+def dotted_field(config: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    """A field of a run.yaml mapping by dotted name (`flags.rollout_max_response_len`); `default` when absent.
+    The one dotted lookup: config_value reads a summary's run.yaml through it."""
+    node: Any = config
     for key in dotted.split("."):
         if not isinstance(node, Mapping) or key not in node:
-            if default is _REQUIRED:
-                raise MissingValue(run.run_id, f"{dotted} in run.yaml")
             return default
         node = node[key]
     return node
+
+
+def config_value(run: RunSummary, dotted: str, default: Any = _REQUIRED) -> Any:
+    """A field of the run's run.yaml by dotted name; `default` when the field is absent, or MissingValue
+    without one."""
+    value = dotted_field(run.config, dotted, _REQUIRED)
+    if value is _REQUIRED:
+        if default is _REQUIRED:
+            raise MissingValue(run.run_id, f"{dotted} in run.yaml")
+        return default
+    return value
 
 
 # --- values per step -----------------------------------------------------------------------------

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import math
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +23,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _fingerprint, _summary_cache, load
-from ._exceptions import Problem, RunDataError, display_path
-from ._files import plain_files
+from ._exceptions import InputProblem, Problem, RunDataError, display_path
+from ._files import FileStat, read_text, scan_tree
 from ._staging import write_atomic
 from ._types import Record, RunData
+from ._yaml import load_yaml
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
 COUNTED_RANKS = (0, -1)
@@ -70,6 +73,31 @@ Summariser = Callable[[Sequence[Path]], Iterable[tuple[RunSummary | None, list[P
 POOL_FROM = 24
 
 
+@dataclass(frozen=True)
+class Wanted:
+    """The runs to summarise: those a figure or check names (`ids`), and those whose run.yaml one of a
+    table's run sets selects (`by_config`, for the site's Metrics page). Every other run is validated (every
+    rule of the loader, its dates) but not summarised: nothing would read its summary."""
+
+    ids: frozenset[str] = frozenset()
+    by_config: Callable[[Mapping[str, Any]], bool] | None = None
+
+    def wants(self, run_id: str, config: Mapping[str, Any] | None) -> bool:
+        return run_id in self.ids or (self.by_config is not None and config is not None and self.by_config(config))
+
+
+@dataclass
+class ValidatedRun:
+    """What is kept of a run that passed its checks without being summarised: enough for the edition's
+    checks of every run (its Miles commit, its dates) and for deciding whether a table reads it."""
+
+    run_id: str
+    config: dict[str, Any]
+    start_ts: float
+    end_ts: float
+    warnings: list[str] = field(default_factory=list)
+
+
 def summarise_serially(paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
     return [load_and_summarise(path) for path in paths]
 
@@ -78,56 +106,146 @@ def summarise_in_pool(paths: Sequence[Path], workers: int | None = None) -> Iter
                                                                                          list[Problem]]]:
     """Each run read and summarised in a worker process (a fresh interpreter, like draw.py's), the results
     handed on one at a time, so that a thousand runs are never all in memory at once."""
-    count = min(workers or os.cpu_count() or 1, len(paths))
-    if count <= 1 or len(paths) < POOL_FROM:
-        yield from (load_and_summarise(path) for path in paths)
+    return _in_pool(load_and_summarise, paths, workers)
+
+
+def _read_run(job: tuple[Path, bool]) -> tuple[RunSummary | ValidatedRun | None, list[Problem]]:
+    """One run summarised, or only validated: the local path's one task, so that one pool does both."""
+    path, summarise_it = job
+    return load_and_summarise(path) if summarise_it else load_and_validate(path)
+
+
+def _in_pool(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int | None = None) -> Iterator[Any]:
+    count = min(workers or os.cpu_count() or 1, len(jobs))
+    if count <= 1 or len(jobs) < POOL_FROM:
+        yield from (function(job) for job in jobs)
         return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     with ProcessPoolExecutor(count, mp_context=context) as pool:
-        yield from pool.map(load_and_summarise, paths, chunksize=max(1, len(paths) // (count * 8)))
+        yield from pool.map(function, jobs, chunksize=max(1, len(jobs) // (count * 8)))
 
 
 def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: list[str] | None = None,
-                   latest: dt.date | None = None, summariser: Summariser | None = None) -> dict[str, RunSummary]:
-    """Summaries of every run under runs_dir, by run id; cached under cache_dir by input content.
+                   latest: dt.date | None = None, summariser: Summariser | None = None,
+                   wanted: Wanted | None = None,
+                   validated: dict[str, ValidatedRun] | None = None) -> dict[str, RunSummary]:
+    """Summaries of the runs under runs_dir, by run id; cached under cache_dir by input content.
 
-    Warnings about the cache go to `warnings`; `latest` is the edition's date, after which no run may end;
-    `summariser` reads the runs the cache does not hold (default: a local process pool for many runs).
+    Warnings about the cache, and those of the runs validated only, go to `warnings`; `latest` is the
+    edition's date, after which no run may end; `summariser` reads the runs to summarise that the cache does
+    not hold (default: a local process pool for many runs). With `wanted`, only the runs it wants are
+    summarised; every other one is validated (a local pool), remembered by its input hash in the cache, and
+    handed back in `validated`. Every problem of every run is raised at once (RunDataError).
     """
+    warnings = warnings if warnings is not None else []
     problems: list[Problem] = []
-    paths = load.run_folders(runs_dir, problems)
+    listings: dict[str, list[FileStat]] = {}
+    paths = load.run_folders(runs_dir, problems, listings)
     if problems:  # a link out of the project or a FIFO: nothing under runs/ is read
         raise RunDataError(problems)
-    summaries: dict[str, RunSummary] = {}
-    to_load: list[tuple[Path, str]] = []
-    memo = _read_memo(cache_dir)
-    for path in paths:
-        digest = input_hash(path, memo)
-        cached = _read_cache(cache_dir, path, digest, warnings if warnings is not None else [])
-        if cached is not None:
-            summaries[path.name] = cached
-        else:
-            to_load.append((path, digest))
-    results = (summariser or summarise_in_pool)([path for path, _ in to_load])
-    for (path, digest), (summary, found) in zip(to_load, results, strict=True):
-        problems += found
-        if summary is not None:
-            summary.source_hash = digest
-            _write_cache(cache_dir, path, digest, summary)
-            # Kept as the cache holds it, its tables decoded again only if a figure, check or table reads them:
-            # the runs nobody reads cost memory only while they are summarised.
-            summaries[path.name] = _read_cache(cache_dir, path, digest, []) or summary
-    if memo is not None:  # forget runs that are gone
-        present = {str(path.resolve()) for path in paths}
-        memo = {key: value for key, value in memo.items() if key in present}
-    _write_memo(cache_dir, memo)
-    for run_id, summary in summaries.items():
-        problems += load.time_problems(display_path(runs_dir / run_id / "run.yaml"), summary.config,
-                                       summary.facts["start_ts"], summary.facts["end_ts"], latest)
+    memo, known = _read_memo(cache_dir), _read_validated(cache_dir, warnings)
+    memo_read = dict(memo) if memo is not None else None
+    root = runs_dir.resolve()
+    digests = {path: input_hash(path, memo, listings.get(path.name), key=f"{root}/{path.name}") for path in paths}
+    runs = _Runs(digests, cache_dir)
+    to_read = runs.plan(known, wanted, warnings)
+    found = runs.read(to_read, summariser)
+    if cache_dir is not None:
+        if memo is not None and (memo := _present(memo, root, paths)) != memo_read:
+            _write_memo(cache_dir, memo)
+        records = _records(known, digests, {path.name for path, _ in to_read}, runs)
+        if records != known:  # the records kept are known's own: comparing them costs nothing
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            _summary_cache.write_validated(cache_dir, records)
+    shown = Path(display_path(runs_dir))
+    for path in paths:  # every problem in the order of the runs, each run's dates checked
+        problems += found.get(path.name, [])
+        if (run := runs.passed(path.name)) is not None:
+            problems += load.time_problems(str(shown / path.name / "run.yaml"), run.config, *_window(run), latest)
     if problems:
         raise RunDataError(problems)
-    return dict(sorted(summaries.items()))
+    warnings += [warning for run in runs.validated.values() for warning in run.warnings]
+    if validated is not None:
+        validated.update(sorted(runs.validated.items()))
+    return dict(sorted(runs.summaries.items()))
+
+
+class _Runs:
+    """The runs of one summarise_runs: which are summarised, which only validated, and what came of each."""
+
+    def __init__(self, digests: dict[Path, str], cache_dir: Path | None) -> None:
+        self.digests, self.cache_dir = digests, cache_dir
+        self.summaries: dict[str, RunSummary] = {}
+        self.validated: dict[str, ValidatedRun] = {}
+
+    def passed(self, run_id: str) -> RunSummary | ValidatedRun | None:
+        return self.summaries.get(run_id) or self.validated.get(run_id)
+
+    def plan(self, known: dict[str, dict[str, Any]], wanted: Wanted | None,
+             warnings: list[str]) -> list[tuple[Path, bool]]:
+        """Take what the cache holds; the runs to read, each with whether to summarise it (or only validate it)."""
+        to_read: list[tuple[Path, bool]] = []
+        for path, digest in self.digests.items():
+            record = known.get(path.name)
+            record = record if record is not None and record["digest"] == digest else None
+            if wanted is not None and not wanted.wants(path.name, record["config"] if record else _peek(path, wanted)):
+                if record is None:
+                    to_read.append((path, False))
+                else:
+                    self.validated[path.name] = _validated(path.name, record)
+            elif (cached := _read_cache(self.cache_dir, path, digest, warnings)) is not None:
+                self.summaries[path.name] = cached
+            else:
+                to_read.append((path, True))
+        return to_read
+
+    def read(self, to_read: list[tuple[Path, bool]], summariser: Summariser | None) -> dict[str, list[Problem]]:
+        """Read the runs (summarised ones written to the cache as they come); the problems of each, by run id."""
+        found: dict[str, list[Problem]] = {}
+        for (path, _), (result, problems) in zip(to_read, _read_runs(to_read, summariser), strict=True):
+            found[path.name] = problems
+            if isinstance(result, ValidatedRun):
+                self.validated[path.name] = result
+            elif result is not None:
+                digest = self.digests[path]
+                result.source_hash = digest
+                _write_cache(self.cache_dir, path, digest, result)
+                # Kept as the cache holds it, its tables decoded again only if a figure, check or table reads
+                # them: the runs nobody reads cost memory only while they are summarised.
+                self.summaries[path.name] = _read_cache(self.cache_dir, path, digest, []) or result
+        return found
+
+
+def _read_runs(jobs: Sequence[tuple[Path, bool]], summariser: Summariser | None) \
+        -> Iterator[tuple[RunSummary | ValidatedRun | None, list[Problem]]]:
+    """The results of the jobs in their order: the local path reads all of them in one pool; another
+    summariser (Ray) summarises, and the runs only validated are read here."""
+    if summariser is None:
+        yield from _in_pool(_read_run, jobs)
+        return
+    summarised = iter(summariser([path for path, summarise_it in jobs if summarise_it]))
+    validated = _in_pool(_read_run, [job for job in jobs if not job[1]])
+    for _, summarise_it in jobs:
+        yield next(summarised) if summarise_it else next(validated)
+
+
+def _peek(path: Path, wanted: Wanted) -> dict[str, Any] | None:
+    """The run.yaml of a run not yet validated, when whether it is wanted depends on it (None otherwise, and
+    for a run.yaml that cannot be read: validating the run reports why)."""
+    if wanted.by_config is None or path.name in wanted.ids:
+        return None
+    try:
+        value = load_yaml(read_text(path / "run.yaml"), display_path(path / "run.yaml"))
+    except (InputProblem, OSError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _window(run: RunSummary | ValidatedRun) -> tuple[float, float]:
+    if isinstance(run, ValidatedRun):
+        return run.start_ts, run.end_ts
+    return run.facts["start_ts"], run.facts["end_ts"]
 
 
 def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
@@ -141,6 +259,43 @@ def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
     except Exception:  # noqa: BLE001 - the run is already rejected; what is missing from it may trip the summary
         pass
     return None, problems
+
+
+def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
+    """One run from disk through every rule that could reject it, without summarising it: the loader's, and
+    the summary's one rule of the data (a step logged twice with different values); None with the problems
+    when anything is wrong."""
+    problems: list[Problem] = []
+    run = load.load_run(path, problems)
+    try:
+        _metric_table(run.streams.get("metrics", []), problems)
+    except Exception:  # noqa: BLE001 - only ever reached for a run the loader rejected (as in load_and_summarise)
+        if not problems:
+            raise
+    if problems:
+        return None, problems
+    return ValidatedRun(run.run_id, run.config, *run_window(run), warnings=list(run.warnings)), []
+
+
+def run_window(run: RunData) -> tuple[float, float]:
+    """The times of the run's first and last records, as its summary's facts `start_ts` and `end_ts` give
+    them (meta.json's start if it has one; the end is the last closed phase, event or sample), read from the
+    loaded records without summarising them."""
+    closed: dict[tuple[Any, ...], float] = {}
+    for rec in run.streams.get("phases", []):  # as _phases keeps them: a phase never closed is dropped
+        data = rec.data
+        key = (data["name"], data["t0"], data["rank"], data["role"])
+        if data["t1"] != -1 or key not in closed:
+            closed[key] = data["t1"]
+    times = [time for (_, t0, _, _), t1 in closed.items() if t1 != -1 for time in (t0, t1)]
+    times += [rec.data["t1"] for rec in run.streams.get("events", [])]
+    for name in {*run.streams, *run.tables} - {"metrics", "phases", "events"}:
+        stamps = [rec.data["ts"] for rec in run.streams.get(name, []) if "ts" in rec.data]
+        stamps += [pc.max(table["ts"]).as_py() for table in run.tables.get(name, []) if "ts" in table.column_names]
+        stamps = [stamp for stamp in stamps if stamp is not None and not math.isnan(stamp)]
+        if stamps:
+            times.append(max(stamps))
+    return float(run.meta.get("start_ts", min(times, default=math.nan))), float(max(times, default=math.nan))
 
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
@@ -338,20 +493,24 @@ def _code_digest() -> bytes:
     return _fingerprint.Key("summary code").files(here, [*(here / name for name in _CODE_FILES), *readers]).digest()
 
 
-def input_hash(run_dir: Path, memo: dict[str, Any] | None = None) -> str:
+def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None,
+               key: str | None = None) -> str:
     """Hash of every file of the run, of the code that reads it and of the library versions (`_fingerprint`).
 
     With a memo (kept in the cache folder), a run whose files have the same names, sizes and modification
     times as when it was last hashed is not read again: a warm check stats files instead of hashing gigabytes.
+    `listing` is the run's files as load.run_folders found them (default: listed here), `key` the run's
+    name in the memo (default: its resolved path).
     """
-    files = plain_files(run_dir)
-    stats = [[str(path.relative_to(run_dir)), *_stat(path)] for path in files]
-    key = str(run_dir.resolve())
-    if memo is not None and memo.get(key, {}).get("stats") == stats and memo[key].get("code") == _code_digest().hex():
+    files = listing if listing is not None else scan_tree(run_dir, run_dir.resolve())[1]
+    stats = hashlib.sha256(repr(files).encode()).hexdigest()  # names, sizes and times, in a few bytes
+    key, code = key or str(run_dir.resolve()), _code_digest().hex()
+    if memo is not None and memo.get(key, {}).get("stats") == stats and memo[key].get("code") == code:
         return str(memo[key]["digest"])
-    digest = _fingerprint.Key("run").add(_code_digest()).files(run_dir, files).hexdigest()
+    digest = _fingerprint.Key("run").add(_code_digest()).files(
+        run_dir, [run_dir / relative for relative, _, _ in files]).hexdigest()
     if memo is not None:
-        memo[key] = {"stats": stats, "code": _code_digest().hex(), "digest": digest}
+        memo[key] = {"stats": stats, "code": code, "digest": digest}
     return digest
 
 
@@ -376,9 +535,46 @@ def _write_memo(cache_dir: Path | None, memo: dict[str, Any] | None) -> None:
     write_atomic(cache_dir / _MEMO, json.dumps(memo, sort_keys=True).encode())
 
 
-def _stat(path: Path) -> list[int]:
-    info = path.stat()
-    return [info.st_size, info.st_mtime_ns]
+def _read_validated(cache_dir: Path | None, warnings: list[str]) -> dict[str, dict[str, Any]]:
+    """The runs that passed before, by run id (_summary_cache.read_validated); empty when damaged or absent."""
+    if cache_dir is None:
+        return {}
+    try:
+        return _summary_cache.read_validated(cache_dir)
+    except ValueError as error:
+        warnings.append(f"build/cache: a damaged cache file was discarded and the runs it held are validated "
+                        f"again ({error})")
+        return {}
+
+
+def _validated(run_id: str, record: dict[str, Any]) -> ValidatedRun:
+    return ValidatedRun(run_id, record["config"], float(record["start_ts"]), float(record["end_ts"]),
+                        list(record["warnings"]))
+
+
+def _record(digest: str, run: RunSummary | ValidatedRun) -> dict[str, Any]:
+    start, end = _window(run)
+    return {"digest": digest, "config": run.config, "start_ts": start, "end_ts": end, "warnings": list(run.warnings)}
+
+
+def _present(memo: dict[str, Any], root: Path, paths: Sequence[Path]) -> dict[str, Any]:
+    """The memo without the runs that are gone."""
+    present = {f"{root}/{path.name}" for path in paths}
+    return {key: value for key, value in memo.items() if key in present}
+
+
+def _records(known: dict[str, dict[str, Any]], digests: dict[Path, str], read: set[str],
+             runs: _Runs) -> dict[str, dict[str, Any]]:
+    """What validated.json holds after this check: every run present that passed (whatever problems the others
+    have: a run fixed later is the only one read again), the record already known when the run was not read."""
+    records = {}
+    for path, digest in digests.items():
+        old = known.get(path.name)
+        if path.name not in read and old is not None and old["digest"] == digest:
+            records[path.name] = old
+        elif (run := runs.passed(path.name)) is not None:
+            records[path.name] = _record(digest, run)
+    return records
 
 
 class _CachedSummary(RunSummary):

@@ -45,7 +45,7 @@ def argv(command: str, home: Path) -> list[str]:
             return ["add-run", values["SRC"], "--id", values.get("ID", "")]
         if target == "compare":
             return ["compare", values["RUN"]]
-        return [target]
+        return [target, *(["--all"] if values.get("ALL") == "1" else [])]
     assert words[0] == ".venv/bin/manual"
     return words[1:]
 

@@ -152,3 +152,66 @@ def test_a_build_of_another_folder_draws_with_its_figure_modules_and_palette(bui
     assert "  --role-trainer: #5b84e8;" in (built_copy / "site" / "assets" / "palette.css").read_text()
     images = [path.read_text() for path in (built_copy / "site" / "figures").glob("*.svg")]
     assert any("#5b84e8" in svg for svg in images) and not any("#6c91f0" in svg for svg in images)
+
+
+# --- read what is needed ------------------------------------------------------------------------------
+
+SKIPPED = ("2 runs validated but not summarised: no figure, check or table reads them (make check ALL=1 summarises "
+           "every run)")
+
+
+def test_check_validates_but_does_not_summarise_the_runs_nothing_reads(project: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from examples._scaled import write_scaled
+
+    write_scaled(project / "runs", 2, 16, workers=1)  # scale-0000, scale-0001: no figure names them
+    assert main(["check"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[20] == SKIPPED  # after the 20 runs the figures read, before the figures' lines
+    assert [line.split()[0] for line in lines[:20]] == sorted(p.name for p in (project / "runs").iterdir()
+                                                              if p.is_dir() and not p.name.startswith("scale-"))
+    assert not [entry for entry in (project / "build" / "cache" / "summaries").iterdir()
+                if entry.name.startswith("scale-")]
+    assert main(["check", "--all"]) == 0  # every run summarised and described; nothing skipped
+    lines = capsys.readouterr().out.splitlines()
+    assert SKIPPED not in lines and [line.split()[0] for line in lines[20:22]] == ["scale-0000", "scale-0001"]
+
+
+def test_a_broken_run_nothing_reads_fails_the_check_in_one_line(project: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from examples._scaled import write_scaled
+
+    write_scaled(project / "runs", 2, 16, workers=1)
+    run_yaml = project / "runs" / "scale-0001" / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace("provenance: example", "provenance: guessed"))
+    assert main(["check"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err[err.index("ERROR"):].splitlines()[:2] == [
+        "ERROR 1 problem in the run data:",
+        "  runs/scale-0001/run.yaml:2: provenance: expected 'measured' or 'example', found 'guessed'"]
+
+
+def test_skipped_line_counts_the_runs() -> None:
+    from build_tools.build import skipped_line
+
+    assert skipped_line(1) == ("1 run validated but not summarised: no figure, check or table reads it (make check "
+                               "ALL=1 summarises every run)")
+    assert skipped_line(1000, check=False) == ("1000 runs validated but not summarised: no figure, check or table "
+                                               "reads them")
+
+
+def test_the_site_also_summarises_the_runs_the_metrics_page_reads(project: Path) -> None:
+    from build_tools.blocks import load_tables, read_blocks
+    from build_tools.build import _wanted
+
+    layout = Layout(project)
+    blocks = read_blocks(layout.docs, layout.figures_src)
+    benchmark = {"run_id": "scale-0000", "tags": ["benchmark"]}
+    tables = load_tables(layout.data)
+    assert not _wanted(layout, blocks, tables, site=False).wants("scale-0000", benchmark)  # no figure names it
+    assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", benchmark)  # the run set `all`
+    spec = project / "docs" / "data" / "metrics.yml"
+    spec.write_text(spec.read_text().replace("        runs: all\n", "        runs: baseline\n"))
+    tables = load_tables(layout.data)
+    assert not _wanted(layout, blocks, tables, site=True).wants("scale-0000", benchmark)
+    assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", {"tags": ["baseline"]})

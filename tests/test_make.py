@@ -41,6 +41,7 @@ def make(*argv: str) -> subprocess.CompletedProcess[str]:
     ("serve", {"PORT": "8000;touch {m}"},
      "PORT='8000;touch {m}' is not a port: write a whole number from 1 to 65535, e.g. make serve PORT=8001"),
     ("compare", {"RUN": "x;touch {m}"}, "1 problem in the run data:"),
+    ("check", {"ALL": "1;touch {m}"}, "ALL='1;touch {m}' is not a yes or no: write ALL=1 (or leave it out)"),
 ])
 def test_a_shell_payload_in_a_make_variable_runs_nothing(target: str, variables: dict[str, str], error: str,
                                                          tmp_path: Path) -> None:
@@ -92,3 +93,6 @@ def test_make_variables_become_single_arguments() -> None:
     assert _make.arguments("compare", env, ROOT) == ["compare", "--", "./-odd name"]
     assert _make.arguments("serve", env, ROOT) == ["serve", "--port=8001"]
     assert _make.arguments("build", env, ROOT) == ["build"]
+    assert _make.arguments("check", env, ROOT) == ["check"]
+    assert _make.arguments("check", {"ALL": "1", "RAY": "auto"}, ROOT) == ["check", "--ray=auto", "--all"]
+    assert _make.arguments("check", {"ALL": "0"}, ROOT) == ["check"]

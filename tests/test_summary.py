@@ -7,9 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import MILES_SAMPLES, SAMPLES
+from conftest import MILES_SAMPLES, ROOT, SAMPLES
 
 from build_tools import load, readers, summary
+from build_tools._exceptions import RunDataError
 from build_tools.summary import summarise_runs
 
 GOOD = SAMPLES / "load" / "good"
@@ -138,3 +139,89 @@ def test_an_unchanged_run_is_not_read_to_be_hashed(tmp_path: Path, monkeypatch: 
     again = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
     assert again.source_hash == first.source_hash
     assert not [path for path in read if runs in path.parents]  # stat()ed, not read
+
+
+# --- read what is needed: a run nothing reads is validated, not summarised ------------------------------
+
+
+def _two_runs(tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    for run_id in ("baseline-seed1", "no-watchdog"):
+        shutil.copytree(ROOT / "runs" / run_id, runs / run_id)
+    return runs
+
+
+READ = summary.Wanted(frozenset({"baseline-seed1"}))
+
+
+def test_a_run_nothing_reads_is_validated_not_summarised(tmp_path: Path) -> None:
+    runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    validated: dict[str, summary.ValidatedRun] = {}
+    summaries = summarise_runs(runs, cache, wanted=READ, validated=validated)
+    assert list(summaries) == ["baseline-seed1"] and list(validated) == ["no-watchdog"]
+    assert validated["no-watchdog"].config["run_id"] == "no-watchdog"
+    assert [entry.name[:len("baseline-seed1")] for entry in cache.iterdir() if entry.is_dir()] == ["baseline-seed1"]
+    everything = summarise_runs(runs, None)  # the same run summarised: the same first and last record
+    assert (validated["no-watchdog"].start_ts, validated["no-watchdog"].end_ts) == (
+        everything["no-watchdog"].facts["start_ts"], everything["no-watchdog"].facts["end_ts"])
+
+
+def test_a_validated_run_is_read_again_only_when_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    summarise_runs(runs, cache, wanted=READ)
+    calls: list[str] = []
+    real = load.load_run
+    monkeypatch.setattr(load, "load_run", lambda path, problems: calls.append(path.name) or real(path, problems))
+    validated: dict[str, summary.ValidatedRun] = {}
+    assert list(summarise_runs(runs, cache, wanted=READ, validated=validated)) == ["baseline-seed1"]
+    assert calls == [] and list(validated) == ["no-watchdog"]  # remembered by its input hash
+    run_yaml = runs / "no-watchdog" / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace("title: ", "title: touched, "))
+    summarise_runs(runs, cache, wanted=READ, validated=validated)
+    assert calls == ["no-watchdog"]  # only the touched run, and only validated again
+    assert validated["no-watchdog"].config["title"].startswith("touched, ")
+    summarise_runs(runs, cache, validated=(none := {}))  # every run wanted: summarised once, then cached
+    assert calls == ["no-watchdog", "no-watchdog"] and none == {}
+
+
+def test_a_broken_run_nothing_reads_still_fails_with_its_one_line_error(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = _two_runs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    metrics = runs / "no-watchdog" / "dashboard" / "metrics.jsonl"
+    lines = metrics.read_text().count("\n")
+    metrics.write_text(metrics.read_text() + '{"ts": 1, "step_key": "x"\n')
+    for cache in (None, tmp_path / "cache", tmp_path / "cache"):  # never remembered as validated
+        with pytest.raises(RunDataError) as caught:
+            summarise_runs(Path("runs"), cache, wanted=READ)
+        assert [str(problem) for problem in caught.value.problems] == [
+            f"runs/no-watchdog/dashboard/metrics.jsonl:{lines + 1}: not valid JSON: Expecting ',' delimiter"]
+
+
+def test_a_step_logged_twice_is_found_in_a_run_only_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SAMPLES / "load")
+    with pytest.raises(RunDataError) as everything:
+        summarise_runs(Path("step-twice"), None)
+    with pytest.raises(RunDataError) as validated:
+        summarise_runs(Path("step-twice"), None, wanted=summary.Wanted())
+    assert "logged twice with different values" in str(validated.value)
+    assert validated.value.problems == everything.value.problems
+
+
+def test_a_run_window_is_its_summarys_first_and_last_record(example_summaries: dict) -> None:
+    for run_id, fresh in example_summaries.items():
+        run = load.load_run(ROOT / "runs" / run_id, [])
+        assert summary.run_window(run) == (fresh.facts["start_ts"], fresh.facts["end_ts"]), run_id
+
+
+def test_a_damaged_record_of_the_validated_runs_is_discarded_with_a_warning(tmp_path: Path) -> None:
+    runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    summarise_runs(runs, cache, wanted=READ)
+    record = cache / "validated.json"
+    record.write_bytes(record.read_bytes().replace(b'"no-watchdog"', b'"no-watchdug"'))
+    warnings: list[str] = []
+    summarise_runs(runs, cache, wanted=READ, warnings=warnings, validated=(validated := {}))
+    assert warnings == ["build/cache: a damaged cache file was discarded and the runs it held are validated again "
+                        "(validated.json: does not match its hash)"]
+    assert list(validated) == ["no-watchdog"]
+    assert summarise_runs(runs, cache, wanted=READ, warnings=(later := [])) and later == []  # written again, trusted
