@@ -31,7 +31,7 @@ NESTED_STREAMS = ("metrics", "phases")
 # Less than this many bytes of a stream is not worth the reader's set-up: read line by line.
 FAST_FROM_BYTES = 16 * 1024
 # Lines are read this many bytes at a time: memory is bounded by a batch, not by the file.
-BATCH_BYTES = 8 * 1024 * 1024
+BATCH_BYTES = 4 * 1024 * 1024
 # A double at or beyond 2**63 may have been written as an integer beyond 64 bits, which Python's json refuses.
 BEYOND_INT64 = 2.0**63
 
@@ -79,6 +79,15 @@ def read_frame(stream: str, data: bytes, lines: int) -> pa.Table | None:
         if (field.presence == "required" and column.null_count) or not field.check(column):
             return None
     return table if _rules_hold(stream, table) else None
+
+
+def with_text_codes(table: pa.Table) -> pa.Table:
+    """The table with its text columns dictionary-encoded (each distinct text stored once); the summary turns
+    them back into text (summary._series)."""
+    for index, kind in enumerate(table.schema.types):
+        if _is_text(kind):
+            table = table.set_column(index, table.field(index).name, table.column(index).dictionary_encode())
+    return table
 
 
 def suspect_rows(stream: str, table: pa.Table, data: bytes) -> np.ndarray:

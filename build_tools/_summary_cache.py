@@ -104,15 +104,24 @@ def _read_frames(folder: Path, body: dict[str, Any]) -> dict[str, pd.DataFrame]:
 
 
 def _write_frame(frame: pd.DataFrame, path: Path) -> None:
-    frame = frame.copy()
-    encoded = [column for column in frame.columns if frame[column].dtype == object
-               and frame[column].map(lambda v: isinstance(v, list | tuple | dict)).any()]
+    encoded = [column for column in frame.columns if frame[column].dtype == object and _holds_containers(frame[column])]
+    if encoded:  # copied only then: a frame of millions of samples is written as it is
+        frame = frame.copy()
     for column in encoded:
         frame[column] = frame[column].map(lambda v: json.dumps(v, sort_keys=True, allow_nan=True))
     table = pa.Table.from_pandas(frame, preserve_index=True)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            b"manual_json_columns": json.dumps(encoded).encode()})
     pq.write_table(table, path)
+    del table
+    pa.default_memory_pool().release_unused()  # a frame of millions of samples: its copy goes back at once
+
+
+def _holds_containers(column: pd.Series) -> bool:
+    """Whether a column of objects holds a list, tuple or mapping (a column of text is told at C speed)."""
+    if pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
+        return False
+    return bool(column.map(lambda v: isinstance(v, list | tuple | dict)).any())
 
 
 def _read_frame(source: Any) -> pd.DataFrame:

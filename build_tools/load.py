@@ -213,10 +213,10 @@ class _Piece:
 
 class _ColumnReader:
     """One stream's files read as columns, a batch of lines at a time, so memory is bounded by a batch. Small
-    files are joined into one batch; a large one is read in batches. A batch the columns cannot accept is read
-    line by line (which words its problems); so is a file that cannot be read (which words why). Problems and
-    warnings come in file order, as the record path gives them. A nested stream (metrics, phases) is read all as
-    columns or, if any batch needs the record path, all line by line: its summary reads it in file order."""
+    files are joined into one batch; a large one is read in batches. A file the columns cannot accept whole is
+    read line by line (which words its problems); so is a file that cannot be read (which words why). Problems
+    and warnings come in file order, as the record path gives them. A nested stream (metrics, phases) is read
+    all as columns or, if any file needs the record path, all line by line: its summary reads it in file order."""
 
     def __init__(self, run: RunData, stream: str, problems: list[Problem]) -> None:
         self.run, self.stream, self.problems = run, stream, problems
@@ -228,6 +228,7 @@ class _ColumnReader:
         for path in files:
             self._read_file(path)
         self._flush(final=True)
+        pa.default_memory_pool().release_unused()  # what parsing the batches used goes back to the system
         if self.fell_back and self.stream in _columnar.NESTED_STREAMS:
             del self.problems[marks[0]:], self.run.warnings[marks[1]:]
             self.run.tables.pop(self.stream, None)
@@ -269,8 +270,8 @@ class _ColumnReader:
         line, carry = 1, b""
         for block in _chain(first, blocks):
             piece, carry = _split(carry + block, path, line, bom=line == 1 and not carry)
-            if piece.data:
-                self._read_batch([piece])
+            if piece.data and not self._read_batch([piece]):
+                raise _Unreadable  # a batch the columns refuse: the file is read line by line, whole
             line += piece.lines
         self._warn_tail(path, carry, line)
 
@@ -293,20 +294,29 @@ class _ColumnReader:
             for piece in pieces:  # too few lines to be worth the columns
                 self._read_lines(piece)
             return
-        self._read_batch(pieces)
+        if self._read_batch(pieces):
+            return
+        for piece in pieces if len(pieces) > 1 else ():  # as columns, each file that can be (as one at a time)
+            if not self._read_batch([piece]):
+                self.fell_back = True
+                self._read_lines(piece)
+        if len(pieces) == 1:
+            self.fell_back = True
+            self._read_lines(pieces[0])
 
-    def _read_batch(self, pieces: list[_Piece]) -> None:
+    def _read_batch(self, pieces: list[_Piece]) -> bool:
+        """The batch read as columns, if they accept it whole."""
         data = pieces[0].data if len(pieces) == 1 else b"".join(piece.data for piece in pieces)
         lines = [piece.lines for piece in pieces]
         table = _columnar.read_frame(self.stream, data, sum(lines))
         columns = None if table is None else Columns(table, [p.file for p in pieces], [p.first_line for p in pieces],
                                                      [0, *np.cumsum(lines)[:-1].tolist()])
         if columns is not None and self._suspects_hold(columns, data):
+            if self.stream in _columnar.FLAT_STREAMS:  # each distinct text kept once: a million samples, one node
+                columns.table = _columnar.with_text_codes(table)
             self.run.tables.setdefault(self.stream, []).append(columns)
-            return
-        self.fell_back = True
-        for piece in pieces:
-            self._read_lines(piece)
+            return True
+        return False
 
     def _suspects_hold(self, columns: Columns, data: bytes) -> bool:
         """The rows the columns cannot vouch for, each checked as the record path checks its line."""
@@ -342,7 +352,8 @@ def _split(data: bytes, path: Path, first_line: int, bom: bool = True) -> tuple[
     end = data.rfind(b"\n") + 1
     lines = data[start:end] if start or end < len(data) else data
     try:
-        check_utf8(lines, "")
+        if not lines.isascii():  # ASCII (the common case) is UTF-8, and is told at memory speed
+            check_utf8(lines, "")
     except InputProblem:
         raise _Unreadable from None  # the record path words where
     return _Piece(path, first_line, lines), data[max(end, start):]

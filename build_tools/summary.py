@@ -391,7 +391,7 @@ def _closed_phases(tables: list[load.Columns], warnings: list[str],
     (its warning quotes the time as written), or times all whole numbers in a column of floats (the record path
     keeps them as integers)."""
     table = pa.concat_tables([columns.table for columns in tables], promote_options="permissive")
-    name, role = (table.column(key).to_numpy(zero_copy_only=False) for key in ("name", "role"))
+    name, role, node = (_texts(table.column(key)) for key in ("name", "role", "node"))
     t0, t1 = (table.column(key).to_numpy(zero_copy_only=False) for key in ("t0", "t1"))
     rank = table.column("rank").to_numpy(zero_copy_only=False)
     # One row per (name, t0, rank, role), in the order each first appears: its last closed record, else its
@@ -411,9 +411,8 @@ def _closed_phases(tables: list[load.Columns], warnings: list[str],
     for values in (t0, t1):
         if values.dtype.kind == "f" and len(kept) and np.all(np.floor(values[kept]) == values[kept]):
             return None
-    columns = {"name": name[kept], "t0": t0[kept], "t1": t1[kept], "node": table.column("node").to_numpy(
-        zero_copy_only=False)[kept], "gpus": _tuples(table.column("gpus"))[kept], "rank": rank[kept],
-        "role": role[kept]}
+    columns = {"name": name[kept], "t0": t0[kept], "t1": t1[kept], "node": node[kept],
+               "gpus": _tuples(table.column("gpus"))[kept], "rank": rank[kept], "role": role[kept]}
     by_time = np.lexsort((_codes(columns["name"]), columns["rank"], columns["t0"]))
     return {key: values[by_time] for key, values in columns.items()}
 
@@ -421,6 +420,12 @@ def _closed_phases(tables: list[load.Columns], warnings: list[str],
 def _codes(texts: np.ndarray) -> np.ndarray:
     """Each text's rank among the distinct texts, in Python's order of strings."""
     return pd.factorize(texts, sort=True)[0]
+
+
+def _texts(column: pa.ChunkedArray) -> np.ndarray:
+    """A text column as objects, each distinct text made once and shared."""
+    codes = column.combine_chunks().dictionary_encode()
+    return np.asarray(codes.dictionary.to_pylist(), dtype=object)[codes.indices.to_numpy(zero_copy_only=False)]
 
 
 def _tuples(column: pa.ChunkedArray) -> np.ndarray:
@@ -542,13 +547,42 @@ def _with_heat(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
 
 def _series(records: list[Record], tables: list[load.Columns]) -> pd.DataFrame:
     """A sampled stream: its records read line by line and its lines read as columns, in time order. The
-    Arrow tables become one frame in one step (no copy per batch)."""
+    Arrow tables become one frame in one step, each column's batches freed once it is made (the caller's list of
+    them is emptied), so a stream of millions of samples is never held twice."""
     if not tables:
         return _frame(records)
-    frame = pa.concat_tables([columns.table for columns in tables], promote_options="permissive").to_pandas()
+    table = pa.concat_tables([columns.table for columns in tables], promote_options="permissive")
+    tables.clear()
+    frame = _frame_of(table)
     if records:
         frame = pd.concat([frame, pd.DataFrame([rec.data for rec in records])], ignore_index=True)
-    return frame.sort_values("ts", kind="stable").reset_index(drop=True)
+    return _by_time(frame, "ts")
+
+
+def _frame_of(table: pa.Table) -> pd.DataFrame:
+    """table.to_pandas(), made a column at a time, each column's Arrow memory given back once it is made: a
+    stream of millions of samples is never held twice. Texts read as codes (_columnar.with_text_codes) become
+    text again, each distinct one shared."""
+    arrays = {}
+    while table.num_columns:
+        name, column = table.column_names[0], table.column(0)
+        table = table.remove_column(0)
+        series = column.to_pandas()
+        del column
+        arrays[name] = np.asarray(series.cat.categories, dtype=object)[series.cat.codes.to_numpy()] \
+            if isinstance(series.dtype, pd.CategoricalDtype) else series.to_numpy()
+        del series
+        pa.default_memory_pool().release_unused()
+    return pd.DataFrame(arrays, copy=False)
+
+
+def _by_time(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The frame in the order of column (stable); as it is when it already is in that order (no copy)."""
+    times = frame[column].to_numpy()
+    if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1 \
+            and times.dtype.kind in "if" and bool((times[1:] >= times[:-1]).all()):
+        return frame
+    return frame.sort_values(column, kind="stable").reset_index(drop=True)
 
 
 def _frame(records: Iterable[Record], columns: list[str] | None = None) -> pd.DataFrame:
@@ -563,8 +597,11 @@ def _host_memory(frame: pd.DataFrame) -> pd.DataFrame:
     """Used memory as Ray reads it: MemTotal - MemAvailable."""
     kib_per_gib = 1024 * 1024
     used = frame["total_kib"] - frame["available_kib"]
-    return frame.assign(used_gib=used / kib_per_gib, total_gib=frame["total_kib"] / kib_per_gib,
-                        used_frac=used / frame["total_kib"])
+    # Added in place (the frame is the summary's own): assign() would copy every column of every sample.
+    frame["used_gib"] = used / kib_per_gib
+    frame["total_gib"] = frame["total_kib"] / kib_per_gib
+    frame["used_frac"] = used / frame["total_kib"]
+    return frame
 
 
 def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> dict[str, Any]:
