@@ -63,8 +63,7 @@ def read_frame(stream: str, data: bytes, lines: int) -> pa.Table | None:
     if not columnar(stream) or not _one_object_per_line(data, lines):
         return None
     try:
-        table = pajson.read_json(pa.BufferReader(data),
-                                 read_options=pajson.ReadOptions(block_size=1 << 22, use_threads=False))
+        table = _parse(data)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
         return None
     fields = _FIELDS[stream]
@@ -88,6 +87,11 @@ def with_text_codes(table: pa.Table) -> pa.Table:
         if _is_text(kind):
             table = table.set_column(index, table.field(index).name, table.column(index).dictionary_encode())
     return table
+
+
+def _parse(data: bytes) -> pa.Table:
+    return pajson.read_json(pa.BufferReader(data), read_options=pajson.ReadOptions(block_size=1 << 22,
+                                                                                   use_threads=False))
 
 
 def suspect_rows(stream: str, table: pa.Table, data: bytes) -> np.ndarray:

@@ -221,6 +221,7 @@ class _ColumnReader:
     def __init__(self, run: RunData, stream: str, problems: list[Problem]) -> None:
         self.run, self.stream, self.problems = run, stream, problems
         self.pending: list[_Piece] = []
+        self.pending_bytes = 0
         self.fell_back = False
 
     def read(self, files: list[Path]) -> None:
@@ -245,7 +246,8 @@ class _ColumnReader:
                 self._warn_tail(path, tail, 1 + piece.lines)
                 if piece.data:
                     self.pending.append(piece)
-                if sum(len(p.data) for p in self.pending) >= _columnar.BATCH_BYTES:
+                    self.pending_bytes += len(piece.data)
+                if self.pending_bytes >= _columnar.BATCH_BYTES:
                     self._flush()
                 return
         except _Unreadable:
@@ -286,11 +288,10 @@ class _ColumnReader:
                                      "skipped")
 
     def _flush(self, final: bool = False) -> None:
-        pieces, self.pending = self.pending, []
+        pieces, size, self.pending, self.pending_bytes = self.pending, self.pending_bytes, [], 0
         if not pieces:
             return
-        if final and not self.run.tables.get(self.stream) and not self.fell_back \
-                and sum(len(p.data) for p in pieces) < _columnar.FAST_FROM_BYTES:
+        if final and not self.run.tables.get(self.stream) and not self.fell_back and size < _columnar.FAST_FROM_BYTES:
             for piece in pieces:  # too few lines to be worth the columns
                 self._read_lines(piece)
             return
