@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -104,11 +105,11 @@ def _read_frames(folder: Path, body: dict[str, Any]) -> dict[str, pd.DataFrame]:
 
 
 def _write_frame(frame: pd.DataFrame, path: Path) -> None:
-    encoded = [column for column in frame.columns if frame[column].dtype == object and _holds_containers(frame[column])]
+    encoded = [column for column, dtype in frame.dtypes.items() if dtype == object and _holds_containers(frame[column])]
     if encoded:  # copied only then: a frame of millions of samples is written as it is
         frame = frame.copy()
     for column in encoded:
-        frame[column] = frame[column].map(lambda v: json.dumps(v, sort_keys=True, allow_nan=True))
+        frame[column] = _as_json(frame[column].to_numpy())
     table = pa.Table.from_pandas(frame, preserve_index=True)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            b"manual_json_columns": json.dumps(encoded).encode()})
@@ -117,11 +118,26 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
     pa.default_memory_pool().release_unused()  # a frame of millions of samples: its copy goes back at once
 
 
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the index of each distinct object's first row, each row's number among them): distinct by identity, so
+    the summary's shared tuples (one per distinct list of GPUs) are looked at once, not once per row."""
+    ids = np.fromiter(map(id, values), dtype=np.int64, count=len(values))
+    _, first, at = np.unique(ids, return_index=True, return_inverse=True)
+    return first, at
+
+
 def _holds_containers(column: pd.Series) -> bool:
     """Whether a column of objects holds a list, tuple or mapping (a column of text is told at C speed)."""
     if pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
         return False
-    return bool(column.map(lambda v: isinstance(v, list | tuple | dict)).any())
+    values = column.to_numpy()
+    return any(isinstance(values[row], list | tuple | dict) for row in _distinct(values)[0])
+
+
+def _as_json(values: np.ndarray) -> np.ndarray:
+    first, at = _distinct(values)
+    texts = np.array([json.dumps(values[row], sort_keys=True, allow_nan=True) for row in first], dtype=object)
+    return texts[at]
 
 
 def _read_frame(source: Any) -> pd.DataFrame:
