@@ -34,6 +34,8 @@ class CacheChanged(ManualError):
 
     def __init__(self, folder: Path) -> None:
         super().__init__(f"build/cache: {folder.name} changed while this build was reading it")
+# pyarrow's rows per Parquet row group (pq.write_table's default).
+ROW_GROUP = 1024 * 1024
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
 TUPLE_COLUMNS = {"gpus"}
 
@@ -105,17 +107,44 @@ def _read_frames(folder: Path, body: dict[str, Any]) -> dict[str, pd.DataFrame]:
 
 
 def _write_frame(frame: pd.DataFrame, path: Path) -> None:
-    encoded = [column for column, dtype in frame.dtypes.items() if dtype == object and _holds_containers(frame[column])]
+    encoded = [column for column, dtype in frame.dtypes.items()
+               if pd.api.types.is_object_dtype(dtype) and _holds_containers(frame[column])]
     if encoded:  # copied only then: a frame of millions of samples is written as it is
         frame = frame.copy()
     for column in encoded:
         frame[column] = _as_json(frame[column].to_numpy())
-    table = pa.Table.from_pandas(frame, preserve_index=True)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           b"manual_json_columns": json.dumps(encoded).encode()})
-    pq.write_table(table, path)
-    del table
-    pa.default_memory_pool().release_unused()  # a frame of millions of samples: its copy goes back at once
+    json_columns = {b"manual_json_columns": json.dumps(encoded).encode()}
+    if len(frame) <= ROW_GROUP or not isinstance(frame.index, pd.RangeIndex) or not _write_by_row_groups(
+            frame, path, json_columns):
+        table = pa.Table.from_pandas(frame, preserve_index=True)
+        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **json_columns}), path)
+
+
+def _write_by_row_groups(frame: pd.DataFrame, path: Any, metadata: dict[bytes, bytes]) -> bool:
+    """A frame of millions of samples written one row group at a time (the rows pq.write_table puts in each), so
+    it is never in Arrow's memory whole; the file is byte for byte the one pq.write_table writes. The schema is
+    the first row group's, its index stretched to the whole frame; False (nothing written) when a column of
+    objects holds other kinds of values later than in its first row group (None at first, then text)."""
+    head = frame.iloc[:ROW_GROUP]
+    for name, dtype in frame.dtypes.items():
+        kinds = {pd.api.types.infer_dtype(part[name], skipna=True) for part in (frame, head)}
+        if pd.api.types.is_object_dtype(dtype) and not (kinds == {"string"} or kinds == {"empty"}):
+            return False
+    first = pa.Table.from_pandas(head, preserve_index=True)
+    pandas = json.loads(first.schema.metadata[b"pandas"])
+    for index in pandas["index_columns"]:
+        if isinstance(index, dict) and index.get("kind") == "range":
+            index["stop"] = frame.index.stop
+    schema = first.schema.with_metadata({**first.schema.metadata, b"pandas": json.dumps(pandas).encode(), **metadata})
+    with pq.ParquetWriter(path, schema) as writer:
+        writer.write_table(first)
+        del first
+        for start in range(ROW_GROUP, len(frame), ROW_GROUP):
+            part = pa.Table.from_pandas(frame.iloc[start:start + ROW_GROUP], schema=schema, preserve_index=True)
+            writer.write_table(part)
+            del part
+            pa.default_memory_pool().release_unused()
+    return True
 
 
 def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -229,6 +229,9 @@ class _ColumnReader:
         for path in files:
             self._read_file(path)
         self._flush(final=True)
+        batches = self.run.tables.get(self.stream, [])
+        if len(batches) > 1 and self.stream in _columnar.FLAT_STREAMS:  # one run of memory per column: the
+            batches[:] = [_joined(batches)]                             # summary's frame shares it, no copy
         pa.default_memory_pool().release_unused()  # what parsing the batches used goes back to the system
         if self.fell_back and self.stream in _columnar.NESTED_STREAMS:
             del self.problems[marks[0]:], self.run.warnings[marks[1]:]
@@ -340,6 +343,19 @@ class _ColumnReader:
         text = piece.data.decode("utf-8")
         self.run.streams[self.stream] += _records(text.split("\n")[:-1], display_path(piece.file), piece.first_line,
                                                   self.stream, self.problems)
+
+
+def _joined(batches: list[Columns]) -> Columns:
+    """The batches of a stream as one table, each column one contiguous array (the rows' files and lines kept)."""
+    table = pa.concat_tables([columns.table for columns in batches], promote_options="permissive")
+    files, first_lines, starts, offset = [], [], [], 0
+    for columns in batches:
+        files += columns.files
+        first_lines += columns.first_lines
+        starts += [offset + start for start in columns.starts]
+        offset += columns.table.num_rows
+    batches.clear()  # the batches' memory goes as each column is joined
+    return Columns(table.combine_chunks(), files, first_lines, starts)
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import math
 import shutil
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import MILES_SAMPLES, SAMPLES
 
-from build_tools import load, summary
+from build_tools import _summary_cache, load, summary
 from build_tools.summary import summarise_runs
 
 GOOD = SAMPLES / "load" / "good"
@@ -125,3 +130,23 @@ def test_an_unchanged_run_is_not_read_to_be_hashed(tmp_path: Path, monkeypatch: 
     again = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
     assert again.source_hash == first.source_hash
     assert not [path for path in read if runs in path.parents]  # stat()ed, not read
+
+
+@pytest.mark.parametrize("index", [pd.RangeIndex(0, 2500), pd.RangeIndex(7, 2507, name="row")])
+def test_a_long_frame_is_cached_a_row_group_at_a_time_byte_for_byte(index: pd.RangeIndex,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache writes a frame of millions of samples one row group at a time (memory); the file is the one
+    pq.write_table writes."""
+    monkeypatch.setattr(_summary_cache, "ROW_GROUP", 1000)
+    frame = pd.DataFrame({"ts": np.arange(2500) * 0.5, "node": np.array(["a", "b"] * 1250, dtype=object),
+                          "gpu": np.arange(2500), "mem_mb": np.array([None] * 2500, dtype=object),
+                          "power_w": np.where(np.arange(2500) % 3 == 0, np.nan, 60.0)}, index=index)
+    table = pa.Table.from_pandas(frame, preserve_index=True)
+    expected = io.BytesIO()
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"manual_json_columns": b"[]"}),
+                   expected, row_group_size=1000)
+    written = io.BytesIO()
+    _summary_cache._write_frame(frame, written)
+    assert written.getvalue() == expected.getvalue()
+    assert pq.ParquetFile(io.BytesIO(written.getvalue())).metadata.num_row_groups == 3
+    assert _summary_cache._read_frame(io.BytesIO(written.getvalue())).equals(frame)
