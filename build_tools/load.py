@@ -112,10 +112,12 @@ def load_runs(runs_dir: Path) -> list[RunData]:
     return runs
 
 
-def load_run(root: Path, problems: list[Problem], *, records: bool = False) -> RunData:
+def load_run(root: Path, problems: list[Problem], *, records: bool = False, keep: bool = True) -> RunData:
     """Load one run directory, appending what is wrong with it to problems. `records`: metrics and phases as
     records, for a reader of each record (`manual show`, `make compare`); a run with other sources than the dump
-    has them as records anyway (sources.merge checks each against the other sources')."""
+    has them as records anyway (sources.merge checks each against the other sources'). `keep=False` only
+    validates: the lines read as columns are checked and dropped (memory bounded by a batch, not by the run),
+    so the run cannot be summarised."""
     run_id = root.name
     if not RUN_ID.match(run_id):
         problems.append(Problem(display_path(root), None, None,
@@ -127,7 +129,7 @@ def load_run(root: Path, problems: list[Problem], *, records: bool = False) -> R
     run = RunData(run_id=run_id, root=root, config=config, meta=meta)
     _check_flags_agree(root, config, lines, meta, problems)
     by_line = _columnar.NESTED_STREAMS if records or sources.source_files(root) else ()
-    _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems, by_line)
+    _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems, by_line, keep)
     sources.add_streams(run, problems)  # the other sources' streams, checked against the dump's
     return run
 
@@ -180,12 +182,12 @@ def time_problems(where: str, config: dict[str, Any], first: float, last: float,
 
 
 def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: list[Problem],
-                  by_line: tuple[str, ...] = ()) -> None:
+                  by_line: tuple[str, ...] = (), keep: bool = True) -> None:
     """Every stream of the folders into run: as columns where it can be (_columnar.py), else line by line."""
     for name, files in _stream_files(folders, problems):
         run.streams[name] = []
         if _columnar.columnar(name) and name not in by_line:
-            _ColumnReader(run, name, problems).read(files)
+            _ColumnReader(run, name, problems, keep).read(files)
         else:
             for path in files:
                 run.streams[name] += _read_stream(path, name, problems, run.warnings)
@@ -218,8 +220,8 @@ class _ColumnReader:
     and warnings come in file order, as the record path gives them. A nested stream (metrics, phases) is read
     all as columns or, if any file needs the record path, all line by line: its summary reads it in file order."""
 
-    def __init__(self, run: RunData, stream: str, problems: list[Problem]) -> None:
-        self.run, self.stream, self.problems = run, stream, problems
+    def __init__(self, run: RunData, stream: str, problems: list[Problem], keep: bool = True) -> None:
+        self.run, self.stream, self.problems, self.keep = run, stream, problems, keep
         self.pending: list[_Piece] = []
         self.pending_bytes = 0
         self.fell_back = False
@@ -316,6 +318,8 @@ class _ColumnReader:
         columns = None if table is None else Columns(table, [p.file for p in pieces], [p.first_line for p in pieces],
                                                      [0, *np.cumsum(lines)[:-1].tolist()])
         if columns is not None and self._suspects_hold(columns, data):
+            if not self.keep:
+                return True
             if self.stream in _columnar.FLAT_STREAMS:  # each distinct text kept once: a million samples, one node
                 columns.table = _columnar.with_text_codes(table)
             self.run.tables.setdefault(self.stream, []).append(columns)

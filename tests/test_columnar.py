@@ -310,3 +310,16 @@ def test_a_run_with_other_sources_keeps_its_metrics_as_records(tmp_path: Path) -
     problems: list = []
     run = load.load_run(tmp_path / RUN, problems)
     assert run.streams["metrics"] and "metrics" not in run.tables and run.tables["gpu_util"]
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_validating_without_keeping_finds_the_same_problems_and_holds_no_column(bad: bool, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / RUN)
+    if bad:
+        damage(tmp_path / RUN / "dashboard" / "metrics.jsonl", 41, rb'"step":13', b'"step":-13')
+    kept: list = []
+    run = load.load_run(tmp_path / RUN, kept)
+    checked: list = []
+    validated = load.load_run(tmp_path / RUN, checked, keep=False)
+    assert [str(p) for p in checked] == [str(p) for p in kept] and bool(kept) == bad
+    assert validated.tables == {} and run.tables["held_memory"] and validated.warnings == run.warnings
