@@ -107,12 +107,12 @@ def suspect_rows(stream: str, table: pa.Table, data: bytes) -> np.ndarray:
             continue
         rows |= table.column(name).is_null().to_numpy(zero_copy_only=False)
     for column in _numeric_columns(table):
-        values = column.to_numpy(zero_copy_only=False)
-        if values.dtype.kind == "f":
-            with np.errstate(invalid="ignore"):
-                rows |= ~(np.abs(values) < BEYOND_INT64) & column.is_valid().to_numpy(zero_copy_only=False)
-    if stream in NESTED_STREAMS and b"null" in data:
-        rows[_lines_holding(data, b"null")] = True
+        if pa.types.is_floating(column.type):
+            within = pc.less(pc.abs(column), BEYOND_INT64)  # false for NaN and the infinities, null where null
+            if not pc.all(within).as_py():
+                rows |= pc.fill_null(pc.invert(within), False).to_numpy(zero_copy_only=False)
+    if any(pa.types.is_struct(kind) for kind in table.schema.types) and b"null" in data:
+        rows[_lines_holding(data, b"null")] = True  # a null inside the mapping reads as a key left out
     return np.flatnonzero(rows)
 
 
