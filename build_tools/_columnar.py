@@ -1,18 +1,23 @@
-"""The fast path for the high-rate flat streams (telemetry): a whole file read by pyarrow's JSON reader and
-checked column by column against the same schema the record-by-record path uses (schemas.STREAM_RECORDS).
+"""The fast path for the JSON Lines streams: a batch of lines read by pyarrow's JSON reader and checked column by
+column against the same schema the record-by-record path uses (schemas.STREAM_RECORDS).
 
-A column check never reports: when any column does not pass, the file goes down the record-by-record path,
+A column check never reports: when any column does not pass, the batch goes down the record-by-record path,
 which finds the offending lines and words the problems. So the fast path can only accept what the slow path
-would accept, and every message still names its file and line.
+would accept, and every message still names its file and line. Where a column alone cannot tell (a null read
+where the key may be missing, a value the reader may have read differently from Python's json), the rows in
+doubt are handed back as suspects, and the loader checks just those lines the slow way (load.py).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired, get_args, get_origin
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pajson
 from pydantic import AfterValidator, PlainValidator
 
@@ -21,34 +26,132 @@ from . import schemas
 # The streams whose records are flat (no lists or mappings): one row each, a column per field.
 FLAT_STREAMS = ("gpu_util", "gpu_processes", "host_memory", "gpu_temp", "held_memory", "data_buffer", "sampling",
                 "repeat_probe")
-# Smaller files are not worth the reader's set-up.
-FAST_FROM_BYTES = 64 * 1024
+# Streams with a list or a mapping in each record, read as columns too (a list column, a struct of metrics).
+NESTED_STREAMS = ("metrics", "phases")
+# Less than this many bytes of a stream is not worth the reader's set-up: read line by line.
+FAST_FROM_BYTES = 16 * 1024
+# Lines are read this many bytes at a time: memory is bounded by a batch, not by the file.
+BATCH_BYTES = 4 * 1024 * 1024
+# A double at or beyond 2**63 may have been written as an integer beyond 64 bits, which Python's json refuses.
+BEYOND_INT64 = 2.0**63
 
 ColumnCheck = Callable[[pa.ChunkedArray], bool]
 
 
-def read_table(stream: str, data: bytes | memoryview, lines: int) -> pa.Table | None:
-    """The complete `lines` lines of a flat stream file (UTF-8 bytes, ending in a newline) as a table, or None when any
-    line needs the record path. Read straight from the bytes: no text copy of a file of a hundred MB."""
-    if stream not in FLAT_STREAMS:
+def _never(column: pa.ChunkedArray) -> bool:
+    """A field the columns cannot check (a pattern, a validator of its own): the record path checks it."""
+    return False
+
+
+@dataclass(frozen=True)
+class Field:
+    """How a field of a record is checked as a column."""
+
+    presence: str  # "required" (present, not null), "key" (present, may be null), "optional" (may be left out)
+    check: ColumnCheck
+
+
+def columnar(stream: str) -> bool:
+    """Whether the stream may be read as columns (tests switch streams off to compare with the record path)."""
+    return stream in FLAT_STREAMS or stream in NESTED_STREAMS
+
+
+def read_frame(stream: str, data: bytes, lines: int) -> pa.Table | None:
+    """`lines` complete lines of a stream (UTF-8 bytes ending in a newline, no byte-order mark) as a table that
+    passed every column check and rule, or None when the batch must go down the record path. Rows in doubt are
+    left to suspect_rows()."""
+    if not columnar(stream) or not _one_object_per_line(data, lines):
         return None
     try:
-        table = pajson.read_json(pa.BufferReader(data),
-                                 read_options=pajson.ReadOptions(block_size=1 << 22, use_threads=False))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        table = _parse(data)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
         return None
-    checks = _CHECKS[stream]
-    if not set(table.column_names) <= set(checks) or table.num_rows != lines:
+    fields = _FIELDS[stream]
+    if table.num_rows != lines or not set(table.column_names) <= set(fields):
         return None
-    for name, (required, check) in checks.items():
+    for name, field in fields.items():
         if name not in table.column_names:
-            if required:
-                return None
-            continue
+            if field.presence == "optional":
+                continue
+            return None  # no line has the field: the record path says which lines miss it
         column = table.column(name)
-        if (required and column.null_count) or not check(column):
+        if (field.presence == "required" and column.null_count) or not field.check(column):
             return None
+    return table if _rules_hold(stream, table) else None
+
+
+def with_text_codes(table: pa.Table) -> pa.Table:
+    """The table with its text columns dictionary-encoded (each distinct text stored once); the summary turns
+    them back into text (summary._series)."""
+    for index, kind in enumerate(table.schema.types):
+        if _is_text(kind):
+            table = table.set_column(index, table.field(index).name, table.column(index).dictionary_encode())
     return table
+
+
+def _parse(data: bytes) -> pa.Table:
+    return pajson.read_json(pa.BufferReader(data), read_options=pajson.ReadOptions(block_size=1 << 22,
+                                                                                   use_threads=False))
+
+
+def suspect_rows(stream: str, table: pa.Table, data: bytes) -> np.ndarray:
+    """The rows a column check passed but cannot vouch for, to be checked line by line: a null in a field that
+    must be present (null or left out read the same), an explicit null inside a mapping, and a number Python's
+    json may read differently (NaN, an infinity, or beyond 64 bits)."""
+    rows = np.zeros(table.num_rows, dtype=bool)
+    for name, field in _FIELDS[stream].items():
+        if field.presence != "key" or name not in table.column_names or not table.column(name).null_count:
+            continue
+        # In a flat record that passed, `"name":` can only be the key itself: one per line means none is missing.
+        if stream in FLAT_STREAMS and data.count(b'"' + name.encode() + b'":') == table.num_rows:
+            continue
+        rows |= table.column(name).is_null().to_numpy(zero_copy_only=False)
+    for column in _numeric_columns(table):
+        if pa.types.is_floating(column.type):
+            within = pc.less(pc.abs(column), BEYOND_INT64)  # false for NaN and the infinities, null where null
+            if not pc.all(within).as_py():
+                rows |= pc.fill_null(pc.invert(within), False).to_numpy(zero_copy_only=False)
+    if any(pa.types.is_struct(kind) for kind in table.schema.types) and b"null" in data:
+        rows[_lines_holding(data, b"null")] = True  # a null inside the mapping reads as a key left out
+    return np.flatnonzero(rows)
+
+
+def line_starts(data: bytes) -> np.ndarray:
+    """Where each line of complete lines starts (and, last, where the data ends)."""
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n")) + 1
+    return np.concatenate(([0], ends)).astype(np.int64)
+
+
+def _lines_holding(data: bytes, word: bytes) -> np.ndarray:
+    starts = line_starts(data)
+    found = np.fromiter((match.start() for match in re.finditer(re.escape(word), data)), dtype=np.int64)
+    return np.unique(np.searchsorted(starts, found, side="right") - 1)
+
+
+def _one_object_per_line(data: bytes, lines: int) -> bool:
+    """Every line starts with `{`: no blank line, so the reader's rows are the lines one to one (a line holding
+    two objects would add a row)."""
+    return data.count(b"\n{") + data.startswith(b"{") == lines
+
+
+def _numeric_columns(table: pa.Table) -> list[pa.ChunkedArray]:
+    """Every number column, the fields of a struct (the metrics mapping) included."""
+    found = []
+    for column in table.columns:
+        if pa.types.is_struct(column.type):
+            found += [_child(column, index) for index in range(column.type.num_fields)
+                      if _is_number(column.type.field(index).type)]
+        elif _is_number(column.type):
+            found.append(column)
+    return found
+
+
+def _child(column: pa.ChunkedArray, index: int) -> pa.ChunkedArray:
+    return pa.chunked_array([chunk.field(index) for chunk in column.chunks], type=column.type.field(index).type)
+
+
+def _is_number(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(kind) or pa.types.is_floating(kind))
 
 
 # --- column checks, compiled from the record schemas -----------------------------------------------
@@ -56,7 +159,7 @@ def read_table(stream: str, data: bytes | memoryview, lines: int) -> pa.Table | 
 
 def _numbers(column: pa.ChunkedArray) -> np.ndarray | None:
     """The column's values as floats (nulls dropped), or None when it is not numeric."""
-    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_null(column.type)):
+    if not (_is_number(column.type) or pa.types.is_null(column.type)):
         return None
     values: np.ndarray = column.drop_null().to_numpy(zero_copy_only=False).astype(float)
     return values
@@ -73,12 +176,20 @@ def _whole(column: pa.ChunkedArray) -> bool:
 
 
 def _text(column: pa.ChunkedArray) -> bool:
-    return bool(pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
-                or pa.types.is_null(column.type))
+    return _is_text(column.type) or pa.types.is_null(column.type)
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _distinct(column: pa.ChunkedArray) -> list[Any]:
+    values: list[Any] = pc.unique(column.drop_null()).to_pylist()
+    return values
 
 
 def _non_empty_text(column: pa.ChunkedArray) -> bool:
-    return _text(column) and not any(not str(v).strip() for v in column.drop_null().to_pylist())
+    return _text(column) and all(value.strip() for value in _distinct(column))
 
 
 def _bounded(check: ColumnCheck, bounds: list[tuple[str, float]]) -> ColumnCheck:
@@ -94,32 +205,76 @@ def _bounded(check: ColumnCheck, bounds: list[tuple[str, float]]) -> ColumnCheck
 
 
 def _choices(allowed: tuple[Any, ...]) -> ColumnCheck:
-    return lambda column: _text(column) and set(column.drop_null().to_pylist()) <= set(allowed)
+    return lambda column: _text(column) and set(_distinct(column)) <= set(allowed)
 
 
-def _compile(annotation: Any) -> tuple[bool, ColumnCheck]:
-    """(required and not null, a check of the whole column) for one field's annotation."""
-    required = True
+def _list_of(item: Field) -> ColumnCheck:
+    """A list column whose items all pass item's check (no null item: list[int] refuses one)."""
+    def list_of(column: pa.ChunkedArray) -> bool:
+        if pa.types.is_null(column.type):
+            return True
+        if not pa.types.is_list(column.type):
+            return False
+        items = pa.chunked_array([chunk.flatten() for chunk in column.chunks], type=column.type.value_type)
+        return not items.null_count and item.check(items)
+    return list_of
+
+
+def _scalars(column: pa.ChunkedArray) -> bool:
+    """A mapping of names to numbers, strings or true/false (schemas._scalar): a struct of such fields. A string
+    field holding a non-finite marker is a number the record path reads; a null is left to suspect_rows."""
+    if not pa.types.is_struct(column.type):
+        return False
+    for index in range(column.type.num_fields):
+        kind = column.type.field(index).type
+        if _is_number(kind) or pa.types.is_boolean(kind) or pa.types.is_null(kind):
+            continue
+        if not _is_text(kind) or set(_distinct(_child(column, index))) & set(schemas.NON_FINITE):
+            return False
+    return True
+
+
+def _time(column: pa.ChunkedArray) -> bool:
+    values = _numbers(column)
+    return values is not None and bool(np.isfinite(values).all() and (values >= 0).all())
+
+
+def _phase_end(column: pa.ChunkedArray) -> bool:
+    values = _numbers(column)
+    return values is not None and bool(np.isfinite(values).all() and ((values >= 0) | (values == -1)).all())
+
+
+_VALIDATOR_CHECKS: dict[Callable[..., Any], ColumnCheck] = {
+    schemas._number: _finite_number, schemas._time: _time, schemas._non_empty: _non_empty_text,
+    schemas._phase_end: _phase_end,
+}
+
+
+def _compile(annotation: Any) -> Field:
+    """How one field's annotation is checked as a column; a rule the columns cannot express never passes."""
+    presence = "required"
     if get_origin(annotation) is NotRequired:
-        required, annotation = False, get_args(annotation)[0]
+        presence, annotation = "optional", get_args(annotation)[0]
     args = [a for a in get_args(annotation) if a is not type(None)]
     if type(None) in get_args(annotation) and get_origin(annotation) is not Annotated:
-        required, annotation = False, args[0]
+        presence, annotation = ("key" if presence == "required" else presence), args[0]
     bounds: list[tuple[str, float]] = []
     check: ColumnCheck | None = None
     while get_origin(annotation) is Annotated:
         base, *metadata = get_args(annotation)
         for meta in metadata:
+            if isinstance(meta, PlainValidator | AfterValidator):
+                check = _VALIDATOR_CHECKS.get(meta.func, _never) if check is None else check
+                continue
             for inner in getattr(meta, "metadata", None) or [meta]:
-                for kind in ("ge", "gt", "le", "lt"):
-                    if type(inner).__name__ == kind.capitalize():
-                        bounds.append((kind, float(getattr(inner, kind))))
-            if isinstance(meta, PlainValidator | AfterValidator) and check is None:
-                check = _VALIDATOR_CHECKS.get(meta.func)
+                kind = type(inner).__name__.lower()
+                if kind not in ("ge", "gt", "le", "lt"):
+                    return Field(presence, _never)  # a pattern or any other constraint: the record path
+                bounds.append((kind, float(getattr(inner, kind))))
         annotation = base
     if check is None:
         check = _plain_check(annotation)
-    return required, _bounded(check, bounds) if bounds else check
+    return Field(presence, _bounded(check, bounds) if bounds else check)
 
 
 def _plain_check(annotation: Any) -> ColumnCheck:
@@ -129,46 +284,27 @@ def _plain_check(annotation: Any) -> ColumnCheck:
         return _text
     if get_origin(annotation) is Literal:
         return _choices(get_args(annotation))
-    return lambda column: False  # anything else goes down the record path
-
-
-def _time(column: pa.ChunkedArray) -> bool:
-    values = _numbers(column)
-    return values is not None and bool(np.isfinite(values).all() and (values >= 0).all())
-
-
-_VALIDATOR_CHECKS: dict[Callable[..., Any], ColumnCheck] = {
-    schemas._number: _finite_number, schemas._time: _time, schemas._non_empty: _non_empty_text,
-}
+    if get_origin(annotation) is list:
+        return _list_of(_compile(get_args(annotation)[0]))
+    if get_origin(annotation) is dict and get_args(annotation) == (str, schemas.Scalar):
+        return _scalars
+    return _never
 
 
 def _rules_hold(stream: str, table: pa.Table) -> bool:
-    """The rules across fields, applied to whole columns (each rule is written so that it can be); only the
-    numeric columns become pandas."""
+    """The rules across fields, applied to whole columns (each rule is written so that it can be)."""
     rules = schemas.RECORD_RULES.get(stream, ())
     if not rules:
         return True
-    numeric = [field.name for field in table.schema if pa.types.is_integer(field.type)
-               or pa.types.is_floating(field.type)]
-    frame = table.select(numeric).to_pandas()
+    columns = {name: table.column(name).to_numpy(zero_copy_only=False) for name in table.column_names
+               if _is_number(table.column(name).type)}
     try:
-        return all(bool(np.all(rule(frame))) for rule, _, _ in rules)
+        return all(bool(np.all(rule(columns))) for rule, _, _ in rules)
     except (TypeError, ValueError, KeyError):  # a rule that only reads one record at a time: the record path
         return False
 
 
-_CHECKS: dict[str, dict[str, tuple[bool, ColumnCheck]]] = {
+_FIELDS: dict[str, dict[str, Field]] = {
     stream: {name: _compile(annotation) for name, annotation in schemas.STREAM_RECORDS[stream].__annotations__.items()}
-    for stream in FLAT_STREAMS
+    for stream in FLAT_STREAMS + NESTED_STREAMS
 }
-
-
-def read_frame(stream: str, data: bytes | memoryview, lines: int) -> pa.Table | None:
-    """read_table, then the rules across fields (available <= total); None sends the file down the record path.
-    The table stays in Arrow's memory until the summary joins a stream's files into one frame."""
-    if len(data) < FAST_FROM_BYTES:
-        return None
-    table = read_table(stream, data, lines)
-    if table is None or not _rules_hold(stream, table):
-        return None
-    return table

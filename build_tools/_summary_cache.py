@@ -19,8 +19,9 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,6 +30,8 @@ from ._exceptions import CacheChanged
 from ._staging import temporary_prefix, write_atomic
 
 FORMAT = 1
+# pyarrow's rows per Parquet row group (pq.write_table's default).
+ROW_GROUP = 1024 * 1024
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
 TUPLE_COLUMNS = {"gpus"}
 
@@ -101,15 +104,67 @@ def _read_frames(folder: Path, body: dict[str, Any]) -> dict[str, pd.DataFrame]:
 
 
 def _write_frame(frame: pd.DataFrame, path: Path) -> None:
-    frame = frame.copy()
-    encoded = [column for column in frame.columns if frame[column].dtype == object
-               and frame[column].map(lambda v: isinstance(v, list | tuple | dict)).any()]
+    encoded = [column for column, dtype in frame.dtypes.items()
+               if pd.api.types.is_object_dtype(dtype) and _holds_containers(frame[column])]
+    if encoded:  # copied only then: a frame of millions of samples is written as it is
+        frame = frame.copy()
     for column in encoded:
-        frame[column] = frame[column].map(lambda v: json.dumps(v, sort_keys=True, allow_nan=True))
-    table = pa.Table.from_pandas(frame, preserve_index=True)
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           b"manual_json_columns": json.dumps(encoded).encode()})
-    pq.write_table(table, path)
+        frame[column] = _as_json(frame[column].to_numpy())
+    json_columns = {b"manual_json_columns": json.dumps(encoded).encode()}
+    if len(frame) <= ROW_GROUP or not isinstance(frame.index, pd.RangeIndex) or not _write_by_row_groups(
+            frame, path, json_columns):
+        table = pa.Table.from_pandas(frame, preserve_index=True)
+        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **json_columns}), path)
+
+
+def _write_by_row_groups(frame: pd.DataFrame, path: Any, metadata: dict[bytes, bytes]) -> bool:
+    """A frame of millions of samples written one row group at a time (the rows pq.write_table puts in each), so
+    it is never in Arrow's memory whole; the file is byte for byte the one pq.write_table writes. The schema is
+    the first row group's, its index stretched to the whole frame; False (nothing written) when a column of
+    objects holds other kinds of values later than in its first row group (None at first, then text)."""
+    head = frame.iloc[:ROW_GROUP]
+    for name, dtype in frame.dtypes.items():
+        kinds = {pd.api.types.infer_dtype(part[name], skipna=True) for part in (frame, head)}
+        if pd.api.types.is_object_dtype(dtype) and not (kinds == {"string"} or kinds == {"empty"}):
+            return False
+    first = pa.Table.from_pandas(head, preserve_index=True)
+    pandas = json.loads(first.schema.metadata[b"pandas"])
+    for index in pandas["index_columns"]:
+        if isinstance(index, dict) and index.get("kind") == "range":
+            index["stop"] = cast(pd.RangeIndex, frame.index).stop
+    schema = first.schema.with_metadata({**first.schema.metadata, b"pandas": json.dumps(pandas).encode(), **metadata})
+    with pq.ParquetWriter(path, schema) as writer:
+        writer.write_table(first)
+        del first
+        for start in range(ROW_GROUP, len(frame), ROW_GROUP):
+            part = pa.Table.from_pandas(frame.iloc[start:start + ROW_GROUP], schema=schema, preserve_index=True)
+            writer.write_table(part)
+            del part
+            pa.default_memory_pool().release_unused()
+    return True
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the index of each distinct object's first row, each row's number among them): distinct by identity, so
+    the summary's shared tuples (one per distinct list of GPUs) are looked at once, not once per row."""
+    ids = np.fromiter(map(id, values), dtype=np.int64, count=len(values))
+    _, first, at = np.unique(ids, return_index=True, return_inverse=True)
+    return first, at
+
+
+def _holds_containers(column: pd.Series) -> bool:
+    """Whether a column of objects holds a list, tuple or mapping (a column of text is told at C speed)."""
+    if pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
+        return False
+    values = column.to_numpy()
+    return any(isinstance(values[row], list | tuple | dict) for row in _distinct(values)[0])
+
+
+def _as_json(values: np.ndarray) -> np.ndarray:
+    first, at = _distinct(values)
+    texts = np.array([json.dumps(values[row], sort_keys=True, allow_nan=True) for row in first], dtype=object)
+    encoded: np.ndarray = texts[at]
+    return encoded
 
 
 def _read_frame(source: Any) -> pd.DataFrame:

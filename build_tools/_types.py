@@ -7,6 +7,7 @@ it; it is named here for the types only.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,6 +30,25 @@ class Record:
 
 
 @dataclass
+class Columns:
+    """Validated lines of a stream read as columns (_columnar.py): one row per line, the lines of one or more
+    files in order. Row i is line `first_lines[k] + i - starts[k]` of `files[k]`, k the last piece starting
+    at or before i."""
+
+    table: pa.Table
+    files: list[Path]
+    first_lines: list[int]
+    starts: list[int]
+
+    def where(self, row: int) -> tuple[str, int]:
+        """The file (as messages name it) and line of a row."""
+        from ._exceptions import display_path
+
+        piece = bisect.bisect_right(self.starts, row) - 1
+        return display_path(self.files[piece]), self.first_lines[piece] + row - self.starts[piece]
+
+
+@dataclass
 class RunData:
     """A run as found on disk: its configuration and the validated records of each stream."""
 
@@ -36,9 +56,11 @@ class RunData:
     root: Path
     config: dict[str, Any]
     meta: dict[str, Any]
+    # Lines read one by one (small files, lines the columns could not accept, the other sources' records).
     streams: dict[str, list[Record]] = field(default_factory=dict)
-    # Large flat telemetry files, read as columns: one Arrow table per file (_columnar.py).
-    tables: dict[str, list[pa.Table]] = field(default_factory=dict)
+    # Lines read as columns, in file order (_columnar.py). A stream of `_columnar.NESTED_STREAMS` (metrics,
+    # phases) is all records or all columns; a sampled stream may have both.
+    tables: dict[str, list[Columns]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 

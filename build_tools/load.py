@@ -7,19 +7,25 @@ collected; the stage then fails once with the whole list.
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import math
+import os
 import re
+import stat
+import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from . import _columnar, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
 from ._files import STREAM_LIMIT, FileStat, check_tree, check_utf8, decode_utf8, read_bytes, read_text, scan_tree
-from ._types import Record, RunData
+from ._types import Columns, Record, RunData
 from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
@@ -74,8 +80,12 @@ def load_runs(runs_dir: Path) -> list[RunData]:
     return runs
 
 
-def load_run(root: Path, problems: list[Problem]) -> RunData:
-    """Load one run directory, appending what is wrong with it to problems."""
+def load_run(root: Path, problems: list[Problem], *, records: bool = False, keep: bool = True) -> RunData:
+    """Load one run directory, appending what is wrong with it to problems. `records`: metrics and phases as
+    records, for a reader of each record (`manual show`, `make compare`); a run with other sources than the dump
+    has them as records anyway (sources.merge checks each against the other sources'). `keep=False` only
+    validates: the lines read as columns are checked and dropped (memory bounded by a batch, not by the run),
+    so the run cannot be summarised."""
     run_id = root.name
     if not RUN_ID.match(run_id):
         problems.append(Problem(display_path(root), None, None,
@@ -86,7 +96,8 @@ def load_run(root: Path, problems: list[Problem]) -> RunData:
     meta = _load_meta(root / "dashboard" / "meta.json", run_id, problems) if sources.has_dump(root) else {}
     run = RunData(run_id=run_id, root=root, config=config, meta=meta)
     _check_flags_agree(root, config, lines, meta, problems)
-    _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems)
+    by_line = _columnar.NESTED_STREAMS if records or sources.source_files(root) else ()
+    _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems, by_line, keep)
     sources.add_streams(run, problems)  # the other sources' streams, checked against the dump's
     return run
 
@@ -94,7 +105,8 @@ def load_run(root: Path, problems: list[Problem]) -> RunData:
 def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     """A bare Miles dashboard dump (no run.yaml, no lab/), e.g. a reader's own run to compare with the manual.
 
-    Its configuration is what Miles recorded: meta.json's args as the flags, provenance measured.
+    Its configuration is what Miles recorded: meta.json's args as the flags, provenance measured. Its metrics
+    and phases are records (its readers read each one).
     """
     problems += check_tree(dashboard, dashboard)
     if problems:
@@ -106,7 +118,7 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     config: dict[str, Any] = {"run_id": str(meta.get("run_name", dashboard.name)), "provenance": "measured", "tags": [],
               "model": {"name": checkpoint.rsplit("/", 1)[-1] or "not recorded"}, "flags": dict(args), "lab": {}}
     run = RunData(run_id=config["run_id"], root=dashboard, config=config, meta=meta)
-    _read_streams(run, {dashboard: DASHBOARD_STREAMS}, problems)
+    _read_streams(run, {dashboard: DASHBOARD_STREAMS}, problems, _columnar.NESTED_STREAMS)
     return run
 
 
@@ -147,6 +159,16 @@ def _bare_config(run_id: str, args: dict[str, Any]) -> dict[str, Any]:
             "model": {"name": checkpoint.rsplit("/", 1)[-1] or "not recorded"}, "flags": dict(args), "lab": {}}
 
 
+def lines_of(run: RunData, stream: str) -> list[Record]:
+    """A stream of a run folder read again line by line: for the rare summary that needs each line as written
+    (the order of its keys, an integer the columns hold as a float)."""
+    folders = {run.root / "dashboard": DASHBOARD_STREAMS, run.root / "lab": LAB_STREAMS}
+    for name, files in _stream_files(folders, []):
+        if name == stream:
+            return [record for path in files for record in _read_stream(path, stream, [], [])]
+    return []
+
+
 def time_problems(where: str, config: dict[str, Any], first: float, last: float,
                   latest: dt.date | None) -> list[Problem]:
     """A run whose records start days before its run.yaml date, or end after the edition's date."""
@@ -165,34 +187,221 @@ def time_problems(where: str, config: dict[str, Any], first: float, last: float,
     return problems
 
 
-def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: list[Problem]) -> None:
+def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: list[Problem],
+                  by_line: tuple[str, ...] = (), keep: bool = True) -> None:
+    """Every stream of the folders into run: as columns where it can be (_columnar.py), else line by line."""
     for name, files in _stream_files(folders, problems):
         run.streams[name] = []
-        for path in files:
-            frame = _read_columns(path, name, problems, run.warnings)
-            if frame is not None:
-                run.tables.setdefault(name, []).append(frame)
-            else:
+        if _columnar.columnar(name) and name not in by_line:
+            _ColumnReader(run, name, problems, keep).read(files)
+        else:
+            for path in files:
                 run.streams[name] += _read_stream(path, name, problems, run.warnings)
 
 
-def _read_columns(path: Path, stream: str, problems: list[Problem], warnings: list[str]) -> pa.Table | None:
-    """A large flat telemetry file read as columns (_columnar.py); None when it must be read line by line."""
-    if stream not in _columnar.FLAT_STREAMS or path.stat().st_size < _columnar.FAST_FROM_BYTES // 8:
-        return None
-    where = display_path(path)
-    try:
-        data = read_bytes(path, STREAM_LIMIT)
-        check_utf8(data, where)  # checked, not kept: the reader parses the bytes themselves
-    except InputProblem:
-        return None  # the line-by-line path reports it
-    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a byte-order mark is fine
+# --- streams as columns -----------------------------------------------------------------------
+
+
+class _Unreadable(Exception):
+    """A file the record path must read, to word why it cannot be read (gzip, size, UTF-8)."""
+
+
+@dataclass
+class _Piece:
+    """Complete lines of one file: its bytes (no byte-order mark), the number of its first line, how many."""
+
+    file: Path
+    first_line: int
+    data: bytes
+    lines: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lines = self.data.count(b"\n")
+
+
+class _ColumnReader:
+    """One stream's files read as columns, a batch of lines at a time, so memory is bounded by a batch. Small
+    files are joined into one batch; a large one is read in batches. A file the columns cannot accept whole is
+    read line by line (which words its problems); so is a file that cannot be read (which words why). Problems
+    and warnings come in file order, as the record path gives them. A nested stream (metrics, phases) is read
+    all as columns or, if any file needs the record path, all line by line: its summary reads it in file order."""
+
+    def __init__(self, run: RunData, stream: str, problems: list[Problem], keep: bool = True) -> None:
+        self.run, self.stream, self.problems, self.keep = run, stream, problems, keep
+        self.pending: list[_Piece] = []
+        self.pending_bytes = 0
+        self.fell_back = False
+
+    def read(self, files: list[Path]) -> None:
+        marks = len(self.problems), len(self.run.warnings)
+        for path in files:
+            self._read_file(path)
+        self._flush(final=True)
+        batches = self.run.tables.get(self.stream, [])
+        if len(batches) > 1 and self.stream in _columnar.FLAT_STREAMS:  # one run of memory per column: the
+            batches[:] = [_joined(batches)]                             # summary's frame shares it, no copy
+        pa.default_memory_pool().release_unused()  # what parsing the batches used goes back to the system
+        if self.fell_back and self.stream in _columnar.NESTED_STREAMS:
+            del self.problems[marks[0]:], self.run.warnings[marks[1]:]
+            self.run.tables.pop(self.stream, None)
+            self.run.streams[self.stream] = []
+            for path in files:
+                self.run.streams[self.stream] += _read_stream(path, self.stream, self.problems, self.run.warnings)
+
+    def _read_file(self, path: Path) -> None:
+        blocks = _blocks(path)
+        try:
+            first = next(blocks, b"")
+            if len(first) < _columnar.BATCH_BYTES:  # the whole file, in one piece
+                piece, tail = _split(first, path, 1)
+                self._warn_tail(path, tail, 1 + piece.lines)
+                if piece.data:
+                    self.pending.append(piece)
+                    self.pending_bytes += len(piece.data)
+                if self.pending_bytes >= _columnar.BATCH_BYTES:
+                    self._flush()
+                return
+        except _Unreadable:
+            self._read_unreadable(path)
+            return
+        self._flush()
+        kept = len(self.run.tables.get(self.stream, [])), len(self.run.streams[self.stream]), len(self.problems)
+        try:
+            self._read_large(first, blocks, path)
+        except _Unreadable:  # forget what was read of it: the record path reads it whole
+            del self.run.tables.get(self.stream, [])[kept[0]:]
+            del self.run.streams[self.stream][kept[1]:], self.problems[kept[2]:]
+            self._read_unreadable(path)
+
+    def _read_unreadable(self, path: Path) -> None:
+        self._flush()
+        self.fell_back = True
+        self.run.streams[self.stream] += _read_stream(path, self.stream, self.problems, self.run.warnings)
+
+    def _read_large(self, first: bytes, blocks: Iterator[bytes], path: Path) -> None:
+        """A file of several batches, read one batch at a time."""
+        line, carry = 1, b""
+        for block in _chain(first, blocks):
+            piece, carry = _split(carry + block, path, line, bom=line == 1 and not carry)
+            if piece.data and not self._read_batch([piece]):
+                raise _Unreadable  # a batch the columns refuse: the file is read line by line, whole
+            line += piece.lines
+        self._warn_tail(path, carry, line)
+
+    def _warn_tail(self, path: Path, tail: bytes, line: int) -> None:
+        """A last line without its newline is being written: skipped, as the record path does."""
+        try:
+            text = tail.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Unreadable from None
+        if text.strip():
+            self.run.warnings.append(f"{display_path(path)}:{line}: last line has no newline (a writer mid-append); "
+                                     "skipped")
+
+    def _flush(self, final: bool = False) -> None:
+        pieces, size, self.pending, self.pending_bytes = self.pending, self.pending_bytes, [], 0
+        if not pieces:
+            return
+        if final and not self.run.tables.get(self.stream) and not self.fell_back and size < _columnar.FAST_FROM_BYTES:
+            for piece in pieces:  # too few lines to be worth the columns
+                self._read_lines(piece)
+            return
+        if self._read_batch(pieces):
+            return
+        for piece in pieces if len(pieces) > 1 else ():  # as columns, each file that can be (as one at a time)
+            if not self._read_batch([piece]):
+                self.fell_back = True
+                self._read_lines(piece)
+        if len(pieces) == 1:
+            self.fell_back = True
+            self._read_lines(pieces[0])
+
+    def _read_batch(self, pieces: list[_Piece]) -> bool:
+        """The batch read as columns, if they accept it whole."""
+        data = pieces[0].data if len(pieces) == 1 else b"".join(piece.data for piece in pieces)
+        lines = [piece.lines for piece in pieces]
+        table = _columnar.read_frame(self.stream, data, sum(lines))
+        columns = None if table is None else Columns(table, [p.file for p in pieces], [p.first_line for p in pieces],
+                                                     [0, *np.cumsum(lines)[:-1].tolist()])
+        if columns is not None and self._suspects_hold(columns, data):
+            if not self.keep:
+                return True
+            if self.stream in _columnar.FLAT_STREAMS:  # each distinct text kept once: a million samples, one node
+                columns.table = _columnar.with_text_codes(table)
+            self.run.tables.setdefault(self.stream, []).append(columns)
+            return True
+        return False
+
+    def _suspects_hold(self, columns: Columns, data: bytes) -> bool:
+        """The rows the columns cannot vouch for, each checked as the record path checks its line."""
+        rows = _columnar.suspect_rows(self.stream, columns.table, data)
+        if not len(rows):
+            return True
+        starts = _columnar.line_starts(data)
+        for row in rows.tolist():
+            where, line = columns.where(row)
+            text = data[starts[row]:starts[row + 1]].decode("utf-8")
+            try:
+                value = _parse_json(text, where, line)
+            except InputProblem:
+                return False
+            if not isinstance(value, dict) or schemas.validate_record(self.stream, value, where, line)[1]:
+                return False
+        return True
+
+    def _read_lines(self, piece: _Piece) -> None:
+        text = piece.data.decode("utf-8")
+        self.run.streams[self.stream] += _records(text.split("\n")[:-1], display_path(piece.file), piece.first_line,
+                                                  self.stream, self.problems)
+
+
+def _joined(batches: list[Columns]) -> Columns:
+    """The batches of a stream as one table, each column one contiguous array (the rows' files and lines kept)."""
+    table = pa.concat_tables([columns.table for columns in batches], promote_options="permissive")
+    files, first_lines, starts, offset = [], [], [], 0
+    for columns in batches:
+        files += columns.files
+        first_lines += columns.first_lines
+        starts += [offset + start for start in columns.starts]
+        offset += columns.table.num_rows
+    batches.clear()  # the batches' memory goes as each column is joined
+    return Columns(table.combine_chunks(), files, first_lines, starts)
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def _split(data: bytes, path: Path, first_line: int, bom: bool = True) -> tuple[_Piece, bytes]:
+    """The complete lines of data as a piece (checked UTF-8, a leading byte-order mark dropped) and the rest."""
+    start = 3 if bom and data.startswith(b"\xef\xbb\xbf") else 0
     end = data.rfind(b"\n") + 1
-    table = _columnar.read_frame(stream, memoryview(data)[start:end], data.count(b"\n", start, end))
-    if table is not None and data[end:].strip():
-        line = data.count(b"\n") + 1
-        warnings.append(f"{where}:{line}: last line has no newline (a writer mid-append); skipped")
-    return table
+    lines = data[start:end] if start or end < len(data) else data
+    try:
+        if not lines.isascii():  # ASCII (the common case) is UTF-8, and is told at memory speed
+            check_utf8(lines, "")
+    except InputProblem:
+        raise _Unreadable from None  # the record path words where
+    return _Piece(path, first_line, lines), data[max(end, start):]
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    """The file's bytes (gunzipped when its name ends in .gz) a batch at a time; _Unreadable for anything
+    read_bytes refuses, which the record path then words."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > STREAM_LIMIT:
+            raise _Unreadable
+        total = 0
+        with (gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")) as handle:
+            while block := handle.read(_columnar.BATCH_BYTES):
+                total += len(block)
+                if total > STREAM_LIMIT:
+                    raise _Unreadable
+                yield block
+    except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile is an OSError
+        raise _Unreadable from None
 
 
 # --- run.yaml and meta.json -------------------------------------------------------------------
@@ -291,9 +500,9 @@ def _stream_files(folders: dict[Path, tuple[str, ...]], problems: list[Problem])
 
 def _twins(files: list[Path]) -> list[Problem]:
     """One stream, one file: `x.jsonl` beside `x.jsonl.gz` would be read twice."""
-    by_plain: dict[Path, list[Path]] = {}
+    by_plain: dict[str, list[Path]] = {}
     for path in files:
-        by_plain.setdefault(path.with_name(path.name.removesuffix(".gz")), []).append(path)
+        by_plain.setdefault(str(path).removesuffix(".gz"), []).append(path)
     return [Problem(display_path(pair[-1]), None, None,
                     f"the same stream file twice: {pair[0].name} and {pair[1].name}; keep one of them")
             for pair in by_plain.values() if len(pair) > 1]
@@ -328,8 +537,13 @@ def _read_stream(path: Path, stream: str, problems: list[Problem], warnings: lis
         return
     if lines[-1].strip():
         warnings.append(f"{where}:{len(lines)}: last line has no newline (a writer mid-append); skipped")
+    yield from _records(lines[:-1], where, 1, stream, problems)
+
+
+def _records(lines: list[str], where: str, first_line: int, stream: str, problems: list[Problem]) -> list[Record]:
+    """Complete lines of a stream file, each parsed and checked: the valid records; problems at their lines."""
     parsed, numbers = [], []
-    for number, text in enumerate(lines[:-1], start=1):
+    for number, text in enumerate(lines, start=first_line):
         if not text.strip():
             continue
         try:
@@ -344,9 +558,8 @@ def _read_stream(path: Path, stream: str, problems: list[Problem], warnings: lis
         numbers.append(number)
     records, found = schemas.validate_records(stream, parsed, where, numbers)
     problems += found
-    for record, number in zip(records, numbers, strict=True):
-        if record is not None:
-            yield Record(record, where, number)
+    return [Record(record, where, number) for record, number in zip(records, numbers, strict=True)
+            if record is not None]
 
 
 # Python's json reads a bare NaN or Infinity (as it writes them); they are marked so that the schema can tell

@@ -7,9 +7,11 @@ inputs, so an unchanged run is not read again.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import functools
 import hashlib
+import itertools
 import json
 import math
 import multiprocessing
@@ -25,11 +27,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _fingerprint, _summary_cache, load
+from . import _columnar, _fingerprint, _summary_cache, load
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, read_text, scan_tree
 from ._staging import write_atomic
-from ._types import Record, RunData
+from ._types import Columns, Record, RunData
 from ._yaml import load_yaml
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
@@ -262,80 +264,74 @@ def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
 
 
 def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
-    """One run from disk through every rule that could reject it, without summarising it: the loader's, and
-    the summary's one rule of the data (a step logged twice with different values); None with the problems
-    when anything is wrong."""
-    problems: list[Problem] = []
-    run = load.load_run(path, problems)
-    try:
-        _metric_table(run.streams.get("metrics", []), problems)
-    except Exception:  # noqa: BLE001 - only ever reached for a run the loader rejected (as in load_and_summarise)
-        if not problems:
-            raise
-    if problems:
+    """One run from disk through every rule that could reject it (the loader's, and the summary's: a step
+    logged twice with different values), keeping only what the edition's checks of every run read: its
+    run.yaml, its first and last record (as its summary's facts give them) and its warnings. None with the
+    problems when anything is wrong."""
+    summary, problems = load_and_summarise(path)
+    if summary is None:
         return None, problems
-    return ValidatedRun(run.run_id, run.config, *run_window(run), warnings=list(run.warnings)), []
-
-
-def run_window(run: RunData) -> tuple[float, float]:
-    """The times of the run's first and last records, as its summary's facts `start_ts` and `end_ts` give
-    them (meta.json's start if it has one; the end is the last closed phase, event or sample), read from the
-    loaded records without summarising them."""
-    closed: dict[tuple[Any, ...], float] = {}
-    for rec in run.streams.get("phases", []):  # as _phases keeps them: a phase never closed is dropped
-        data = rec.data
-        key = (data["name"], data["t0"], data["rank"], data["role"])
-        if data["t1"] != -1 or key not in closed:
-            closed[key] = data["t1"]
-    times = [time for (_, t0, _, _), t1 in closed.items() if t1 != -1 for time in (t0, t1)]
-    times += [rec.data["t1"] for rec in run.streams.get("events", [])]
-    for name in {*run.streams, *run.tables} - {"metrics", "phases", "events"}:
-        stamps = [rec.data["ts"] for rec in run.streams.get(name, []) if "ts" in rec.data]
-        stamps += [pc.max(table["ts"]).as_py() for table in run.tables.get(name, []) if "ts" in table.column_names]
-        stamps = [stamp for stamp in stamps if stamp is not None and not math.isnan(stamp)]
-        if stamps:
-            times.append(max(stamps))
-    return float(run.meta.get("start_ts", min(times, default=math.nan))), float(max(times, default=math.nan))
+    return ValidatedRun(summary.run_id, summary.config, summary.facts["start_ts"], summary.facts["end_ts"],
+                        warnings=list(summary.warnings)), problems
 
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
     # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
     deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
-    phases = _phases(run.streams.get("phases", []), run.warnings, deaths)
-    steps, non_finite = _metric_table(run.streams.get("metrics", []), problems)
+    phases = _phase_columns(run, deaths)
+    metric_steps, metrics, non_finite = _metric_table(run, problems)
     events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
-    phases = _assign_steps(phases, first_step=int(steps.index.min()) if len(steps) else 0)
-    steps = _add_phase_columns(steps, phases)
-    steps = _add_heat_columns(steps, events)
+    phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
+    steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
     series = {name: _series(records, run.tables.get(name, [])) for name, records in run.streams.items()
               if name not in ("metrics", "phases", "events")}
     if "host_memory" in series:
         series["host_memory"] = _host_memory(series["host_memory"])
-    summary = RunSummary(run.run_id, run.config, steps, phases, events, series, warnings=list(run.warnings))
-    summary.facts = _facts(summary, run) | {"non_finite": non_finite}
+    summary = RunSummary(run.run_id, run.config, steps, _phase_frame(phases, phase_steps), events, series,
+                         warnings=list(run.warnings))
+    summary.facts = _facts(summary, run, phases) | {"non_finite": non_finite}
     return summary
 
 
 # --- metrics ----------------------------------------------------------------------------------
 
+STEP_KEYS = ("rollout/step", "train/step")
+# One step's metrics: the steps (ascending), each metric's value at each of them (NaN where not logged), and
+# where a logged value was not finite (metric -> step -> "NaN" / "Infinity" / "-Infinity").
+MetricTable = tuple[np.ndarray, dict[str, np.ndarray], dict[str, dict[str, str]]]
 
-def _metric_table(records: Iterable[Record], problems: list[Problem]) -> tuple[pd.DataFrame, dict[str, dict[str, str]]]:
+
+def _metric_table(run: RunData, problems: list[Problem]) -> MetricTable:
     """One row per step: the trainer's and the rollout manager's lines for the step merged.
 
     `rollout/*` and `perf/*` are logged against `rollout/step`, `train/*` against `train/step`; with one
-    optimizer step per rollout (as in every run of this manual) both count the same steps.
+    optimizer step per rollout (as in every run of this manual) both count the same steps. Read from the
+    columns when the stream was (_metric_columns); a step logged twice with different values, which must be
+    worded line by line, reads the lines again.
     """
+    if run.tables.get("metrics"):
+        table = _metric_columns(run.tables["metrics"])
+        if table is not None:
+            return table
+        records = load.lines_of(run, "metrics")
+    else:
+        records = run.streams.get("metrics", [])
+    return _metric_rows(records, problems)
+
+
+def _metric_rows(records: Iterable[Record], problems: list[Problem]) -> MetricTable:
+    """The metric table from records, one at a time."""
     rows: dict[int, dict[str, Any]] = {}
     origin: dict[tuple[int, str], tuple[str, int]] = {}
-    non_finite: dict[str, dict[str, str]] = {}  # metric -> step -> "NaN" / "Infinity" / "-Infinity"
+    non_finite: dict[str, dict[str, str]] = {}
     for rec in records:
         key, step = rec.data["step_key"], rec.data["step"]
-        if key not in ("rollout/step", "train/step") or step is None:
+        if key not in STEP_KEYS or step is None:
             continue
         row = rows.setdefault(step, {})
         for name, value in rec.data["metrics"].items():
-            if isinstance(value, str) or name in ("rollout/step", "train/step"):
+            if isinstance(value, str) or name in STEP_KEYS:
                 continue
             value = float(value)
             if name in row and not _same(row[name], value):
@@ -347,11 +343,106 @@ def _metric_table(records: Iterable[Record], problems: list[Problem]) -> tuple[p
             row[name] = value
             origin[(step, name)] = (rec.file, rec.line)
             if not math.isfinite(value):
-                non_finite.setdefault(name, {})[str(step)] = "NaN" if math.isnan(value) else \
-                    ("Infinity" if value > 0 else "-Infinity")
-    table = pd.DataFrame.from_dict(rows, orient="index").sort_index()
-    table.index.name = "step"
-    return table, non_finite
+                non_finite.setdefault(name, {})[str(step)] = _marker(value)
+    # A step is a row once it has a value; columns in the order the steps' rows first hold them.
+    names = list(dict.fromkeys(name for row in rows.values() for name in row))
+    steps = np.array(sorted(step for step, row in rows.items() if row), dtype=np.int64)
+    index = {step: at for at, step in enumerate(steps.tolist())}
+    metrics = {name: np.full(len(steps), math.nan) for name in names}
+    for step, row in rows.items():
+        for name, value in row.items():
+            metrics[name][index[step]] = value
+    return steps, metrics, non_finite
+
+
+def _metric_columns(tables: list[Columns]) -> MetricTable | None:
+    """The metric table from the stream's columns, or None when it must be read line by line: a step logged
+    twice with different values, or two metrics a step first logs on one line whose order there the columns
+    cannot tell."""
+    logged: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # name -> (rows, steps, values)
+    first_row: dict[str, tuple[int, int]] = {}  # name -> (its first row in its first table, its place there)
+    all_steps, offset = [], 0
+    for columns in tables:
+        table = columns.table
+        key, steps = table.column("step_key"), table.column("step")
+        counted = np.zeros(table.num_rows, dtype=bool) if pa.types.is_null(key.type) or pa.types.is_null(
+            steps.type) else (pc.fill_null(pc.is_in(key, pa.array(STEP_KEYS)), False).to_numpy(zero_copy_only=False)
+                              & steps.is_valid().to_numpy(zero_copy_only=False))
+        steps = pc.fill_null(steps, 0).to_numpy(zero_copy_only=False) if counted.any() else \
+            np.zeros(table.num_rows, dtype=np.int64)
+        all_steps.append(steps[counted])
+        mapping = table.column("metrics")
+        for place, kind in enumerate(mapping.type):
+            if kind.name in STEP_KEYS or not (pa.types.is_integer(kind.type) or pa.types.is_floating(kind.type)
+                                              or pa.types.is_boolean(kind.type)):
+                continue  # strings are not metrics of a step
+            child = _columnar._child(mapping, place)
+            present = child.is_valid().to_numpy(zero_copy_only=False)
+            values = pc.cast(child, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+            rows = np.flatnonzero(present & counted)
+            logged.setdefault(kind.name, []).append((rows + offset, steps[rows], values[rows]))
+            if kind.name not in first_row and present.any():
+                first_row[kind.name] = (int(np.argmax(present)) + offset, place)
+        offset += table.num_rows
+    order = _first_appearance(np.concatenate(all_steps) if all_steps else np.zeros(0, dtype=np.int64))
+    kept: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    placed: dict[str, tuple[int, int]] = {}  # name -> (rank of the first step holding it, the row it comes from)
+    for name, parts in logged.items():
+        rows, steps, values = (np.concatenate(part) for part in zip(*parts, strict=True))
+        if not len(rows):
+            continue
+        unique, first = np.unique(steps, return_index=True)
+        if len(unique) < len(steps) and not _repeats_agree(steps, values, unique, first):
+            return None
+        kept[name] = (unique, values[first])
+        ranks = order[np.searchsorted(order[:, 0], steps), 1]
+        at = int(np.argmin(ranks))
+        placed[name] = (int(ranks[at]), int(rows[at]))
+    names = _column_order(placed, first_row)
+    if names is None:
+        return None
+    steps = np.unique(np.concatenate([kept[name][0] for name in names])) if names else np.zeros(0, np.int64)
+    metrics, non_finite = {}, {}
+    for name in names:
+        logged_at, values = kept[name]
+        column = np.full(len(steps), math.nan)
+        column[np.searchsorted(steps, logged_at)] = values
+        metrics[name] = column
+        bad = ~np.isfinite(values)
+        if bad.any():
+            non_finite[name] = {str(step): _marker(value) for step, value in zip(logged_at[bad].tolist(),
+                                                                                 values[bad].tolist(), strict=True)}
+    return steps, metrics, non_finite
+
+
+def _first_appearance(steps: np.ndarray) -> np.ndarray:
+    """(step, rank) rows sorted by step: rank numbers the steps in the order they first appear."""
+    unique, first = np.unique(steps, return_index=True)
+    ranks = np.empty(len(unique), dtype=np.int64)
+    ranks[np.argsort(first, kind="stable")] = np.arange(len(unique))
+    return np.stack([unique, ranks], axis=1) if len(unique) else np.zeros((0, 2), dtype=np.int64)
+
+
+def _repeats_agree(steps: np.ndarray, values: np.ndarray, unique: np.ndarray, first: np.ndarray) -> bool:
+    """Every value a step logs again equals its first (NaN equals NaN), as the record path requires."""
+    firsts = values[first][np.searchsorted(unique, steps)]
+    return bool(np.all((values == firsts) | (np.isnan(values) & np.isnan(firsts))))
+
+
+def _column_order(placed: dict[str, tuple[int, int]], first_row: dict[str, tuple[int, int]]) -> list[str] | None:
+    """The metrics in the order the record path makes its columns: by the first step (in order of appearance)
+    holding each, then by the line that first logs it there, then by its place on that line. That place is the
+    reader's field order when the line is where the reader first met each of them; otherwise None."""
+    names = sorted(placed, key=lambda name: placed[name])
+    for _, group in itertools.groupby(names, key=lambda name: placed[name]):
+        tied = list(group)
+        if len(tied) > 1 and any(first_row[name][0] != placed[name][1] for name in tied):
+            return None
+    return sorted(names, key=lambda name: (*placed[name], first_row[name][1]))
+
+
+def _marker(value: float) -> str:
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 def _same(a: float, b: float) -> bool:
@@ -359,6 +450,22 @@ def _same(a: float, b: float) -> bool:
 
 
 # --- phases -----------------------------------------------------------------------------------
+
+PHASE_COLUMNS = ["name", "t0", "t1", "node", "gpus", "rank", "role"]
+
+
+def _phase_columns(run: RunData, deaths: Sequence[float]) -> dict[str, np.ndarray]:
+    """The run's closed phases in time order (`_phases`), as one array per column."""
+    tables = run.tables.get("phases")
+    if tables:
+        columns = _closed_phases(tables, run.warnings, deaths)
+        if columns is not None:
+            return columns
+        records = load.lines_of(run, "phases")
+    else:
+        records = run.streams.get("phases", [])
+    frame = _phases(records, run.warnings, deaths)
+    return {name: frame[name].to_numpy() for name in PHASE_COLUMNS}
 
 
 def _phases(records: Iterable[Record], warnings: list[str], deaths: Sequence[float] = ()) -> pd.DataFrame:
@@ -381,75 +488,217 @@ def _phases(records: Iterable[Record], warnings: list[str], deaths: Sequence[flo
             warnings.append(f"{where[key]}: phase {data['name']!r} opened at {data['t0']} never closed; dropped")
             continue
         rows.append({**data, "gpus": tuple(data["gpus"])})
-    columns = ["name", "t0", "t1", "node", "gpus", "rank", "role"]
-    frame = pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(rows, columns=PHASE_COLUMNS)
     return frame.sort_values(["t0", "rank", "name"], kind="stable").reset_index(drop=True)
 
 
-def _assign_steps(phases: pd.DataFrame, first_step: int) -> pd.DataFrame:
-    """Number the steps: the k-th rollout and the k-th `train_wait` of rank 0 open step k.
+def _closed_phases(tables: list[Columns], warnings: list[str],
+                   deaths: Sequence[float]) -> dict[str, np.ndarray] | None:
+    """_phases, from the stream's columns. None when the lines must be read again: a phase that never closed
+    (its warning quotes the time as written), or times all whole numbers in a column of floats (the record path
+    keeps them as integers)."""
+    table = pa.concat_tables([columns.table for columns in tables], promote_options="permissive")
+    name, role, node = (_texts(table.column(key)) for key in ("name", "role", "node"))
+    t0, t1 = (table.column(key).to_numpy(zero_copy_only=False) for key in ("t0", "t1"))
+    rank = table.column("rank").to_numpy(zero_copy_only=False)
+    # One row per (name, t0, rank, role), in the order each first appears: its last closed record, else its
+    # first (the open one).
+    codes = [_codes(name), t0, rank, _codes(role)]
+    order = np.lexsort(codes[::-1])
+    ends = np.flatnonzero(np.any([np.diff(code[order]) != 0 for code in codes], axis=0)) + 1
+    starts = np.concatenate(([0], ends)).astype(np.int64)
+    firsts = order[starts]
+    first_of_row = np.zeros(len(order), dtype=bool)
+    first_of_row[firsts] = True
+    candidate = np.where((t1 != -1) | first_of_row, np.arange(len(order)), -1)
+    kept = np.maximum.reduceat(candidate[order], starts) if len(order) else np.zeros(0, dtype=np.int64)
+    kept = kept[np.argsort(firsts, kind="stable")]
+    if (t1[kept] == -1).any():
+        return None
+    for values in (t0, t1):
+        if values.dtype.kind == "f" and len(kept) and np.all(np.floor(values[kept]) == values[kept]):
+            return None
+    columns = {"name": name[kept], "t0": t0[kept], "t1": t1[kept], "node": node[kept],
+               "gpus": _tuples(table.column("gpus"))[kept], "rank": rank[kept], "role": role[kept]}
+    by_time = np.lexsort((_codes(columns["name"]), columns["rank"], columns["t0"]))
+    return {key: values[by_time] for key, values in columns.items()}
+
+
+def _codes(texts: np.ndarray) -> np.ndarray:
+    """Each text's rank among the distinct texts, in Python's order of strings."""
+    return pd.factorize(texts, sort=True)[0]
+
+
+def _texts(column: pa.ChunkedArray) -> np.ndarray:
+    """A text column as objects, each distinct text made once and shared."""
+    codes = column.combine_chunks().dictionary_encode()
+    distinct = np.asarray(codes.dictionary.to_pylist(), dtype=object)
+    texts: np.ndarray = distinct[codes.indices.to_numpy(zero_copy_only=False)]
+    return texts
+
+
+def _tuples(column: pa.ChunkedArray) -> np.ndarray:
+    """A list column as tuples, each distinct list made once."""
+    keys = pc.binary_join(pc.cast(column, pa.list_(pa.string())), ",").combine_chunks().dictionary_encode()
+    made = np.empty(len(keys.dictionary), dtype=object)
+    for at, text in enumerate(keys.dictionary.to_pylist()):
+        made[at] = tuple(int(part) for part in text.split(",")) if text else ()
+    tuples: np.ndarray = made[keys.indices.to_numpy(zero_copy_only=False)]
+    return tuples
+
+
+def _assign_steps(phases: dict[str, np.ndarray], first_step: int) -> np.ndarray:
+    """Number the steps: the k-th rollout and the k-th `train_wait` of rank 0 open step k; -1 for none.
 
     Every other trainer phase belongs to the step whose `train_wait` began last before it.
     """
-    phases = phases.copy()
-    steps = np.full(len(phases), -1, dtype=np.int64)
-    rollouts = ((phases["name"] == "rollout") & (phases["role"] == "rollout_manager")).to_numpy()
+    rank, t0 = phases["rank"], phases["t0"]
+    steps = np.full(len(rank), -1, dtype=np.int64)
+    rollouts = (phases["name"] == "rollout") & (phases["role"] == "rollout_manager")
     steps[rollouts] = np.arange(first_step, first_step + int(rollouts.sum()))
-    trainer = (phases["role"] == "train").to_numpy()
-    for rank in phases.loc[trainer, "rank"].unique():
-        of_rank = trainer & (phases["rank"] == rank).to_numpy()
-        waits = np.sort(phases.loc[of_rank & (phases["name"] == "train_wait").to_numpy(), "t0"].to_numpy())
+    trainer, waiting = phases["role"] == "train", phases["name"] == "train_wait"
+    for one in np.unique(rank[trainer]):
+        of_rank = trainer & (rank == one)
+        waits = np.sort(t0[of_rank & waiting])
         # How many of the rank's train_waits began at or before each phase: that count numbers its step.
-        count = np.searchsorted(waits, phases.loc[of_rank, "t0"].to_numpy(), side="right")
+        count = np.searchsorted(waits, t0[of_rank], side="right")
         steps[of_rank] = np.where(count > 0, first_step + count - 1, -1)
-    phases["step"] = pd.array(np.where(steps >= 0, steps, 0), dtype="Int64")
-    phases.loc[steps < 0, "step"] = pd.NA
-    return phases
+    return steps
 
 
-def _add_phase_columns(steps: pd.DataFrame, phases: pd.DataFrame) -> pd.DataFrame:
-    counted = phases[phases["rank"].isin(COUNTED_RANKS) & phases["step"].notna()]
-    if counted.empty:
-        return steps.assign(t0=math.nan, t1=math.nan)
-    durations = (counted["t1"] - counted["t0"]).groupby([counted["step"], counted["name"]]).sum().unstack()
-    durations.columns = [f"phase/{name}" for name in durations.columns]
-    bounds = counted.groupby("step").agg(t0=("t0", "min"), t1=("t1", "max"))
-    joined = steps.join(durations.join(bounds), how="outer")
-    joined.index = joined.index.astype(int)
-    joined.index.name = "step"
-    return joined
+def _phase_frame(phases: dict[str, np.ndarray], steps: np.ndarray) -> pd.DataFrame:
+    """The phases with their steps (Int64, missing where none)."""
+    step = pd.arrays.IntegerArray(np.where(steps >= 0, steps, 0), steps < 0)
+    if not len(steps):  # as pandas makes a frame of no rows: every column of objects
+        return pd.DataFrame([], columns=PHASE_COLUMNS).assign(step=step)
+    return pd.DataFrame({**phases, "step": step})
 
 
-def _add_heat_columns(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+def _step_table(metric_steps: np.ndarray, metrics: dict[str, np.ndarray], phases: dict[str, np.ndarray],
+                phase_steps: np.ndarray, events: pd.DataFrame) -> pd.DataFrame:
+    """One row per step: its metrics, each phase's seconds (rank 0 and the rollout manager), its first start
+    and last end, and the heat-guard pause it overlapped. Steps that only phases or only metrics know are rows too."""
+    counted = np.isin(phases["rank"], COUNTED_RANKS) & (phase_steps >= 0) if len(phase_steps) else \
+        np.zeros(0, dtype=bool)
+    if not counted.any():
+        index = pd.Index(metric_steps, name="step") if len(metric_steps) else pd.RangeIndex(0, name="step")
+        columns = {**metrics, "t0": np.full(len(metric_steps), math.nan), "t1": np.full(len(metric_steps), math.nan)}
+        return _with_heat(pd.DataFrame(columns, index=index), events)
+    step, t0, t1 = phase_steps[counted], phases["t0"][counted], phases["t1"][counted]
+    codes, names = pd.factorize(phases["name"][counted], sort=True)
+    rows = np.unique(step)
+    everything = np.union1d(metric_steps, rows)
+    columns = {key: _spread(values, metric_steps, everything) for key, values in metrics.items()}
+    by_name = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[by_name], np.arange(len(names) + 1))
+    sums = [_group_sum((t1 - t0)[of], step[of], rows) for of in (by_name[bounds[k]:bounds[k + 1]]
+                                                                   for k in range(len(names)))]
+    whole = all(found.all() for _, found in sums)
+    for one, (total, found) in zip(names, sums, strict=True):
+        columns[f"phase/{one}"] = _spread(total if whole else np.where(found, total, math.nan), rows, everything)
+    first, last = np.full(len(rows), np.inf), np.full(len(rows), -np.inf)
+    at = np.searchsorted(rows, step)
+    np.minimum.at(first, at, t0)
+    np.maximum.at(last, at, t1)
+    columns["t0"] = _spread(first.astype(t0.dtype), rows, everything)
+    columns["t1"] = _spread(last.astype(t1.dtype), rows, everything)
+    return _with_heat(pd.DataFrame(columns, index=pd.Index(everything, name="step")), events)
+
+
+def _group_sum(values: np.ndarray, groups: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's sum, added in row order as pandas' groupby adds (Kahan-compensated for floats), and which
+    groups have any value."""
+    at = np.searchsorted(rows, groups)
+    found = np.zeros(len(rows), dtype=bool)
+    found[at] = True
+    if values.dtype.kind != "f":
+        total = np.zeros(len(rows), dtype=values.dtype)
+        np.add.at(total, at, values)
+        return total, found
+    total, compensation = np.zeros(len(rows)), np.zeros(len(rows))
+    order = np.argsort(at, kind="stable")
+    starts = np.searchsorted(at[order], np.arange(len(rows)))
+    counts = np.bincount(at, minlength=len(rows))
+    for k in range(int(counts.max()) if len(counts) else 0):  # the k-th value of every group at once
+        has = counts > k
+        value = values[order[starts[has] + k]]
+        y = value - compensation[has]
+        t = total[has] + y
+        compensation[has] = np.where(np.isnan(t - total[has] - y), 0.0, t - total[has] - y)
+        total[has] = t
+    return total, found
+
+
+def _spread(values: np.ndarray, rows: np.ndarray, everything: np.ndarray) -> np.ndarray:
+    """Values at rows, placed at those rows of everything; NaN (and so floats) at the others."""
+    if len(rows) == len(everything):
+        return values
+    spread = np.full(len(everything), math.nan)
+    spread[np.searchsorted(everything, rows)] = values
+    return spread
+
+
+def _with_heat(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """Whether a heat-guard pause overlapped the step, and by how many seconds."""
     pauses = events[events["kind"] == "heat_pause"] if len(events) else events
-    overlap = pd.Series(0.0, index=steps.index)
-    for _, pause in pauses.iterrows():
-        start = steps["t0"].clip(lower=pause["t0"])
-        end = steps["t1"].clip(upper=pause["t1"])
-        overlap += (end - start).clip(lower=0).fillna(0)
-    touched = pd.Series(False, index=steps.index)
-    for _, pause in pauses.iterrows():
-        touched |= (steps["t0"] <= pause["t1"]) & (steps["t1"] >= pause["t0"])
-    return steps.assign(heat_touched=touched.astype(bool), heat_pause_s=overlap)
+    t0, t1 = steps["t0"].to_numpy(dtype=float), steps["t1"].to_numpy(dtype=float)
+    overlap, touched = np.zeros(len(steps)), np.zeros(len(steps), dtype=bool)
+    for start, end in zip(pauses.get("t0", []), pauses.get("t1", []), strict=True):
+        seconds = np.minimum(t1, end) - np.maximum(t0, start)
+        overlap += np.where(np.isnan(seconds), 0.0, np.maximum(seconds, 0))
+        touched |= (t0 <= end) & (t1 >= start)
+    steps["heat_touched"] = touched
+    steps["heat_pause_s"] = overlap
+    return steps
 
 
 # --- series and facts -------------------------------------------------------------------------
 
 
-def _series(records: list[Record], tables: list[pa.Table]) -> pd.DataFrame:
-    """A sampled stream: its records read line by line and its files read as columns, in time order. The
-    files' Arrow tables become one frame in one step (no copy per file)."""
+def _series(records: list[Record], tables: list[Columns]) -> pd.DataFrame:
+    """A sampled stream: its records read line by line and its lines read as columns, in time order. The
+    Arrow tables become one frame in one step, each column's batches freed once it is made (the caller's list of
+    them is emptied), so a stream of millions of samples is never held twice."""
     if not tables:
         return _frame(records)
-    frame: pd.DataFrame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
+    table = pa.concat_tables([columns.table for columns in tables], promote_options="permissive")
+    tables.clear()
+    frame = _frame_of(table)
     if records:
         frame = pd.concat([frame, pd.DataFrame([rec.data for rec in records])], ignore_index=True)
-    return frame.sort_values("ts", kind="stable").reset_index(drop=True)
+    return _by_time(frame, "ts")
+
+
+def _frame_of(table: pa.Table) -> pd.DataFrame:
+    """table.to_pandas(), made a column at a time, each column's Arrow memory given back once it is made: a
+    stream of millions of samples is never held twice. Texts read as codes (_columnar.with_text_codes) become
+    text again, each distinct one shared."""
+    arrays = {}
+    while table.num_columns:
+        name, column = table.column_names[0], table.column(0)
+        table = table.remove_column(0)
+        series = column.to_pandas()
+        del column
+        arrays[name] = np.asarray(series.cat.categories, dtype=object)[series.cat.codes.to_numpy()] \
+            if isinstance(series.dtype, pd.CategoricalDtype) else series.to_numpy()
+        del series
+        pa.default_memory_pool().release_unused()
+    return pd.DataFrame(arrays, copy=False)
+
+
+def _by_time(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The frame in the order of column (stable); as it is when it already is in that order (no copy)."""
+    times = frame[column].to_numpy()
+    if isinstance(frame.index, pd.RangeIndex) and frame.index.start == 0 and frame.index.step == 1 \
+            and times.dtype.kind in "if" and bool((times[1:] >= times[:-1]).all()):
+        return frame
+    return frame.sort_values(column, kind="stable").reset_index(drop=True)
 
 
 def _frame(records: Iterable[Record], columns: list[str] | None = None) -> pd.DataFrame:
     frame = pd.DataFrame([rec.data for rec in records], columns=columns)
+    if frame.empty:
+        return frame  # nothing to sort (and sorting nothing costs a millisecond a run)
     order = "ts" if "ts" in frame.columns else "t0"
     return frame.sort_values(order, kind="stable").reset_index(drop=True) if order in frame.columns else frame
 
@@ -458,24 +707,38 @@ def _host_memory(frame: pd.DataFrame) -> pd.DataFrame:
     """Used memory as Ray reads it: MemTotal - MemAvailable."""
     kib_per_gib = 1024 * 1024
     used = frame["total_kib"] - frame["available_kib"]
-    return frame.assign(used_gib=used / kib_per_gib, total_gib=frame["total_kib"] / kib_per_gib,
-                        used_frac=used / frame["total_kib"])
+    # Added in place (the frame is the summary's own): assign() would copy every column of every sample.
+    frame["used_gib"] = used / kib_per_gib
+    frame["total_gib"] = frame["total_kib"] / kib_per_gib
+    frame["used_frac"] = used / frame["total_kib"]
+    return frame
 
 
-def _facts(summary: RunSummary, run: RunData) -> dict[str, Any]:
-    phases, steps = summary.phases, summary.steps
+def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> dict[str, Any]:
+    steps, events = summary.steps, summary.events
     # The run ends with its last record of any kind: an idle job still samples its GPU after the last step.
-    times = [*phases["t0"], *phases["t1"], *summary.events.get("t1", [])]
-    times += [t for frame in summary.series.values() if "ts" in frame for t in (frame["ts"].max(),)]
-    gpus = sorted({(node, gpu) for node, gpus in zip(phases["node"], phases["gpus"], strict=True) for gpu in gpus})
+    times = [float(values.min()) for values in (phases["t0"], phases["t1"]) if len(values)]
+    ends = [float(values.max()) for values in (phases["t0"], phases["t1"]) if len(values)]
+    if len(events):
+        times.append(float(events["t1"].min()))
+        ends.append(float(events["t1"].max()))
+    for frame in summary.series.values():
+        if "ts" in frame and len(frame):
+            times.append(float(frame["ts"].max()))
+            ends.append(float(frame["ts"].max()))
+    nodes, node_names = pd.factorize(phases["node"])
+    gpus, gpu_lists = pd.factorize(phases["gpus"])
+    pairs = [(node_names[pair // len(gpu_lists)], gpu_lists[pair % len(gpu_lists)])
+             for pair in np.unique(nodes * len(gpu_lists) + gpus).tolist()] if len(nodes) else []
+    counts = collections.Counter(events["kind"].tolist()) if len(events) else {}
     return {
         "provenance": run.config.get("provenance"),
         "steps": len(steps),
         "clean_steps": int((~steps["heat_touched"]).sum()) if len(steps) else 0,
         "start_ts": float(run.meta.get("start_ts", min(times, default=math.nan))),
-        "end_ts": float(max(times, default=math.nan)),
-        "gpus_used": gpus,
-        "event_counts": summary.events["kind"].value_counts().sort_index().to_dict() if len(summary.events) else {},
+        "end_ts": float(max(ends, default=math.nan)),
+        "gpus_used": sorted({(node, gpu) for node, gpus in pairs for gpu in gpus}),
+        "event_counts": {kind: counts[kind] for kind in sorted(counts)},
     }
 
 

@@ -1,24 +1,63 @@
-"""The columnar fast path reads large telemetry files exactly as the line-by-line path does, and hands every
-file it cannot fully accept to that path, so every problem keeps its file:line message."""
+"""The columnar fast path reads every stream exactly as the line-by-line path does, and hands every batch it cannot
+fully accept to that path, so every problem keeps its file:line message."""
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
+import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SAMPLES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from build_tools import _columnar
+from build_tools import _columnar, load
 from build_tools._exceptions import RunDataError
-from build_tools.summary import summarise_runs, summarise_serially
+from build_tools.summary import RunSummary, summarise_runs, summarise_serially
 
 RUN = "baseline-seed1"
+HOSTILE = SAMPLES / "hostile"
+GOOD = SAMPLES / "load" / "good"
 
 
 def summaries(runs: Path) -> dict:
     return summarise_runs(runs, None, summariser=summarise_serially)
+
+
+def outcome(runs: Path) -> tuple[list[str], dict[str, RunSummary]]:
+    """The problem lines of a runs folder, or its summaries when it has none."""
+    try:
+        return [], summaries(runs)
+    except RunDataError as error:
+        return [str(problem) for problem in error.problems], {}
+
+
+def line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_columnar, "FLAT_STREAMS", ())
+    monkeypatch.setattr(_columnar, "NESTED_STREAMS", ())
+
+
+def every_line_as_columns(monkeypatch: pytest.MonkeyPatch, batch: int = 256) -> None:
+    """Every stream as columns however small, in batches of a few lines (a file of several batches is read the
+    way a large one is)."""
+    monkeypatch.setattr(_columnar, "FAST_FROM_BYTES", 0)
+    monkeypatch.setattr(_columnar, "BATCH_BYTES", batch)
+
+
+def assert_same(fast: RunSummary, slow: RunSummary) -> None:
+    assert fast.facts == slow.facts and fast.warnings == slow.warnings
+    frames = [("steps", fast.steps, slow.steps), ("phases", fast.phases, slow.phases),
+              ("events", fast.events, slow.events)]
+    assert fast.series.keys() == slow.series.keys()
+    frames += [(name, fast.series[name], frame) for name, frame in slow.series.items()]
+    for name, one, other in frames:
+        assert one.equals(other), name
+        assert one.dtypes.equals(other.dtypes) and list(one.columns) == list(other.columns), name
+        assert one.index.equals(other.index) and type(one.index) is type(other.index), name
 
 
 def test_fast_and_line_by_line_paths_give_the_same_summaries(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -27,14 +66,21 @@ def test_fast_and_line_by_line_paths_give_the_same_summaries(monkeypatch: pytest
     real = _columnar.read_frame
     monkeypatch.setattr(_columnar, "read_frame", lambda stream, *data: read.append(stream) or real(stream, *data))
     fast = summaries(tmp_path / "runs")[RUN]
-    assert {"gpu_util", "host_memory", "gpu_temp", "held_memory"} <= set(read)  # the fast path was taken
-    monkeypatch.setattr(_columnar, "FLAT_STREAMS", ())
+    assert {"gpu_util", "host_memory", "gpu_temp", "held_memory", "metrics", "phases"} <= set(read)  # fast path taken
+    line_by_line(monkeypatch)
     slow = summaries(tmp_path / "runs")[RUN]
-    assert fast.steps.equals(slow.steps) and fast.facts == slow.facts
-    assert fast.series.keys() == slow.series.keys()
-    for name, frame in slow.series.items():
-        assert fast.series[name].equals(frame), name
-        assert fast.series[name].dtypes.equals(frame.dtypes), name
+    assert_same(fast, slow)
+
+
+def test_a_run_read_in_many_small_batches_gives_the_same_summary(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    slow_monkey = pytest.MonkeyPatch()
+    line_by_line(slow_monkey)
+    slow = summaries(tmp_path / "runs")[RUN]
+    slow_monkey.undo()
+    every_line_as_columns(monkeypatch, batch=4096)
+    assert_same(summaries(tmp_path / "runs")[RUN], slow)
 
 
 @pytest.mark.parametrize(("old", "new", "expected"), [
@@ -54,3 +100,226 @@ def test_a_bad_line_in_a_large_file_is_reported_at_its_line(old: bytes, new: byt
     found = [str(problem) for problem in caught.value.problems]
     assert found and all(f"{hour.name}:1001: " in line for line in found), found
     assert any(expected in line for line in found), found
+
+
+# --- metrics and phases as columns ----------------------------------------------------------------
+
+
+def damage(path: Path, line: int, pattern: bytes, replacement: bytes) -> None:
+    """Line `line` of path with the first match of pattern replaced."""
+    lines = path.read_bytes().split(b"\n")
+    changed = re.sub(pattern, replacement, lines[line - 1], count=1)
+    assert changed != lines[line - 1]
+    lines[line - 1] = changed
+    path.write_bytes(b"\n".join(lines))
+
+
+# Line 41 of the run's metrics.jsonl is step 13's train line; line 7 of its second phases hour file is a sleep.
+@pytest.mark.parametrize(("file", "line", "pattern", "replacement", "expected"), [
+    ("metrics.jsonl", 41, rb'"step":13', b'"step":-13', "step: expected a value >= 0, found -13"),
+    ("metrics.jsonl", 41, rb'"step":13', b'"step":13.5', "step: expected a whole number, found 13.5"),
+    ("metrics.jsonl", 41, rb'"step_key":"train/step",', b"", "step_key: missing (expected a string, or null)"),
+    ("metrics.jsonl", 41, rb'"train/loss":[^,}]+', b'"train/loss":null',
+     "metrics.train/loss: expected a number, found None"),
+    ("metrics.jsonl", 41, rb'"train/loss":[^,}]+', b'"train/loss":12345678901234567890',
+     "not valid JSON: the integer 12345678901234567890 is beyond 64 bits"),
+    ("metrics.jsonl", 41, rb'"train/loss":[^,}]+', b'"train/loss":-NaN', "not valid JSON: Expecting value"),
+    ("metrics.jsonl", 41, rb'"train/loss":[^,}]+', b'"train/loss":{"a":1}',
+     "metrics.train/loss: expected a number, found {'a': 1}"),
+    ("metrics.jsonl", 41, rb'"train/loss":[^,}]+', b'"train/loss":1e999',
+     "metrics.train/loss: is a number beyond the range of a double, found inf"),
+    ("metrics.jsonl", 41, rb'"ts":', b'"tss":', "tss: unknown field; did you mean 'ts'?"),
+    ("phases/20261001_10.jsonl", 7, rb'"role":"train"', b'"role":"trainer"',
+     "role: expected 'train' or 'rollout_manager', found 'trainer'"),
+    ("phases/20261001_10.jsonl", 7, rb'"gpus":\[0\]', b'"gpus":[-1]', "gpus[0]: expected a value >= 0, found -1"),
+    ("phases/20261001_10.jsonl", 7, rb'"gpus":\[0\]', b'"gpus":[null]',
+     "gpus[0]: expected a whole number, found None"),
+    ("phases/20261001_10.jsonl", 7, rb'"name":"sleep"', b'"name":" "',
+     "name: expected a non-empty string, found ' '"),
+    ("phases/20261001_10.jsonl", 7, rb'"t1":[^,]+', b'"t1":1',
+     "t1: ends at 1 before it starts at 1790848923.813 (expected t1 >= t0, or -1 for a phase still open)"),
+    ("phases/20261001_10.jsonl", 7, rb'"t1":[^,]+', b'"t1":-1.5',
+     "t1: expected a time in seconds, finite and not negative, found -1.5"),
+    ("phases/20261001_10.jsonl", 7, rb'"rank":0', b'"rank":true', "rank: expected a whole number, found True"),
+])
+def test_a_bad_value_in_metrics_or_phases_is_one_line_at_its_line(file: str, line: int, pattern: bytes,
+                                                                   replacement: bytes, expected: str,
+                                                                   tmp_path: Path) -> None:
+    """metrics.jsonl (36 KB) and the phases (three hour files, 51 KB) are read as columns; a bad value sends the
+    stream down the record path, which words it at its line, as it always did."""
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    damage(tmp_path / "runs" / RUN / "dashboard" / file, line, pattern, replacement)
+    problems, _ = outcome(tmp_path / "runs")
+    assert problems and all(f"/{RUN}/dashboard/{file}:{line}: " in problem for problem in problems), problems
+    assert any(problem.endswith(expected) for problem in problems), problems
+
+
+def test_a_step_logged_twice_with_different_values_names_both_lines(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    path = tmp_path / "runs" / RUN / "dashboard" / "metrics.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    lines.insert(60, re.sub(rb'"train/loss":[^,}]+', b'"train/loss":9', lines[40]))  # step 13's line again
+    path.write_bytes(b"\n".join(lines))
+    problems, _ = outcome(tmp_path / "runs")
+    assert len(problems) == 1, problems
+    assert f"/{RUN}/dashboard/metrics.jsonl:61: metrics.train/loss: step 13 logged twice with different values: " \
+           f"0.0360529 (" in problems[0] and problems[0].endswith("metrics.jsonl:41) and 9.0"), problems
+
+
+def test_bare_nan_in_metrics_is_read_as_columns_and_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    damage(tmp_path / "runs" / RUN / "dashboard" / "metrics.jsonl", 41, rb'"train/loss":[^,}]+', b'"train/loss":NaN')
+    read: list[str] = []
+    real = load.lines_of
+    monkeypatch.setattr(load, "lines_of", lambda run, stream: read.append(stream) or real(run, stream))
+    fast = summaries(tmp_path / "runs")[RUN]
+    assert fast.facts["non_finite"] == {"train/loss": {"13": "NaN"}} and read == []  # no line read again
+    line_by_line(monkeypatch)
+    assert_same(fast, summaries(tmp_path / "runs")[RUN])
+
+
+SCENARIOS = sorted(path.name for path in HOSTILE.iterdir() if path.is_dir())
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_each_hostile_scenario_gives_exactly_its_lines_as_columns(scenario: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    every_line_as_columns(monkeypatch)
+    monkeypatch.chdir(HOSTILE / scenario)
+    expected = (HOSTILE / scenario / "expected.txt").read_text(encoding="utf-8").splitlines()
+    try:
+        summarise_runs(Path("."), None, summariser=summarise_serially, latest=dt.date(2026, 10, 15))
+        found = []
+    except RunDataError as error:
+        found = [str(problem) for problem in error.problems]
+    assert found == expected
+
+
+@pytest.mark.parametrize("scenario", sorted(path.name for path in (SAMPLES / "load").iterdir() if path.is_dir()))
+def test_each_load_sample_gives_the_same_lines_as_columns(scenario: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SAMPLES / "load" / scenario)
+    slow_monkey = pytest.MonkeyPatch()
+    line_by_line(slow_monkey)
+    slow = outcome(Path("."))
+    slow_monkey.undo()
+    every_line_as_columns(monkeypatch)
+    fast = outcome(Path("."))
+    assert fast[0] == slow[0]
+    for run_id, summary in slow[1].items():
+        assert_same(fast[1][run_id], summary)
+
+
+# --- random damage: the columns agree with the record path or hand the lines to it --------------------
+
+FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")), deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+VALUE = rb'(?<=:)(-?\d+(\.\d+)?|"[^"]*"|\[[^\]]*\])(?=[,}])'  # a number, a string or a list, as a value
+DAMAGE = [b"-1", b"0", b"1.5", b"1e999", b"NaN", b"-NaN", b"Infinity", b"null", b'"x"', b'"NaN"', b"true", b"[]",
+          b"{}", b"[1]", b"12345678901234567890", b"9.3e18", b"-0", b'""', b'" "', b'"train"', b'"rollout"',
+          b"[null]", b"[1.5]", b'"\\u00e9"', b'"\xc3\xa9"', b'"\xff"', b"1E2", b"-1.0"]
+
+
+@FUZZ
+@given(stream=st.sampled_from(["metrics", "phases", "gpu_util", "host_memory"]), line=st.integers(0, 30),
+       value=st.integers(0, 12), more=st.booleans(), damage=st.sampled_from(DAMAGE), extra=st.sampled_from(
+           [None, "blank line", "leading space", "no newline", "two objects", "key twice", "key dropped", "bom"]))
+def test_random_damage_gives_what_the_record_path_gives(stream: str, line: int, value: int, more: bool,
+                                                        damage: bytes, extra: str | None,
+                                                        tmp_path_factory: pytest.TempPathFactory) -> None:
+    runs = tmp_path_factory.mktemp("fuzz") / "runs"
+    shutil.copytree(GOOD, runs)
+    run = runs / "tiny-run"
+    metrics = run / "dashboard" / "metrics.jsonl.gz"  # the markers as bare words, so the columns can read it
+    metrics.write_bytes(gzip.compress(gzip.decompress(metrics.read_bytes()).replace(b'"NaN"', b"NaN").replace(
+        b'"-Infinity"', b"-Infinity").replace(b'"Infinity"', b"Infinity"), mtime=0))
+    path = {"metrics": metrics, "phases": sorted((run / "dashboard" / "phases").iterdir())[0],
+            "gpu_util": run / "dashboard" / "gpu_util.jsonl", "host_memory": run / "lab" / "host_memory.jsonl"}[stream]
+    data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    lines = data.split(b"\n")
+    at = line % max(1, len(lines) - 1)
+    numbers = list(re.finditer(VALUE, lines[at]))
+    if numbers:
+        hit = numbers[value % len(numbers)]
+        lines[at] = lines[at][:hit.start()] + damage + lines[at][hit.end():]
+    if more:  # the same damage on a second line
+        other = (at + 3) % max(1, len(lines) - 1)
+        found = list(re.finditer(VALUE, lines[other]))
+        if found:
+            hit = found[value % len(found)]
+            lines[other] = lines[other][:hit.start()] + damage + lines[other][hit.end():]
+    if extra == "blank line":
+        lines.insert(at, b"")
+    elif extra == "leading space":
+        lines[at] = b" " + lines[at]
+    elif extra == "two objects":
+        lines[at] = lines[at] + lines[at]
+    elif extra == "key twice" and lines[at].startswith(b'{"'):
+        lines[at] = lines[at][:1] + lines[at][1:].split(b",", 1)[0] + b"," + lines[at][1:]
+    elif extra == "key dropped" and b"," in lines[at]:
+        head, rest = lines[at].split(b",", 1)
+        lines[at] = b"{" + rest if head.count(b"{") == 1 else lines[at]
+    data = b"\n".join(lines)
+    if extra == "no newline":
+        data = data.rstrip(b"\n")
+    elif extra == "bom":
+        data = b"\xef\xbb\xbf" + data
+    path.write_bytes(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+    with pytest.MonkeyPatch.context() as slow_monkey:
+        line_by_line(slow_monkey)
+        slow = outcome(runs)
+    with pytest.MonkeyPatch.context() as fast_monkey:
+        every_line_as_columns(fast_monkey, batch=64)
+        fast = outcome(runs)
+    assert fast[0] == slow[0]
+    if slow[1]:
+        assert_same(fast[1]["tiny-run"], slow[1]["tiny-run"])
+
+
+# --- large files, read a batch at a time -------------------------------------------------------------
+
+
+def test_a_large_gzip_file_cut_short_is_reported_as_the_record_path_says(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    held = tmp_path / "runs" / RUN / "lab" / "held_memory.jsonl.gz"
+    held.write_bytes(held.read_bytes()[:-2000])
+    monkeypatch.setattr(_columnar, "BATCH_BYTES", 64 * 1024)  # several batches read before the end is found
+    problems, _ = outcome(tmp_path / "runs")
+    assert len(problems) == 1
+    assert problems[0].endswith(f"/{RUN}/lab/held_memory.jsonl.gz: is a truncated gzip file (it ends mid-stream)")
+
+
+def test_memory_of_a_large_file_is_bounded_by_its_batches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A file is read BATCH_BYTES at a time: no read asks for more than a batch, whatever the file's size."""
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    monkeypatch.setattr(_columnar, "BATCH_BYTES", 32 * 1024)
+    parsed: list[int] = []
+    real = _columnar.read_frame
+    monkeypatch.setattr(_columnar, "read_frame", lambda stream, data, lines: parsed.append(len(data)) or real(
+        stream, data, lines))
+    summaries(tmp_path / "runs")
+    held = len(gzip.decompress((tmp_path / "runs" / RUN / "lab" / "held_memory.jsonl.gz").read_bytes()))
+    assert held > 20 * 32 * 1024 and max(parsed) < 2 * 32 * 1024
+
+
+def test_a_run_with_other_sources_keeps_its_metrics_as_records(tmp_path: Path) -> None:
+    """sources.merge checks each metric of the dump against the other sources', record by record."""
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / RUN)
+    (tmp_path / RUN / "log").mkdir()
+    (tmp_path / RUN / "log" / "train.log").write_text("nothing Miles printed\n")
+    problems: list = []
+    run = load.load_run(tmp_path / RUN, problems)
+    assert run.streams["metrics"] and "metrics" not in run.tables and run.tables["gpu_util"]
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_validating_without_keeping_finds_the_same_problems_and_holds_no_column(bad: bool, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / RUN)
+    if bad:
+        damage(tmp_path / RUN / "dashboard" / "metrics.jsonl", 41, rb'"step":13', b'"step":-13')
+    kept: list = []
+    run = load.load_run(tmp_path / RUN, kept)
+    checked: list = []
+    validated = load.load_run(tmp_path / RUN, checked, keep=False)
+    assert [str(p) for p in checked] == [str(p) for p in kept] and bool(kept) == bad
+    assert validated.tables == {} and run.tables["held_memory"] and validated.warnings == run.warnings

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import math
 import shutil
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import MILES_SAMPLES, ROOT, SAMPLES
 
-from build_tools import load, readers, summary
+from build_tools import _summary_cache, load, readers, summary
 from build_tools._exceptions import RunDataError
 from build_tools.summary import summarise_runs
 
@@ -208,12 +213,6 @@ def test_a_step_logged_twice_is_found_in_a_run_only_validated(monkeypatch: pytes
     assert validated.value.problems == everything.value.problems
 
 
-def test_a_run_window_is_its_summarys_first_and_last_record(example_summaries: dict) -> None:
-    for run_id, fresh in example_summaries.items():
-        run = load.load_run(ROOT / "runs" / run_id, [])
-        assert summary.run_window(run) == (fresh.facts["start_ts"], fresh.facts["end_ts"]), run_id
-
-
 def test_a_damaged_record_of_the_validated_runs_is_discarded_with_a_warning(tmp_path: Path) -> None:
     runs, cache = _two_runs(tmp_path), tmp_path / "cache"
     summarise_runs(runs, cache, wanted=READ)
@@ -225,3 +224,23 @@ def test_a_damaged_record_of_the_validated_runs_is_discarded_with_a_warning(tmp_
                         "(validated.json: does not match its hash)"]
     assert list(validated) == ["no-watchdog"]
     assert summarise_runs(runs, cache, wanted=READ, warnings=(later := [])) and later == []  # written again, trusted
+
+
+@pytest.mark.parametrize("index", [pd.RangeIndex(0, 2500), pd.RangeIndex(7, 2507, name="row")])
+def test_a_long_frame_is_cached_a_row_group_at_a_time_byte_for_byte(index: pd.RangeIndex,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache writes a frame of millions of samples one row group at a time (memory); the file is the one
+    pq.write_table writes."""
+    monkeypatch.setattr(_summary_cache, "ROW_GROUP", 1000)
+    frame = pd.DataFrame({"ts": np.arange(2500) * 0.5, "node": np.array(["a", "b"] * 1250, dtype=object),
+                          "gpu": np.arange(2500), "mem_mb": np.array([None] * 2500, dtype=object),
+                          "power_w": np.where(np.arange(2500) % 3 == 0, np.nan, 60.0)}, index=index)
+    table = pa.Table.from_pandas(frame, preserve_index=True)
+    expected = io.BytesIO()
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"manual_json_columns": b"[]"}),
+                   expected, row_group_size=1000)
+    written = io.BytesIO()
+    _summary_cache._write_frame(frame, written)
+    assert written.getvalue() == expected.getvalue()
+    assert pq.ParquetFile(io.BytesIO(written.getvalue())).metadata.num_row_groups == 3
+    assert _summary_cache._read_frame(io.BytesIO(written.getvalue())).equals(frame)

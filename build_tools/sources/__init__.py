@@ -80,26 +80,29 @@ PLACEHOLDER = "FILL IN"  # how `make add-run` marks a run.yaml field it could no
 
 def check_placeholders(path: Path, config: dict[str, Any], problems: list[Problem]) -> None:
     """Every field `make add-run` left for a person to fill is an error until it is filled."""
-    if not path.is_file():
-        return
-    lines = path.read_text(encoding="utf-8").split("\n")
-    from .. import schemas
-
-    kinds = dict(schemas.field_rows(schemas.RunYaml))  # dotted field -> its type in words
+    unfilled: list[tuple[str, str]] = []
 
     def walk(node: Any, dotted: str) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 walk(value, f"{dotted}.{key}" if dotted else str(key))
         elif isinstance(node, str) and node.startswith(PLACEHOLDER):
-            if "string" not in kinds.get(dotted, "a string"):
-                return  # the loader's type check already says what it found and what it expected
-            line = next((n for n, text in enumerate(lines, start=1)
-                         if node in text or node.replace("'", "''") in text), None)
-            problems.append(Problem(display_path(path), line, dotted,
-                                    f"not filled in yet ({node.removeprefix(PLACEHOLDER).lstrip(': ')})"))
+            unfilled.append((dotted, node))
 
     walk(config, "")
+    if not unfilled or not path.is_file():  # the common case: nothing more to read
+        return
+    lines = path.read_text(encoding="utf-8").split("\n")
+    from .. import schemas
+
+    kinds = dict(schemas.field_rows(schemas.RunYaml))  # dotted field -> its type in words
+    for dotted, node in unfilled:
+        if "string" not in kinds.get(dotted, "a string"):
+            continue  # the loader's type check already says what it found and what it expected
+        line = next((n for n, text in enumerate(lines, start=1)
+                     if node in text or node.replace("'", "''") in text), None)
+        problems.append(Problem(display_path(path), line, dotted,
+                                f"not filled in yet ({node.removeprefix(PLACEHOLDER).lstrip(': ')})"))
 
 
 # --- merging ----------------------------------------------------------------------------------
