@@ -62,6 +62,8 @@ class RunData:
     # phases) is all records or all columns; a sampled stream may have both.
     tables: dict[str, list[Columns]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # A run only validated (load_run keep=False) keeps no sampled stream, only each one's last sample time.
+    last_samples: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _columnar, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
@@ -83,9 +84,9 @@ def load_runs(runs_dir: Path) -> list[RunData]:
 def load_run(root: Path, problems: list[Problem], *, records: bool = False, keep: bool = True) -> RunData:
     """Load one run directory, appending what is wrong with it to problems. `records`: metrics and phases as
     records, for a reader of each record (`manual show`, `make compare`); a run with other sources than the dump
-    has them as records anyway (sources.merge checks each against the other sources'). `keep=False` only
-    validates: the lines read as columns are checked and dropped (memory bounded by a batch, not by the run),
-    so the run cannot be summarised."""
+    has them as records anyway (sources.merge checks each against the other sources'). `keep=False` is for a run
+    only validated: every line is checked, but of a sampled stream (_columnar.FLAT_STREAMS) only the time of its
+    last sample is kept (memory bounded by a batch, not by the run's hours of telemetry)."""
     run_id = root.name
     if not RUN_ID.match(run_id):
         problems.append(Problem(display_path(root), None, None,
@@ -197,6 +198,21 @@ def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: 
         else:
             for path in files:
                 run.streams[name] += _read_stream(path, name, problems, run.warnings)
+        if not keep and name in _columnar.FLAT_STREAMS:
+            _keep_last_sample(run, name)
+
+
+def _keep_last_sample(run: RunData, stream: str) -> None:
+    """A sampled stream of a run only validated: its samples dropped, the time of its last one kept (the run's
+    window, as its summary's facts give it, ends with it)."""
+    times = [float(rec.data["ts"]) for rec in run.streams.pop(stream, []) if rec.data.get("ts") is not None]
+    if stream in run.last_samples:
+        times.append(run.last_samples[stream])
+    times = [time for time in times if not math.isnan(time)]
+    if times:
+        run.last_samples[stream] = max(times)
+    else:
+        run.last_samples.pop(stream, None)
 
 
 # --- streams as columns -----------------------------------------------------------------------
@@ -324,7 +340,10 @@ class _ColumnReader:
         columns = None if table is None else Columns(table, [p.file for p in pieces], [p.first_line for p in pieces],
                                                      [0, *np.cumsum(lines)[:-1].tolist()])
         if columns is not None and self._suspects_hold(columns, data):
-            if not self.keep:
+            if not self.keep and self.stream in _columnar.FLAT_STREAMS:  # only validated: its last time kept
+                last = pc.max(columns.table.column("ts")).as_py() if "ts" in columns.table.column_names else None
+                if last is not None and not math.isnan(last):
+                    self.run.last_samples[self.stream] = max(last, self.run.last_samples.get(self.stream, last))
                 return True
             if self.stream in _columnar.FLAT_STREAMS:  # each distinct text kept once: a million samples, one node
                 columns.table = _columnar.with_text_codes(table)

@@ -268,11 +268,27 @@ def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
     logged twice with different values), keeping only what the edition's checks of every run read: its
     run.yaml, its first and last record (as its summary's facts give them) and its warnings. None with the
     problems when anything is wrong."""
-    summary, problems = load_and_summarise(path)
-    if summary is None:
+    problems: list[Problem] = []
+    run = load.load_run(path, problems, keep=False)  # its sampled streams not kept: their last times only
+    try:
+        facts = summarise(run, problems).facts
+    except Exception:  # noqa: BLE001 - only ever reached for a run the loader rejected (as in load_and_summarise)
+        if not problems:
+            raise
+    if problems:
         return None, problems
-    return ValidatedRun(summary.run_id, summary.config, summary.facts["start_ts"], summary.facts["end_ts"],
-                        warnings=list(summary.warnings)), problems
+    return ValidatedRun(run.run_id, run.config, *_window_with_samples(run, facts), warnings=list(run.warnings)), []
+
+
+def _window_with_samples(run: RunData, facts: dict[str, Any]) -> tuple[float, float]:
+    """start_ts and end_ts as _facts gives them, for a run summarised without its sampled streams: each
+    stream's last sample counts among the run's times, as its frame's latest `ts` does in _facts."""
+    lasts = list(run.last_samples.values())
+    start, end = facts["start_ts"], facts["end_ts"]
+    if "start_ts" not in run.meta:
+        start = min([time for time in (start, *lasts) if not math.isnan(time)], default=math.nan)
+    end = max([time for time in (end, *lasts) if not math.isnan(time)], default=math.nan)
+    return float(start), float(end)
 
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:

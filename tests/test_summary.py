@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 import shutil
 from pathlib import Path
@@ -14,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import MILES_SAMPLES, ROOT, SAMPLES
 
-from build_tools import _summary_cache, load, readers, summary
+from build_tools import _columnar, _summary_cache, load, readers, summary
 from build_tools._exceptions import RunDataError
 from build_tools.summary import summarise_runs
 
@@ -176,7 +177,8 @@ def test_a_validated_run_is_read_again_only_when_it_changes(tmp_path: Path, monk
     summarise_runs(runs, cache, wanted=READ)
     calls: list[str] = []
     real = load.load_run
-    monkeypatch.setattr(load, "load_run", lambda path, problems: calls.append(path.name) or real(path, problems))
+    monkeypatch.setattr(load, "load_run", lambda path, problems, **how: calls.append(path.name) or real(path, problems,
+                                                                                                       **how))
     validated: dict[str, summary.ValidatedRun] = {}
     assert list(summarise_runs(runs, cache, wanted=READ, validated=validated)) == ["baseline-seed1"]
     assert calls == [] and list(validated) == ["no-watchdog"]  # remembered by its input hash
@@ -244,3 +246,37 @@ def test_a_long_frame_is_cached_a_row_group_at_a_time_byte_for_byte(index: pd.Ra
     assert written.getvalue() == expected.getvalue()
     assert pq.ParquetFile(io.BytesIO(written.getvalue())).metadata.num_row_groups == 3
     assert _summary_cache._read_frame(io.BytesIO(written.getvalue())).equals(frame)
+
+
+def test_a_validated_run_has_its_summarys_window_without_keeping_its_samples() -> None:
+    """A run only validated keeps no sampled stream (hours of telemetry), yet its first and last record are the
+    ones its summary's facts give: each stream's last sample counts, as it does in the summary."""
+    with_samples = 0
+    for run_dir in sorted(path for path in (ROOT / "runs").iterdir() if path.is_dir()):
+        validated, problems = summary.load_and_validate(run_dir)
+        fresh, _ = summary.load_and_summarise(run_dir)
+        assert problems == [] and validated is not None and fresh is not None
+        assert (validated.start_ts, validated.end_ts) == (fresh.facts["start_ts"], fresh.facts["end_ts"]), run_dir.name
+        kept = load.load_run(run_dir, [], keep=False)
+        sampled = set(fresh.series) & set(_columnar.FLAT_STREAMS)
+        assert not {*kept.tables, *kept.streams} & sampled  # the samples themselves are not kept
+        assert set(kept.last_samples) == sampled
+        with_samples += bool(sampled)
+    assert with_samples >= 10  # most example runs carry telemetry
+
+
+def test_a_run_whose_last_record_is_a_sample_ends_with_it_when_only_validated(tmp_path: Path) -> None:
+    import gzip
+
+    run_dir = tmp_path / "baseline-seed1"
+    shutil.copytree(ROOT / "runs" / "baseline-seed1", run_dir)
+    fresh, _ = summary.load_and_summarise(run_dir)
+    stream = run_dir / "lab" / "gpu_temp.jsonl.gz"
+    lines = gzip.decompress(stream.read_bytes()).decode().splitlines()
+    last = json.loads(lines[-1])
+    later = fresh.facts["end_ts"] + 3600.0  # an idle job still samples its GPU an hour after its last step
+    stream.write_bytes(gzip.compress(("\n".join([*lines, json.dumps({**last, "ts": later})]) + "\n").encode(),
+                                     mtime=0))
+    validated, problems = summary.load_and_validate(run_dir)
+    assert problems == [] and validated is not None
+    assert validated.end_ts == later == summary.load_and_summarise(run_dir)[0].facts["end_ts"]
