@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -102,6 +103,10 @@ def scaled_main(scale: str) -> int:
 # --- the scaled set --------------------------------------------------------------------------------
 
 
+def _write_scaled(folder: Path, runs: int, steps: int) -> None:
+    scaled_writer().write_scaled(folder, runs, steps)
+
+
 def scaled_writer() -> ModuleType:
     """examples/_scaled.py, imported from the project root (which `manual bench` may not have on its path)."""
     if str(ROOT) not in sys.path:
@@ -124,7 +129,13 @@ def scaled_set(folder: Path, runs: int, steps: int) -> tuple[Path, bool]:
     if marker.is_file() and marker.read_text(encoding="utf-8") == key:
         return folder / "runs", True
     shutil.rmtree(folder, ignore_errors=True)
-    scaled_writer().write_scaled(folder / "runs", runs, steps)
+    # In a fresh interpreter: a process keeps, in the peak memory the kernel reports for it (ru_maxrss), what
+    # its parent held when it was started, so a bench process grown by generating would inflate every measure.
+    generator = multiprocessing.get_context("spawn").Process(target=_write_scaled, args=(folder / "runs", runs, steps))
+    generator.start()
+    generator.join()
+    if generator.exitcode != 0:
+        raise RuntimeError(f"generating the scaled set failed (exit code {generator.exitcode})")
     marker.write_text(key, encoding="utf-8")  # last: a set without it is incomplete, and made again
     return folder / "runs", False
 
