@@ -37,7 +37,8 @@ from ._exceptions import (
     RayWorkerOtherCode,
     display_path,
 )
-from .summary import RunSummary, Summariser, load_and_summarise
+from ._types import RunSummary
+from .summary import Summariser, load_and_summarise
 
 AUTO = "auto"
 LOCAL_CPUS = 2

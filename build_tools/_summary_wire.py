@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import _summary_cache
-from .summary import RunSummary
+from ._types import RunSummary
 
 # (tables by name: "steps", "phases", "events", "series/<stream>" -> Parquet bytes; the JSON body)
 Encoded = tuple[dict[str, bytes], str]

@@ -1,8 +1,8 @@
 """The values that pass between the stages of the build.
 
 Every stage imports its inputs' types from here, never from the stage that made them, so imports flow one way
-down the stages (tests/test_imports.py). `RunSummary` keeps its home in summary.py, with the methods that read
-it; it is named here for the types only.
+down the stages (tests/test_imports.py). `RunSummary` is what the summary stage makes of a run and every later
+stage reads (through readers.py); `ValidatedRun` what it keeps of a run nothing reads.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
-
-    from .summary import RunSummary, ValidatedRun
 
 Status = Literal["pass", "fail"]
 
@@ -131,6 +130,38 @@ class ClaimVerdict:
     status: Status
     checks: tuple[CheckResult, ...]
     problems: tuple[str, ...] = ()  # claim-level failures that are not a check (unbound number, ...)
+
+
+@dataclass
+class RunSummary:
+    """What the manual reads of one run; figures, checks and tables read its values through readers.py."""
+
+    run_id: str
+    config: dict[str, Any]
+    steps: pd.DataFrame  # index `step`; metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
+    phases: pd.DataFrame  # name, t0, t1, step, role, rank, node, gpus
+    events: pd.DataFrame  # kind, t0, t1, detail
+    series: dict[str, pd.DataFrame]  # the sampled streams (gpu_util, host_memory, held_memory, ...)
+    facts: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    source_hash: str = ""
+
+    @property
+    def clean_steps(self) -> pd.DataFrame:
+        """Steps no heat-guard pause touched: the only ones whose time values the manual quotes."""
+        return self.steps[~self.steps["heat_touched"]]
+
+
+@dataclass
+class ValidatedRun:
+    """What is kept of a run that passed its checks without being summarised: enough for the edition's
+    checks of every run (its Miles commit, its dates) and for deciding whether a table reads it."""
+
+    run_id: str
+    config: dict[str, Any]
+    start_ts: float
+    end_ts: float
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from ._layout import Layout
 from .sources import PLACEHOLDER
 
 if TYPE_CHECKING:
-    from .summary import RunSummary
+    from ._types import RunSummary
 
 # The flags of run.yaml the manual reads (runs/README.md), copied from the launch arguments when found.
 FLAGS = ("n_samples_per_prompt", "rollout_batch_size", "over_sampling_batch_size", "rollout_max_response_len",

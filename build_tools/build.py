@@ -17,9 +17,9 @@ from ._layout import Layout
 from ._lock import build_lock
 from ._progress import Progress
 from ._staging import clean_leftovers, staging
-from ._types import BuildResult, FigureBlock, Stamp
+from ._types import BuildResult, FigureBlock, Stamp, ValidatedRun
 from .stamp import check_commits, load_stamp
-from .summary import Summariser, ValidatedRun, Wanted, summarise_runs
+from .summary import Summariser, Wanted, summarise_runs
 
 
 def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:

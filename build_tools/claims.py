@@ -16,9 +16,8 @@ from typing import Any
 
 from ._exceptions import ChapterError, ClaimsFailed, Problem
 from ._staging import write_atomic
-from ._types import CheckResult, ClaimVerdict, FigureBlock
+from ._types import CheckResult, ClaimVerdict, FigureBlock, RunSummary
 from .checks import claim_numbers, evaluate, runs_text, validate
-from .summary import RunSummary
 
 
 def check_claims(blocks: Sequence[FigureBlock], summaries: dict[str, RunSummary],

@@ -17,9 +17,10 @@ import pandas as pd
 from . import metrics_table
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
+from ._types import RunSummary
 from .readers import config_value, events_of
 from .sources._common import RENAMED
-from .summary import RunSummary, Wanted, summarise, summarise_runs
+from .summary import Wanted, summarise, summarise_runs
 from .wording import number
 
 # The setup facts the Metrics page's intro names, and how a reader's run records them.

@@ -35,8 +35,7 @@ from . import _figure_modules, _fingerprint, legibility, palette, palette_check
 from ._exceptions import FigureError, MissingValue, Problem
 from ._layout import Layout
 from ._staging import atomic_file, write_atomic
-from ._types import DrawnFigure, FigureBlock
-from .summary import RunSummary
+from ._types import DrawnFigure, FigureBlock, RunSummary
 
 if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are cached never needs them
     import pandas as pd

@@ -18,10 +18,10 @@ import pandas as pd
 
 from ._escape import Markdown, md_part, md_text
 from ._exceptions import InputProblem, MetricsSpecError, MissingValue, Problem, display_path
+from ._types import RunSummary
 from .blocks import read_table
 from .readers import config_value, dotted_field, require_finite, steps_for
 from .schemas import same_setting
-from .summary import RunSummary
 from .wording import join, number, words
 
 

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from ._exceptions import MissingValue
-from .summary import COUNTED_RANKS, RunSummary, is_time
+from ._types import RunSummary
+from .summary import COUNTED_RANKS, is_time
 
 _REQUIRED: Any = object()  # no default: a missing field raises
 _SHOWN_NON_FINITE = 3  # non-finite values named in a message; the rest counted

@@ -19,8 +19,7 @@ from .load import load_path
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
 if TYPE_CHECKING:
-    from ._types import RunData
-    from .summary import RunSummary
+    from ._types import RunData, RunSummary
 
 SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
          ("prompts per step", "flags.rollout_batch_size"), ("length cap", "flags.rollout_max_response_len"),

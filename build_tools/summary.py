@@ -18,7 +18,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from . import _columnar, _fingerprint, _summary_cache, load
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, read_text, scan_tree
 from ._staging import write_atomic
-from ._types import Columns, Record, RunData
+from ._types import Columns, Record, RunData, RunSummary, ValidatedRun
 from ._yaml import load_yaml
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
@@ -43,26 +43,6 @@ def is_time(name: str) -> bool:
     """Whether a value is a time: the one rule. Time values hold only for steps no heat-guard pause touched
     (the heat rule of chapter 5), so every reader of a time reads the clean steps."""
     return name.startswith(("perf/", "phase/")) or name.endswith("_time")
-
-
-@dataclass
-class RunSummary:
-    """What the manual reads of one run; figures, checks and tables read its values through readers.py."""
-
-    run_id: str
-    config: dict[str, Any]
-    steps: pd.DataFrame  # index `step`; metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
-    phases: pd.DataFrame  # name, t0, t1, step, role, rank, node, gpus
-    events: pd.DataFrame  # kind, t0, t1, detail
-    series: dict[str, pd.DataFrame]  # the sampled streams (gpu_util, host_memory, held_memory, ...)
-    facts: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    source_hash: str = ""
-
-    @property
-    def clean_steps(self) -> pd.DataFrame:
-        """Steps no heat-guard pause touched: the only ones whose time values the manual quotes."""
-        return self.steps[~self.steps["heat_touched"]]
 
 
 # --- the stage --------------------------------------------------------------------------------
@@ -86,18 +66,6 @@ class Wanted:
 
     def wants(self, run_id: str, config: Mapping[str, Any] | None) -> bool:
         return run_id in self.ids or (self.by_config is not None and config is not None and self.by_config(config))
-
-
-@dataclass
-class ValidatedRun:
-    """What is kept of a run that passed its checks without being summarised: enough for the edition's
-    checks of every run (its Miles commit, its dates) and for deciding whether a table reads it."""
-
-    run_id: str
-    config: dict[str, Any]
-    start_ts: float
-    end_ts: float
-    warnings: list[str] = field(default_factory=list)
 
 
 def summarise_serially(paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:

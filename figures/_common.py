@@ -14,10 +14,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.typing import HashableList
 
+from build_tools._types import RunSummary
 from build_tools.checks import words
 from build_tools.palette import role_color, role_label
 from build_tools.readers import events_of
-from build_tools.summary import RunSummary
 
 # Colours that are not roles: only the neutrals of figures/palette.yml.
 INK = "#262626"  # text, axes, reference lines

@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools._types import RunSummary
 from build_tools.readers import events_of, series_of, start_ts
-from build_tools.summary import RunSummary
 
 from ._common import SHADE_ALPHA, colour, mark_failure, new_figure, shade_heat_pauses
 

@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools._types import RunSummary
 from build_tools.readers import config_value, series_of, step_values
-from build_tools.summary import RunSummary
 
 from ._common import INK, colour, new_figure
 

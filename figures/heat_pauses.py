@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools._types import RunSummary
 from build_tools.readers import step_values
-from build_tools.summary import RunSummary
 
 from ._common import INK, SHADE_ALPHA, colour, new_figure, seed_label
 

@@ -10,8 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
+from build_tools._types import RunSummary
 from build_tools.readers import series_of, step_values
-from build_tools.summary import RunSummary
 
 from ._common import INK, colour, new_figure, text_on
 

@@ -9,8 +9,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
+from build_tools._types import RunSummary
 from build_tools.readers import counted_phases
-from build_tools.summary import RunSummary
 
 from ._common import INK, PAPER, colour, new_figure, shade_heat_pauses
 

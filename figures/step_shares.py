@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from build_tools._exceptions import MissingValue
-from build_tools.summary import RunSummary
+from build_tools._types import RunSummary
 
 from ._common import colour, new_figure, seed_label
 

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from build_tools._types import RunSummary
 from build_tools.readers import config_value, events_of, series_of, start_ts
-from build_tools.summary import RunSummary
 
 from ._common import INK, SHADE_ALPHA, colour, legend, new_figure, shade_heat_pauses
 

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
-from build_tools.summary import RunSummary
+from build_tools._types import RunSummary
 
 from ._common import INK, SHADE_ALPHA, colour, new_figure
 

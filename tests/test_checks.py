@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from build_tools._types import FigureBlock
+from build_tools._types import FigureBlock, RunSummary
 from build_tools.checks import REGISTRY, claim_numbers, evaluate, expect, half_unit, runs_text, validate, words
-from build_tools.summary import RunSummary
 
 # --- the approximate words ------------------------------------------------------------------------
 

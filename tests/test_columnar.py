@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from build_tools import _columnar, load
 from build_tools._exceptions import RunDataError
-from build_tools.summary import RunSummary, summarise_runs, summarise_serially
+from build_tools._types import RunSummary
+from build_tools.summary import summarise_runs, summarise_serially
 
 RUN = "baseline-seed1"
 HOSTILE = SAMPLES / "hostile"

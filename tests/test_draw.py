@@ -20,8 +20,7 @@ import figures
 from build_tools import draw, palette_check
 from build_tools._exceptions import FigureError
 from build_tools._layout import PROJECT, Layout
-from build_tools._types import FigureBlock
-from build_tools.summary import RunSummary
+from build_tools._types import FigureBlock, RunSummary
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "samples" / "draw"

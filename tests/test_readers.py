@@ -11,7 +11,7 @@ import pytest
 
 from build_tools import readers
 from build_tools._exceptions import MissingValue
-from build_tools.summary import RunSummary
+from build_tools._types import RunSummary
 
 
 def run(**facts: object) -> RunSummary:

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import MissingValue
-from .._types import CheckResult, FigureBlock
-from ..summary import RunSummary
+from .._types import CheckResult, FigureBlock, RunSummary
 from ._numbers import Token, claim_numbers, same_number
 from ._words import Expectation, expect, fmt
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._exceptions import MissingValue
+from .._types import RunSummary
 from ..readers import config_value
 from ..schemas import same_setting
-from ..summary import RunSummary
 from ._registry import Ctx, Outcome, Param, register
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 
 from .._exceptions import MissingValue
+from .._types import RunSummary
 from ..readers import label_of, step_values, use_clean
-from ..summary import RunSummary
 from ._numbers import as_number
 from ._registry import STEP_MODES, Ctx, Outcome, Param, register
 from ._words import fmt

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from .._exceptions import MissingValue
+from .._types import RunSummary
 from ..readers import config_value, counted_phases, event_interval, events_of, series_between, series_of
-from ..summary import RunSummary
 from ._registry import Ctx, Outcome, Param, register
 from ._words import fmt, setting
 

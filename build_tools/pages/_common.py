@@ -9,9 +9,8 @@ from pathlib import Path
 import jinja2
 
 from .._escape import md_code, md_text
-from .._types import FigureBlock
+from .._types import FigureBlock, RunSummary
 from ..blocks import resolve_references
-from ..summary import RunSummary
 from ..wording import join
 
 

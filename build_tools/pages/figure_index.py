@@ -8,8 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from .._types import FigureBlock
-from ..summary import RunSummary
+from .._types import FigureBlock, RunSummary
 from ..wording import provenance
 from ._common import machine
 

@@ -10,9 +10,8 @@ from pathlib import Path
 from .. import edition_pages, palette
 from .._escape import html_text, md_code, md_text
 from .._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, RECORD_PAGES
-from .._types import FigureBlock
+from .._types import FigureBlock, RunSummary
 from ..palette import Palette, Role
-from ..summary import RunSummary
 from ..wording import Provenance, join, provenance, words
 from ._common import machine
 from .nav import Page, nav_order

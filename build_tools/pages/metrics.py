@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 
 from .. import metrics_table
-from ..summary import RunSummary
+from .._types import RunSummary
 from ..wording import provenance
 
 
