@@ -16,7 +16,7 @@ import pytest
 
 from build_tools import _fingerprint, _manifest, _uptodate, draw, site, summary
 from build_tools._fingerprint import LIBRARIES
-from build_tools._layout import Layout
+from build_tools._layout import PROJECT, Layout
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RUN = Path(__file__).resolve().parent / "samples" / "load" / "good"
@@ -55,7 +55,7 @@ def _every_key(layout: Layout) -> dict[str, str]:
     return {
         "no-op build": _uptodate.inputs_key(layout),
         "site": site.site_key(layout.mkdocs_yml, layout.pages),
-        "figures": draw._shared_digest(),
+        "figures": draw._shared_digest(PROJECT),  # the figure helpers, palette and style of this project
         "run summary": summary.input_hash(layout.runs / "tiny-run"),
         "manifest": _manifest.dumps({"tools": manifest["tools"]}),
     }
