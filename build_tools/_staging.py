@@ -87,7 +87,8 @@ def write_atomic(path: Path, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether the process runs: this one does; one that ended but was not reaped yet (a zombie) has ended."""
     if pid == os.getpid():
         return True
     try:
@@ -96,7 +97,11 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return status != "Z"
 
 
 def _stale(path: Path, legacy: tuple[str, ...], only: tuple[str, ...] | None) -> bool:
@@ -104,7 +109,7 @@ def _stale(path: Path, legacy: tuple[str, ...], only: tuple[str, ...] | None) ->
         return False
     match = _TEMPORARY.match(path.name)
     if match:
-        return not _alive(int(match[1] or match[2]))
+        return not process_alive(int(match[1] or match[2]))
     # Staging folders of builds before names carried a process id: .site-<8 random characters>.
     return any(re.fullmatch(rf"\.{re.escape(name)}-[a-z0-9_]{{8}}", path.name) for name in legacy)
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._staging import process_alive
+
 GPU_QUERY = ("--query-gpu=index,temperature.gpu,utilization.gpu,power.draw", "--format=csv,noheader,nounits")
 
 
@@ -51,7 +53,7 @@ class Recorder:
                 ts = time.time()
                 self.sample(ts)
                 taken += 1
-                if self.until_exit is not None and not _alive(self.until_exit):
+                if self.until_exit is not None and not process_alive(self.until_exit):
                     self._append(lab / "events.jsonl", {"kind": "job_end", "t0": ts, "t1": ts,
                                                         "detail": f"process {self.until_exit} ended "
                                                                   "(manual record --until-exit)"})
@@ -142,21 +144,6 @@ def _gpu_line(line: str) -> dict[str, Any] | None:
     if temp is None:
         return None
     return {"gpu": int(cells[0]), "temp_c": temp, "util": number(cells[2]), "power_w": number(cells[3])}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A child that ended but was not reaped yet is a zombie: ended, for this purpose.
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return status != "Z"
 
 
 def main(recorder: Recorder) -> int:

@@ -47,3 +47,26 @@ def test_a_kill_mid_write_leaves_the_old_file_and_the_next_build_sweeps_the_rest
     assert left.name.startswith(".claims.json.") and left.name.endswith(".tmp")
     assert clean_leftovers(tmp_path) == [left]
     assert [p.name for p in report.parent.iterdir()] == ["claims.json"]
+
+
+def test_a_process_that_ended_but_was_not_reaped_counts_as_ended() -> None:
+    """A leftover of a killed build is swept, and `manual record --until-exit` stops, once its process has ended,
+    even while it is a zombie its parent has not waited for yet."""
+    import subprocess
+    import time
+
+    from build_tools._staging import process_alive
+
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert process_alive(child.pid) and process_alive(os.getpid())
+        child.kill()
+        deadline = time.monotonic() + 10
+        while process_alive(child.pid) and time.monotonic() < deadline:  # the kernel makes it a zombie
+            time.sleep(0.01)
+        assert not process_alive(child.pid)
+        assert child.poll() is not None  # now reaped: gone altogether
+        assert not process_alive(child.pid)
+    finally:
+        child.kill()
+        child.wait()
