@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,17 @@ def built_manual(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_project(tmp_path_factory.mktemp("manual"))
     build(root, quiet=True)
     return root
+
+
+@pytest.fixture(scope="module")
+def stubbed() -> Iterator[pytest.MonkeyPatch]:
+    """Publishing with the build and the rebuild stubbed (tests/test_edition.py's stub_build, stub_rebuild): the
+    publishing and kill tests exercise git and mike, not the manual's build."""
+    from test_edition import stub_build, stub_rebuild
+
+    from build_tools import edition
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(edition, "run_build", stub_build)
+        patch.setattr(edition, "rebuild", stub_rebuild)
+        yield patch

@@ -138,14 +138,6 @@ def real_pipeline() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def stubbed() -> Iterator[pytest.MonkeyPatch]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(edition, "run_build", stub_build)
-        patch.setattr(edition, "rebuild", stub_rebuild)
-        yield patch
-
-
-@pytest.fixture(scope="module")
 def two_editions(tmp_path_factory: pytest.TempPathFactory, stubbed: pytest.MonkeyPatch) -> Path:
     """A repository with 2026.10 published, then 2026.11 after one run changed; the branch is only read."""
     root = tiny_project(tmp_path_factory.mktemp("two") / "manual")

@@ -12,11 +12,10 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_edition import git, next_edition, refs, sha, show, stub_build, stub_rebuild, tiny_project
+from test_edition import git, next_edition, refs, sha, show, tiny_project
 
 from build_tools import edition
 from build_tools._staging import KILL_AT
@@ -33,14 +32,6 @@ def run_stubbed(root: Path, argv: list[str], kill_at: str) -> subprocess.Complet
     env = {**os.environ, KILL_AT: kill_at}
     return subprocess.run([sys.executable, str(DRIVER), "--root", str(root), *argv], env=env, capture_output=True,
                           text=True, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def stubbed() -> Iterator[pytest.MonkeyPatch]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(edition, "run_build", stub_build)
-        patch.setattr(edition, "rebuild", stub_rebuild)
-        yield patch
 
 
 @pytest.fixture(scope="module")
