@@ -28,12 +28,35 @@ import pyarrow.parquet as pq
 
 from ._exceptions import CacheChanged
 from ._staging import temporary_prefix, write_atomic
+from ._types import RunSummary
 
 FORMAT = 1
 # pyarrow's rows per Parquet row group (pq.write_table's default).
 ROW_GROUP = 1024 * 1024
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
 TUPLE_COLUMNS = {"gpus"}
+
+
+def summary_parts(summary: RunSummary) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """A summary as the cache and the Ray wire hold it: a frame per table (each series as `series/<name>`) and
+    a JSON body of the rest."""
+    frames = {"steps": summary.steps, "phases": summary.phases, "events": summary.events,
+              **{f"series/{name}": frame for name, frame in summary.series.items()}}
+    body = {"run_id": summary.run_id, "config": summary.config, "facts": summary.facts,
+            "warnings": summary.warnings}
+    return frames, body
+
+
+def facts_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The facts of a body, with what JSON turned into lists made tuples again."""
+    facts = dict(body["facts"])
+    facts["gpus_used"] = [tuple(pair) for pair in facts["gpus_used"]]
+    return facts
+
+
+def series_of(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The sampled series among a summary's frames (summary_parts), by name."""
+    return {name.removeprefix("series/"): frame for name, frame in frames.items() if name.startswith("series/")}
 
 
 def entry_dir(cache_dir: Path, run_id: str, digest: str) -> Path:

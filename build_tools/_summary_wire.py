@@ -21,15 +21,12 @@ Encoded = tuple[dict[str, bytes], str]
 
 
 def encode(summary: RunSummary) -> Encoded:
-    frames = {"steps": summary.steps, "phases": summary.phases, "events": summary.events,
-              **{f"series/{name}": frame for name, frame in summary.series.items()}}
+    frames, body = _summary_cache.summary_parts(summary)
     tables = {}
     for name, frame in frames.items():
         buffer = io.BytesIO()
         _summary_cache._write_frame(frame, buffer)  # type: ignore[arg-type]  # pyarrow writes to any file
         tables[name] = buffer.getvalue()
-    body = {"run_id": summary.run_id, "config": summary.config, "facts": summary.facts,
-            "warnings": summary.warnings}
     return tables, json.dumps(body, sort_keys=True, allow_nan=True)
 
 
@@ -38,8 +35,6 @@ def decode(encoded: Encoded) -> RunSummary:
     frames = {name: _summary_cache._read_frame(pa.BufferReader(data))
               for name, data in tables.items()}
     body: dict[str, Any] = json.loads(text)
-    facts = dict(body["facts"])
-    facts["gpus_used"] = [tuple(pair) for pair in facts["gpus_used"]]
-    series = {name.removeprefix("series/"): frame for name, frame in frames.items() if name.startswith("series/")}
-    return RunSummary(body["run_id"], body["config"], frames["steps"], frames["phases"], frames["events"], series,
-                      facts=facts, warnings=list(body["warnings"]))
+    return RunSummary(body["run_id"], body["config"], frames["steps"], frames["phases"], frames["events"],
+                      _summary_cache.series_of(frames), facts=_summary_cache.facts_of(body),
+                      warnings=list(body["warnings"]))

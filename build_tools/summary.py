@@ -831,8 +831,7 @@ class _CachedSummary(RunSummary):
         if name in ("steps", "phases", "events", "series") and "_tables" in self.__dict__:
             frames = self.__dict__.pop("_tables")()
             self.steps, self.phases, self.events = frames["steps"], frames["phases"], frames["events"]
-            self.series = {key.removeprefix("series/"): frame for key, frame in frames.items()
-                           if key.startswith("series/")}
+            self.series = _summary_cache.series_of(frames)
             return getattr(self, name)
         raise AttributeError(name)
 
@@ -848,10 +847,8 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
     if entry is None:
         return None
     tables, body = entry
-    facts = dict(body["facts"])
-    facts["gpus_used"] = [tuple(pair) for pair in facts["gpus_used"]]
     summary = _CachedSummary.__new__(_CachedSummary)
-    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=facts,
+    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=_summary_cache.facts_of(body),
                             warnings=list(body["warnings"]), source_hash=digest, _tables=tables)
     return summary
 
@@ -859,11 +856,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
 def _write_cache(cache_dir: Path | None, run_dir: Path, digest: str, summary: RunSummary) -> None:
     if cache_dir is None:
         return
-    frames = {"steps": summary.steps, "phases": summary.phases, "events": summary.events,
-              **{f"series/{name}": frame for name, frame in summary.series.items()}}
-    body = {"run_id": summary.run_id, "config": summary.config, "facts": summary.facts,
-            "warnings": summary.warnings}
-    _summary_cache.write_entry(cache_dir, run_dir.name, digest, frames, body)
+    _summary_cache.write_entry(cache_dir, run_dir.name, digest, *_summary_cache.summary_parts(summary))
 
 
 def describe(summary: RunSummary) -> str:
