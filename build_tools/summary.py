@@ -79,10 +79,25 @@ def summarise_in_pool(paths: Sequence[Path], workers: int | None = None) -> Iter
     return _in_pool(load_and_summarise, paths, workers)
 
 
-def _read_run(job: tuple[Path, bool]) -> tuple[RunSummary | ValidatedRun | None, list[Problem]]:
-    """One run summarised, or only validated: the local path's one task, so that one pool does both."""
-    path, summarise_it = job
-    return load_and_summarise(path) if summarise_it else load_and_validate(path)
+# A run to read: its folder, whether to summarise it (or only validate it), and its files as the parent listed
+# them when the reader is to hash them (a run the cache knows nothing of: no need to hash it before reading it).
+Job = tuple[Path, bool, "list[FileStat] | None"]
+# What reading a run gives: its summary (or what validating it keeps), or None with its problems; and its memo
+# entry when the reader hashed it.
+Read = tuple[RunSummary | ValidatedRun | None, list[Problem], dict[str, str] | None]
+
+
+def _read_run(job: Job) -> Read:
+    """One run hashed when asked, then summarised or only validated: the local path's one task, so that one pool
+    does all three (a cold check reads each run's bytes in a worker, not first in the parent)."""
+    path, summarise_it, listing = job
+    hashed: dict[str, Any] | None = None
+    if listing is not None:
+        memo: dict[str, Any] = {}
+        input_hash(path, memo, listing, key="run")
+        hashed = memo["run"]
+    result, problems = load_and_summarise(path) if summarise_it else load_and_validate(path)
+    return result, problems, hashed
 
 
 def _in_pool(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int | None = None) -> Iterator[Any]:
@@ -117,14 +132,18 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     memo, known = _read_memo(cache_dir), _read_validated(cache_dir, warnings)
     memo_read = dict(memo) if memo is not None else None
     root = runs_dir.resolve()
-    digests = {path: input_hash(path, memo, listings.get(path.name), key=f"{root}/{path.name}") for path in paths}
-    runs = _Runs(digests, cache_dir)
+    # A run the cache knows nothing of is hashed by the worker that reads it (none when Ray summarises).
+    unknown = _unknown_runs(cache_dir, known) if summariser is None else None
+    runs = _Runs(cache_dir, memo, listings)
+    for path in paths:
+        runs.hash(path, f"{root}/{path.name}", defer=unknown is not None and unknown(path.name))
     to_read = runs.plan(known, wanted, warnings)
     found = runs.read(to_read, summariser)
+    digests = {path: runs.digests[path] for path in paths}  # every run hashed now, in the order of the runs
     if cache_dir is not None:
         if memo is not None and (memo := _present(memo, root, paths)) != memo_read:
             _write_memo(cache_dir, memo)
-        records = _records(known, digests, {path.name for path, _ in to_read}, runs)
+        records = _records(known, digests, {path.name for path, _, _ in to_read}, runs)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
             _summary_cache.write_validated(cache_dir, records)
@@ -132,7 +151,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     for path in paths:  # every problem in the order of the runs, each run's dates checked
         problems += found.get(path.name, [])
         if (run := runs.passed(path.name)) is not None:
-            problems += load.time_problems(str(shown / path.name / "run.yaml"), run.config, *_window(run), latest)
+            problems += load.time_problems(str(shown / path.name / "run.yaml"), run.config, *_time_span(run), latest)
     if problems:
         raise RunDataError(problems)
     warnings += [warning for run in runs.validated.values() for warning in run.warnings]
@@ -142,39 +161,66 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
 
 
 class _Runs:
-    """The runs of one summarise_runs: which are summarised, which only validated, and what came of each."""
+    """The runs of one summarise_runs: their input hashes, which are summarised, which only validated, and what
+    came of each."""
 
-    def __init__(self, digests: dict[Path, str], cache_dir: Path | None) -> None:
-        self.digests, self.cache_dir = digests, cache_dir
+    def __init__(self, cache_dir: Path | None, memo: dict[str, Any] | None,
+                 listings: dict[str, list[FileStat]]) -> None:
+        self.cache_dir, self.memo, self.listings = cache_dir, memo, listings
+        self.order: list[Path] = []  # the runs in the order they were found
+        self.digests: dict[Path, str] = {}
+        self.unhashed: dict[Path, str] = {}  # run -> its memo key, hashed when read
         self.summaries: dict[str, RunSummary] = {}
         self.validated: dict[str, ValidatedRun] = {}
+
+    def hash(self, path: Path, key: str, *, defer: bool) -> None:
+        """The run's input hash now (from the memo when its files are unchanged), or when it is read."""
+        self.order.append(path)
+        memo = self.memo
+        if defer and (memo is None or _memo_stale(memo, key, self._listing(path))):
+            self.unhashed[path] = key
+        else:
+            self.digests[path] = input_hash(path, memo, self.listings.get(path.name), key=key)
+
+    def _listing(self, path: Path) -> list[FileStat]:
+        if path.name not in self.listings:
+            self.listings[path.name] = scan_tree(path, path.resolve())[1]
+        return self.listings[path.name]
 
     def passed(self, run_id: str) -> RunSummary | ValidatedRun | None:
         return self.summaries.get(run_id) or self.validated.get(run_id)
 
-    def plan(self, known: dict[str, dict[str, Any]], wanted: Wanted | None,
-             warnings: list[str]) -> list[tuple[Path, bool]]:
+    def plan(self, known: dict[str, dict[str, Any]], wanted: Wanted | None, warnings: list[str]) -> list[Job]:
         """Take what the cache holds; the runs to read, each with whether to summarise it (or only validate it)."""
-        to_read: list[tuple[Path, bool]] = []
-        for path, digest in self.digests.items():
+        to_read: list[Job] = []
+        for path in self.order:
+            if path in self.unhashed:  # nothing cached for it: read, and hashed as it is
+                wants = wanted is None or wanted.wants(path.name, _peek(path, wanted))
+                to_read.append((path, wants, self._listing(path)))
+                continue
+            digest = self.digests[path]
             record = known.get(path.name)
             record = record if record is not None and record["digest"] == digest else None
             if wanted is not None and not wanted.wants(path.name, record["config"] if record else _peek(path, wanted)):
                 if record is None:
-                    to_read.append((path, False))
+                    to_read.append((path, False, None))
                 else:
                     self.validated[path.name] = _validated(path.name, record)
             elif (cached := _read_cache(self.cache_dir, path, digest, warnings)) is not None:
                 self.summaries[path.name] = cached
             else:
-                to_read.append((path, True))
+                to_read.append((path, True, None))
         return to_read
 
-    def read(self, to_read: list[tuple[Path, bool]], summariser: Summariser | None) -> dict[str, list[Problem]]:
+    def read(self, to_read: list[Job], summariser: Summariser | None) -> dict[str, list[Problem]]:
         """Read the runs (summarised ones written to the cache as they come); the problems of each, by run id."""
         found: dict[str, list[Problem]] = {}
-        for (path, _), (result, problems) in zip(to_read, _read_runs(to_read, summariser), strict=True):
+        for (path, _, _), (result, problems, hashed) in zip(to_read, _read_runs(to_read, summariser), strict=True):
             found[path.name] = problems
+            if hashed is not None:
+                self.digests[path] = hashed["digest"]
+                if self.memo is not None:
+                    self.memo[self.unhashed[path]] = hashed
             if isinstance(result, ValidatedRun):
                 self.validated[path.name] = result
             elif result is not None:
@@ -187,17 +233,26 @@ class _Runs:
         return found
 
 
-def _read_runs(jobs: Sequence[tuple[Path, bool]], summariser: Summariser | None) \
-        -> Iterator[tuple[RunSummary | ValidatedRun | None, list[Problem]]]:
+def _unknown_runs(cache_dir: Path | None, known: dict[str, dict[str, Any]]) -> Callable[[str], bool]:
+    """Whether the cache holds nothing for a run of that name (no record of it validated, no summary of it):
+    whatever its input hash, the run is read."""
+    try:
+        entries = {entry.name.rsplit("-", 1)[0] for entry in os.scandir(cache_dir)} if cache_dir else set()
+    except OSError:
+        entries = set()
+    return lambda run_id: run_id not in known and run_id not in entries
+
+
+def _read_runs(jobs: Sequence[Job], summariser: Summariser | None) -> Iterator[Read]:
     """The results of the jobs in their order: the local path reads all of them in one pool; another
     summariser (Ray) summarises, and the runs only validated are read here."""
     if summariser is None:
         yield from _in_pool(_read_run, jobs)
         return
-    summarised = iter(summariser([path for path, summarise_it in jobs if summarise_it]))
+    summarised = iter(summariser([path for path, summarise_it, _ in jobs if summarise_it]))
     validated = _in_pool(_read_run, [job for job in jobs if not job[1]])
-    for _, summarise_it in jobs:
-        yield next(summarised) if summarise_it else next(validated)
+    for _, summarise_it, _ in jobs:
+        yield (*next(summarised), None) if summarise_it else next(validated)
 
 
 def _peek(path: Path, wanted: Wanted) -> dict[str, Any] | None:
@@ -212,7 +267,7 @@ def _peek(path: Path, wanted: Wanted) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _window(run: RunSummary | ValidatedRun) -> tuple[float, float]:
+def _time_span(run: RunSummary | ValidatedRun) -> tuple[float, float]:
     if isinstance(run, ValidatedRun):
         return run.start_ts, run.end_ts
     return run.facts["start_ts"], run.facts["end_ts"]
@@ -239,33 +294,18 @@ def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
     problems: list[Problem] = []
     run = load.load_run(path, problems, keep=False)  # its sampled streams not kept: their last times only
     try:
-        facts = summarise(run, problems).facts
+        start, end = validate(run, problems)
     except Exception:  # noqa: BLE001 - only ever reached for a run the loader rejected (as in load_and_summarise)
         if not problems:
             raise
     if problems:
         return None, problems
-    return ValidatedRun(run.run_id, run.config, *_window_with_samples(run, facts), warnings=list(run.warnings)), []
-
-
-def _window_with_samples(run: RunData, facts: dict[str, Any]) -> tuple[float, float]:
-    """start_ts and end_ts as _facts gives them, for a run summarised without its sampled streams: each
-    stream's last sample counts among the run's times, as its frame's latest `ts` does in _facts."""
-    lasts = list(run.last_samples.values())
-    start, end = facts["start_ts"], facts["end_ts"]
-    if "start_ts" not in run.meta:
-        start = min([time for time in (start, *lasts) if not math.isnan(time)], default=math.nan)
-    end = max([time for time in (end, *lasts) if not math.isnan(time)], default=math.nan)
-    return float(start), float(end)
+    return ValidatedRun(run.run_id, run.config, start, end, warnings=list(run.warnings)), []
 
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
-    # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
-    deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
-    phases = _phase_columns(run, deaths)
-    metric_steps, metrics, non_finite = _metric_table(run, problems)
-    events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
+    phases, (metric_steps, metrics, non_finite), events = _apply_rules(run, problems)
     phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
     series = {name: _series(records, run.tables.get(name, [])) for name, records in run.streams.items()
@@ -276,6 +316,40 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
                          warnings=list(run.warnings))
     summary.facts = _facts(summary, run, phases) | {"non_finite": non_finite}
     return summary
+
+
+def _apply_rules(run: RunData, problems: list[Problem]) -> tuple[dict[str, np.ndarray], MetricTable, pd.DataFrame]:
+    """What every rule of the summary needs, each rule applied: the closed phases (a phase never closed is
+    warned of), the metric table (a step logged twice with different values is a problem) and the events.
+    A run only validated stops here (validate)."""
+    # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
+    deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
+    phases = _phase_columns(run, deaths)
+    table = _metric_table(run, problems)
+    return phases, table, _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
+
+
+def validate(run: RunData, problems: list[Problem]) -> tuple[float, float]:
+    """Every rule of the summary applied to a run, without making its tables: the run's start and end, as its
+    summary's facts give them (its sampled streams' last times among them, kept by the loader)."""
+    phases, _, events = _apply_rules(run, problems)
+    return _window(run, phases, events, run.last_samples.values())
+
+
+def _window(run: RunData, phases: dict[str, np.ndarray], events: pd.DataFrame,
+            lasts: Iterable[float]) -> tuple[float, float]:
+    """The run's start (run.yaml's start_ts, else its first record) and end (its last record of any kind: an
+    idle job still samples its GPU after the last step). Each sampled stream counts by its last sample."""
+    times = [float(values.min()) for values in (phases["t0"], phases["t1"]) if len(values)]
+    ends = [float(values.max()) for values in (phases["t0"], phases["t1"]) if len(values)]
+    if len(events):
+        times.append(float(events["t1"].min()))
+        ends.append(float(events["t1"].max()))
+    for last in lasts:
+        if not math.isnan(last):
+            times.append(last)
+            ends.append(last)
+    return float(run.meta.get("start_ts", min(times, default=math.nan))), float(max(ends, default=math.nan))
 
 
 # --- metrics ----------------------------------------------------------------------------------
@@ -700,16 +774,8 @@ def _host_memory(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> dict[str, Any]:
     steps, events = summary.steps, summary.events
-    # The run ends with its last record of any kind: an idle job still samples its GPU after the last step.
-    times = [float(values.min()) for values in (phases["t0"], phases["t1"]) if len(values)]
-    ends = [float(values.max()) for values in (phases["t0"], phases["t1"]) if len(values)]
-    if len(events):
-        times.append(float(events["t1"].min()))
-        ends.append(float(events["t1"].max()))
-    for frame in summary.series.values():
-        if "ts" in frame and len(frame):
-            times.append(float(frame["ts"].max()))
-            ends.append(float(frame["ts"].max()))
+    lasts = [float(frame["ts"].max()) for frame in summary.series.values() if "ts" in frame and len(frame)]
+    start, end = _window(run, phases, events, lasts)
     nodes, node_names = pd.factorize(phases["node"])
     gpus, gpu_lists = pd.factorize(phases["gpus"])
     pairs = [(node_names[pair // len(gpu_lists)], gpu_lists[pair % len(gpu_lists)])
@@ -719,8 +785,8 @@ def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> 
         "provenance": run.config.get("provenance"),
         "steps": len(steps),
         "clean_steps": int((~steps["heat_touched"]).sum()) if len(steps) else 0,
-        "start_ts": float(run.meta.get("start_ts", min(times, default=math.nan))),
-        "end_ts": float(max(ends, default=math.nan)),
+        "start_ts": start,
+        "end_ts": end,
         "gpus_used": sorted({(node, gpu) for node, gpus in pairs for gpu in gpus}),
         "event_counts": {kind: counts[kind] for kind in sorted(counts)},
     }
@@ -750,15 +816,25 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
     name in the memo (default: its resolved path).
     """
     files = listing if listing is not None else scan_tree(run_dir, run_dir.resolve())[1]
-    stats = hashlib.sha256(repr(files).encode()).hexdigest()  # names, sizes and times, in a few bytes
+    stats = _stats(files)
     key, code = key or str(run_dir.resolve()), _code_digest().hex()
-    if memo is not None and memo.get(key, {}).get("stats") == stats and memo[key].get("code") == code:
+    if memo is not None and not _memo_stale(memo, key, files):
         return str(memo[key]["digest"])
     digest = _fingerprint.Key("run").add(_code_digest()).files(
         run_dir, [run_dir / relative for relative, _, _ in files]).hexdigest()
     if memo is not None:
         memo[key] = {"stats": stats, "code": code, "digest": digest}
     return digest
+
+
+def _stats(files: list[FileStat]) -> str:
+    return hashlib.sha256(repr(files).encode()).hexdigest()  # names, sizes and times, in a few bytes
+
+
+def _memo_stale(memo: dict[str, Any], key: str, files: list[FileStat]) -> bool:
+    """Whether the memo lacks the run's input hash for these files and this code."""
+    entry = memo.get(key, {})
+    return bool(entry.get("stats") != _stats(files) or entry.get("code") != _code_digest().hex())
 
 
 _MEMO = "input-hashes.json"
@@ -800,7 +876,7 @@ def _validated(run_id: str, record: dict[str, Any]) -> ValidatedRun:
 
 
 def _record(digest: str, run: RunSummary | ValidatedRun) -> dict[str, Any]:
-    start, end = _window(run)
+    start, end = _time_span(run)
     return {"digest": digest, "config": run.config, "start_ts": start, "end_ts": end, "warnings": list(run.warnings)}
 
 

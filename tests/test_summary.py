@@ -191,6 +191,39 @@ def test_a_validated_run_is_read_again_only_when_it_changes(tmp_path: Path, monk
     assert calls == ["no-watchdog", "no-watchdog"] and none == {}
 
 
+def test_a_run_the_cache_knows_nothing_of_is_hashed_by_its_reader(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold check hashes each run in the task that reads it (not first in the parent); what it remembers is
+    the hash the parent would have made, so a second check reads nothing."""
+    runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    hashed_by: list[tuple[str, bool]] = []
+    real_hash, real_read = summary.input_hash, summary._read_run
+    reading: list[bool] = [False]
+
+    def read_run(job: summary.Job) -> summary.Read:
+        reading[0] = True
+        try:
+            return real_read(job)
+        finally:
+            reading[0] = False
+
+    def input_hash(run_dir: Path, *args: object, **kwargs: object) -> str:
+        hashed_by.append((run_dir.name, reading[0]))
+        return real_hash(run_dir, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(summary, "input_hash", input_hash)
+    monkeypatch.setattr(summary, "_read_run", read_run)
+    summarise_runs(runs, cache, wanted=READ)
+    assert hashed_by == [("baseline-seed1", True), ("no-watchdog", True)]
+    expected = {run_id: real_hash(runs / run_id) for run_id in ("baseline-seed1", "no-watchdog")}
+    assert _summary_cache.read_validated(cache)["no-watchdog"]["digest"] == expected["no-watchdog"]
+    memo = json.loads((cache / "input-hashes.json").read_text())
+    assert {key.rsplit("/", 1)[1]: entry["digest"] for key, entry in memo.items()} == expected
+    hashed_by.clear()
+    summarise_runs(runs, cache, wanted=READ)  # warm: the memo answers, in the parent, and nothing is read
+    assert hashed_by == [("baseline-seed1", False), ("no-watchdog", False)]
+
+
 def test_a_broken_run_nothing_reads_still_fails_with_its_one_line_error(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     runs = _two_runs(tmp_path)
