@@ -305,7 +305,8 @@ def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
-    phases, (metric_steps, metrics, non_finite), events = _apply_rules(run, problems)
+    phases, (metric_steps, metrics, non_finite) = _apply_rules(run, problems)
+    events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
     phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
     series = {name: _series(records, run.tables.get(name, [])) for name, records in run.streams.items()
@@ -318,33 +319,30 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     return summary
 
 
-def _apply_rules(run: RunData, problems: list[Problem]) -> tuple[dict[str, np.ndarray], MetricTable, pd.DataFrame]:
-    """What every rule of the summary needs, each rule applied: the closed phases (a phase never closed is
-    warned of), the metric table (a step logged twice with different values is a problem) and the events.
-    A run only validated stops here (validate)."""
+def _apply_rules(run: RunData, problems: list[Problem]) -> tuple[dict[str, np.ndarray], MetricTable]:
+    """Every rule of the summary applied: the closed phases (a phase never closed is warned of) and the metric
+    table (a step logged twice with different values is a problem). A run only validated stops here."""
     # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
     deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
     phases = _phase_columns(run, deaths)
-    table = _metric_table(run, problems)
-    return phases, table, _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
+    return phases, _metric_table(run, problems)
 
 
 def validate(run: RunData, problems: list[Problem]) -> tuple[float, float]:
     """Every rule of the summary applied to a run, without making its tables: the run's start and end, as its
     summary's facts give them (its sampled streams' last times among them, kept by the loader)."""
-    phases, _, events = _apply_rules(run, problems)
-    return _window(run, phases, events, run.last_samples.values())
+    phases, _ = _apply_rules(run, problems)
+    return _window(run, phases, run.last_samples.values())
 
 
-def _window(run: RunData, phases: dict[str, np.ndarray], events: pd.DataFrame,
-            lasts: Iterable[float]) -> tuple[float, float]:
+def _window(run: RunData, phases: dict[str, np.ndarray], lasts: Iterable[float]) -> tuple[float, float]:
     """The run's start (run.yaml's start_ts, else its first record) and end (its last record of any kind: an
     idle job still samples its GPU after the last step). Each sampled stream counts by its last sample."""
     times = [float(values.min()) for values in (phases["t0"], phases["t1"]) if len(values)]
     ends = [float(values.max()) for values in (phases["t0"], phases["t1"]) if len(values)]
-    if len(events):
-        times.append(float(events["t1"].min()))
-        ends.append(float(events["t1"].max()))
+    if event_ends := [float(rec.data["t1"]) for rec in run.streams.get("events", [])]:
+        times.append(min(event_ends))
+        ends.append(max(event_ends))
     for last in lasts:
         if not math.isnan(last):
             times.append(last)
@@ -775,7 +773,7 @@ def _host_memory(frame: pd.DataFrame) -> pd.DataFrame:
 def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> dict[str, Any]:
     steps, events = summary.steps, summary.events
     lasts = [float(frame["ts"].max()) for frame in summary.series.values() if "ts" in frame and len(frame)]
-    start, end = _window(run, phases, events, lasts)
+    start, end = _window(run, phases, lasts)
     nodes, node_names = pd.factorize(phases["node"])
     gpus, gpu_lists = pd.factorize(phases["gpus"])
     pairs = [(node_names[pair // len(gpu_lists)], gpu_lists[pair % len(gpu_lists)])
