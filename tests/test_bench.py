@@ -112,3 +112,25 @@ def test_the_memory_of_a_process_tree_counts_its_children(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_check_is_judged_by_the_median_of_its_repeats_and_the_most_memory(monkeypatch, tmp_path):
+    seen: list[str] = []
+    results = iter([(31.0, 500.0), (28.0, 700.0), (29.5, 600.0)])
+
+    def measure(what, work, command):
+        seconds, mib = next(results)
+        seen.append(f"measure {command}")
+        return bench_scale.Measurement(what, seconds, mib, mib / 2, 0, [seconds])
+
+    monkeypatch.setattr(bench_scale, "measure", measure)
+    m = bench_scale.repeated("cold check", tmp_path, "check", before=lambda: seen.append("emptied build/"))
+    assert seen == ["emptied build/", "measure check"] * 3
+    assert (m.seconds, m.times, m.peak_tree_mib, m.peak_process_mib) == (29.5, [31.0, 28.0, 29.5], 700.0, 350.0)
+
+
+def test_a_failed_repeat_stops_the_measurement_with_its_exit_code(monkeypatch, tmp_path):
+    calls = iter([0, 2])
+    monkeypatch.setattr(bench_scale, "measure", lambda what, work, command: bench_scale.Measurement(
+        what, 1.0, 1.0, 1.0, next(calls), [1.0]))
+    assert bench_scale.repeated("warm check", tmp_path, "check").exit_code == 2
