@@ -91,11 +91,13 @@ def write_entry(cache_dir: Path, run_id: str, digest: str, frames: dict[str, pd.
         raise
 
 
-def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[], dict[str, pd.DataFrame]],
+def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[Callable[[str], bool]],
+                                                                             dict[str, pd.DataFrame]],
                                                                     dict[str, Any]] | None:
-    """(a function that reads the tables, body) of a valid entry; None when there is none; ValueError when one
-    exists but is damaged. Every file's hash is checked here; the tables are decoded only when asked for,
-    so a check that reads three runs does not decode a thousand."""
+    """(a function that reads the tables whose names it is asked for, body) of a valid entry; None when there
+    is none; ValueError when one exists but is damaged. Every file's hash is checked here; a table is decoded
+    only when asked for, so a check that reads three runs does not decode a thousand, and a page that reads
+    a thousand runs' steps does not decode their phases."""
     folder = entry_dir(cache_dir, run_id, digest)
     if not folder.is_dir():
         return None
@@ -116,9 +118,11 @@ def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[], 
     return functools.partial(_read_frames, folder, body), body
 
 
-def _read_frames(folder: Path, body: dict[str, Any]) -> dict[str, pd.DataFrame]:
+def _read_frames(folder: Path, body: dict[str, Any], wanted: Callable[[str], bool]) -> dict[str, pd.DataFrame]:
     frames = {}
     for file, info in body["files"].items():
+        if not wanted(info["name"]):
+            continue
         data = (folder / Path(file).name).read_bytes()
         if hashlib.sha256(data).hexdigest() != info["sha256"]:  # changed since it was checked: never trusted
             raise CacheChanged(folder)

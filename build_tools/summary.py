@@ -899,14 +899,15 @@ def _records(known: dict[str, dict[str, Any]], digests: dict[Path, str], read: s
 
 
 class _CachedSummary(RunSummary):
-    """A summary from the cache: its tables are decoded from Parquet the first time one is used."""
+    """A summary from the cache: each of its tables is decoded from Parquet the first time it is used."""
 
     def __getattr__(self, name: str) -> Any:  # only called for an attribute not yet set
-        if name in ("steps", "phases", "events", "series") and "_tables" in self.__dict__:
-            frames = self.__dict__.pop("_tables")()
-            self.steps, self.phases, self.events = frames["steps"], frames["phases"], frames["events"]
-            self.series = _summary_cache.series_of(frames)
+        if name in ("steps", "phases", "events") and "_tables" in self.__dict__:
+            setattr(self, name, self.__dict__["_tables"](name.__eq__)[name])
             return getattr(self, name)
+        if name == "series" and "_tables" in self.__dict__:
+            self.series = _summary_cache.series_of(self.__dict__["_tables"](lambda table: table.startswith("series/")))
+            return self.series
         raise AttributeError(name)
 
 

@@ -120,6 +120,10 @@ def test_a_cached_summary_decodes_its_tables_only_when_used(tmp_path: Path) -> N
     assert "steps" not in vars(cached)  # nothing decoded yet: a check that never reads this run pays nothing
     assert cached.facts == fresh.facts
     assert cached.steps.equals(fresh.steps) and "steps" in vars(cached)
+    assert not {"phases", "events", "series"} & set(vars(cached))  # each table decoded when it is read
+    assert cached.phases.equals(fresh.phases) and cached.events.equals(fresh.events)
+    assert list(cached.series) == list(fresh.series)
+    assert all(cached.series[name].equals(frame) for name, frame in fresh.series.items())
 
 
 def test_a_cached_summary_not_yet_decoded_travels_to_a_worker(tmp_path: Path) -> None:
