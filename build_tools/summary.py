@@ -53,6 +53,9 @@ def is_time(name: str) -> bool:
 Summariser = Callable[[Sequence[Path]], Iterable[tuple[RunSummary | None, list[Problem]]]]
 # Below this many runs to read, starting worker processes costs more than it saves.
 POOL_FROM = 24
+# A worker is handed at most this many runs at a time: the last ones handed out end close together (a
+# thousand runs in chunks of 62 left one worker idle for a chunk's time at the end).
+CHUNK_MOST = 8
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ def _in_pool(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int |
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
     with ProcessPoolExecutor(count, mp_context=context) as pool:
-        yield from pool.map(function, jobs, chunksize=max(1, len(jobs) // (count * 8)))
+        yield from pool.map(function, jobs, chunksize=max(1, min(CHUNK_MOST, len(jobs) // (count * 8))))
 
 
 def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: list[str] | None = None,
@@ -319,19 +322,21 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     return summary
 
 
-def _apply_rules(run: RunData, problems: list[Problem]) -> tuple[dict[str, np.ndarray], MetricTable]:
+def _apply_rules(run: RunData, problems: list[Problem], *,
+                 rules_only: bool = False) -> tuple[dict[str, np.ndarray], MetricTable]:
     """Every rule of the summary applied: the closed phases (a phase never closed is warned of) and the metric
-    table (a step logged twice with different values is a problem). A run only validated stops here."""
+    table (a step logged twice with different values is a problem). A run only validated stops here
+    (`rules_only`: the phases' times alone, in no order, and no metric table: only its rules are applied)."""
     # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
     deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
-    phases = _phase_columns(run, deaths)
-    return phases, _metric_table(run, problems)
+    phases = _phase_columns(run, deaths, times_only=rules_only)
+    return phases, _metric_table(run, problems, rules_only=rules_only)
 
 
 def validate(run: RunData, problems: list[Problem]) -> tuple[float, float]:
     """Every rule of the summary applied to a run, without making its tables: the run's start and end, as its
     summary's facts give them (its sampled streams' last times among them, kept by the loader)."""
-    phases, _ = _apply_rules(run, problems)
+    phases, _ = _apply_rules(run, problems, rules_only=True)
     return _window(run, phases, run.last_samples.values())
 
 
@@ -356,9 +361,10 @@ STEP_KEYS = ("rollout/step", "train/step")
 # One step's metrics: the steps (ascending), each metric's value at each of them (NaN where not logged), and
 # where a logged value was not finite (metric -> step -> "NaN" / "Infinity" / "-Infinity").
 MetricTable = tuple[np.ndarray, dict[str, np.ndarray], dict[str, dict[str, str]]]
+NO_METRICS: MetricTable = (np.zeros(0, dtype=np.int64), {}, {})
 
 
-def _metric_table(run: RunData, problems: list[Problem]) -> MetricTable:
+def _metric_table(run: RunData, problems: list[Problem], *, rules_only: bool = False) -> MetricTable:
     """One row per step: the trainer's and the rollout manager's lines for the step merged.
 
     `rollout/*` and `perf/*` are logged against `rollout/step`, `train/*` against `train/step`; with one
@@ -367,7 +373,7 @@ def _metric_table(run: RunData, problems: list[Problem]) -> MetricTable:
     worded line by line, reads the lines again.
     """
     if run.tables.get("metrics"):
-        table = _metric_columns(run.tables["metrics"])
+        table = _metric_columns(run.tables["metrics"], rules_only=rules_only)
         if table is not None:
             return table
         records = load.lines_of(run, "metrics")
@@ -411,10 +417,10 @@ def _metric_rows(records: Iterable[Record], problems: list[Problem]) -> MetricTa
     return steps, metrics, non_finite
 
 
-def _metric_columns(tables: list[Columns]) -> MetricTable | None:
+def _metric_columns(tables: list[Columns], *, rules_only: bool = False) -> MetricTable | None:
     """The metric table from the stream's columns, or None when it must be read line by line: a step logged
     twice with different values, or two metrics a step first logs on one line whose order there the columns
-    cannot tell."""
+    cannot tell. With `rules_only`, NO_METRICS once no step is logged twice with different values."""
     logged: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # name -> (rows, steps, values)
     first_row: dict[str, tuple[int, int]] = {}  # name -> (its first row in its first table, its place there)
     all_steps, offset = [], 0
@@ -450,10 +456,14 @@ def _metric_columns(tables: list[Columns]) -> MetricTable | None:
         unique, first = np.unique(steps, return_index=True)
         if len(unique) < len(steps) and not _repeats_agree(steps, values, unique, first):
             return None
+        if rules_only:
+            continue
         kept[name] = (unique, values[first])
         ranks = order[np.searchsorted(order[:, 0], steps), 1]
         at = int(np.argmin(ranks))
         placed[name] = (int(ranks[at]), int(rows[at]))
+    if rules_only:
+        return NO_METRICS
     names = _column_order(placed, first_row)
     if names is None:
         return None
@@ -510,11 +520,12 @@ def _same(a: float, b: float) -> bool:
 PHASE_COLUMNS = ["name", "t0", "t1", "node", "gpus", "rank", "role"]
 
 
-def _phase_columns(run: RunData, deaths: Sequence[float]) -> dict[str, np.ndarray]:
-    """The run's closed phases in time order (`_phases`), as one array per column."""
+def _phase_columns(run: RunData, deaths: Sequence[float], *, times_only: bool = False) -> dict[str, np.ndarray]:
+    """The run's closed phases in time order (`_phases`), as one array per column (`times_only`: t0 and t1 alone,
+    in no order, when read from columns)."""
     tables = run.tables.get("phases")
     if tables:
-        columns = _closed_phases(tables, run.warnings, deaths)
+        columns = _closed_phases(tables, run.warnings, deaths, times_only=times_only)
         if columns is not None:
             return columns
         records = load.lines_of(run, "phases")
@@ -548,18 +559,17 @@ def _phases(records: Iterable[Record], warnings: list[str], deaths: Sequence[flo
     return frame.sort_values(["t0", "rank", "name"], kind="stable").reset_index(drop=True)
 
 
-def _closed_phases(tables: list[Columns], warnings: list[str],
-                   deaths: Sequence[float]) -> dict[str, np.ndarray] | None:
+def _closed_phases(tables: list[Columns], warnings: list[str], deaths: Sequence[float], *,
+                   times_only: bool = False) -> dict[str, np.ndarray] | None:
     """_phases, from the stream's columns. None when the lines must be read again: a phase that never closed
     (its warning quotes the time as written), or times all whole numbers in a column of floats (the record path
-    keeps them as integers)."""
+    keeps them as integers). With `times_only`, t0 and t1 alone, in no order (what validation reads)."""
     table = pa.concat_tables([columns.table for columns in tables], promote_options="permissive")
-    name, role, node = (_texts(table.column(key)) for key in ("name", "role", "node"))
     t0, t1 = (table.column(key).to_numpy(zero_copy_only=False) for key in ("t0", "t1"))
     rank = table.column("rank").to_numpy(zero_copy_only=False)
     # One row per (name, t0, rank, role), in the order each first appears: its last closed record, else its
-    # first (the open one).
-    codes = [_codes(name), t0, rank, _codes(role)]
+    # first (the open one). Texts are told apart by their dictionary codes, any consistent numbering will do.
+    codes = [_distinct_codes(table.column("name")), t0, rank, _distinct_codes(table.column("role"))]
     order = np.lexsort(codes[::-1])
     ends = np.flatnonzero(np.any([np.diff(code[order]) != 0 for code in codes], axis=0)) + 1
     starts = np.concatenate(([0], ends)).astype(np.int64)
@@ -571,13 +581,22 @@ def _closed_phases(tables: list[Columns], warnings: list[str],
     kept = kept[np.argsort(firsts, kind="stable")]
     if (t1[kept] == -1).any():
         return None
+    if times_only:
+        return {"t0": t0[kept], "t1": t1[kept]}
     for values in (t0, t1):
         if values.dtype.kind == "f" and len(kept) and np.all(np.floor(values[kept]) == values[kept]):
             return None
-    columns = {"name": name[kept], "t0": t0[kept], "t1": t1[kept], "node": node[kept],
-               "gpus": _tuples(table.column("gpus"))[kept], "rank": rank[kept], "role": role[kept]}
+    name, role, node = (_texts(table.column(key))[kept] for key in ("name", "role", "node"))
+    columns = {"name": name, "t0": t0[kept], "t1": t1[kept], "node": node,
+               "gpus": _tuples(table.column("gpus"))[kept], "rank": rank[kept], "role": role}
     by_time = np.lexsort((_codes(columns["name"]), columns["rank"], columns["t0"]))
     return {key: values[by_time] for key, values in columns.items()}
+
+
+def _distinct_codes(column: pa.ChunkedArray) -> np.ndarray:
+    """A number for each distinct text of a column (in no particular order)."""
+    codes: np.ndarray = column.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
+    return codes
 
 
 def _codes(texts: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from conftest import ROOT, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from build_tools import _columnar, load
+from build_tools import _columnar, load, summary
 from build_tools._exceptions import RunDataError
 from build_tools._types import RunSummary
 from build_tools.summary import summarise_runs, summarise_serially
@@ -207,8 +207,8 @@ def test_each_load_sample_gives_the_same_lines_as_columns(scenario: str, monkeyp
     every_line_as_columns(monkeypatch)
     fast = outcome(Path("."))
     assert fast[0] == slow[0]
-    for run_id, summary in slow[1].items():
-        assert_same(fast[1][run_id], summary)
+    for run_id, run in slow[1].items():
+        assert_same(fast[1][run_id], run)
 
 
 # --- random damage: the columns agree with the record path or hand the lines to it --------------------
@@ -328,3 +328,62 @@ def test_validating_without_keeping_finds_the_same_problems_and_holds_no_column(
     assert not set(validated.tables) & set(_columnar.FLAT_STREAMS) and run.tables["held_memory"]
     assert validated.last_samples["held_memory"] == pc.max(run.tables["held_memory"][0].table.column("ts")).as_py()
     assert validated.warnings == run.warnings
+
+
+@pytest.mark.parametrize("run_id", sorted(path.name for path in (ROOT / "runs").iterdir() if path.is_dir()))
+def test_validation_read_as_columns_gives_the_summarys_first_and_last_record(run_id: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run only validated applies the summary's rules to t0 and t1 alone, unordered; its start and end are still
+    its summary's, and so are its problems and warnings."""
+    monkeypatch.setattr(_columnar, "FAST_FROM_BYTES", 0)  # the phases and metrics as columns, however few
+    problems: list = []
+    run = load.load_run(ROOT / "runs" / run_id, problems)
+    facts = summary.summarise(run, problems).facts
+    checked: list = []
+    validated = load.load_run(ROOT / "runs" / run_id, checked, keep=False)
+    assert "phases" in validated.tables and "metrics" in validated.tables
+    assert summary.validate(validated, checked) == (facts["start_ts"], facts["end_ts"])
+    assert (checked, validated.warnings) == (problems, run.warnings)
+
+
+def _open_first(data: bytes) -> bytes:
+    """The first phase written twice: open (t1 = -1) while it ran, then closed (as Miles writes a long phase)."""
+    first = data.split(b"\n", 1)[0]
+    return re.sub(rb'"t1":[0-9.]+', b'"t1":-1', first, count=1) + b"\n" + data
+
+
+def _left_open(data: bytes) -> bytes:
+    return re.sub(rb'"t1":[0-9.]+(,"node":[^\n]*"role":"rollout_manager")', rb'"t1":-1\1', data, count=1)
+
+
+def _step_twice(data: bytes) -> bytes:
+    """The step's first line again, one value changed."""
+    first = data.split(b"\n", 2)[1] + b"\n"
+    return data + re.sub(rb'("train/grad_norm":)[0-9.]+', rb"\g<1>9.5", first, count=1)
+
+
+@pytest.mark.parametrize(("stream", "change", "expected"), [
+    ("phases", _open_first, None),
+    ("phases", _left_open, "never closed; dropped"),
+    ("metrics", _step_twice, "logged twice with different values"),
+])
+def test_validation_read_as_columns_finds_what_the_summary_finds(stream: str, change, expected: str | None,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """A phase open then closed (one phase, from the columns), one left open (a warning, from the lines) and a
+    step logged twice with different values (a problem): validation finds what the summary does."""
+    monkeypatch.setattr(_columnar, "FAST_FROM_BYTES", 0)
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / RUN)
+    dashboard = tmp_path / RUN / "dashboard"
+    target = sorted((dashboard / "phases").glob("*.jsonl"))[0] if stream == "phases" else dashboard / "metrics.jsonl"
+    target.write_bytes(change(target.read_bytes()))
+    problems: list = []
+    run = load.load_run(tmp_path / RUN, problems)
+    facts = summary.summarise(run, problems).facts
+    checked: list = []
+    validated = load.load_run(tmp_path / RUN, checked, keep=False)
+    window = summary.validate(validated, checked)
+    found = [str(problem) for problem in checked] + validated.warnings
+    assert any(expected in line for line in found) if expected else not checked
+    assert (checked, validated.warnings) == (problems, run.warnings)
+    assert problems or window == (facts["start_ts"], facts["end_ts"])
