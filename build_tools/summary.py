@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _columnar, _fingerprint, _summary_cache, load
-from ._exceptions import InputProblem, Problem, RunDataError, display_path
+from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, read_text, scan_tree
 from ._staging import write_atomic
 from ._types import Columns, Record, RunData, RunSummary, ValidatedRun
@@ -82,24 +82,42 @@ def summarise_in_pool(paths: Sequence[Path], workers: int | None = None) -> Iter
     return _in_pool(load_and_summarise, paths, workers)
 
 
-# A run to read: its folder, whether to summarise it (or only validate it), and its files as the parent listed
-# them when the reader is to hash them (a run the cache knows nothing of: no need to hash it before reading it).
-Job = tuple[Path, bool, "list[FileStat] | None"]
-# What reading a run gives: its summary (or what validating it keeps), or None with its problems; and its memo
-# entry when the reader hashed it.
-Read = tuple[RunSummary | ValidatedRun | None, list[Problem], dict[str, str] | None]
+class Job(NamedTuple):
+    """A run to read, in a worker of the local pool."""
+
+    path: Path
+    summarise: bool  # summarise it, or only validate it
+    # Its files as the parent listed them, when the worker is to hash it (a run the cache knows nothing of)...
+    listing: list[FileStat] | None
+    digest: str | None  # ... else its input hash
+    cache_dir: Path | None  # where the worker writes its summary
+
+
+@dataclass(frozen=True)
+class Written:
+    """A summary a worker wrote to the cache: the parent reads it back from there, lazily, not through a pipe."""
+
+
+# What reading a run gives: its summary (or what validating it keeps, or Written), or None with its problems;
+# and its memo entry when the worker hashed it.
+Read = tuple[RunSummary | ValidatedRun | Written | None, list[Problem], dict[str, str] | None]
 
 
 def _read_run(job: Job) -> Read:
-    """One run hashed when asked, then summarised or only validated: the local path's one task, so that one pool
-    does all three (a cold check reads each run's bytes in a worker, not first in the parent)."""
-    path, summarise_it, listing = job
+    """One run hashed when asked, then summarised (and its summary written to the cache) or only validated: the
+    local path's one task, so that one pool does it all (a cold check reads each run's bytes in a worker, not
+    first in the parent, and a thousand summaries are written by the workers, not one after another by it)."""
     hashed: dict[str, Any] | None = None
-    if listing is not None:
+    digest = job.digest
+    if job.listing is not None:
         memo: dict[str, Any] = {}
-        input_hash(path, memo, listing, key="run")
+        digest = input_hash(job.path, memo, job.listing, key="run")
         hashed = memo["run"]
-    result, problems = load_and_summarise(path) if summarise_it else load_and_validate(path)
+    result, problems = load_and_summarise(job.path) if job.summarise else load_and_validate(job.path)
+    if isinstance(result, RunSummary) and job.cache_dir is not None and digest is not None:
+        result.source_hash = digest
+        _write_cache(job.cache_dir, job.path, digest, result)
+        return Written(), problems, hashed
     return result, problems, hashed
 
 
@@ -146,7 +164,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     if cache_dir is not None:
         if memo is not None and (memo := _present(memo, root, paths)) != memo_read:
             _write_memo(cache_dir, memo)
-        records = _records(known, digests, {path.name for path, _, _ in to_read}, runs)
+        records = _records(known, digests, {job.path.name for job in to_read}, runs)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
             _summary_cache.write_validated(cache_dir, records)
@@ -199,26 +217,27 @@ class _Runs:
         for path in self.order:
             if path in self.unhashed:  # nothing cached for it: read, and hashed as it is
                 wants = wanted is None or wanted.wants(path.name, _peek(path, wanted))
-                to_read.append((path, wants, self._listing(path)))
+                to_read.append(Job(path, wants, self._listing(path), None, self.cache_dir))
                 continue
             digest = self.digests[path]
             record = known.get(path.name)
             record = record if record is not None and record["digest"] == digest else None
             if wanted is not None and not wanted.wants(path.name, record["config"] if record else _peek(path, wanted)):
                 if record is None:
-                    to_read.append((path, False, None))
+                    to_read.append(Job(path, False, None, digest, self.cache_dir))
                 else:
                     self.validated[path.name] = _validated(path.name, record)
             elif (cached := _read_cache(self.cache_dir, path, digest, warnings)) is not None:
                 self.summaries[path.name] = cached
             else:
-                to_read.append((path, True, None))
+                to_read.append(Job(path, True, None, digest, self.cache_dir))
         return to_read
 
     def read(self, to_read: list[Job], summariser: Summariser | None) -> dict[str, list[Problem]]:
         """Read the runs (summarised ones written to the cache as they come); the problems of each, by run id."""
         found: dict[str, list[Problem]] = {}
-        for (path, _, _), (result, problems, hashed) in zip(to_read, _read_runs(to_read, summariser), strict=True):
+        for job, (result, problems, hashed) in zip(to_read, _read_runs(to_read, summariser), strict=True):
+            path = job.path
             found[path.name] = problems
             if hashed is not None:
                 self.digests[path] = hashed["digest"]
@@ -227,13 +246,22 @@ class _Runs:
             if isinstance(result, ValidatedRun):
                 self.validated[path.name] = result
             elif result is not None:
-                digest = self.digests[path]
-                result.source_hash = digest
-                _write_cache(self.cache_dir, path, digest, result)
-                # Kept as the cache holds it, its tables decoded again only if a figure, check or table reads
-                # them: the runs nobody reads cost memory only while they are summarised.
-                self.summaries[path.name] = _read_cache(self.cache_dir, path, digest, []) or result
+                self.summaries[path.name] = self._kept(path, result)
         return found
+
+    def _kept(self, path: Path, result: RunSummary | Written) -> RunSummary:
+        """A summary as the cache holds it (written here unless its worker wrote it), its tables decoded again
+        only if a figure, check or table reads them: the runs nobody reads cost memory only while summarised."""
+        digest = self.digests[path]
+        if isinstance(result, RunSummary):
+            result.source_hash = digest
+            _write_cache(self.cache_dir, path, digest, result)
+        kept = _read_cache(self.cache_dir, path, digest, [])
+        if kept is not None:
+            return kept
+        if isinstance(result, Written):  # gone between the worker's writing and this reading
+            raise CacheChanged(_summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
+        return result
 
 
 def _unknown_runs(cache_dir: Path | None, known: dict[str, dict[str, Any]]) -> Callable[[str], bool]:
@@ -252,10 +280,10 @@ def _read_runs(jobs: Sequence[Job], summariser: Summariser | None) -> Iterator[R
     if summariser is None:
         yield from _in_pool(_read_run, jobs)
         return
-    summarised = iter(summariser([path for path, summarise_it, _ in jobs if summarise_it]))
-    validated = _in_pool(_read_run, [job for job in jobs if not job[1]])
-    for _, summarise_it, _ in jobs:
-        yield (*next(summarised), None) if summarise_it else next(validated)
+    summarised = iter(summariser([job.path for job in jobs if job.summarise]))
+    validated = _in_pool(_read_run, [job for job in jobs if not job.summarise])
+    for job in jobs:
+        yield (*next(summarised), None) if job.summarise else next(validated)
 
 
 def _peek(path: Path, wanted: Wanted) -> dict[str, Any] | None:

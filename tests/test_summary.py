@@ -16,7 +16,8 @@ import pytest
 from conftest import MILES_SAMPLES, ROOT, SAMPLES
 
 from build_tools import _columnar, _summary_cache, load, readers, summary
-from build_tools._exceptions import RunDataError
+from build_tools._exceptions import CacheChanged, RunDataError
+from build_tools._files import scan_tree
 from build_tools.summary import summarise_runs
 
 GOOD = SAMPLES / "load" / "good"
@@ -226,6 +227,33 @@ def test_a_run_the_cache_knows_nothing_of_is_hashed_by_its_reader(tmp_path: Path
     hashed_by.clear()
     summarise_runs(runs, cache, wanted=READ)  # warm: the memo answers, in the parent, and nothing is read
     assert hashed_by == [("baseline-seed1", False), ("no-watchdog", False)]
+
+
+def test_a_worker_writes_the_summary_it_made_and_hands_back_only_that_it_did(tmp_path: Path) -> None:
+    runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    run = runs / "baseline-seed1"
+    listing = scan_tree(run, run.resolve())[1]
+    result, problems, hashed = summary._read_run(summary.Job(run, True, listing, None, cache))
+    assert isinstance(result, summary.Written) and problems == [] and hashed is not None
+    assert hashed["digest"] == summary.input_hash(run)
+    written = summary._read_cache(cache, run, hashed["digest"], [])
+    fresh = summarise_runs(runs, None)["baseline-seed1"]
+    assert written is not None and written.facts == fresh.facts and written.steps.equals(fresh.steps)
+
+
+def test_a_summary_gone_from_the_cache_before_it_is_read_back_is_one_error(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    def written_then_removed(job: summary.Job) -> summary.Read:
+        memo: dict = {}
+        summary.input_hash(job.path, memo, job.listing, key="run")
+        return summary.Written(), [], memo["run"]
+
+    monkeypatch.setattr(summary, "_read_run", written_then_removed)
+    with pytest.raises(CacheChanged) as caught:
+        summarise_runs(runs, cache)
+    assert str(caught.value).startswith("build/cache: baseline-seed1-") and str(caught.value).endswith(
+        " changed while this build was reading it")
 
 
 def test_a_broken_run_nothing_reads_still_fails_with_its_one_line_error(tmp_path: Path,
