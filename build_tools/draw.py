@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import inspect
 import json
-import multiprocessing
 import os
 import re
 import shutil
@@ -31,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import _figure_modules, _fingerprint, legibility, palette, palette_check
+from . import _figure_modules, _fingerprint, _workers, legibility, palette, palette_check
 from ._exceptions import FigureError, MissingValue, Problem
 from ._layout import Layout
 from ._staging import atomic_file, write_atomic
@@ -307,9 +306,7 @@ def _draw_all(jobs: list[_Job], workers: int | None) -> list[_Outcome]:
         return [draw_one(job) for job in jobs]
     # forkserver: workers start from a clean process (matplotlib is not fork-safe with threads around),
     # with the drawing code imported once in the server rather than once per worker.
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__, f"{PACKAGE}._common"])
-    with ProcessPoolExecutor(count, mp_context=context) as pool:
+    with ProcessPoolExecutor(count, mp_context=_workers.context([__name__, f"{PACKAGE}._common"])) as pool:
         return list(pool.map(draw_one, jobs, chunksize=1))
 
 

@@ -14,7 +14,6 @@ import hashlib
 import itertools
 import json
 import math
-import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -27,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _columnar, _fingerprint, _summary_cache, load
+from . import _columnar, _fingerprint, _summary_cache, _workers, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, read_text, scan_tree
 from ._staging import write_atomic
@@ -51,8 +50,6 @@ def is_time(name: str) -> bool:
 # Reads and summarises runs not in the cache: serially, in a local process pool, or as Ray tasks (_ray.py).
 # Each result pairs with its path: (the summary, or None and the problems that rejected the run).
 Summariser = Callable[[Sequence[Path]], Iterable[tuple[RunSummary | None, list[Problem]]]]
-# Below this many runs to read, starting worker processes costs more than it saves.
-POOL_FROM = 24
 # A worker is handed at most this many runs at a time: the last ones handed out end close together (a
 # thousand runs in chunks of 62 left one worker idle for a chunk's time at the end).
 CHUNK_MOST = 8
@@ -123,12 +120,10 @@ def _read_run(job: Job) -> Read:
 
 def _in_pool(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int | None = None) -> Iterator[Any]:
     count = min(workers or os.cpu_count() or 1, len(jobs))
-    if count <= 1 or len(jobs) < POOL_FROM:
+    if count <= 1 or len(jobs) < _workers.POOL_FROM:
         yield from (function(job) for job in jobs)
         return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(count, mp_context=context) as pool:
+    with ProcessPoolExecutor(count, mp_context=_workers.context([__name__])) as pool:
         yield from pool.map(function, jobs, chunksize=max(1, min(CHUNK_MOST, len(jobs) // (count * 8))))
 
 
