@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-import functools
-import hashlib
 import itertools
-import json
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -26,10 +23,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _columnar, _fingerprint, _summary_cache, _workers, load
+from . import _columnar, _summary_cache, _workers, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, read_text, scan_tree
-from ._staging import write_atomic
+from ._run_hash import input_hash, memo_stale, present, read_memo, write_memo
 from ._types import Columns, Record, RunData, RunSummary, ValidatedRun
 from ._yaml import load_yaml
 
@@ -145,7 +142,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     paths = load.run_folders(runs_dir, problems, listings)
     if problems:  # a link out of the project or a FIFO: nothing under runs/ is read
         raise RunDataError(problems)
-    memo, known = _read_memo(cache_dir), _read_validated(cache_dir, warnings)
+    memo, known = read_memo(cache_dir), _read_validated(cache_dir, warnings)
     memo_read = dict(memo) if memo is not None else None
     root = runs_dir.resolve()
     # A run the cache knows nothing of is hashed by the worker that reads it (none when Ray summarises).
@@ -157,8 +154,8 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     found = runs.read(to_read, summariser)
     digests = {path: runs.digests[path] for path in paths}  # every run hashed now, in the order of the runs
     if cache_dir is not None:
-        if memo is not None and (memo := _present(memo, root, paths)) != memo_read:
-            _write_memo(cache_dir, memo)
+        if memo is not None and (memo := present(memo, root, paths)) != memo_read:
+            write_memo(cache_dir, memo)
         records = _records(known, digests, {job.path.name for job in to_read}, runs)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
@@ -193,7 +190,7 @@ class _Runs:
         """The run's input hash now (from the memo when its files are unchanged), or when it is read."""
         self.order.append(path)
         memo = self.memo
-        if defer and (memo is None or _memo_stale(memo, key, self._listing(path))):
+        if defer and (memo is None or memo_stale(memo, key, self._listing(path))):
             self.unhashed[path] = key
         else:
             self.digests[path] = input_hash(path, memo, self.listings.get(path.name), key=key)
@@ -364,7 +361,7 @@ def validate(run: RunData, problems: list[Problem]) -> tuple[float, float]:
 
 
 def _window(run: RunData, phases: dict[str, np.ndarray], lasts: Iterable[float]) -> tuple[float, float]:
-    """The run's start (run.yaml's start_ts, else its first record) and end (its last record of any kind: an
+    """The run's start (meta.json's start_ts, else its first record) and end (its last record of any kind: an
     idle job still samples its GPU after the last step). Each sampled stream counts by its last sample."""
     times = [float(values.min()) for values in (phases["t0"], phases["t1"]) if len(values)]
     ends = [float(values.max()) for values in (phases["t0"], phases["t1"]) if len(values)]
@@ -834,70 +831,6 @@ def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> 
 
 # --- cache ------------------------------------------------------------------------------------
 
-_CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_summary_cache.py", "_columnar.py")
-
-
-@functools.cache
-def _code_digest() -> bytes:
-    """The code that reads and summarises a run, and the library versions: a change makes every cached summary
-    stale."""
-    here = Path(__file__).parent
-    readers = sorted((here / "sources").glob("*.py"))  # the readers of log/, tensorboard/, wandb/, ...
-    return _fingerprint.Key("summary code").files(here, [*(here / name for name in _CODE_FILES), *readers]).digest()
-
-
-def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None,
-               key: str | None = None) -> str:
-    """Hash of every file of the run, of the code that reads it and of the library versions (`_fingerprint`).
-
-    With a memo (kept in the cache folder), a run whose files have the same names, sizes and modification
-    times as when it was last hashed is not read again: a warm check stats files instead of hashing gigabytes.
-    `listing` is the run's files as load.run_folders found them (default: listed here), `key` the run's
-    name in the memo (default: its resolved path).
-    """
-    files = listing if listing is not None else scan_tree(run_dir, run_dir.resolve())[1]
-    stats = _stats(files)
-    key, code = key or str(run_dir.resolve()), _code_digest().hex()
-    if memo is not None and not _memo_stale(memo, key, files):
-        return str(memo[key]["digest"])
-    digest = _fingerprint.Key("run").add(_code_digest()).files(
-        run_dir, [run_dir / relative for relative, _, _ in files]).hexdigest()
-    if memo is not None:
-        memo[key] = {"stats": stats, "code": code, "digest": digest}
-    return digest
-
-
-def _stats(files: list[FileStat]) -> str:
-    return hashlib.sha256(repr(files).encode()).hexdigest()  # names, sizes and times, in a few bytes
-
-
-def _memo_stale(memo: dict[str, Any], key: str, files: list[FileStat]) -> bool:
-    """Whether the memo lacks the run's input hash for these files and this code."""
-    entry = memo.get(key, {})
-    return bool(entry.get("stats") != _stats(files) or entry.get("code") != _code_digest().hex())
-
-
-_MEMO = "input-hashes.json"
-
-
-def _read_memo(cache_dir: Path | None) -> dict[str, Any] | None:
-    """The memo of input hashes; empty when absent or unreadable (it is only ever a shortcut)."""
-    if cache_dir is None:
-        return None
-    try:
-        memo = json.loads((cache_dir / _MEMO).read_text(encoding="utf-8"))
-        return memo if isinstance(memo, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_memo(cache_dir: Path | None, memo: dict[str, Any] | None) -> None:
-    if cache_dir is None or memo is None:
-        return
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(cache_dir / _MEMO, json.dumps(memo, sort_keys=True).encode())
-
-
 def _read_validated(cache_dir: Path | None, warnings: list[str]) -> dict[str, dict[str, Any]]:
     """The runs that passed before, by run id (_summary_cache.read_validated); empty when damaged or absent."""
     if cache_dir is None:
@@ -918,12 +851,6 @@ def _validated(run_id: str, record: dict[str, Any]) -> ValidatedRun:
 def _record(digest: str, run: RunSummary | ValidatedRun) -> dict[str, Any]:
     start, end = _time_span(run)
     return {"digest": digest, "config": run.config, "start_ts": start, "end_ts": end, "warnings": list(run.warnings)}
-
-
-def _present(memo: dict[str, Any], root: Path, paths: Sequence[Path]) -> dict[str, Any]:
-    """The memo without the runs that are gone."""
-    present = {f"{root}/{path.name}" for path in paths}
-    return {key: value for key, value in memo.items() if key in present}
 
 
 def _records(known: dict[str, dict[str, Any]], digests: dict[Path, str], read: set[str],

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from build_tools import _fingerprint, _manifest, _uptodate, draw, site, summary
+from build_tools import _fingerprint, _manifest, _run_hash, _uptodate, draw, site, summary
 from build_tools._fingerprint import LIBRARIES
 from build_tools._layout import PROJECT, Layout
 
@@ -48,7 +48,7 @@ def _project(tmp_path: Path) -> Layout:
 
 
 def _every_key(layout: Layout) -> dict[str, str]:
-    summary._code_digest.cache_clear()  # kept for the process: recomputed under the versions of this test
+    _run_hash.code_digest.cache_clear()  # kept for the process: recomputed under the versions of this test
     manifest = _manifest.compute(layout.root, edition={"edition": "2026.10", "date": "2026-10-01", "image": "i",
                                                        "branch": "b", "commit": "c", "commit_date": "d"},
                                  project_commit="p", source_date_epoch=0)
@@ -70,7 +70,7 @@ def test_every_cache_key_and_the_manifest_change_with_each_listed_library(librar
     monkeypatch.setattr(_fingerprint, "library_versions", lambda: upgraded)
     after = _every_key(layout)
     monkeypatch.undo()
-    summary._code_digest.cache_clear()
+    _run_hash.code_digest.cache_clear()
     assert [name for name in before if before[name] == after[name]] == []
 
 

@@ -1,0 +1,89 @@
+"""A run's input hash: every file of the run, the code that reads it and the library versions. Imports
+nothing heavy, so that a warm check or a no-op build decides, before importing pandas, whether anything changed.
+
+A memo (`input-hashes.json`, in the summary cache) keeps each run's hash with the names, sizes and modification
+times of its files when it was hashed: a run whose files have not changed is not read again (as git's index).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import _fingerprint
+from ._files import FileStat, scan_tree
+from ._staging import write_atomic
+
+CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_summary_cache.py", "_columnar.py",
+              "_run_hash.py")
+
+
+@functools.cache
+def code_digest() -> bytes:
+    """The code that reads and summarises a run, and the library versions: a change makes every cached summary
+    stale."""
+    here = Path(__file__).parent  # build_tools/
+    readers = sorted((here / "sources").glob("*.py"))  # the readers of log/, tensorboard/, wandb/, ...
+    return _fingerprint.Key("summary code").files(here, [*(here / name for name in CODE_FILES), *readers]).digest()
+
+
+def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None,
+               key: str | None = None) -> str:
+    """Hash of every file of the run, of the code that reads it and of the library versions (`_fingerprint`).
+
+    With a memo (kept in the cache folder), a run whose files have the same names, sizes and modification
+    times as when it was last hashed is not read again: a warm check stats files instead of hashing gigabytes.
+    `listing` is the run's files as load.run_folders found them (default: listed here), `key` the run's
+    name in the memo (default: its resolved path).
+    """
+    files = listing if listing is not None else scan_tree(run_dir, run_dir.resolve())[1]
+    stats = stats_of(files)
+    key, code = key or str(run_dir.resolve()), code_digest().hex()
+    if memo is not None and not memo_stale(memo, key, files):
+        return str(memo[key]["digest"])
+    digest = _fingerprint.Key("run").add(code_digest()).files(
+        run_dir, [run_dir / relative for relative, _, _ in files]).hexdigest()
+    if memo is not None:
+        memo[key] = {"stats": stats, "code": code, "digest": digest}
+    return digest
+
+
+def stats_of(files: list[FileStat]) -> str:
+    return hashlib.sha256(repr(files).encode()).hexdigest()  # names, sizes and times, in a few bytes
+
+
+def memo_stale(memo: dict[str, Any], key: str, files: list[FileStat]) -> bool:
+    """Whether the memo lacks the run's input hash for these files and this code."""
+    entry = memo.get(key, {})
+    return bool(entry.get("stats") != stats_of(files) or entry.get("code") != code_digest().hex())
+
+
+MEMO = "input-hashes.json"
+
+
+def read_memo(cache_dir: Path | None) -> dict[str, Any] | None:
+    """The memo of input hashes; empty when absent or unreadable (it is only ever a shortcut)."""
+    if cache_dir is None:
+        return None
+    try:
+        memo = json.loads((cache_dir / MEMO).read_text(encoding="utf-8"))
+        return memo if isinstance(memo, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def write_memo(cache_dir: Path | None, memo: dict[str, Any] | None) -> None:
+    if cache_dir is None or memo is None:
+        return
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(cache_dir / MEMO, json.dumps(memo, sort_keys=True).encode())
+
+
+def present(memo: dict[str, Any], root: Path, paths: Sequence[Path]) -> dict[str, Any]:
+    """The memo without the runs that are gone."""
+    present = {f"{root}/{path.name}" for path in paths}
+    return {key: value for key, value in memo.items() if key in present}
