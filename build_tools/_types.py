@@ -174,3 +174,4 @@ class BuildResult:
     figures: list[DrawnFigure] = field(default_factory=list)
     report_lines: list[str] = field(default_factory=list)
     validated: dict[str, ValidatedRun] = field(default_factory=dict)  # the runs nothing reads: checked only
+    warnings: list[str] = field(default_factory=list)  # those of the runs and the cache, shown as it ran

@@ -1,8 +1,11 @@
-"""Whether site/ is still the build of the current inputs, decided before any heavy import.
+"""Whether site/, or the last check's report, is still that of the current inputs, decided before any heavy
+import.
 
-A no-op `make` should cost no more than hashing the inputs: every file the build reads (runs, chapters,
-figure code, templates, theme overrides, the build's own code), the Python and library versions (`_fingerprint`)
-and SOURCE_DATE_EPOCH. The key is written after a successful build and checked before the next one.
+A no-op `make` or `make check` should cost no more than hashing the inputs: every file the build reads (runs,
+chapters, figure code, templates, theme overrides, the build's own code), the Python and library versions
+(`_fingerprint`) and SOURCE_DATE_EPOCH. A run counts by its input hash, which the summary stage's memo keeps
+while its files keep their names, sizes and times (`_run_hash`): a thousand unchanged runs are stat()ed, not
+read. The key is written after a successful build (or check) and compared before the next one.
 """
 
 from __future__ import annotations
@@ -11,10 +14,15 @@ import os
 from pathlib import Path
 
 from . import _fingerprint
-from ._files import plain_files
+from ._files import plain_files, scan_tree
 from ._layout import PROJECT_INPUTS, Layout
+from ._run_hash import input_hash, read_memo
+from ._staging import write_atomic
 
 KEY_FILE = "inputs.key"
+# The last check that succeeded without a warning: its key (its inputs and whether it summarised every run),
+# and what it printed. A check with warnings is always run again, so that they are always shown.
+CHECK_KEY_FILE, CHECK_OUTPUT = "check.key", "check.out"
 CODE = Path(__file__).resolve().parent  # build_tools/
 
 
@@ -25,10 +33,33 @@ def inputs_key(layout: Layout) -> str:
     for name in ("SOURCE_DATE_EPOCH", "MANUAL_PUBLISH", "MANUAL_SITE_URL", "MANUAL_ENGINE"):
         key.add(f"{name}={os.environ.get(name, '')}")
     for base in [CODE, *(layout.root / name for name in PROJECT_INPUTS)]:
+        if base == layout.runs:
+            _add_runs(key, layout)
+            continue
         # Regular files only, links never followed: a FIFO or a link out of the tree is the build's to refuse.
         files = plain_files(base) if base.exists() else []
         key.files(base.parent, [path for path in files if "__pycache__" not in path.parts])
     return key.hexdigest()
+
+
+def _add_runs(key: _fingerprint.Key, layout: Layout) -> None:
+    """Each run folder by its input hash (from the summary stage's memo when its files are unchanged), any other
+    file under runs/ by its bytes."""
+    runs = layout.runs
+    if not runs.is_dir():
+        return
+    listings: dict[str, list[tuple[str, int, int]]] = {}
+    loose = []
+    for relative, size, mtime in scan_tree(runs, runs.resolve().parent)[1]:  # as load.run_folders walks it
+        run_id, _, inside = relative.partition("/")
+        if inside:
+            listings.setdefault(run_id, []).append((inside, size, mtime))
+        else:
+            loose.append(runs / relative)
+    key.files(runs.parent, loose)
+    memo, root = read_memo(layout.cache / "summaries") or {}, runs.resolve()
+    for run_id in sorted(listings):
+        key.add(run_id, input_hash(runs / run_id, memo, listings[run_id], key=f"{root}/{run_id}"))
 
 
 def is_current(layout: Layout) -> bool:
@@ -46,3 +77,30 @@ def record(layout: Layout) -> None:
 def forget(layout: Layout) -> None:
     """A build is starting: until it succeeds, its outputs are not current."""
     (layout.build / KEY_FILE).unlink(missing_ok=True)
+
+
+def _check_key(layout: Layout, all_runs: bool) -> str:
+    return _fingerprint.Key("check").add(inputs_key(layout), f"all_runs={all_runs}").hexdigest()
+
+
+def check_output(layout: Layout, all_runs: bool) -> str | None:
+    """What the last check printed, when it had exactly these inputs and its reports are all there."""
+    recorded = _fingerprint.recorded(layout.build / CHECK_KEY_FILE)
+    outputs = (layout.build / "claims.json", layout.build / "claims.junit.xml", layout.build / CHECK_OUTPUT)
+    if recorded is None or not all(path.is_file() for path in outputs) or recorded != _check_key(layout, all_runs):
+        return None
+    try:
+        return (layout.build / CHECK_OUTPUT).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def record_check(layout: Layout, all_runs: bool, output: str) -> None:
+    """Remember a check that just succeeded without a warning, and what it printed (the key last)."""
+    write_atomic(layout.build / CHECK_OUTPUT, output.encode("utf-8"))
+    _fingerprint.remember(layout.build / CHECK_KEY_FILE, _check_key(layout, all_runs))
+
+
+def forget_check(layout: Layout) -> None:
+    """A check or build is starting (its reports will be written again): the last check's is not current."""
+    (layout.build / CHECK_KEY_FILE).unlink(missing_ok=True)

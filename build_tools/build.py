@@ -59,6 +59,7 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
     progress = Progress(quiet=quiet, stages=(6 if published() else 5) if site else 2)
     if site:  # `make check` leaves site/ alone: a site built from these same inputs stays current
         _uptodate.forget(layout)
+    _uptodate.forget_check(layout)  # the claims reports are written again
 
     # 1-3. Read the figure blocks of the chapters and the data tables, first: they say which runs are read.
     #    Load and summarise those, validate the others; an unchanged run comes from the cache. No run may end
@@ -83,7 +84,8 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
             raise RunDataError([*error.problems, *stamp_problems]) from None
     if stamp is None:
         raise EditionFileError(stamp_problems)
-    for warning in warnings + [w for summary in summaries.values() for w in summary.warnings]:
+    warnings += [warning for summary in summaries.values() for warning in summary.warnings]
+    for warning in warnings:
         progress.warn(warning)
     configs = {run_id: summary.config for run_id, summary in summaries.items()}
     check_commits({**configs, **{run_id: run.config for run_id, run in validated.items()}}, stamp)
@@ -97,7 +99,7 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
         verdicts = claims_stage.check_claims(blocks, summaries, tables)
         claims_stage.write_reports(verdicts, layout.build)
     result = BuildResult(summaries, blocks, verdicts, report_lines=claims_stage.report_lines(verdicts),
-                         validated=validated)
+                         validated=validated, warnings=warnings)
     claims_stage.raise_if_failed(verdicts)
     if not site:
         return result

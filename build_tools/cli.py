@@ -73,6 +73,15 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from . import _uptodate
+    from ._layout import Layout
+
+    layout = Layout(args.root.resolve())
+    # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
+    if not args.ray and (report := _uptodate.check_output(layout, args.all)) is not None:
+        sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
+        _out.print(report, markup=False)
+        return 0
     from .build import check, skipped_line
     from .summary import describe
 
@@ -89,7 +98,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         raise
     lines = [describe(summary) for summary in result.summaries.values()]
     lines += [skipped_line(len(result.validated))] if result.validated else []
-    _out.print("\n".join([*lines, *result.report_lines]), markup=False)
+    report = "\n".join([*lines, *result.report_lines])
+    _out.print(report, markup=False)
+    if not args.ray and not result.warnings:
+        _uptodate.record_check(layout, args.all, report)
     return 0
 
 

@@ -215,3 +215,76 @@ def test_the_site_also_summarises_the_runs_the_metrics_page_reads(project: Path)
     tables = load_tables(layout.data)
     assert not _wanted(layout, blocks, tables, site=True).wants("scale-0000", benchmark)
     assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", {"tags": ["baseline"]})
+
+
+# --- an unchanged check -------------------------------------------------------------------------------
+
+UNCHANGED = "Nothing changed since the last check: its report again (`make clean` checks afresh).\n"
+
+
+def _checked_by_the_build(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each call of the build's check (whether it summarised every run)."""
+    import build_tools.build
+
+    calls: list[bool] = []
+    real = build_tools.build.check
+    monkeypatch.setattr(build_tools.build, "check", lambda root, **how: calls.append(how["all_runs"]) or real(
+        root, **how))
+    return calls
+
+
+def test_an_unchanged_check_prints_its_last_report_again(project: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _checked_by_the_build(monkeypatch)
+    assert main(["check"]) == 0
+    first = capsys.readouterr()
+    assert main(["check"]) == 0
+    again = capsys.readouterr()
+    assert calls == [False] and again.out == first.out and again.err == UNCHANGED
+    assert main(["check", "--all"]) == 0  # another question: every run summarised
+    assert calls == [False, True] and capsys.readouterr().err != UNCHANGED
+
+
+def test_a_changed_run_or_chapter_is_checked_again(project: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _checked_by_the_build(monkeypatch)
+    assert main(["check"]) == 0
+    run_yaml = project / "runs" / "nondet-a" / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace("title: ", "title: touched, "))
+    assert main(["check"]) == 0
+    chapter = project / "docs" / "05-heat.md"
+    chapter.write_text(chapter.read_text() + "\nOne more sentence.\n")
+    assert main(["check"]) == 0
+    assert main(["check"]) == 0
+    assert calls == [False, False, False] and capsys.readouterr().err.endswith(UNCHANGED)
+
+
+def test_a_check_with_warnings_is_always_run_again(project: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _checked_by_the_build(monkeypatch)
+    metrics = project / "runs" / "nondet-a" / "dashboard" / "metrics.jsonl"
+    metrics.write_text(metrics.read_text() + '{"ts": 1')  # a writer mid-append: skipped with a warning
+    for _ in range(2):
+        assert main(["check"]) == 0
+        assert "last line has no newline" in capsys.readouterr().err
+    assert calls == [False, False] and not (project / "build" / "check.key").exists()
+
+
+def test_a_build_forgets_the_last_checks_report(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check"]) == 0
+    assert (project / "build" / "check.key").is_file()
+    (project / "docs" / "05-heat.md").write_text("# broken\n\n```figure\nid: nowhere\n```\n")
+    assert main(["build"]) != 0
+    assert not (project / "build" / "check.key").exists()
+
+
+def test_an_unchanged_check_imports_nothing_heavy(project: Path) -> None:
+    import subprocess
+    import sys
+
+    heavy = "('pandas', 'matplotlib', 'pyarrow', 'numpy')"
+    code = ("import sys; from build_tools.cli import main; code = main(['check']); "
+            f"print(code, sorted(m for m in {heavy} if m in sys.modules))")
+    subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "0 []" and done.stderr == UNCHANGED
