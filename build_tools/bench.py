@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOOP_GOAL = 1.15
 COLD_GOAL = 1.3
 NOOP_SECONDS = 0.14  # the no-op rebuild of the example runs, issue 12: stays at or below this
+# The no-op rebuild is timed this many times, and judged by the median: a tenth of a second swings by half with
+# whatever else the machine's host does.
+NOOP_REPEATS = 5
 
 
 def main() -> int:
@@ -47,7 +51,7 @@ def examples_main() -> int:
         cold = _timed(lambda: _build_in_new_process(work))
         # The build process itself (its figure workers are children of it, and counted on their own).
         peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        noop = _timed(lambda: _build_in_new_process(work))
+        noop = statistics.median(_timed(lambda: _build_in_new_process(work)) for _ in range(NOOP_REPEATS))
         run_id = _touch_one_run(work)
         touched = _timed(lambda: _build_in_new_process(work))
         serial, parallel = _figures_warm(work, Path(tmp))
@@ -55,7 +59,7 @@ def examples_main() -> int:
     noop_ratio, cold_ratio = noop / bare, cold / (serial + bare)
     rows = [
         ("cold build (empty build/)", cold),
-        ("no-op rebuild", noop),
+        (f"no-op rebuild (median of {NOOP_REPEATS})", noop),
         (f"rebuild after touching runs/{run_id}/run.yaml", touched),
         ("draw every figure, one warm process", serial),
         ("draw every figure, warm, in parallel", parallel),
