@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
 
     With a memo (kept in the cache folder), a run whose files have the same names, sizes and modification
     times as when it was last hashed is not read again: a warm check stats files instead of hashing gigabytes.
+    A run with a file changed in the last two seconds is not remembered: it could change again within one tick
+    of the file system's clock, its size and time unchanged (git's "racily clean" entries).
     `listing` is the run's files as load.run_folders found them (default: listed here), `key` the run's
     name in the memo (default: its resolved path).
     """
@@ -47,9 +50,14 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
         return str(memo[key]["digest"])
     digest = _fingerprint.Key("run").add(code_digest()).files(
         run_dir, [run_dir / relative for relative, _, _ in files]).hexdigest()
-    if memo is not None:
+    if memo is not None and _settled(files):
         memo[key] = {"stats": stats, "code": code, "digest": digest}
     return digest
+
+
+def _settled(files: list[FileStat]) -> bool:
+    newest = max((mtime for _, _, mtime in files), default=0)
+    return time.time_ns() - newest > _fingerprint.SETTLED_NS
 
 
 def stats_of(files: list[FileStat]) -> str:

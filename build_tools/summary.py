@@ -93,7 +93,7 @@ class Written:
 
 
 # What reading a run gives: its summary (or what validating it keeps, or Written), or None with its problems;
-# and its memo entry when the worker hashed it.
+# and its memo entry when the worker hashed it (its digest alone when it is too new to remember).
 Read = tuple[RunSummary | ValidatedRun | Written | None, list[Problem], dict[str, str] | None]
 
 
@@ -106,7 +106,7 @@ def _read_run(job: Job) -> Read:
     if job.listing is not None:
         memo: dict[str, Any] = {}
         digest = input_hash(job.path, memo, job.listing, key="run")
-        hashed = memo["run"]
+        hashed = memo.get("run", {"digest": digest})  # its digest alone when a file of it is too new to remember
     result, problems = load_and_summarise(job.path) if job.summarise else load_and_validate(job.path)
     if isinstance(result, RunSummary) and job.cache_dir is not None and digest is not None:
         result.source_hash = digest
@@ -233,7 +233,7 @@ class _Runs:
             found[path.name] = problems
             if hashed is not None:
                 self.digests[path] = hashed["digest"]
-                if self.memo is not None:
+                if self.memo is not None and "stats" in hashed:
                     self.memo[self.unhashed[path]] = hashed
             if isinstance(result, ValidatedRun):
                 self.validated[path.name] = result

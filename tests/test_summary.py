@@ -345,3 +345,23 @@ def test_a_run_whose_last_record_is_a_sample_ends_with_it_when_only_validated(tm
     validated, problems = summary.load_and_validate(run_dir)
     assert problems == [] and validated is not None
     assert validated.end_ts == later == summary.load_and_summarise(run_dir)[0].facts["end_ts"]
+
+
+def test_a_run_changed_a_moment_ago_is_hashed_but_not_remembered(tmp_path: Path) -> None:
+    """Its file could change again within one tick of the file system's clock, size and time unchanged (git's
+    racily clean entries): the memo remembers it only once its files have settled."""
+    import os
+    import time
+
+    runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    run_yaml = runs / "no-watchdog" / "run.yaml"
+    run_yaml.write_text(run_yaml.read_text().replace("title: ", "title: touched, "))  # now
+    summarise_runs(runs, cache, wanted=READ)
+    memo = json.loads((cache / "input-hashes.json").read_text())
+    assert [key.rsplit("/", 1)[1] for key in memo] == ["baseline-seed1"]
+    assert _summary_cache.read_validated(cache)["no-watchdog"]["digest"] == summary.input_hash(runs / "no-watchdog")
+    settled = time.time() - 60
+    os.utime(run_yaml, (settled, settled))
+    summarise_runs(runs, cache, wanted=READ)
+    memo = json.loads((cache / "input-hashes.json").read_text())
+    assert sorted(key.rsplit("/", 1)[1] for key in memo) == ["baseline-seed1", "no-watchdog"]
