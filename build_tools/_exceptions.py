@@ -588,10 +588,10 @@ class RayWorkerLost(RayError):
 @dataclass(eq=False)
 class RayWorkerOtherCode(RayError):
     where: str
-    theirs: str  # sha256 of the worker's build_tools
+    theirs: str  # the key of the worker's build_tools code and library versions (_ray.code_digest)
     ours: str
     hint = _INSTALL_CHECKOUT
 
     def __str__(self) -> str:
-        return (f"{self.where}: the Ray worker summarising this run has another version of "
-                f"build_tools (code sha256 {self.theirs[:12]}, here {self.ours[:12]})")
+        return (f"{self.where}: the Ray worker summarising this run has another version of build_tools or of "
+                f"its libraries (code and versions sha256 {self.theirs[:12]}, here {self.ours[:12]})")

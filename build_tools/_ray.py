@@ -15,7 +15,6 @@ reachable, or a worker lost is one line (`RayError`), never a traceback; Ray is 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -26,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
+from . import _fingerprint
 from ._exceptions import (
     Problem,
     RayBadAddress,
@@ -71,12 +71,10 @@ def _summarise_task(path: str, cwd: str) -> tuple[tuple[dict[str, bytes], str] |
 
 
 def code_digest() -> str:
-    """sha256 of the build_tools code: a worker with other code would cache other summaries under our keys."""
-    digest = hashlib.sha256()
+    """A key of the build_tools code, the Python version and the pinned libraries' versions (`_fingerprint`): a
+    worker with other code, or other libraries, would cache other summaries under our keys."""
     here = Path(__file__).parent
-    for file in sorted(here.rglob("*.py")):
-        digest.update(file.relative_to(here).as_posix().encode() + b"\0" + file.read_bytes())
-    return digest.hexdigest()
+    return _fingerprint.Key("ray worker").files(here, sorted(here.rglob("*.py"))).hexdigest()
 
 
 def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from build_tools import _fingerprint, _manifest, _run_hash, _uptodate, draw, site, summary
+from build_tools import _fingerprint, _manifest, _ray, _run_hash, _uptodate, draw, site, summary
 from build_tools._fingerprint import LIBRARIES
 from build_tools._layout import PROJECT, Layout
 
@@ -57,6 +57,7 @@ def _every_key(layout: Layout) -> dict[str, str]:
         "site": site.site_key(layout.mkdocs_yml, layout.pages),
         "figures": draw._shared_digest(PROJECT),  # the figure helpers, palette and style of this project
         "run summary": summary.input_hash(layout.runs / "tiny-run"),
+        "ray worker": _ray.code_digest(),  # a worker with other library versions is refused
         "manifest": _manifest.dumps({"tools": manifest["tools"]}),
     }
 

@@ -145,7 +145,8 @@ def test_a_worker_with_other_code_is_refused(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(RayError) as error:
         _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
     assert str(error.value) == (f"runs/baseline-seed1: the Ray worker summarising this run has another version "
-                                f"of build_tools (code sha256 000000000000, here {_ray.code_digest()[:12]})")
+                                f"of build_tools or of its libraries (code and versions sha256 000000000000, "
+                                f"here {_ray.code_digest()[:12]})")
 
 
 def test_nothing_to_summarise_needs_no_ray() -> None:
