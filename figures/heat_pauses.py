@@ -41,8 +41,8 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     figure, axes = new_figure(1, len(runs), height=3.6, sharey=True)
     for ax, run_id in zip(np.atleast_1d(axes), runs, strict=True):
         run_data = data[data["run"] == run_id]
-        for row in run_data[run_data["series"] == "touched"].itertuples():
-            ax.axvspan(row.step - 0.5, row.step + 0.5, color=colour("outside"), alpha=SHADE_ALPHA * 2, lw=0)
+        for step in run_data.loc[run_data["series"] == "touched", "step"]:
+            ax.axvspan(step - 0.5, step + 0.5, color=colour("outside"), alpha=SHADE_ALPHA * 2, lw=0)
         for kind, role, marker, text in (("clean", "lifecycle", "o", "clean step"),
                                          ("touched", "outside", "^", "step touched by a heat pause")):
             points = run_data[run_data["series"] == kind]

@@ -49,9 +49,9 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         ax.axvspan(row.t0_s, row.t1_s, color=colour("lifecycle"), alpha=0.45, lw=0,
                    label="hand-off (sleep, wake-up, weight update)" if index == 0 else None)
     # The caption's "about 2 s of each step": the hand-offs of each step shown, added up.
-    for step, of_step in spans.groupby("step"):
-        total = float((of_step["t1_s"] - of_step["t0_s"]).sum())
-        ax.annotate(f"hand-offs of step {int(step)}: {total:.1f} s", xy=(float(of_step["t1_s"].max()), 1),
+    for _, of_step in spans.groupby("step"):
+        total, step = float((of_step["t1_s"] - of_step["t0_s"]).sum()), int(of_step["step"].iloc[0])
+        ax.annotate(f"hand-offs of step {step}: {total:.1f} s", xy=(float(of_step["t1_s"].max()), 1),
                     xycoords=("data", "axes fraction"), xytext=(-4, -3), textcoords="offset points", ha="right",
                     va="top")
     # ... and the run's typical step, as the claim's check reads it: the median over its clean steps.

@@ -56,10 +56,10 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     ax.annotate(f"Ray threshold: {threshold:.0f} % of the node", xy=(-WINDOW_MIN, threshold), xytext=(4, 4),
                 textcoords="offset points", va="bottom")
     kills = data[data["series"] == "ray_oom_kill"]
-    at_kill = sorted({f"{value:.1f}" for value in kills["used_pct"]})
+    kill_labels = sorted({f"{value:.1f}" for value in kills["used_pct"]})
     ax.plot(kills["minute_to_kill"], kills["used_pct"], ls="none", marker="X", ms=9, color=colour("failure"),
             label="Ray kills a worker")
-    ax.annotate(f"kill at {' and '.join(at_kill)} %", xy=(0, float(kills["used_pct"].max())), xytext=(-10, 3),
+    ax.annotate(f"kill at {' and '.join(kill_labels)} %", xy=(0, float(kills["used_pct"].max())), xytext=(-10, 3),
                 textcoords="offset points", ha="right", va="bottom", color=colour("failure"))
     ax.set_xlim(-WINDOW_MIN, 0.5)
     ax.set_ylim(top=100)

@@ -33,14 +33,15 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     data = pd.concat(frames, ignore_index=True)
 
     figure, axes = new_figure(1, len(runs), height=3.2, sharey=True)
-    for ax, (run_id, run_data) in zip(np.atleast_1d(axes), data.groupby("run", sort=False), strict=True):
+    for ax, (run_name, run_data) in zip(np.atleast_1d(axes), data.groupby("run", sort=False), strict=True):
         ax.plot(run_data["step"], run_data["reward"], color=colour("data"), lw=1.0, marker="o", ms=2.5,
                 label="reward of the step")
         ax.plot(run_data["step"], run_data["trend"], color=INK, lw=1.2, ls="--", label="least-squares trend")
         # The caption's "goes up": the slope of the trend, in the empty lower right of the panel.
-        ax.text(0.97, 0.04, f"trend over {len(run_data)} steps:\n{slopes[run_id]:+.4f} per step", ha="right",
+        slope = slopes[str(run_name)]
+        ax.text(0.97, 0.04, f"trend over {len(run_data)} steps:\n{slope:+.4f} per step", ha="right",
                 va="bottom", transform=ax.transAxes)
-        ax.set_title(seed_label(str(run_id)))
+        ax.set_title(seed_label(str(run_name)))
         ax.set_xlabel("step")
     first = np.atleast_1d(axes)[0]
     low, high = float(data["reward"].min()), float(data["reward"].max())

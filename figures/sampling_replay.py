@@ -30,15 +30,15 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     data = pd.concat(frames, ignore_index=True)
 
     figure, ax = new_figure(height=3.2)
-    for replay, run_data in data.groupby("replay", sort=True):
-        text = "with top-p and top-k replay" if replay else "without replay"
+    for replayed, run_data in data.groupby("replay", sort=True):
+        text = "with top-p and top-k replay" if replayed else "without replay"
         ax.plot(run_data["step"], run_data["gap"], color=colour("trainer"), marker="o", ms=6, lw=1.6,
-                ls="-" if replay else (0, (4, 2)), mfc=None if replay else PAPER, label=text)
+                ls="-" if replayed else (0, (4, 2)), mfc=None if replayed else PAPER, label=text)
         # Each line named on the plot: the lower one below it, the upper one above it.
-        ax.annotate(text, xy=(float(run_data["step"].mean()), float(run_data["gap"].min() if replay
+        ax.annotate(text, xy=(float(run_data["step"].mean()), float(run_data["gap"].min() if replayed
                                                                      else run_data["gap"].max())),
-                    xytext=(0, -8 if replay else 8), textcoords="offset points", ha="center",
-                    va="top" if replay else "bottom")
+                    xytext=(0, -8 if replayed else 8), textcoords="offset points", ha="center",
+                    va="top" if replayed else "bottom")
     # The caption's "lower at every one of the 12 steps": the steps where replay gave the lower gap.
     paired = data.pivot(index="step", columns="replay", values="gap").dropna()
     lower = int((paired[True] < paired[False]).sum())

@@ -51,17 +51,17 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     ax = panels["all"]
     first = data[data["step"] == data["step"].min()]
     following = data[data["step"] > data["step"].min()]
-    end_of = {row.phase: row.t1 for row in first.itertuples()}
-    start_of = {row.phase: row.t0 for row in first.itertuples()}
+    end_of = dict(zip(first["phase"], first["t1"], strict=True))
+    start_of = dict(zip(first["phase"], first["t0"], strict=True))
     next_start = float(following["t0"].min()) if not following.empty else float(first["t1"].max())
     windows = {"after_rollout": ("A: from the rollout to the log probabilities",
                                  end_of["rollout"] - PAD_S, start_of["log_probs"] + PAD_S),
                "after_training": ("B: from training to the next step",
                                   end_of["actor_train"] - PAD_S, max(next_start, float(first["t1"].max())) + PAD_S)}
     for name, panel in panels.items():
-        for row in data.itertuples():
-            text, role, hatch = PHASES[row.phase]
-            panel.broken_barh([(row.t0, row.t1 - row.t0)], (0.1, 0.8), facecolors=colour(role),
+        for phase, t0, t1 in zip(data["phase"], data["t0"], data["t1"], strict=True):
+            text, role, hatch = PHASES[phase]
+            panel.broken_barh([(t0, t1 - t0)], (0.1, 0.8), facecolors=colour(role),
                               edgecolor=PAPER, hatch=hatch or None, lw=0.4)
         shade_heat_pauses(panel, summary, origin, 1.0, labelled=False)
         panel.set_ylim(0, 1.25 if name == "all" else 1.0)

@@ -64,7 +64,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     for y, run_id in enumerate(runs):
         of_run = data[data["run"] == run_id].set_index("part")
         main = float(of_run.loc[["rollout", "train"], "share"].sum()) * 100
-        hand = float(of_run.loc["hand-offs", "median_s"])
+        hand = float(of_run["median_s"]["hand-offs"])
         ax.annotate(f"rollout + training {main:.0f} %\nhand-offs {hand:.1f} s", xy=(1, y),
                     xycoords=("axes fraction", "data"), xytext=(6, 0), textcoords="offset points", va="center")
     ax.set_xlim(0, 100)

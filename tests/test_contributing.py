@@ -101,3 +101,17 @@ def test_a_figure_added_as_the_recipe_says_is_drawn_and_its_claim_checked(in_cop
     assert len(failed) == 1, failed  # only the new figure
     assert failed[0].startswith(f'{where} fig {new.number} FAIL "The gradient norm stays below 4 at each of the '
                                 '48 steps of every seed": every value grad_norm is from ')
+
+
+def test_the_recipes_figure_module_passes_the_strict_type_check(with_new_figure: tuple[Path, str]) -> None:
+    """`make test` type-checks figures/ strictly: the module an author copies from the recipe passes it."""
+    import os
+    import subprocess
+    import sys
+
+    root, _ = with_new_figure
+    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+                           "--cache-dir", str(ROOT / ".mypy_cache"), "figures"], cwd=root, capture_output=True,
+                          text=True, check=False, env={**os.environ, "MYPYPATH": str(ROOT)})  # build_tools
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.startswith("Success: no issues found")
