@@ -17,6 +17,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError
+from ._layout import Layout
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -56,7 +57,6 @@ _out = _Console(highlight=False, soft_wrap=True)
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from . import _uptodate
-    from ._layout import Layout
     from ._lock import build_lock
 
     layout = Layout(args.root.resolve())
@@ -74,7 +74,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from . import _uptodate
-    from ._layout import Layout
 
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
@@ -107,7 +106,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from . import compare
-    from ._layout import Layout
     from ._lock import build_lock
 
     yours = compare.load_reader_run(args.run)
@@ -154,7 +152,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_pdf(args: argparse.Namespace) -> int:
     from . import pdf
-    from ._layout import Layout
     from .build import build
 
     layout = Layout(args.root.resolve())
@@ -335,7 +332,7 @@ _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 def _output_path(root: Path, error: OSError) -> str | None:
     """The output path (in build/ or site/, or their staging folders) an OSError is about; None when not one."""
     root = root.resolve()
-    outputs = (root / "build", root / "site")
+    outputs = (Layout(root).build, Layout(root).site)
     for name in (error.filename, error.filename2):
         if not name:
             continue
@@ -345,7 +342,7 @@ def _output_path(root: Path, error: OSError) -> str | None:
         if inside or staged or error.errno in _DISK_ERRNOS:
             return _shown(root, path)
     if error.errno in _DISK_ERRNOS:
-        return _shown(root, root / "build")
+        return _shown(root, Layout(root).build)
     return None
 
 
@@ -362,7 +359,7 @@ def _crash(root: Path, error: BaseException) -> int:
     name = f"crash-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.txt"
     saved: str
     try:
-        folder = root.resolve() / "build"
+        folder = Layout(root.resolve()).build
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
         saved = _shown(root.resolve(), folder / name)

@@ -49,6 +49,7 @@ from ._exceptions import (
     UncommittedChanges,
     UnknownRemote,
 )
+from ._layout import Layout
 from ._manifest import Manifest
 from ._staging import checkpoint, clean_leftovers, temporary_prefix
 from ._types import Stamp
@@ -166,7 +167,7 @@ def publish(root: Path, edition: str, *, branch: str = "gh-pages", remote: str |
     remote = check_remote(root, remote or "origin") if push else remote
     # One publish at a time in the repository (its refs), one build at a time in this folder.
     with _lock.hold(git.common_dir(root) / PUBLISH_LOCK, say, "another publish"), \
-            _lock.build_lock(root / "build", say):
+            _lock.build_lock(Layout(root).build, say):
         checkpoint("locked")
         _clean_leftovers(root, branch, say)
         stamp = _edition_file(root, edition)
@@ -186,7 +187,7 @@ def _publish(root: Path, edition: str, stamp: Stamp, *, branch: str, tag: str, r
     epoch = source_date_epoch(stamp.date)
     _build(root, edition, epoch, quiet=quiet)
     checkpoint("built")
-    _require_footer(root / "site", edition)
+    _require_footer(Layout(root).site, edition)
 
     commit = git.rev(root, "HEAD") or ""
     manifest = manifest_.compute(root, edition=_stamp_fields(stamp), project_commit=commit, source_date_epoch=epoch)
@@ -196,7 +197,7 @@ def _publish(root: Path, edition: str, stamp: Stamp, *, branch: str, tag: str, r
     # The temporary folder is in build/ under this process's id: removed on exit, SIGINT and SIGTERM, and by
     # the next build when a kill left it.
     with tempfile.TemporaryDirectory(prefix=temporary_prefix("publish"), dir=_build_dir(root)) as tmp:
-        staged = _stage_site(root / "site", Path(tmp) / "site", manifest, previous)
+        staged = _stage_site(Layout(root).site, Path(tmp) / "site", manifest, previous)
         checkpoint("staged")
         with _work_branch(root, branch) as work:
             changed = _deploy(root, staged, edition, work, commit)
@@ -226,7 +227,7 @@ WORK_PREFIX = "manual-publishing/"
 
 
 def _build_dir(root: Path) -> Path:
-    folder = root / "build"
+    folder = Layout(root).build
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -377,7 +378,7 @@ def _build(root: Path, edition: str, epoch: int, *, quiet: bool) -> None:
         try:
             run_build(root, quiet=quiet)
         except ClaimsFailed as error:
-            failed = _failed_claims(root / "build" / "claims.json")
+            failed = _failed_claims(Layout(root).build / "claims.json")
             raise EditionClaimsFailed(edition, error.failed, error.total, failed) from None
 
 

@@ -25,7 +25,7 @@ from rich.console import Console
 
 from . import _fingerprint
 from ._exceptions import ManualError, SiteError
-from ._layout import FIGURES_PAGE, METRICS_PAGE, SITE_SETTINGS
+from ._layout import FIGURES_PAGE, METRICS_PAGE, SITE_SETTINGS, Layout
 from ._staging import staging
 from ._yaml import load_yaml
 
@@ -121,7 +121,7 @@ def _with_source(message: str, root: Path) -> str:
     page = match.group(1)
     sources = {METRICS_PAGE: "templates/metrics.md.j2 and docs/data/metrics.yml",
                FIGURES_PAGE: "templates/figures.md.j2 and the figure blocks"}
-    source = sources.get(page) or (f"docs/{page}" if (root / "docs" / page).is_file() else "")
+    source = sources.get(page) or (f"docs/{page}" if (Layout(root).docs / page).is_file() else "")
     return f"{message} (rendered from {source})" if source else message
 
 
@@ -212,7 +212,7 @@ def serve(root: Path, rebuild: Callable[[], object], host: str = HOST, port: int
     changes; Ctrl-C stops."""
     console = Console(stderr=True, highlight=False)
     rebuild()
-    handler = functools.partial(_QuietHandler, directory=str(root / "site"))
+    handler = functools.partial(_QuietHandler, directory=str(Layout(root).site))
     server = http.server.ThreadingHTTPServer((host, port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     console.print(f"Serving the manual on http://{host}:{port}/ (Ctrl-C stops)")
