@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ._layout import Layout
+
 # .site-<pid>-<random>, .site-old-<pid>-<random>, .publish-<pid>-<random>; files .name.<pid>-<random>[.svg].tmp
 _TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?(\d+)-[A-Za-z0-9_]+$|^\..*\.(\d+)-[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp$")
 
@@ -61,7 +63,8 @@ def checkpoint(name: str) -> None:
 def clean_leftovers(root: Path) -> list[Path]:
     """Remove the staging folders and temporary files killed builds left in the project (hold the build lock)."""
     # In the project folder only site/'s staging folders are ours; everything in build/ is.
-    return [*sweep(root, legacy=("site",), only=("site",)), *sweep(root / "build", recursive=True, legacy=("docs",))]
+    return [*sweep(root, legacy=("site",), only=("site",)),
+            *sweep(Layout(root).build, recursive=True, legacy=("docs",))]
 
 
 @contextmanager
