@@ -36,6 +36,20 @@ def check_tree(folder: Path, boundary: Path) -> list[Problem]:
 FileStat = tuple[str, int, int]
 
 
+def by_run(files: list[FileStat]) -> tuple[dict[str, list[FileStat]], list[str]]:
+    """The files of runs/ (as scan_tree lists them) by run folder, each relative to its run, and the files
+    directly in runs/."""
+    listings: dict[str, list[FileStat]] = {}
+    loose: list[str] = []
+    for relative, size, mtime in files:
+        run_id, _, inside = relative.partition("/")
+        if inside:
+            listings.setdefault(run_id, []).append((inside, size, mtime))
+        else:
+            loose.append(relative)
+    return listings, loose
+
+
 def scan_tree(folder: Path, boundary: Path) -> tuple[list[Problem], list[FileStat]]:
     """check_tree's problems, and every regular file under folder reached without following a link (what
     plain_files lists), with its size and modification time, in plain_files' order: one walk and one system

@@ -46,7 +46,7 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
     files = listing if listing is not None else scan_tree(run_dir, run_dir.resolve())[1]
     stats = stats_of(files)
     key, code = key or str(run_dir.resolve()), code_digest().hex()
-    if memo is not None and not memo_stale(memo, key, files):
+    if memo is not None and _holds(memo, key, stats):
         return str(memo[key]["digest"])
     digest = _fingerprint.Key("run").add(code_digest()).files(
         run_dir, [run_dir / relative for relative, _, _ in files]).hexdigest()
@@ -66,8 +66,12 @@ def stats_of(files: list[FileStat]) -> str:
 
 def memo_stale(memo: dict[str, Any], key: str, files: list[FileStat]) -> bool:
     """Whether the memo lacks the run's input hash for these files and this code."""
+    return not _holds(memo, key, stats_of(files))
+
+
+def _holds(memo: dict[str, Any], key: str, stats: str) -> bool:
     entry = memo.get(key, {})
-    return bool(entry.get("stats") != stats_of(files) or entry.get("code") != code_digest().hex())
+    return bool(entry.get("stats") == stats and entry.get("code") == code_digest().hex())
 
 
 MEMO = "input-hashes.json"

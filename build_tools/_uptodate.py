@@ -11,10 +11,11 @@ read. The key is written after a successful build (or check) and compared before
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import _fingerprint
-from ._files import plain_files, scan_tree
+from ._files import by_run, plain_files, scan_tree
 from ._layout import PROJECT_INPUTS, Layout
 from ._run_hash import input_hash, read_memo
 from ._staging import write_atomic
@@ -48,15 +49,8 @@ def _add_runs(key: _fingerprint.Key, layout: Layout) -> None:
     runs = layout.runs
     if not runs.is_dir():
         return
-    listings: dict[str, list[tuple[str, int, int]]] = {}
-    loose = []
-    for relative, size, mtime in scan_tree(runs, runs.resolve().parent)[1]:  # as load.run_folders walks it
-        run_id, _, inside = relative.partition("/")
-        if inside:
-            listings.setdefault(run_id, []).append((inside, size, mtime))
-        else:
-            loose.append(runs / relative)
-    key.files(runs.parent, loose)
+    listings, loose = by_run(scan_tree(runs, runs.resolve().parent)[1])  # as load.run_folders walks it
+    key.files(runs.parent, [runs / name for name in loose])
     memo, root = read_memo(layout.cache / "summaries") or {}, runs.resolve()
     for run_id in sorted(listings):
         key.add(run_id, input_hash(runs / run_id, memo, listings[run_id], key=f"{root}/{run_id}"))
@@ -64,9 +58,18 @@ def _add_runs(key: _fingerprint.Key, layout: Layout) -> None:
 
 def is_current(layout: Layout) -> bool:
     """True when the last successful build had exactly these inputs and its outputs are all there."""
-    recorded = _fingerprint.recorded(layout.build / KEY_FILE)
-    outputs = (layout.site / "index.html", layout.build / "claims.json", layout.build / "claims.junit.xml")
-    return recorded is not None and all(p.is_file() for p in outputs) and recorded == inputs_key(layout)
+    recorded = _recorded(layout.build / KEY_FILE, layout.site / "index.html", *_reports(layout))
+    return recorded is not None and recorded == inputs_key(layout)
+
+
+def _recorded(key_file: Path, *outputs: Path) -> str | None:
+    """The key recorded in key_file, when its outputs are all there."""
+    recorded = _fingerprint.recorded(key_file)
+    return recorded if recorded is not None and all(path.is_file() for path in outputs) else None
+
+
+def _reports(layout: Layout) -> tuple[Path, Path]:
+    return layout.build / "claims.json", layout.build / "claims.junit.xml"
 
 
 def record(layout: Layout) -> None:
@@ -83,22 +86,33 @@ def _check_key(layout: Layout, all_runs: bool) -> str:
     return _fingerprint.Key("check").add(inputs_key(layout), f"all_runs={all_runs}").hexdigest()
 
 
-def check_output(layout: Layout, all_runs: bool) -> str | None:
-    """What the last check printed, when it had exactly these inputs and its reports are all there."""
-    recorded = _fingerprint.recorded(layout.build / CHECK_KEY_FILE)
-    outputs = (layout.build / "claims.json", layout.build / "claims.junit.xml", layout.build / CHECK_OUTPUT)
-    if recorded is None or not all(path.is_file() for path in outputs) or recorded != _check_key(layout, all_runs):
-        return None
+@dataclass(frozen=True)
+class LastCheck:
+    """What the last recorded check printed, when it had exactly these inputs; and the key of these inputs when
+    it was computed (there was a check to compare with), for recording the check about to run."""
+
+    report: str | None
+    key: str | None
+
+
+def last_check(layout: Layout, all_runs: bool) -> LastCheck:
+    recorded = _recorded(layout.build / CHECK_KEY_FILE, layout.build / CHECK_OUTPUT, *_reports(layout))
+    if recorded is None:  # no check to compare with: its inputs are not hashed now (a cold cache reads them all)
+        return LastCheck(None, None)
+    key = _check_key(layout, all_runs)
     try:
-        return (layout.build / CHECK_OUTPUT).read_text(encoding="utf-8")
+        report = (layout.build / CHECK_OUTPUT).read_text(encoding="utf-8") if recorded == key else None
     except (OSError, UnicodeDecodeError):
-        return None
+        report = None
+    return LastCheck(report, key)
 
 
-def record_check(layout: Layout, all_runs: bool, output: str) -> None:
-    """Remember a check that just succeeded without a warning, and what it printed (the key last)."""
+def record_check(layout: Layout, all_runs: bool, output: str, key: str | None) -> None:
+    """Remember a check that just succeeded without a warning, and what it printed (the key last): under the key
+    of its inputs as they were before it ran, when that was computed (a run changed meanwhile is checked again
+    next time), else under the key of them now."""
     write_atomic(layout.build / CHECK_OUTPUT, output.encode("utf-8"))
-    _fingerprint.remember(layout.build / CHECK_KEY_FILE, _check_key(layout, all_runs))
+    _fingerprint.remember(layout.build / CHECK_KEY_FILE, key or _check_key(layout, all_runs))
 
 
 def forget_check(layout: Layout) -> None:

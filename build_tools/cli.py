@@ -77,9 +77,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
-    if not args.ray and (report := _uptodate.check_output(layout, args.all)) is not None:
+    last = _uptodate.last_check(layout, args.all) if not args.ray else _uptodate.LastCheck(None, None)
+    if last.report is not None:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
-        _out.print(report, markup=False)
+        _out.print(last.report, markup=False)
         return 0
     from .build import check, skipped_line
     from .summary import describe
@@ -100,7 +101,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     report = "\n".join([*lines, *result.report_lines])
     _out.print(report, markup=False)
     if not args.ray and not result.warnings:
-        _uptodate.record_check(layout, args.all, report)
+        _uptodate.record_check(layout, args.all, report, last.key)
     return 0
 
 

@@ -25,7 +25,17 @@ import pyarrow.compute as pc
 
 from . import _columnar, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
-from ._files import STREAM_LIMIT, FileStat, check_tree, check_utf8, decode_utf8, read_bytes, read_text, scan_tree
+from ._files import (
+    STREAM_LIMIT,
+    FileStat,
+    by_run,
+    check_tree,
+    check_utf8,
+    decode_utf8,
+    read_bytes,
+    read_text,
+    scan_tree,
+)
 from ._types import Columns, Record, RunData
 from ._yaml import parse_yaml
 
@@ -60,10 +70,8 @@ def run_folders(runs_dir: Path, problems: list[Problem],
         return []
     found, files = scan_tree(runs_dir, runs_dir.resolve().parent)
     problems += found
-    for relative, size, mtime in files if listings is not None else []:
-        run_id, _, inside = relative.partition("/")
-        if inside and listings is not None:
-            listings.setdefault(run_id, []).append((inside, size, mtime))
+    if listings is not None:
+        listings.update(by_run(files)[0])
     bad = {Path(p.file) for p in problems}
     folders = [path for path in sorted(runs_dir.iterdir())
                if path.is_dir() and not (bad and Path(display_path(path)) in bad) and path.name != "__pycache__"]

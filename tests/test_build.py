@@ -288,3 +288,27 @@ def test_an_unchanged_check_imports_nothing_heavy(project: Path) -> None:
     subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
     done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "0 []" and done.stderr == UNCHANGED
+
+
+def test_a_run_changed_while_the_check_ran_is_checked_again(project: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check is remembered under the key of its inputs as they were before it ran, not as they are after."""
+    import build_tools.build
+
+    assert main(["check"]) == 0
+    chapter = project / "docs" / "05-heat.md"
+    chapter.write_text(chapter.read_text() + "\nOne more sentence.\n")  # the next check runs again
+    real = build_tools.build.check
+    run_yaml = project / "runs" / "nondet-a" / "run.yaml"
+
+    def check_then_change_a_run(root: Path, **how: object) -> object:
+        result = real(root, **how)  # type: ignore[arg-type]
+        run_yaml.write_text(run_yaml.read_text().replace("title: ", "title: changed meanwhile, "))
+        return result
+
+    monkeypatch.setattr(build_tools.build, "check", check_then_change_a_run)
+    assert main(["check"]) == 0
+    monkeypatch.setattr(build_tools.build, "check", real)
+    capsys.readouterr()
+    assert main(["check"]) == 0
+    assert capsys.readouterr().err != UNCHANGED  # read again: the report it kept was of the run before the change
