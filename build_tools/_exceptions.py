@@ -229,6 +229,18 @@ class PageWithoutArticle(PdfError):
         return f"{self.page}: no article in the built page: run make again"
 
 
+@dataclass(eq=False)
+class SettingError(ManualError):
+    """A build setting from the environment (ENGINE, SOURCE_DATE_EPOCH, MANUAL_SITE_URL) is not one the build takes;
+    found before anything is built (build_tools/_settings.py)."""
+
+    messages: Sequence[str]
+    hint = "fix or unset the variable named (make passes ENGINE= to the build as MANUAL_ENGINE)"
+
+    def __str__(self) -> str:
+        return "\n".join(self.messages)
+
+
 # --- make variables (build_tools/_make.py) ----------------------------------------------------------------------
 
 

@@ -32,8 +32,14 @@ def check_tree(folder: Path, boundary: Path) -> list[Problem]:
     return scan_tree(folder, boundary)[0]
 
 
-# A plain file as scan_tree lists it: its path relative to the scanned folder (POSIX), size and mtime in ns.
-FileStat = tuple[str, int, int]
+# A plain file as scan_tree lists it: its path relative to the scanned folder (POSIX), then what git's index
+# keeps of it: size, modification and change times in ns, inode and device. A file rewritten with its size kept and
+# its mtime put back (`touch -r`, `cp -p`, `tar x`, `rsync -t`) still has a new ctime, which no user can set back.
+FileStat = tuple[str, int, int, int, int, int]
+
+
+def file_stat(relative: str, info: os.stat_result) -> FileStat:
+    return relative, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev
 
 
 def by_run(files: list[FileStat]) -> tuple[dict[str, list[FileStat]], list[str]]:
@@ -41,10 +47,10 @@ def by_run(files: list[FileStat]) -> tuple[dict[str, list[FileStat]], list[str]]
     directly in runs/."""
     listings: dict[str, list[FileStat]] = {}
     loose: list[str] = []
-    for relative, size, mtime in files:
+    for relative, *identity in files:
         run_id, _, inside = relative.partition("/")
         if inside:
-            listings.setdefault(run_id, []).append((inside, size, mtime))
+            listings.setdefault(run_id, []).append((inside, *identity))  # type: ignore[arg-type]
         else:
             loose.append(relative)
     return listings, loose
@@ -97,7 +103,7 @@ class _Walk:
             self.folder(path, relative, real, linked=linked)
         elif stat.S_ISREG(info.st_mode):
             if not linked:
-                self.files.append((relative, info.st_size, info.st_mtime_ns))
+                self.files.append(file_stat(relative, info))
         else:
             self.problem(path, f"is a {_kind(info.st_mode)}, not a plain file; only plain files are read")
 
@@ -121,7 +127,7 @@ class _Walk:
                 continue
             if stat.S_ISREG(info.st_mode):  # most entries: listed without another call
                 if not linked:
-                    self.files.append((prefix + entry.name, info.st_size, info.st_mtime_ns))
+                    self.files.append(file_stat(prefix + entry.name, info))
                 continue
             self.entry(entry.path, prefix + entry.name, info, f"{real}/{entry.name}", linked=linked)
 

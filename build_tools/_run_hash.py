@@ -1,8 +1,9 @@
 """A run's input hash: every file of the run, the code that reads it and the library versions. Imports
 nothing heavy, so that a warm check or a no-op build decides, before importing pandas, whether anything changed.
 
-A memo (`input-hashes.json`, in the summary cache) keeps each run's hash with the names, sizes and modification
-times of its files when it was hashed: a run whose files have not changed is not read again (as git's index).
+A memo (`input-hashes.json`, in the summary cache) keeps each run's hash with what git's index keeps of its files
+when it was hashed (names, sizes, mtime and ctime in ns, inodes, devices): a run whose files have not changed is not
+read again. Only everyday builds use it: an edition hashes every byte (`make publish`, `make verify`).
 """
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
                key: str | None = None) -> str:
     """Hash of every file of the run, of the code that reads it and of the library versions (`_fingerprint`).
 
-    With a memo (kept in the cache folder), a run whose files have the same names, sizes and modification
-    times as when it was last hashed is not read again: a warm check stats files instead of hashing gigabytes.
-    A run with a file changed in the last two seconds is not remembered: it could change again within one tick
-    of the file system's clock, its size and time unchanged (git's "racily clean" entries).
+    With a memo (kept in the cache folder), a run whose files have the same names, sizes, times (mtime and
+    ctime), inodes and devices as when it was last hashed is not read again: a warm check stats files instead of
+    hashing gigabytes. A run with a file changed (mtime or ctime) in the last two seconds is not remembered: it
+    could change again within one tick of the file system's clock, its size and times unchanged (git's "racily
+    clean" entries).
     `listing` is the run's files as load.run_folders found them (default: listed here), `key` the run's
     name in the memo (default: its resolved path).
     """
@@ -49,19 +51,21 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
     if memo is not None and _holds(memo, key, stats):
         return str(memo[key]["digest"])
     digest = _fingerprint.Key("run").add(code_digest()).files(
-        run_dir, [run_dir / relative for relative, _, _ in files]).hexdigest()
+        run_dir, [run_dir / stat[0] for stat in files]).hexdigest()
     if memo is not None and _settled(files):
         memo[key] = {"stats": stats, "code": code, "digest": digest}
     return digest
 
 
 def _settled(files: list[FileStat]) -> bool:
-    newest = max((mtime for _, _, mtime in files), default=0)
+    """No file of the run was written or had its times set in the last two seconds (its mtime and ctime)."""
+    newest = max((max(mtime, ctime) for _, _, mtime, ctime, _, _ in files), default=0)
     return time.time_ns() - newest > _fingerprint.SETTLED_NS
 
 
 def stats_of(files: list[FileStat]) -> str:
-    return hashlib.sha256(repr(files).encode()).hexdigest()  # names, sizes and times, in a few bytes
+    # names, sizes, times (mtime and ctime), inodes and devices, in a few bytes
+    return hashlib.sha256(repr(files).encode()).hexdigest()
 
 
 def memo_stale(memo: dict[str, Any], key: str, files: list[FileStat]) -> bool:

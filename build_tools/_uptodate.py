@@ -3,14 +3,15 @@ import.
 
 A no-op `make` or `make check` should cost no more than hashing the inputs: every file the build reads (runs,
 chapters, figure code, templates, theme overrides, the build's own code), the Python and library versions
-(`_fingerprint`) and SOURCE_DATE_EPOCH. A run counts by its input hash, which the summary stage's memo keeps
-while its files keep their names, sizes and times (`_run_hash`): a thousand unchanged runs are stat()ed, not
-read. The key is written after a successful build (or check) and compared before the next one.
+(`_fingerprint`) and the build's settings (its date, engine, address, whether it is an edition's). A run counts
+by its input hash, which the summary stage's memo keeps while its files keep their names, sizes, times (mtime
+and ctime), inodes and devices (`_run_hash`): a thousand unchanged runs are stat()ed, not read. The key is
+written after a successful build (or check) and compared before the next one. An edition's build (settings
+that trust no earlier state) neither reads nor writes it.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from . import _fingerprint
 from ._files import by_run, plain_files, scan_tree
 from ._layout import PROJECT_INPUTS, Layout
 from ._run_hash import input_hash, read_memo
+from ._settings import Settings
 from ._staging import write_atomic
 
 KEY_FILE = "inputs.key"
@@ -27,12 +29,12 @@ CHECK_KEY_FILE, CHECK_OUTPUT = "check.key", "check.out"
 CODE = Path(__file__).resolve().parent  # build_tools/
 
 
-def inputs_key(layout: Layout) -> str:
+def inputs_key(layout: Layout, settings: Settings) -> str:
     key = _fingerprint.Key("inputs")
-    # A build for a published edition (edition selector), the served address (sitemap) and the site engine
-    # change the pages.
-    for name in ("SOURCE_DATE_EPOCH", "MANUAL_PUBLISH", "MANUAL_SITE_URL", "MANUAL_ENGINE"):
-        key.add(f"{name}={os.environ.get(name, '')}")
+    # The date the outputs carry, a build for a published edition (edition selector), the served address (sitemap)
+    # and the site engine change the pages.
+    key.add(f"epoch={settings.epoch}", f"edition={settings.edition}", f"site_url={settings.site_url}",
+            f"engine={settings.engine}")
     for base in [CODE, *(layout.root / name for name in PROJECT_INPUTS)]:
         if base == layout.runs:
             _add_runs(key, layout)
@@ -56,10 +58,13 @@ def _add_runs(key: _fingerprint.Key, layout: Layout) -> None:
         key.add(run_id, input_hash(runs / run_id, memo, listings[run_id], key=f"{root}/{run_id}"))
 
 
-def is_current(layout: Layout) -> bool:
-    """True when the last successful build had exactly these inputs and its outputs are all there."""
+def is_current(layout: Layout, settings: Settings) -> bool:
+    """True when the last successful build had exactly these inputs and its outputs are all there. Never for a
+    build that trusts no earlier state (an edition's)."""
+    if not settings.trust_state:
+        return False
     recorded = _recorded(layout.build / KEY_FILE, layout.site / "index.html", *_reports(layout))
-    return recorded is not None and recorded == inputs_key(layout)
+    return recorded is not None and recorded == inputs_key(layout, settings)
 
 
 def _recorded(key_file: Path, *outputs: Path) -> str | None:
@@ -72,9 +77,9 @@ def _reports(layout: Layout) -> tuple[Path, Path]:
     return layout.build / "claims.json", layout.build / "claims.junit.xml"
 
 
-def record(layout: Layout) -> None:
+def record(layout: Layout, settings: Settings) -> None:
     """Remember the inputs of the build that just succeeded."""
-    _fingerprint.remember(layout.build / KEY_FILE, inputs_key(layout))
+    _fingerprint.remember(layout.build / KEY_FILE, inputs_key(layout, settings))
 
 
 def forget(layout: Layout) -> None:
@@ -82,8 +87,8 @@ def forget(layout: Layout) -> None:
     (layout.build / KEY_FILE).unlink(missing_ok=True)
 
 
-def _check_key(layout: Layout, all_runs: bool) -> str:
-    return _fingerprint.Key("check").add(inputs_key(layout), f"all_runs={all_runs}").hexdigest()
+def _check_key(layout: Layout, settings: Settings) -> str:
+    return _fingerprint.Key("check").add(inputs_key(layout, settings), f"all_runs={settings.all_runs}").hexdigest()
 
 
 @dataclass(frozen=True)
@@ -95,11 +100,14 @@ class LastCheck:
     key: str | None
 
 
-def last_check(layout: Layout, all_runs: bool) -> LastCheck:
+def last_check(layout: Layout, settings: Settings) -> LastCheck:
+    """The last check's report when it had exactly these inputs; never for a check that trusts no earlier state."""
+    if not settings.trust_state:
+        return LastCheck(None, None)
     recorded = _recorded(layout.build / CHECK_KEY_FILE, layout.build / CHECK_OUTPUT, *_reports(layout))
     if recorded is None:  # no check to compare with: its inputs are not hashed now (a cold cache reads them all)
         return LastCheck(None, None)
-    key = _check_key(layout, all_runs)
+    key = _check_key(layout, settings)
     try:
         report = (layout.build / CHECK_OUTPUT).read_text(encoding="utf-8") if recorded == key else None
     except (OSError, UnicodeDecodeError):
@@ -107,12 +115,12 @@ def last_check(layout: Layout, all_runs: bool) -> LastCheck:
     return LastCheck(report, key)
 
 
-def record_check(layout: Layout, all_runs: bool, output: str, key: str | None) -> None:
+def record_check(layout: Layout, settings: Settings, output: str, key: str | None) -> None:
     """Remember a check that just succeeded without a warning, and what it printed (the key last): under the key
     of its inputs as they were before it ran, when that was computed (a run changed meanwhile is checked again
     next time), else under the key of them now."""
     write_atomic(layout.build / CHECK_OUTPUT, output.encode("utf-8"))
-    _fingerprint.remember(layout.build / CHECK_KEY_FILE, key or _check_key(layout, all_runs))
+    _fingerprint.remember(layout.build / CHECK_KEY_FILE, key or _check_key(layout, settings))
 
 
 def forget_check(layout: Layout) -> None:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +19,11 @@ from ._exceptions import ChapterError, EditionFileError, MetricsSpecError, Probl
 from ._layout import Layout
 from ._lock import build_lock
 from ._progress import Progress
-from ._staging import clean_leftovers, staging
+from ._settings import Settings
+from ._staging import clean_leftovers, staging, temporary_prefix
 from ._types import BuildResult, FigureBlock, Stamp, ValidatedRun
 from .stamp import check_commits, load_stamp
-from .summary import Summariser, Wanted, summarise_runs
+from .summary import Wanted, summarise_runs
 
 
 def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
@@ -29,34 +33,48 @@ def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
         return None, list(error.problems)
 
 
-def check(root: Path, *, quiet: bool = False, summariser: Summariser | None = None,
-          all_runs: bool = False) -> BuildResult:
+def check(root: Path, settings: Settings | None = None) -> BuildResult:
     """Load, summarise and check every claim; no figures, no site (`make check`). Only the runs a figure or
-    check reads are summarised, every other one validated, unless all_runs (`make check ALL=1`)."""
-    return build(root, site=False, quiet=quiet, summariser=summariser, all_runs=all_runs)
+    check reads are summarised, every other one validated, unless settings.all_runs (`make check ALL=1`)."""
+    return build(root, replace(settings or Settings(), site=False))
 
 
-def build(root: Path, *, site: bool = True, jobs: int | None = None, quiet: bool = False,
-          summariser: Summariser | None = None, all_runs: bool = False) -> BuildResult:
-    """Build the manual from the runs under root. Raises a ManualError subclass on bad input or a false claim.
+def build(root: Path, settings: Settings | None = None) -> BuildResult:
+    """Build the manual from the runs under root, as settings say. Raises a ManualError subclass on bad input or a
+    false claim.
 
     One build at a time per project folder: a second one waits for the lock (build/.lock), saying so.
     """
     layout = Layout(root.resolve())
     with build_lock(layout.build, _say_waiting):
         clean_leftovers(layout.root)
-        return _build(layout, site=site, jobs=jobs, quiet=quiet, summariser=summariser, all_runs=all_runs)
+        return _build(layout, settings or Settings())
 
 
 def _say_waiting(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
-           summariser: Summariser | None, all_runs: bool) -> BuildResult:
-    from .edition_pages import published
+@contextmanager
+def _state(layout: Layout, settings: Settings) -> Iterator[Path]:
+    """Where this build keeps and reuses its state: build/cache/, or, for a build that trusts no earlier state
+    (an edition's), a folder of this build's own, removed after it (summaries are then not cached at all)."""
+    if settings.trust_state:
+        yield layout.cache
+        return
+    layout.build.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=temporary_prefix("fresh-cache"), dir=layout.build) as fresh:
+        yield Path(fresh)
 
-    progress = Progress(quiet=quiet, stages=(6 if published() else 5) if site else 2)
+
+def _build(layout: Layout, settings: Settings) -> BuildResult:
+    with _state(layout, settings) as cache:
+        return _stages(layout, settings, cache)
+
+
+def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
+    site = settings.site
+    progress = Progress(quiet=settings.quiet, stages=(6 if settings.edition else 5) if site else 2)
     if site:  # `make check` leaves site/ alone: a site built from these same inputs stays current
         _uptodate.forget(layout)
     _uptodate.forget_check(layout)  # the claims reports are written again
@@ -75,11 +93,12 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
             chapter_error = None
         except ChapterError as error:
             blocks, tables, chapter_error = [], {}, error
-        wanted = None if all_runs else _wanted(layout, blocks, tables, site=site)
+        wanted = None if settings.all_runs else _wanted(layout, blocks, tables, site=site)
         try:
-            summaries = summarise_runs(layout.runs, layout.cache / "summaries", warnings=warnings,
+            summaries = summarise_runs(layout.runs, cache / "summaries" if settings.trust_state else None,
+                                       warnings=warnings,
                                        latest=dt.date.fromisoformat(stamp.date) if stamp else None,
-                                       summariser=summariser, wanted=wanted, validated=validated)
+                                       summariser=settings.summariser, wanted=wanted, validated=validated)
         except RunDataError as error:  # the edition file's problems are listed with the runs'
             raise RunDataError([*error.problems, *stamp_problems]) from None
     if stamp is None:
@@ -113,27 +132,29 @@ def _build(layout: Layout, *, site: bool, jobs: int | None, quiet: bool,
     with staging(layout.pages) as pages:
         # 5. Draw the figures (cached; in parallel), then check that they use only palette colours.
         with progress.stage("Drawing figures"):
-            result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures", layout.cache / "figures",
-                                               jobs=jobs, warnings=figure_warnings, layout=layout)
+            result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
+                                               cache / "figures", jobs=settings.jobs,
+                                               warnings=figure_warnings, layout=layout, epoch=settings.epoch)
 
         for warning in figure_warnings:
             progress.warn(warning)
 
         # 6. Render the chapters, the Metrics page and the Index of figures from the data.
         with progress.stage("Rendering pages"):
-            render.render_pages(layout, pages, result, tables)
+            render.render_pages(layout, pages, result, tables, edition=settings.edition)
 
     # 7. Build the site with mkdocs --strict into a folder that replaces site/ only on success (site.py
     #    stages it); skipped, site/ kept, when the pages, config and library versions are the last build's.
     with progress.stage("Building the site"):
-        site_stage.build_site(layout.mkdocs_yml, layout.pages, layout.site)
+        site_stage.build_site(layout.mkdocs_yml, layout.pages, layout.site, settings)
     # A published edition's build also writes its print edition (site/<edition>.pdf), which its manifest lists.
-    if published():
+    if settings.edition:
         from . import pdf
 
         with progress.stage("Writing the print edition"):
-            pdf.write_pdf(layout.pages, layout.site)
-    _uptodate.record(layout)
+            pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch)
+    if settings.trust_state:  # an edition's build leaves no key: the next everyday build starts afresh
+        _uptodate.record(layout, settings)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result
 

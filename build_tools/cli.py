@@ -12,6 +12,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from ._layout import Layout
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ._settings import Settings
 
 EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
@@ -55,29 +58,39 @@ _err = _Console(stderr=True, highlight=False, soft_wrap=True)
 _out = _Console(highlight=False, soft_wrap=True)
 
 
+def _settings(**options: Any) -> Settings:
+    """The build's settings: the command's options, and what make and an edition's rebuild put in the environment
+    (checked now, before anything runs)."""
+    from ._settings import from_environment
+
+    return from_environment(**options)
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
     from . import _uptodate
     from ._lock import build_lock
 
+    settings = _settings(jobs=args.jobs)
     layout = Layout(args.root.resolve())
     # Under the lock: a build that waited for another finds the site that one built up to date.
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
         # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
-        if not args.force and _uptodate.is_current(layout):
+        if not args.force and _uptodate.is_current(layout, settings):
             sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
             return 0
         from .build import build
 
-        build(args.root, jobs=args.jobs)
+        build(args.root, settings)
     return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from . import _uptodate
 
+    settings = _settings(all_runs=args.all)
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
-    last = _uptodate.last_check(layout, args.all) if not args.ray else _uptodate.LastCheck(None, None)
+    last = _uptodate.last_check(layout, settings) if not args.ray else _uptodate.LastCheck(None, None)
     if last.report is not None:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
         _out.print(last.report, markup=False)
@@ -85,13 +98,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from .build import check, skipped_line
     from .summary import describe
 
-    summariser = None
     if args.ray:
         from ._ray import ray_summariser
 
-        summariser = ray_summariser(args.ray)
+        settings = replace(settings, summariser=ray_summariser(args.ray))
     try:
-        result = check(args.root, summariser=summariser, all_runs=args.all)
+        result = check(args.root, settings)
     except ClaimsFailed as error:
         # A false claim still prints the runs and every figure's line before the error.
         _out.print("\n".join(error.report_lines), markup=False)
@@ -101,7 +113,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     report = "\n".join([*lines, *result.report_lines])
     _out.print(report, markup=False)
     if not args.ray and not result.warnings:
-        _uptodate.record_check(layout, args.all, report, last.key)
+        _uptodate.record_check(layout, settings, report, last.key)
     return 0
 
 
@@ -148,16 +160,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from . import site
     from .build import build
 
-    return site.serve(args.root, lambda: build(args.root), port=args.port)
+    settings = _settings()
+    return site.serve(args.root, lambda: build(args.root, settings), port=args.port)
 
 
 def _cmd_pdf(args: argparse.Namespace) -> int:
     from . import pdf
     from .build import build
 
+    settings = _settings()
     layout = Layout(args.root.resolve())
-    build(args.root)
-    target = pdf.write_pdf(layout.pages, layout.site)
+    build(args.root, settings)
+    target = pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch)
     _out.print(f"Wrote the print edition {os.path.relpath(target)}", markup=False)
     return 0
 
@@ -172,7 +186,7 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     from . import edition
 
     result = edition.publish(args.root, args.edition, branch=args.branch, remote=args.remote, push=args.push,
-                             replace=args.replace)
+                             replace=args.replace, settings=_settings())
     if result.outcome == "unchanged":
         _out.print(f"nothing changed: edition {result.edition} on {result.branch} is already this build of "
                    f"{result.commit[:7]}; nothing was replaced", markup=False)

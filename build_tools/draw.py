@@ -79,9 +79,10 @@ class _Outcome:
 
 def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
                  out_dir: Path, cache_dir: Path, jobs: int | None = None,
-                 warnings: list[str] | None = None, *, layout: Layout) -> list[DrawnFigure]:
+                 warnings: list[str] | None = None, *, layout: Layout, epoch: int | None = None) -> list[DrawnFigure]:
     """Draw (or take from the cache) every figure with the modules, palette and style of layout's figures/,
-    then check its colours; FigureError lists every problem.
+    then check its colours; FigureError lists every problem. The files put into out_dir are dated `epoch` when
+    given (an edition's SOURCE_DATE_EPOCH).
 
     A damaged cache entry is redrawn and said in `warnings`."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -127,7 +128,8 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
         _write_text(job.stem.with_suffix(".key"), _cache_entry(job.stem, key, outcome.drawing))
         ready[job.block.id] = True
 
-    drawn = [_publish(block, cache_dir / block.id, out_dir, ready[block.id]) for block in blocks if block.id in ready]
+    drawn = [_publish(block, cache_dir / block.id, out_dir, ready[block.id], epoch)
+             for block in blocks if block.id in ready]
     if problems:
         raise FigureError(problems)
     return drawn
@@ -274,15 +276,14 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _publish(block: FigureBlock, stem: Path, out_dir: Path, redrawn: bool) -> DrawnFigure:
-    """Copy a figure's files from the cache into the pages; dated SOURCE_DATE_EPOCH when it is set."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+def _publish(block: FigureBlock, stem: Path, out_dir: Path, redrawn: bool, epoch: int | None) -> DrawnFigure:
+    """Copy a figure's files from the cache into the pages; dated epoch when given."""
     paths = {}
     for suffix in OUTPUTS:
         target = out_dir / f"{block.id}{suffix}"
         shutil.copyfile(stem.with_suffix(suffix), target)
-        if epoch is not None and epoch.strip().isdigit():
-            os.utime(target, (int(epoch), int(epoch)))
+        if epoch is not None:
+            os.utime(target, (epoch, epoch))
         paths[suffix] = target
     alt = block.alt or stem.with_suffix(".alt").read_text(encoding="utf-8")
     return DrawnFigure(block.id, block.number, paths[".svg"], paths[".png"], paths[".csv"], alt, redrawn)

@@ -51,6 +51,7 @@ from ._exceptions import (
 )
 from ._layout import Layout
 from ._manifest import Manifest
+from ._settings import EPOCH_ENV, PUBLISH_ENV, Settings
 from ._staging import checkpoint, clean_leftovers, temporary_prefix
 from ._types import Stamp
 from .stamp import load_stamp
@@ -103,20 +104,6 @@ def source_date_epoch(date: str) -> int:
     return calendar.timegm(day.timetuple())
 
 
-@contextlib.contextmanager
-def _environment(name: str, value: str) -> Iterator[None]:
-    """Set one environment variable for a block (the build's subprocesses inherit it), then restore it."""
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
-
-
 # --- what is on the branch ---------------------------------------------------------------------------------
 
 def published_editions(root: Path, branch: str) -> list[str]:
@@ -153,12 +140,14 @@ def _require_manifest(root: Path, branch: str, edition: str) -> Manifest:
 # --- publish -----------------------------------------------------------------------------------------------
 
 def publish(root: Path, edition: str, *, branch: str = "gh-pages", remote: str | None = None,
-            push: bool = False, replace: bool = False, quiet: bool = False, say: Say = _out.print) -> Published:
+            push: bool = False, replace: bool = False, quiet: bool = False, say: Say = _out.print,
+            settings: Settings | None = None) -> Published:
     """Build the manual and publish it as an edition; refuse, changing nothing, when it should not be.
 
     mike writes on a work branch (manual-publishing/<branch>); the branch and the tag then move together in
     one git transaction. A publish killed at any point leaves them as they were or both done; the next one
     removes the work branch, and finishes an edition an older, killed publish left on the branch untagged.
+    `settings` are the command line's (the engine, the site's address); publishing makes them an edition's.
     """
     root = root.resolve()
     check_number(edition)
@@ -179,13 +168,13 @@ def publish(root: Path, edition: str, *, branch: str = "gh-pages", remote: str |
             pushed_to = _push(root, remote or "origin", branch, tag, force_tag=replace) if push else None
             return dataclasses.replace(done, pushed_to=pushed_to)
         return _publish(root, edition, stamp, branch=branch, tag=tag, remote=remote, push=push, replace=replace,
-                        quiet=quiet)
+                        quiet=quiet, settings=settings or Settings())
 
 
 def _publish(root: Path, edition: str, stamp: Stamp, *, branch: str, tag: str, remote: str | None, push: bool,
-             replace: bool, quiet: bool) -> Published:
+             replace: bool, quiet: bool, settings: Settings) -> Published:
     epoch = source_date_epoch(stamp.date)
-    _build(root, edition, epoch, quiet=quiet)
+    _build(root, edition, edition_settings(settings, epoch, quiet=quiet))
     checkpoint("built")
     _require_footer(Layout(root).site, edition)
 
@@ -372,21 +361,26 @@ def _require_clean(root: Path) -> None:
         raise UncommittedChanges(dirty)
 
 
-def _build(root: Path, edition: str, epoch: int, *, quiet: bool) -> None:
-    """The ordinary build, with every timestamp pinned to the edition date; a false claim stops publishing."""
-    with _environment("SOURCE_DATE_EPOCH", str(epoch)), _environment(edition_pages.PUBLISH_ENV, "1"):
-        try:
-            run_build(root, quiet=quiet)
-        except ClaimsFailed as error:
-            failed = _failed_claims(Layout(root).build / "claims.json")
-            raise EditionClaimsFailed(edition, error.failed, error.total, failed) from None
+def _build(root: Path, edition: str, settings: Settings) -> None:
+    """The edition's build: every timestamp pinned to the edition date, and no earlier build's state trusted (every
+    input byte hashed and read, nothing taken from a cache or memo); a false claim stops publishing."""
+    try:
+        run_build(root, settings)
+    except ClaimsFailed as error:
+        failed = _failed_claims(Layout(root).build / "claims.json")
+        raise EditionClaimsFailed(edition, error.failed, error.total, failed) from None
 
 
-def run_build(root: Path, *, quiet: bool) -> None:
+def edition_settings(settings: Settings, epoch: int, *, quiet: bool) -> Settings:
+    """An edition's build settings: dated epoch, the edition selector and print edition, no earlier state trusted."""
+    return dataclasses.replace(settings, site=True, edition=True, epoch=epoch, trust_state=False, quiet=quiet)
+
+
+def run_build(root: Path, settings: Settings) -> None:
     """The ordinary build (imported late: publishing needs the whole pipeline, verify and diff do not)."""
     from .build import build
 
-    build(root, quiet=quiet)
+    build(root, settings)
 
 
 def _failed_claims(claims_json: Path) -> list[str]:
@@ -518,7 +512,8 @@ def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = 
 
 def rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:
     """Build a checkout with its own code (cwd first on sys.path), as on another machine with the same tools."""
-    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), edition_pages.PUBLISH_ENV: "1"}
+    # The checkout's code reads its settings from the environment, as every edition's code since the first has.
+    env = {**os.environ, EPOCH_ENV: str(epoch), PUBLISH_ENV: "1"}
     command = [sys.executable, "-m", "build_tools", "--root", str(checkout), "build"]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=quiet, text=True)
     if done.returncode != 0:

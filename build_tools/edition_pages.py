@@ -7,32 +7,26 @@ editions are published, and the banner of an edition that is not the newest (ove
   edition, after the build (the manifest holds the hashes of the built pages, so it cannot be part of
   them); `manifest.json` stays beside them for machines.
 - The edition selector (Material's `extra.version`, read from mike's `versions.json` one level up) is
-  configured only when the build is for a published edition (`MANUAL_PUBLISH` set by `make publish` and
+  configured only when the build is for a published edition (its settings say so: `make publish`, and
   `make verify`): an unpublished build has no selector leading to an edition folder that does not exist.
 """
 
 from __future__ import annotations
 
 import html
-import os
 import re
 from pathlib import Path
 
 from ._layout import CHANGES_PAGE, MANIFEST_PAGE
 
-PUBLISH_ENV = "MANUAL_PUBLISH"
 MARK_START, MARK_END = "<!-- edition-record -->", "<!-- /edition-record -->"
 _MARKED = re.compile(re.escape(MARK_START) + r".*?" + re.escape(MARK_END), re.S)
 
 
-def published() -> bool:
-    """True when this build is for a published edition (make publish, make verify)."""
-    return bool(os.environ.get(PUBLISH_ENV))
-
-
-def version_settings() -> dict[str, object]:
-    """What `extra` gets for the edition selector: mike's versions, `latest` the newest."""
-    return {"version": {"provider": "mike", "default": "latest"}} if published() else {}
+def version_settings(published: bool) -> dict[str, object]:
+    """What `extra` gets for the edition selector (only in a published edition's build): mike's versions, `latest`
+    the newest."""
+    return {"version": {"provider": "mike", "default": "latest"}} if published else {}
 
 
 def record_pages(edition: str) -> dict[str, str]:

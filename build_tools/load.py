@@ -64,7 +64,7 @@ def run_folders(runs_dir: Path, problems: list[Problem],
     """The run directories under runs_dir, after checking that nothing in it leads outside the project.
 
     `listings`, when given, receives the plain files of each run folder found in that same walk (paths
-    relative to the run folder, sizes, modification times): what a warm check compares instead of reading."""
+    relative to the run folder, sizes, times, inodes): what a warm check compares instead of reading."""
     if not runs_dir.is_dir():
         problems.append(Problem(display_path(runs_dir), None, None, "no runs folder"))
         return []

@@ -14,13 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import html
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from ._exceptions import PageWithoutArticle, SiteNotBuilt, WeasyPrintMissing
 from ._layout import RECORD_PAGES, SITE_SETTINGS
+from ._settings import library_environment, print_environment
 from ._yaml import load_yaml
 
 _ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
@@ -30,8 +30,8 @@ def pdf_name(edition: str) -> str:
     return f"{edition}.pdf"
 
 
-def write_pdf(pages: Path, site: Path) -> Path:
-    """site/<edition>.pdf from the built site; returns its path."""
+def write_pdf(pages: Path, site: Path, *, epoch: int | None = None) -> Path:
+    """site/<edition>.pdf from the built site, dated epoch when given (an edition's); returns its path."""
     try:
         from weasyprint import HTML, URLFetcher
     except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
@@ -40,16 +40,17 @@ def write_pdf(pages: Path, site: Path) -> Path:
     settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else None
     if not settings or not (site / "index.html").is_file():
         raise SiteNotBuilt(site)
-    document = book(site, settings)
+    document = book(site, settings, epoch)
     target = site / pdf_name(str(settings["extra"]["edition"]))
     fetcher = URLFetcher(allowed_protocols=("file", "data"), fail_on_errors=True)
     identifier = hashlib.sha256(document.encode("utf-8")).hexdigest()[:32].encode()
-    HTML(string=document, base_url=str(site.resolve()) + "/", url_fetcher=fetcher).write_pdf(
-        str(target), pdf_identifier=identifier, uncompressed_pdf=False)
+    with library_environment(print_environment(epoch)):  # the embedded fonts' date, else the time of printing
+        HTML(string=document, base_url=str(site.resolve()) + "/", url_fetcher=fetcher).write_pdf(
+            str(target), pdf_identifier=identifier, uncompressed_pdf=False)
     return target
 
 
-def book(site: Path, settings: dict[str, Any]) -> str:
+def book(site: Path, settings: dict[str, Any], epoch: int | None = None) -> str:
     """The whole manual as one HTML document, ready for WeasyPrint."""
     extra = settings.get("extra", {})
     stamp, note = str(settings.get("copyright", "")), str(extra.get("provenance_note", ""))
@@ -66,7 +67,7 @@ def book(site: Path, settings: dict[str, Any]) -> str:
         sections.append(f'<section class="page" id="{key}">\n{_local(match.group(1), key, keys)}\n</section>')
         shown = "Front matter" if name == "index.md" else title
         contents.append(f'<li><a href="#{key}">{html.escape(shown)}</a></li>')
-    date = _date(str(settings.get("extra", {}).get("edition", "")), stamp)
+    date = _date(str(settings.get("extra", {}).get("edition", "")), stamp, epoch)
     title_page = (
         '<section class="title">\n<p class="kind">A field manual</p>\n'
         f"<h1 class=\"book\">{html.escape(_site_name(site))}</h1>\n"
@@ -82,11 +83,10 @@ def book(site: Path, settings: dict[str, Any]) -> str:
             + "\n".join(sections) + "\n</body>\n</html>\n")
 
 
-def _date(edition: str, stamp: str) -> str:
-    """The PDF's date: SOURCE_DATE_EPOCH when set (as every edition build sets it), else the stamp's date."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.isdigit():
-        return dt.datetime.fromtimestamp(int(epoch), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _date(edition: str, stamp: str, epoch: int | None) -> str:
+    """The PDF's date: the edition's (every edition build has one), else the stamp's date."""
+    if epoch is not None:
+        return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     dates = re.findall(r"\d{4}-\d\d-\d\d", stamp)
     return f"{dates[-1]}T00:00:00Z" if dates else "2000-01-01T00:00:00Z"
 

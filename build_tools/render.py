@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from ._types import BuildResult
 
 
-def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mapping[str, Any]) -> None:
-    """Write every page into pages/ (the runs' Miles commits were checked against the stamp in stage 2)."""
+def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mapping[str, Any], *,
+                 edition: bool = False) -> None:
+    """Write every page into pages/ (the runs' Miles commits were checked against the stamp in stage 2); `edition`
+    for a published edition's build (the edition selector, the link to the print edition)."""
     stamp = load_stamp(layout.edition_yml)
     configs = {run_id: summary.config for run_id, summary in result.summaries.items()}
     env = environment(layout.templates)
@@ -52,10 +54,11 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     written.append(write_page(pages, FIGURES_PAGE, index_of_figures))
     metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, result.summaries)]
     read_by = front_matter.readers(result.blocks, metrics_runs)
-    index = front_matter.render_index(layout.index_md, result.summaries, role_palette, written, read_by, stamp.edition)
+    index = front_matter.render_index(layout.index_md, result.summaries, role_palette, written, read_by, stamp.edition,
+                                      published=edition)
     written.insert(0, write_page(pages, INDEX_PAGE, resolve(index, result.blocks, Path(INDEX_PAGE))))
     for name, text in edition_pages.record_pages(stamp.edition).items():
         written.append(write_page(pages, name, text))
     (pages / "assets").mkdir(parents=True, exist_ok=True)
     (pages / "assets" / "palette.css").write_text(palette.css_variables(role_palette), encoding="utf-8")
-    write_site_settings(pages, stamp, provenance(configs), nav_order(written))
+    write_site_settings(pages, stamp, provenance(configs), nav_order(written), published=edition)

@@ -26,12 +26,12 @@ from rich.console import Console
 from . import _fingerprint
 from ._exceptions import ManualError, SiteError
 from ._layout import FIGURES_PAGE, METRICS_PAGE, SITE_SETTINGS, Layout
+from ._settings import Settings, library_environment, site_environment
 from ._staging import staging
 from ._yaml import load_yaml
 
 GENERATED_CONFIG = "mkdocs.yml"  # in the build folder (the pages' parent)
 KEY_FILE = "site.key"
-ENGINE_ENV, ENGINES = "MANUAL_ENGINE", ("mkdocs", "zensical")
 ZENSICAL_CONFIG, ZENSICAL_SITE = "zensical.yml", ".zensical-site"  # in the build folder
 HOST, PORT = "127.0.0.1", 8000
 WATCHED = ("docs", "runs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
@@ -40,33 +40,29 @@ WATCHED = ("docs", "runs", "figures", "templates", "overrides", "mkdocs.yml", "e
 # --- the stage --------------------------------------------------------------------------------
 
 
-def engine() -> str:
-    """The site generator: mkdocs (the default; editions are published with it) or zensical (ENGINE=zensical)."""
-    name = os.environ.get(ENGINE_ENV, "") or "mkdocs"
-    if name not in ENGINES:
-        raise SiteError([f"{ENGINE_ENV}={name}: unknown site engine (expected one of {', '.join(ENGINES)})"])
-    return name
-
-
-def build_site(mkdocs_yml: Path, pages: Path, site: Path) -> bool:
-    """Build pages into site; False when nothing changed since the last build (site/ kept as it is)."""
+def build_site(mkdocs_yml: Path, pages: Path, site: Path, settings: Settings | None = None) -> bool:
+    """Build pages into site with the settings' engine (mkdocs, the default, editions are published with it; or
+    zensical); False when nothing changed since the last build (site/ kept as it is). A build that trusts no
+    earlier state (an edition's) always builds."""
+    settings = settings or Settings()
     build_dir = pages.parent
-    key = site_key(mkdocs_yml, pages)
+    key = site_key(mkdocs_yml, pages, settings)
     key_file = build_dir / KEY_FILE
-    if site.is_dir() and any(site.iterdir()) and _fingerprint.recorded(key_file) == key:
+    if settings.trust_state and site.is_dir() and any(site.iterdir()) and _fingerprint.recorded(key_file) == key:
         return False
     key_file.unlink(missing_ok=True)
-    zensical = engine() == "zensical"
+    zensical = settings.engine == "zensical"
     if zensical:
         config_file = write_relative_config(mkdocs_yml, pages, build_dir / ZENSICAL_CONFIG)
     else:
         config_file = write_config(mkdocs_yml, pages, site, build_dir / GENERATED_CONFIG)
-    with staging(site) as target:
+    with staging(site) as target, library_environment(site_environment(settings)):
         try:
             run_zensical(config_file, target) if zensical else run_mkdocs(config_file, target)
         except SiteError as error:
             raise SiteError([_with_source(message, mkdocs_yml.parent) for message in error.messages]) from None
-    _fingerprint.remember(key_file, key)
+    if settings.trust_state:
+        _fingerprint.remember(key_file, key)
     return True
 
 
@@ -193,11 +189,11 @@ def run_mkdocs(config_file: Path, site_dir: Path) -> None:
         raise SiteError(collected.messages)
 
 
-def site_key(mkdocs_yml: Path, pages: Path) -> str:
-    """Hash of everything the site is made from: pages, config, theme overrides, this code, library versions."""
+def site_key(mkdocs_yml: Path, pages: Path, settings: Settings) -> str:
+    """Hash of everything the site is made from: pages, config, theme overrides, this code, library versions, and
+    the settings that change it (the address in mkdocs.yml's site_url, the date, the engine)."""
     key = _fingerprint.Key("site").file(Path(__file__), "site.py")
-    key.add(f"MANUAL_SITE_URL={os.environ.get('MANUAL_SITE_URL', '')}")  # mkdocs.yml's site_url
-    key.add(f"{ENGINE_ENV}={engine()}")
+    key.add(f"site_url={settings.site_url}", f"epoch={settings.epoch}", f"engine={settings.engine}")
     key.add(mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b"")
     for folder in (pages, mkdocs_yml.parent / "overrides"):
         key.files(folder.parent, sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [])

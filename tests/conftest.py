@@ -40,10 +40,11 @@ def example_summaries(tmp_path_factory: pytest.TempPathFactory) -> dict:
 @pytest.fixture(scope="session")
 def built_manual(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole manual built once from a copy of the project; returns the copy's root."""
+    from build_tools._settings import Settings
     from build_tools.build import build
 
     root = copy_project(tmp_path_factory.mktemp("manual"))
-    build(root, quiet=True)
+    build(root, Settings(quiet=True))
     return root
 
 

@@ -12,6 +12,7 @@ from conftest import copy_project, manual_blocks
 from build_tools import _uptodate
 from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools._layout import Layout
+from build_tools._settings import Settings
 from build_tools.build import build
 from build_tools.cli import main
 
@@ -67,13 +68,13 @@ def test_a_no_op_build_stops_before_any_work(built_copy: Path, capsys: pytest.Ca
 
 
 def test_a_changed_input_is_built_again(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _uptodate.is_current(Layout(built_copy))
+    assert _uptodate.is_current(Layout(built_copy), Settings())
     chapter = built_copy / "docs" / "05-heat.md"
     chapter.write_text(chapter.read_text() + "\nOne more sentence.\n")
-    assert not _uptodate.is_current(Layout(built_copy))
+    assert not _uptodate.is_current(Layout(built_copy), Settings())
     assert main(["build"]) == 0
     assert "One more sentence." in (built_copy / "site" / "05-heat.html").read_text()
-    assert _uptodate.is_current(Layout(built_copy))
+    assert _uptodate.is_current(Layout(built_copy), Settings())
 
 
 def test_a_failed_build_is_not_current(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,13 +82,13 @@ def test_a_failed_build_is_not_current(built_copy: Path, capsys: pytest.CaptureF
     run_yaml.write_text(run_yaml.read_text().replace("commit: 08752a1", "commit: 1a2b3c4"))
     assert main(["build"]) == EXIT_BAD_INPUT
     run_yaml.write_text(run_yaml.read_text().replace("commit: 1a2b3c4", "commit: 08752a1"))
-    assert not _uptodate.is_current(Layout(built_copy))  # back to the old inputs, but the key was dropped
+    assert not _uptodate.is_current(Layout(built_copy), Settings())  # back to the old inputs, but the key was dropped
 
 
 def test_make_check_then_make_does_not_build_again(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     site_before = (built_copy / "site" / "index.html").stat().st_mtime_ns
     assert main(["check"]) == 0
-    assert _uptodate.is_current(Layout(built_copy))
+    assert _uptodate.is_current(Layout(built_copy), Settings())
     capsys.readouterr()
     assert main(["build"]) == 0
     assert capsys.readouterr().err.strip() == (
@@ -100,7 +101,7 @@ def test_a_check_of_changed_inputs_leaves_the_site_to_be_built(built_copy: Path,
     chapter = built_copy / "docs" / "05-heat.md"
     chapter.write_text(chapter.read_text() + "\nOne more sentence.\n")
     assert main(["check"]) == 0
-    assert not _uptodate.is_current(Layout(built_copy))
+    assert not _uptodate.is_current(Layout(built_copy), Settings())
     assert main(["build"]) == 0
     assert "One more sentence." in (built_copy / "site" / "05-heat.html").read_text()
 
@@ -117,7 +118,7 @@ def test_a_changed_metric_no_figure_plots_redraws_no_figure(built_copy: Path) ->
         lines.append(json.dumps(record, separators=(",", ":")) + "\n")
     metrics.write_text("".join(lines))
     images = {path.name: path.read_bytes() for path in (built_copy / "site" / "figures").glob("*.svg")}
-    result = build(built_copy, quiet=True)
+    result = build(built_copy, Settings(quiet=True))
     readers = [figure.id for figure in result.blocks if "baseline-seed2" in figure.runs]
     assert len(readers) == 7
     assert [figure.block_id for figure in result.figures if figure.redrawn] == []
@@ -228,8 +229,8 @@ def _checked_by_the_build(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     calls: list[bool] = []
     real = build_tools.build.check
-    monkeypatch.setattr(build_tools.build, "check", lambda root, **how: calls.append(how["all_runs"]) or real(
-        root, **how))
+    monkeypatch.setattr(build_tools.build, "check", lambda root, settings: calls.append(settings.all_runs) or real(
+        root, settings))
     return calls
 
 
@@ -301,8 +302,8 @@ def test_a_run_changed_while_the_check_ran_is_checked_again(project: Path, capsy
     real = build_tools.build.check
     run_yaml = project / "runs" / "nondet-a" / "run.yaml"
 
-    def check_then_change_a_run(root: Path, **how: object) -> object:
-        result = real(root, **how)  # type: ignore[arg-type]
+    def check_then_change_a_run(root: Path, settings: object) -> object:
+        result = real(root, settings)  # type: ignore[arg-type]
         run_yaml.write_text(run_yaml.read_text().replace("title: ", "title: changed meanwhile, "))
         return result
 

@@ -23,7 +23,7 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 def test_a_bug_prints_one_line_and_saves_the_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    def broken(root: Path, **_: object) -> None:
+    def broken(root: Path, settings: object = None) -> None:
         raise ValueError("the summary has no 'steps'\nsecond line")
 
     monkeypatch.setattr(build_tools.build, "build", broken)
@@ -38,7 +38,7 @@ def test_a_bug_prints_one_line_and_saves_the_traceback(tmp_path: Path, monkeypat
 
 def test_a_bug_with_an_unwritable_build_folder_saves_the_traceback_elsewhere(tmp_path: Path, monkeypatch, capsys):
     (tmp_path / "build").write_text("not a folder")
-    monkeypatch.setattr(build_tools.build, "build", lambda root, **_: 1 / 0)
+    monkeypatch.setattr(build_tools.build, "build", lambda root, settings=None: 1 / 0)
     assert main(["--root", str(tmp_path), "check"]) == 1
     line = one_error_line(capsys)
     assert line.startswith("ERROR internal error (a bug): ZeroDivisionError: division by zero; full traceback saved "
@@ -55,7 +55,7 @@ def test_a_bug_with_an_unwritable_build_folder_saves_the_traceback_elsewhere(tmp
 def test_an_unwritable_output_is_one_line_naming_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str], code: int,
                                                           strerror: str, name: str | None, shown: str) -> None:
-    def failing(root: Path, **_: object) -> None:
+    def failing(root: Path, settings: object = None) -> None:
         raise OSError(code, strerror, *([str(tmp_path / name)] if name else []))
 
     monkeypatch.setattr(build_tools.build, "build", failing)

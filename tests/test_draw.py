@@ -97,9 +97,8 @@ def test_source_date_epoch_dates_the_files_and_never_their_content(sample_figure
     runs = {"run-a": fake_summary("run-a", [0.5, 0.6, 0.7])}
     blocks = [block("1.1", "tiny_reward", ("run-a",))]
     draw.draw_figures(blocks, runs, {}, tmp_path / "plain", tmp_path / "cache-plain", jobs=1, layout=sample_figures)
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "dated", tmp_path / "cache-dated", jobs=1,
-                              layout=sample_figures)
+                              layout=sample_figures, epoch=1700000000)
     assert files_of(tmp_path / "plain") == files_of(tmp_path / "dated")
     assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].png, drawn[0].csv)} == {1700000000}
     assert drawn[0].csv.read_text() == ("# runs: run-a (unknown)\n"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from build_tools import _git, _manifest, edition
 from build_tools._exceptions import EXIT_DIFFERS, ClaimsFailed, EditionError, PushFailed
 from build_tools._fingerprint import LIBRARIES
 from build_tools._layout import PROJECT_INPUTS
+from build_tools._settings import Settings, from_environment
 from build_tools._staging import staging
 from build_tools.cli import main
 from build_tools.stamp import load_stamp
@@ -94,7 +94,7 @@ def next_edition(root: Path) -> None:
     commit_all(root, "edition 2026.12")
 
 
-def stub_build(root: Path, *, quiet: bool = False) -> None:
+def stub_build(root: Path, settings: Settings | None = None) -> None:
     """What the real build leaves behind, in miniature: claims.json, a figure, the Metrics page, a site."""
     value = float((root / "runs" / "demo" / "value.txt").read_text())
     status = "pass" if value < LIMIT else "fail"
@@ -105,7 +105,7 @@ def stub_build(root: Path, *, quiet: bool = False) -> None:
     (root / "build" / "claims.json").write_text(json.dumps(claims), encoding="utf-8")
     if status == "fail":
         raise ClaimsFailed([f"fig-demo: value is {value}, expected below {LIMIT:g}"], 1, 1)
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "unset")
+    epoch = settings.epoch if settings is not None and settings.epoch is not None else "unset"
     figures = root / "build" / "docs" / "figures"
     (figures / "fig-demo.svg").write_text(f"<svg><!-- {epoch} --><text>{value}</text></svg>\n", encoding="utf-8")
     (figures / "fig-demo.csv").write_text(f"value\n{value}\n", encoding="utf-8")
@@ -120,9 +120,9 @@ def stub_build(root: Path, *, quiet: bool = False) -> None:
 
 
 def stub_rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:
-    """verify's rebuild, in process: the stub build with the edition's SOURCE_DATE_EPOCH."""
-    with edition._environment("SOURCE_DATE_EPOCH", str(epoch)):
-        stub_build(checkout)
+    """verify's rebuild, in process: the stub build with the edition's SOURCE_DATE_EPOCH, as the checkout's command
+    line would read it."""
+    stub_build(checkout, from_environment({"SOURCE_DATE_EPOCH": str(epoch), "MANUAL_PUBLISH": "1"}))
 
 
 # The real stages, kept before any test swaps in the stubs: the tests of the real manual put them back.
@@ -612,3 +612,20 @@ def git_bytes(root: Path, path: str) -> bytes:
     import subprocess
 
     return subprocess.run(["git", "show", f"gh-pages:{path}"], cwd=root, capture_output=True, check=True).stdout
+
+
+def test_publishing_builds_with_an_editions_settings_trusting_no_earlier_state(tmp_path: Path,
+                                                                             stubbed: pytest.MonkeyPatch) -> None:
+    """No memo, cache or replayed report can stand in for the data at publishing (tests/test_run_hash.py shows what
+    such a build does with a memo that vouches for stale data); the build is dated, and is an edition's."""
+    root = tiny_project(tmp_path / "manual")
+    seen: list[Settings] = []
+
+    def recording(root: Path, settings: Settings) -> None:
+        seen.append(settings)
+        stub_build(root, settings)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(edition, "run_build", recording)
+        edition.publish(root, "2026.10", quiet=True, say=lambda line: None, settings=Settings(engine="mkdocs"))
+    assert [(s.trust_state, s.edition, s.epoch, s.site) for s in seen] == [(False, True, 1792022400, True)]

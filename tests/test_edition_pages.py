@@ -5,7 +5,6 @@ on an edition that is not the newest."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from urllib.parse import urljoin
 
@@ -13,6 +12,7 @@ import pytest
 from test_browser import browser  # noqa: F401 (the browser fixture: Debian's Chromium)
 
 from build_tools import _manifest, edition_pages
+from build_tools._settings import Settings
 
 
 def test_an_unpublished_build_has_no_edition_selector_and_record_pages_that_say_so(built_manual):
@@ -56,20 +56,13 @@ def test_a_site_without_record_pages_gets_standalone_ones(tmp_path):
 
 @pytest.fixture(scope="module")
 def editions(built_manual, tmp_path_factory):
-    """Two editions as mike lays them out, built as `make publish` builds (MANUAL_PUBLISH): 2026.11 the newest."""
+    """Two editions as mike lays them out, built with an edition's settings, as `make publish` builds: 2026.11 the
+    newest."""
     from build_tools.build import build
 
     root = tmp_path_factory.mktemp("published") / "manual"
     shutil.copytree(built_manual, root, ignore=shutil.ignore_patterns("site"))
-    before = os.environ.get(edition_pages.PUBLISH_ENV)
-    os.environ[edition_pages.PUBLISH_ENV] = "1"
-    try:
-        build(root, quiet=True)
-    finally:
-        if before is None:
-            os.environ.pop(edition_pages.PUBLISH_ENV, None)
-        else:
-            os.environ[edition_pages.PUBLISH_ENV] = before
+    build(root, Settings(edition=True, quiet=True))
     branch = root.parent / "branch"
     for edition in ("2026.10", "2026.11"):
         shutil.copytree(root / "site", branch / edition)

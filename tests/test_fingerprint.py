@@ -17,6 +17,7 @@ import pytest
 from build_tools import _fingerprint, _manifest, _ray, _run_hash, _uptodate, draw, site, summary
 from build_tools._fingerprint import LIBRARIES
 from build_tools._layout import PROJECT, Layout
+from build_tools._settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RUN = Path(__file__).resolve().parent / "samples" / "load" / "good"
@@ -53,8 +54,8 @@ def _every_key(layout: Layout) -> dict[str, str]:
                                                        "branch": "b", "commit": "c", "commit_date": "d"},
                                  project_commit="p", source_date_epoch=0)
     return {
-        "no-op build": _uptodate.inputs_key(layout),
-        "site": site.site_key(layout.mkdocs_yml, layout.pages),
+        "no-op build": _uptodate.inputs_key(layout, Settings()),
+        "site": site.site_key(layout.mkdocs_yml, layout.pages, Settings()),
         "figures": draw._shared_digest(PROJECT),  # the figure helpers, palette and style of this project
         "run summary": summary.input_hash(layout.runs / "tiny-run"),
         "ray worker": _ray.code_digest(),  # a worker with other library versions is refused
@@ -104,7 +105,7 @@ def test_a_cold_build_reads_each_run_file_once_for_its_keys(tmp_path: Path, monk
     monkeypatch.setattr(_fingerprint, "_digests", {})
     reads = _count_reads(monkeypatch)
     summary.summarise_runs(layout.runs, layout.cache / "summaries")
-    _uptodate.inputs_key(layout)
+    _uptodate.inputs_key(layout, Settings())
     run_files = sorted(str(p) for p in (layout.runs / "tiny-run").rglob("*") if p.is_file())
     assert sorted(r for r in reads if r.startswith(str(layout.runs))) == run_files
 
@@ -166,7 +167,7 @@ def test_a_damaged_or_missing_key_file_is_no_key(content: bytes | None, tmp_path
         key_file.parent.mkdir()
         key_file.write_bytes(content)
     assert _fingerprint.recorded(key_file) is None
-    assert not _uptodate.is_current(Layout(tmp_path))
+    assert not _uptodate.is_current(Layout(tmp_path), Settings())
 
 
 def test_a_remembered_key_is_read_back_and_leaves_no_temporary_file(tmp_path: Path) -> None:

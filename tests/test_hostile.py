@@ -26,7 +26,7 @@ from build_tools._exceptions import (
     Problem,
     RunDataError,
 )
-from build_tools._files import plain_files, scan_tree
+from build_tools._files import file_stat, plain_files, scan_tree
 from build_tools._yaml import parse_yaml
 from build_tools.blocks import read_blocks
 from build_tools.cli import main
@@ -140,9 +140,8 @@ def test_the_walk_that_checks_the_tree_lists_what_plain_files_lists(tiny_runs: P
     (lab / "host_memory.jsonl").symlink_to(Path("../../host_memory.keep"))  # read, but hashed as what it is
     problems, files = scan_tree(tiny_runs, tiny_runs.resolve().parent)
     assert problems == []
-    assert files == [(path.relative_to(tiny_runs).as_posix(), path.stat().st_size, path.stat().st_mtime_ns)
-                     for path in plain_files(tiny_runs)]
-    assert "tiny-run/lab/host_memory.jsonl" not in [name for name, _, _ in files] and len(files) == 8
+    assert files == [file_stat(path.relative_to(tiny_runs).as_posix(), path.stat()) for path in plain_files(tiny_runs)]
+    assert "tiny-run/lab/host_memory.jsonl" not in [name for name, *_ in files] and len(files) == 8
 
 
 def test_a_link_inside_the_project_is_read(tiny_runs: Path) -> None:

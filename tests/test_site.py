@@ -76,7 +76,7 @@ def test_a_page_missing_from_the_nav_fails(small_project):
 
 
 def test_the_cli_reports_a_site_failure_without_a_traceback(small_project, monkeypatch, capsys):
-    def fail(root: Path, **_: object) -> None:
+    def fail(root: Path, settings: object = None) -> None:
         raise SiteError(["Doc file 'index.md' contains a link 'x.md', but the target is not found."])
 
     monkeypatch.setattr("build_tools.build.build", fail)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import shutil
 import threading
 from urllib.parse import urljoin
@@ -14,7 +13,7 @@ import pytest
 from test_browser import HOST, STAMP, _pages, browser  # noqa: F401 (the browser fixture)
 
 from build_tools import site as site_stage
-from build_tools._exceptions import SiteError
+from build_tools._settings import Settings
 
 pytest.importorskip("zensical")
 
@@ -26,15 +25,7 @@ def zensical_manual(built_manual, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("zensical") / "manual"
     shutil.copytree(built_manual, root, ignore=shutil.ignore_patterns("site", "inputs.key", "site.key"))
-    before = os.environ.get(site_stage.ENGINE_ENV)
-    os.environ[site_stage.ENGINE_ENV] = "zensical"
-    try:
-        build(root, quiet=True)
-    finally:
-        if before is None:
-            os.environ.pop(site_stage.ENGINE_ENV, None)
-        else:
-            os.environ[site_stage.ENGINE_ENV] = before
+    build(root, Settings(engine="zensical", quiet=True))
     return root
 
 
@@ -62,10 +53,15 @@ def test_zensical_builds_every_page_and_leaves_no_cache_in_the_project(built_man
     assert '<code><span class="manual-nobreak">perf/</span><wbr' in metrics  # break points (markdown_wbr.py)
 
 
-def test_an_unknown_engine_is_one_line(monkeypatch):
-    monkeypatch.setenv(site_stage.ENGINE_ENV, "hugo")
-    with pytest.raises(SiteError, match="MANUAL_ENGINE=hugo: unknown site engine"):
-        site_stage.engine()
+def test_an_unknown_engine_is_refused_before_anything_is_built(tmp_path, capsys):
+    from build_tools.cli import main
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MANUAL_ENGINE", "hugo")
+        assert main(["--root", str(tmp_path), "build"]) == 2
+    err = capsys.readouterr().err
+    assert "ERROR ENGINE='hugo': unknown site engine (expected one of mkdocs, zensical)" in err
+    assert not (tmp_path / "build").exists()  # refused before the lock, the build folder or any stage
 
 
 def test_zensical_pages_in_the_browser(zensical_manual, zensical_server, browser):  # noqa: F811

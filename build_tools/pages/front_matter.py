@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .. import edition_pages, palette
+from .. import palette
 from .._escape import html_text, md_code, md_text
 from .._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, RECORD_PAGES
 from .._types import FigureBlock, RunSummary
@@ -32,12 +32,13 @@ def readers(blocks: Sequence[FigureBlock], metrics_runs: Sequence[str]) -> dict[
 
 def render_index(path: Path, summaries: Mapping[str, RunSummary], role_palette: Palette,
                  pages: Sequence[Page], read_by: Mapping[str, Sequence[str]] | None = None,
-                 edition: str = "") -> str:
-    """docs/index.md with its markers filled from the data and the palette."""
+                 edition: str = "", *, published: bool = False) -> str:
+    """docs/index.md with its markers filled from the data and the palette; `published` for a published
+    edition's build (it links its print edition)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Miles on one DGX Spark\n"
     source = provenance({run_id: summary.config for run_id, summary in summaries.items()})
     fills = {
-        "<!-- contents -->": contents(pages) + (f"\n\n{edition_links(edition)}" if edition else ""),
+        "<!-- contents -->": contents(pages) + (f"\n\n{edition_links(edition, published)}" if edition else ""),
         "<!-- palette-legend -->": legend_markup(role_palette.roles, palette.legend_sentences(role_palette)),
         "<!-- provenance -->": provenance_paragraph(source, machine(summaries), read_by),
         "<!-- runs-table -->": runs_table(summaries, read_by),
@@ -66,12 +67,12 @@ def contents(pages: Sequence[Page]) -> str:
     return "\n".join(parts)
 
 
-def edition_links(edition: str) -> str:
+def edition_links(edition: str, published: bool = False) -> str:
     """The home page's links to the edition's record and its print edition."""
     return (f"This is edition {edition}: [what it is built from]({MANIFEST_PAGE}) (the runs, "
             f"figures, claims and Metrics rows, with the hashes that let anyone rebuild and compare it) · "
             f"[what changed since the previous edition]({CHANGES_PAGE})"
-            + (f' · <a href="{html_text(edition)}.pdf">the print edition (PDF)</a>' if edition_pages.published()
+            + (f' · <a href="{html_text(edition)}.pdf">the print edition (PDF)</a>' if published
                else ""))
 
 

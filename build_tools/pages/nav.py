@@ -62,12 +62,13 @@ def nav_order(written: Sequence[Page]) -> list[Page]:
     return sorted(written, key=key)
 
 
-def write_site_settings(pages: Path, stamp: Stamp, source: Provenance, nav: Sequence[Page]) -> None:
+def write_site_settings(pages: Path, stamp: Stamp, source: Provenance, nav: Sequence[Page], *,
+                        published: bool = False) -> None:
     """What the site stage merges into mkdocs.yml: computed, so it cannot live in the config file."""
     settings = {
         "copyright": stamp.text,
         "extra": {"provenance": source.kind, "provenance_note": source.footer(), "edition": stamp.edition,
-                  **edition_pages.version_settings()},
+                  **edition_pages.version_settings(published)},
         # Material prints nav titles into the HTML as they are: escaped here.
         "nav": [{html_text(page.title): page.name} for page in nav],
     }
