@@ -9,6 +9,7 @@ import re
 import shlex
 import shutil
 import socket
+import stat
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,19 @@ def test_links_fifos_and_sockets_inside_src_are_refused_before_anything_is_read(
         "hint: fix the files named above; runs/README.md documents every field",
     ]
     assert runs_of(project) == before  # nothing written, not even a staging folder
+
+
+def test_a_device_inside_src_is_refused(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    src = job(tmp_path, "output.log")
+    try:
+        os.mknod(src / "null.log", stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null: reads as an empty log
+    except PermissionError:
+        pytest.skip("creating a device file needs CAP_MKNOD")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--root", str(project), "add-run", "job", "--id", "device"]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        "ERROR 1 problem in the run data:", "  job/null.log: is a device, not a plain file; only plain files are read"]
+    assert not (project / "runs" / "device").exists()
 
 
 @pytest.mark.parametrize(("names", "message"), [
