@@ -53,9 +53,9 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
     layout = Layout(root)
     if not src.exists():
         raise RunDataError([Problem(display_path(src), None, None, "no such file or folder (SRC=...)")])
-    found_problems = scan_tree(src, Path(os.path.realpath(src)), links=False)[0]
-    if found_problems:  # a link or a FIFO is never opened, not even to read it
-        raise RunDataError(found_problems)
+    unsafe = scan_tree(src, Path(os.path.realpath(src)), links=False)[0]
+    if unsafe:  # nothing in SRC is read then: a link is never followed, a FIFO never opened
+        raise RunDataError(unsafe)
     problems: list[Problem] = []
     run, found = load.load_path(src, problems)
     run_id = _run_id(run, found, run_id, problems)
@@ -91,6 +91,7 @@ def _run_id(run: RunData, found: dict[str, list[Path]], given: str | None, probl
 
 
 def _refuse_existing(target: Path) -> None:
+    """A run folder is never replaced (nor a file, or a link, of its name)."""
     if os.path.lexists(target):
         raise RunDataError([Problem(display_path(target), None, None,
                                     "already exists: choose another ID=, or remove the folder first")])
