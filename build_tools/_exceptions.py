@@ -142,6 +142,18 @@ class MetricsSpecError(ProblemsError):
     hint = "the comment at the top of docs/data/metrics.yml lists the fields, run sets and statistics"
 
 
+@dataclass(eq=False)
+class RunNotWritten(ManualError):
+    """`add-run` could not write the new run's folder (a read-only or full disk): nothing was added to runs/."""
+
+    target: str  # runs/<id>, as the user would type it
+    reason: str  # the system's words, e.g. No space left on device
+    hint = "runs/ must be writable and have free space; nothing was added, so the same command can simply run again"
+
+    def __str__(self) -> str:
+        return f"{self.target}: cannot write ({self.reason}): nothing was added"
+
+
 # --- the build ------------------------------------------------------------------------------------------------
 
 

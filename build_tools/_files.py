@@ -32,6 +32,9 @@ def check_tree(folder: Path, boundary: Path) -> list[Problem]:
     return scan_tree(folder, boundary)[0]
 
 
+# What scan_tree(links=False) says of a link: a copied tree takes no link, even one to a file beside it.
+LINK_REFUSED = "is a symbolic link: only plain files are copied, never what a link points to; put the file itself there"
+
 # A plain file as scan_tree lists it: its path relative to the scanned folder (POSIX), then what git's index
 # keeps of it: size, modification and change times in ns, inode and device. A file rewritten with its size kept and
 # its mtime put back (`touch -r`, `cp -p`, `tar x`, `rsync -t`) still has a new ctime, which no user can set back.
@@ -56,10 +59,13 @@ def by_run(files: list[FileStat]) -> tuple[dict[str, list[FileStat]], list[str]]
     return listings, loose
 
 
-def scan_tree(folder: Path, boundary: Path) -> tuple[list[Problem], list[FileStat]]:
+def scan_tree(folder: Path, boundary: Path, *, links: bool = True) -> tuple[list[Problem], list[FileStat]]:
     """check_tree's problems, and every regular file under folder reached without following a link (what
     plain_files lists), with its size and modification time, in plain_files' order: one walk and one system
-    call per entry, so that a thousand runs of fifty files each are checked and listed in a fraction of a second."""
+    call per entry, so that a thousand runs of fifty files each are checked and listed in a fraction of a second.
+
+    `links=False` refuses every symbolic link below folder, wherever it points (a tree to be copied: `add-run`
+    copies files, never what a link names); folder itself may still be one."""
     problems: list[Problem] = []
     files: list[FileStat] = []
     try:
@@ -67,7 +73,7 @@ def scan_tree(folder: Path, boundary: Path) -> tuple[list[Problem], list[FileSta
     except OSError as error:
         problems.append(Problem(display_path(folder), None, None, f"cannot be read ({error.strerror})"))
         return problems, files
-    walk = _Walk(boundary.resolve(), problems, files)
+    walk = _Walk(boundary.resolve(), problems, files, links=links)
     walk.entry(str(folder), "", info, str(folder.resolve()), linked=False, top=True)
     return problems, files
 
@@ -75,8 +81,8 @@ def scan_tree(folder: Path, boundary: Path) -> tuple[list[Problem], list[FileSta
 class _Walk:
     """The state of one scan_tree: the boundary, what was found, and the real folders already entered."""
 
-    def __init__(self, boundary: Path, problems: list[Problem], files: list[FileStat]) -> None:
-        self.boundary, self.problems, self.files = boundary, problems, files
+    def __init__(self, boundary: Path, problems: list[Problem], files: list[FileStat], *, links: bool) -> None:
+        self.boundary, self.problems, self.files, self.links = boundary, problems, files, links
         self.seen: set[str] = set()  # real paths, as text: a set of a thousand Paths costs more than the walk
 
     def problem(self, path: str, message: str) -> None:
@@ -86,6 +92,9 @@ class _Walk:
               top: bool = False) -> None:
         """One entry from its lstat(); `real` is its resolved path unless it is a link, `linked` whether a
         link below the top led here (then its files are not among those plain_files lists)."""
+        if stat.S_ISLNK(info.st_mode) and not (top or self.links):
+            self.problem(path, LINK_REFUSED)
+            return
         if stat.S_ISLNK(info.st_mode):
             try:
                 target = Path(path).resolve(strict=True)

@@ -18,8 +18,13 @@ from pathlib import Path
 
 from ._layout import Layout
 
-# .site-<pid>-<random>, .site-old-<pid>-<random>, .publish-<pid>-<random>; files .name.<pid>-<random>[.svg].tmp
+# .site-<pid>-<random>, .site-old-<pid>-<random>, .publish-<pid>-<random>, runs/.add-run-<pid>-<random>;
+# files .name.<pid>-<random>[.svg].tmp
 _TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?(\d+)-[A-Za-z0-9_]+$|^\..*\.(\d+)-[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp$")
+
+
+# The name of `add-run`'s staging folder in runs/ (never a run id: those start with a letter or digit).
+ADD_RUN = "add-run"
 
 
 def temporary_prefix(name: str) -> str:
@@ -28,12 +33,20 @@ def temporary_prefix(name: str) -> str:
 
 
 @contextmanager
-def staging(target: Path) -> Iterator[Path]:
-    """Yield a temporary sibling of target; it replaces target only when the block succeeded."""
+def staging(target: Path, *, name: str | None = None, replace: bool = True) -> Iterator[Path]:
+    """Yield a temporary sibling of target (`.<name>-<pid>-<random>`, name defaulting to target's); it becomes
+    target only when the block succeeded. `replace=False` never replaces a target that holds anything: the
+    rename fails (OSError) and the temporary folder is removed."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(target.name), dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(name or target.name), dir=target.parent))
     try:
         yield tmp
+        checkpoint("staging-rename")
+        if not replace:
+            # One rename: a non-empty target is never replaced (rename(2) fails), and a kill before it leaves
+            # only the temporary folder, which `sweep` removes.
+            tmp.rename(target)
+            return
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -63,8 +76,10 @@ def checkpoint(name: str) -> None:
 def clean_leftovers(root: Path) -> list[Path]:
     """Remove the staging folders and temporary files killed builds left in the project (hold the build lock)."""
     # In the project folder only site/'s staging folders are ours; everything in build/ is.
+    # In runs/, only the staging folders of `add-run` (.add-run-<pid>-<random>).
     return [*sweep(root, legacy=("site",), only=("site",)),
-            *sweep(Layout(root).build, recursive=True, legacy=("docs",))]
+            *sweep(Layout(root).build, recursive=True, legacy=("docs",)),
+            *sweep(Layout(root).runs, only=(ADD_RUN,))]
 
 
 @contextmanager

@@ -10,21 +10,26 @@ can feed: which rows of the Metrics page and which figures, and what is missing 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import gzip
+import os
 import re
-import shutil
+import stat
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import yaml
 
 from . import load
-from ._exceptions import Problem, RunDataError, display_path
+from ._exceptions import InputProblem, Problem, RunDataError, RunNotWritten, display_path
+from ._files import LINK_REFUSED, scan_tree
 from ._layout import Layout
+from ._staging import ADD_RUN, checkpoint, staging
 from .sources import PLACEHOLDER
 
 if TYPE_CHECKING:
-    from ._types import RunSummary
+    from ._types import RunData, RunSummary
 
 # The flags of run.yaml the manual reads (runs/README.md), copied from the launch arguments when found.
 FLAGS = ("n_samples_per_prompt", "rollout_batch_size", "over_sampling_batch_size", "rollout_max_response_len",
@@ -39,40 +44,57 @@ EVENT_KINDS = ("heat_pause", "engine_death", "watchdog_kill", "ray_oom_kill", "j
 
 
 def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
-    """Copy the sources at src into runs/<id>/ and write its run.yaml; the lines to print."""
+    """Copy the sources at src into runs/<id>/ and write its run.yaml; the lines to print.
+
+    Nothing is read before SRC is checked whole, and nothing is written unless everything is right: the run
+    is staged in a folder of its own and renamed into runs/ whole, run.yaml included."""
     from .summary import summarise
 
     layout = Layout(root)
     if not src.exists():
         raise RunDataError([Problem(display_path(src), None, None, "no such file or folder (SRC=...)")])
+    unsafe = scan_tree(src, Path(os.path.realpath(src)), links=False)[0]
+    if unsafe:  # nothing in SRC is read then: a link is never followed, a FIFO never opened
+        raise RunDataError(unsafe)
     problems: list[Problem] = []
     run, found = load.load_path(src, problems)
+    run_id = _run_id(run, found, run_id, problems)
+    target = layout.runs / run_id
+    plan = _plan(found, src, target, problems)
     summary = summarise(run, problems) if not problems else None
     if problems or summary is None:
         raise RunDataError(problems)
-    dump_name = run.meta.get("run_name") if "dashboard" in found else None
-    if run_id and dump_name and run_id != dump_name:
-        raise RunDataError([Problem("ID", None, None, f"is {run_id!r}, but the dump's meta.json names the run "
-                                                      f"{dump_name!r}: leave ID out, or use that name")])
-    run_id = run_id or _plain_id(str(run.meta.get("run_name") or run.run_id))
-    if not load_run_id_ok(run_id):
-        raise RunDataError([Problem("ID", None, None, f"{run_id!r} is not a plain run id (lower-case letters, "
-                                                      "digits, '.', '-')")])
-    target = layout.runs / run_id
-    if target.exists():
-        raise RunDataError([Problem(display_path(target), None, None,
-                                    "already exists: choose another ID=, or remove the folder first")])
-    copied = _copy(found, src, target)
+    _refuse_existing(target)
     config, filled, missing = run_yaml(run_id, run, summary)
-    (target / "run.yaml").write_text(_yaml_text(config), encoding="utf-8")
+    _stage(layout, src, target, plan, _yaml_text(config))
     lines = [f"Added {display_path(target)} from {display_path(src)}:"]
-    lines += [f"  {kind:<12} {count} file{'s' if count != 1 else ''} -> {display_path(target / folder)}/"
-              for kind, (folder, count) in copied.items()]
+    lines += [f"  {kind:<12} {len(copies)} file{'s' if len(copies) != 1 else ''} -> {display_path(target / kind)}/"
+              for kind, copies in plan.items()]
     lines += ["", f"run.yaml: filled from the sources: {', '.join(filled) or 'nothing'}",
               f"  to fill in by hand ({len(missing)} fields; `make check` reports each until it is): "
               f"{', '.join(missing)}"]
     lines += ["", *feeds(layout, summary)]
     return lines
+
+
+def _run_id(run: RunData, found: dict[str, list[Path]], given: str | None, problems: list[Problem]) -> str:
+    """The id given, else the dump's run_name or the source's name made plain; what is wrong with it, in problems."""
+    dump_name = run.meta.get("run_name") if "dashboard" in found else None
+    if given and dump_name and given != dump_name:
+        problems.append(Problem("ID", None, None, f"is {given!r}, but the dump's meta.json names the run "
+                                                  f"{dump_name!r}: leave ID out, or use that name"))
+    run_id = given or _plain_id(str(run.meta.get("run_name") or run.run_id))
+    if not load_run_id_ok(run_id):
+        problems.append(Problem("ID", None, None, f"{run_id!r} is not a plain run id (lower-case letters, "
+                                                  "digits, '.', '-')"))
+    return run_id
+
+
+def _refuse_existing(target: Path) -> None:
+    """A run folder is never replaced (nor a file, or a link, of its name)."""
+    if os.path.lexists(target):
+        raise RunDataError([Problem(display_path(target), None, None,
+                                    "already exists: choose another ID=, or remove the folder first")])
 
 
 def load_run_id_ok(run_id: str) -> bool:
@@ -88,33 +110,114 @@ def _plain_id(name: str) -> str:
 # --- copying ----------------------------------------------------------------------------------
 
 
-def _copy(found: dict[str, list[Path]], src: Path, target: Path) -> dict[str, tuple[str, int]]:
-    """Every source file under target/<source>/, gzipped (JSON documents of a dump stay plain)."""
-    copied: dict[str, tuple[str, int]] = {}
+class _Copy(NamedTuple):
+    """One source file to copy: where it is (as SRC names it), its path from the folder copying starts in
+    (SRC, or SRC's folder when SRC is a file), and its name in the run folder (.gz added when compressed)."""
+
+    source: Path
+    parts: tuple[str, ...]
+    destination: str
+    compress: bool
+
+
+def _plan(found: dict[str, list[Path]], src: Path, target: Path,
+          problems: list[Problem]) -> dict[str, list[_Copy]]:
+    """Every source file under <source>/ of the run, gzipped (JSON documents of a dump stay plain), by source;
+    two files that would have one name in the run are problems, naming both."""
+    plan: dict[str, list[_Copy]] = {}
     for kind, paths in found.items():
         if kind == "dashboard":
             dump = paths[0]
-            files = sorted(p for p in dump.rglob("*") if p.is_file())
-            for file in files:
-                _copy_file(file, target / "dashboard" / file.relative_to(dump),
-                           compress=file.name not in ("meta.json", "lane_catalog.json"))
-            copied[kind] = ("dashboard", len(files))
+            plan[kind] = [_copy_of(src, file, Path(kind, file.relative_to(dump)),
+                                   compress=file.name not in ("meta.json", "lane_catalog.json"))
+                          for file in sorted(p for p in dump.rglob("*") if p.is_file())]
             continue
         base = src / kind if (src / kind).is_dir() else (src if src.is_dir() else src.parent)
-        for file in paths:
-            relative = file.relative_to(base) if file.is_relative_to(base) else Path(file.name)
-            _copy_file(file, target / kind / relative, compress=True)
-        copied[kind] = (kind, len(paths))
-    return copied
+        plan[kind] = [_copy_of(src, file, Path(kind, file.relative_to(base) if file.is_relative_to(base)
+                                               else file.name), compress=True) for file in paths]
+    seen: dict[str, Path] = {}
+    for copy in (copy for copies in plan.values() for copy in copies):
+        first = seen.setdefault(copy.destination, copy.source)
+        if first != copy.source:
+            problems.append(Problem(display_path(copy.source), None, None,
+                                    f"would be copied to the same name as {display_path(first)} "
+                                    f"({display_path(target / copy.destination)}): rename or remove one of them"))
+    return plan
 
 
-def _copy_file(source: Path, destination: Path, *, compress: bool) -> None:
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    if not compress or source.name.endswith(".gz"):
-        shutil.copyfile(source, destination)
-        return
-    # mtime 0: the same source gives the same bytes (an edition rebuilds byte for byte).
-    destination.with_name(destination.name + ".gz").write_bytes(gzip.compress(source.read_bytes(), mtime=0))
+def _copy_of(src: Path, file: Path, destination: Path, *, compress: bool) -> _Copy:
+    parts = file.relative_to(src).parts if src.is_dir() else (Path(os.path.realpath(src)).name,)
+    compress = compress and not file.name.endswith(".gz")
+    return _Copy(file, parts, destination.as_posix() + (".gz" if compress else ""), compress)
+
+
+def _stage(layout: Layout, src: Path, target: Path, plan: dict[str, list[_Copy]], run_yaml_text: str) -> None:
+    """Copy the plan and write run.yaml into a staging folder of runs/, renamed to target only when whole."""
+    from ._lock import build_lock
+
+    # Under the build lock: a build never reads runs/ while a run is added, nor removes its staging folder.
+    with build_lock(layout.build, lambda line: print(line, file=sys.stderr, flush=True)):
+        _refuse_existing(target)
+        try:
+            with staging(target, name=ADD_RUN, replace=False) as staged:
+                problems = _copy(plan, _start(src), staged)
+                if problems:
+                    raise RunDataError(problems)
+                checkpoint("add-run-copied")
+                (staged / "run.yaml").write_text(run_yaml_text, encoding="utf-8")
+        except OSError as error:
+            _refuse_existing(target)  # added by another program while this one copied
+            raise RunNotWritten(display_path(target), error.strerror or str(error)) from None
+
+
+def _copy(plan: dict[str, list[_Copy]], start: Path, staged: Path) -> list[Problem]:
+    """Copy every file of the plan into staged; a source that cannot be read (or is no longer a plain file)
+    is a problem, and the others are still tried so that all are reported together."""
+    problems: list[Problem] = []
+    for copy in (copy for copies in plan.values() for copy in copies):
+        destination = staged / copy.destination
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with _open_plain(start, copy) as source:
+                data = source.read()
+        except InputProblem as problem:
+            problems.append(problem.problem)
+            continue
+        # mtime 0: the same source gives the same bytes (an edition rebuilds byte for byte).
+        destination.write_bytes(gzip.compress(data, mtime=0) if copy.compress else data)
+    return problems
+
+
+def _start(src: Path) -> Path:
+    """The real folder copying starts in: SRC, or the folder of SRC when it is a file (SRC itself may be a link:
+    it is what the user named)."""
+    real = Path(os.path.realpath(src))
+    return real if real.is_dir() else real.parent
+
+
+def _open_plain(start: Path, copy: _Copy) -> BinaryIO:
+    """The source file opened without following a link at any step of its path below start: a link put there
+    since SRC was checked is refused, never followed."""
+    folder = -1
+    try:
+        folder = os.open(start, os.O_RDONLY | os.O_DIRECTORY)
+        for part in copy.parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        # O_NONBLOCK: a FIFO put there opens at once (and is refused below) instead of waiting for a writer.
+        handle = os.open(copy.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except OSError as error:
+        message = LINK_REFUSED if error.errno == errno.ELOOP else f"cannot be read ({error.strerror})"
+        raise InputProblem(Problem(display_path(copy.source), None, None, message)) from None
+    finally:
+        if folder >= 0:
+            os.close(folder)
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        os.close(handle)
+        raise InputProblem(Problem(display_path(copy.source), None, None,
+                                   "is no longer a plain file; only plain files are copied"))
+    return os.fdopen(handle, "rb")
 
 
 # --- run.yaml ---------------------------------------------------------------------------------

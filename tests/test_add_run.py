@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
+import os
 import re
 import shlex
 import shutil
+import socket
+import stat
 from pathlib import Path
 
 import pytest
@@ -170,3 +174,134 @@ def test_an_id_other_than_the_dumps_run_name_is_refused(project: Path, capsys) -
 def test_show_of_nothing_is_bad_input(tmp_path: Path, capsys) -> None:
     assert main(["show", str(tmp_path)]) == EXIT_BAD_INPUT
     assert "found no Miles output" in capsys.readouterr().err
+
+
+# --- a sealed boundary: only plain files SRC holds are copied, none is lost, nothing half-written -------------
+
+
+def job(tmp_path: Path, *names: str) -> Path:
+    """A Miles job's folder holding the sample log under each name given (a name ending .gz gzipped)."""
+    folder = tmp_path / "job"
+    log = (SOURCES / "log" / "job.log").read_bytes()
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(gzip.compress(log) if name.endswith(".gz") else log)
+    return folder
+
+
+def runs_of(project: Path) -> list[str]:
+    return sorted(p.name for p in (project / "runs").iterdir())
+
+
+def test_links_fifos_and_sockets_inside_src_are_refused_before_anything_is_read(project: Path, tmp_path: Path,
+                                                                                monkeypatch, capsys) -> None:
+    src = job(tmp_path, "output.log")
+    (tmp_path / "secret.txt").write_text("not a log\n")
+    (src / "stolen.log").symlink_to(tmp_path / "secret.txt")  # to a file outside SRC
+    (src / "sub").mkdir()
+    (src / "sub" / "inside.log").symlink_to("../output.log")  # to a file inside SRC: refused all the same
+    os.mkfifo(src / "pipe.log")  # opened, it would wait for a writer for ever
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(src / "sock"))
+        before = runs_of(project)
+        monkeypatch.chdir(tmp_path)
+        assert main(["--root", str(project), "add-run", "job", "--id", "linked"]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.splitlines() == [
+        "ERROR 4 problems in the run data:",
+        "  job/pipe.log: is a FIFO (named pipe), not a plain file; only plain files are read",
+        "  job/sock: is a socket, not a plain file; only plain files are read",
+        "  job/stolen.log: is a symbolic link: only plain files are copied, never what a link points to; put the "
+        "file itself there",
+        "  job/sub/inside.log: is a symbolic link: only plain files are copied, never what a link points to; put "
+        "the file itself there",
+        "hint: fix the files named above; runs/README.md documents every field",
+    ]
+    assert runs_of(project) == before  # nothing written, not even a staging folder
+
+
+def test_a_device_inside_src_is_refused(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    src = job(tmp_path, "output.log")
+    try:
+        os.mknod(src / "null.log", stat.S_IFCHR | 0o600, os.makedev(1, 3))  # /dev/null: reads as an empty log
+    except PermissionError:
+        pytest.skip("creating a device file needs CAP_MKNOD")
+    monkeypatch.chdir(tmp_path)
+    assert main(["--root", str(project), "add-run", "job", "--id", "device"]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        "ERROR 1 problem in the run data:", "  job/null.log: is a device, not a plain file; only plain files are read"]
+    assert not (project / "runs" / "device").exists()
+
+
+@pytest.mark.parametrize(("names", "message"), [
+    (("output.log", "log/output.log"),
+     "job/output.log: would be copied to the same name as job/log/output.log ({runs}/clash/log/output.log.gz): "
+     "rename or remove one of them"),
+    (("a.log", "a.log.gz"),
+     "job/a.log.gz: would be copied to the same name as job/a.log ({runs}/clash/log/a.log.gz): rename or remove "
+     "one of them"),
+])
+def test_two_sources_that_would_get_one_name_are_refused_naming_both(names: tuple[str, str], message: str,
+                                                                     project: Path, tmp_path: Path, monkeypatch,
+                                                                     capsys) -> None:
+    job(tmp_path, *names)
+    before = runs_of(project)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--root", str(project), "add-run", "job", "--id", "clash"]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.splitlines()[:2] == ["ERROR 1 problem in the run data:",
+                                                        "  " + message.format(runs=project / "runs")]
+    assert runs_of(project) == before
+
+
+def test_a_link_put_in_src_after_the_check_is_not_followed(project: Path, tmp_path: Path, monkeypatch,
+                                                           capsys) -> None:
+    """The copy opens each file without following a link at any step: one swapped in once SRC was checked (here:
+    the check sees nothing) is refused, and nothing is added."""
+    from build_tools import add_run
+
+    src = job(tmp_path, "log/output.log")
+    shutil.copy(SOURCES / "log" / "job.log", tmp_path / "elsewhere.log")
+    (src / "stolen.log").symlink_to(tmp_path / "elsewhere.log")
+    monkeypatch.setattr(add_run, "scan_tree", lambda *args, **kwargs: ([], []))
+    monkeypatch.chdir(tmp_path)
+    assert main(["--root", str(project), "add-run", "job", "--id", "raced"]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        "ERROR 1 problem in the run data:",
+        "  job/stolen.log: is a symbolic link: only plain files are copied, never what a link points to; put the "
+        "file itself there"]
+    assert not [name for name in runs_of(project) if name == "raced" or name.startswith(".")]
+
+
+def test_a_failure_after_copying_leaves_no_run_folder(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    from build_tools import add_run
+
+    def disk_full(name: str) -> None:
+        assert name == "add-run-copied"
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    job(tmp_path, "output.log")
+    before = runs_of(project)
+    monkeypatch.setattr(add_run, "checkpoint", disk_full)
+    monkeypatch.chdir(project)
+    assert main(["--root", str(project), "add-run", str(tmp_path / "job"), "--id", "half"]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.splitlines() == [
+        "ERROR runs/half: cannot write (No space left on device): nothing was added",
+        "hint: runs/ must be writable and have free space; nothing was added, so the same command can simply run "
+        "again"]
+    assert runs_of(project) == before
+
+
+def test_src_itself_may_be_a_link_and_only_what_it_holds_is_copied(project: Path, tmp_path: Path, monkeypatch,
+                                                                    capsys) -> None:
+    job(tmp_path, "log/output.log", "notes.md")
+    (tmp_path / "latest").symlink_to(tmp_path / "job")
+    monkeypatch.chdir(project)
+    assert main(["--root", str(project), "add-run", str(tmp_path / "latest"), "--id", "via-link"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "  log          1 file -> runs/via-link/log/"
+    target = project / "runs" / "via-link"
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == [
+        "log/output.log.gz", "run.yaml"]
+    problems: list = []
+    run = load.load_run(target, problems)
+    # Only the fields a person fills in are wrong: the copied log reads without a problem.
+    assert all(p.file == "runs/via-link/run.yaml" for p in problems) and len(run.streams["metrics"]) > 0
+    shutil.rmtree(target)

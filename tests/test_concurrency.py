@@ -73,13 +73,18 @@ def test_sweep_removes_what_dead_processes_left_and_keeps_live_work(tmp_path: Pa
     (build / "cache" / "figures" / "fig.svg").write_text("kept")
     (build / f".publish-{dead}-zz").mkdir()
     (build / ".docs-a1b2c3d4").mkdir()
+    runs = tmp_path / "runs"
+    for name in (f".add-run-{dead}-ab1", f".add-run-{live}-ab2", f".mine-{dead}-ab3", "my-run"):
+        (runs / name / "log").mkdir(parents=True)
     removed = _staging.clean_leftovers(tmp_path)
     assert sorted(p.name for p in removed) == sorted([f".site-{dead}-abc", ".site-k2j4h5g6", f".site-old-{dead}-xyz",
                                                      f".fig.svg.{dead}-q1w2.tmp", f".fig.{dead}-e3r4.png.tmp",
                                                      f".publish-{dead}-zz",
-                                                     ".docs-a1b2c3d4"])
+                                                     ".docs-a1b2c3d4", f".add-run-{dead}-ab1"])
+    # In runs/, only add-run's staging folders of ended processes: a live one's, and anything else, stays.
+    assert sorted(p.name for p in runs.iterdir()) == sorted([f".add-run-{live}-ab2", f".mine-{dead}-ab3", "my-run"])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f".notes-{dead}-mine", f".site-{live}-abc", "build",
-                                                                 "site"])
+                                                                 "runs", "site"])
     assert sorted(p.name for p in (build / "cache" / "figures").iterdir()) == sorted(
         [f".fig.svg.{live}-q1w2.tmp", "fig.svg"])
 

@@ -167,3 +167,44 @@ def test_replace_with_nothing_changed_says_so(project: Path, stubbed: pytest.Mon
         f"nothing changed: edition {NEW} on gh-pages is already this build of {sha(project, 'main')[:7]}; nothing "
         "was replaced"]
     assert refs(project) == before
+
+
+# --- make add-run: a kill at any point leaves either no runs/<id>/ or the whole one --------------------------
+
+ADD_RUN_POINTS = ["add-run-copied", "staging-rename"]  # after the copies, and with run.yaml written too
+
+
+def add_run_killed(root: Path, kill_at: str) -> subprocess.CompletedProcess[str]:
+    log = Path(__file__).resolve().parent / "samples" / "sources" / "log" / "job.log"
+    argv = [sys.executable, "-m", "build_tools", "--root", str(root), "add-run", str(log), "--id", "killed"]
+    return subprocess.run(argv, cwd=Path(__file__).resolve().parent.parent, env={**os.environ, KILL_AT: kill_at},
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("point", ADD_RUN_POINTS)
+def test_an_add_run_killed_at_any_point_adds_nothing_and_its_leftover_is_swept(point: str, tmp_path: Path) -> None:
+    from conftest import copy_project
+
+    from build_tools._staging import clean_leftovers
+
+    root = copy_project(tmp_path / "manual")
+    before = sorted(p.name for p in (root / "runs").iterdir())
+    assert add_run_killed(root, point).returncode == -9
+    (left,) = [p for p in (root / "runs").iterdir() if p.name not in before]
+    assert left.name.startswith(".add-run-") and (left / "log" / "job.log.gz").is_file()
+    assert clean_leftovers(root) == [left]
+    assert sorted(p.name for p in (root / "runs").iterdir()) == before
+    done = add_run_killed(root, "")
+    assert done.returncode == 0 and done.stdout.startswith(f"Added {root}/runs/killed from ")
+    assert sorted(p.relative_to(root / "runs" / "killed").as_posix()
+                  for p in (root / "runs" / "killed").rglob("*")) == ["log", "log/job.log.gz", "run.yaml"]
+
+
+def test_sigterm_during_add_run_removes_its_staging_folder(tmp_path: Path) -> None:
+    from conftest import copy_project
+
+    root = copy_project(tmp_path / "manual")
+    before = sorted(p.name for p in (root / "runs").iterdir())
+    done = add_run_killed(root, "add-run-copied:TERM")
+    assert done.returncode == 143 and done.stderr.splitlines()[-1] == "terminated"
+    assert sorted(p.name for p in (root / "runs").iterdir()) == before
