@@ -229,6 +229,22 @@ class PageWithoutArticle(PdfError):
         return f"{self.page}: no article in the built page: run make again"
 
 
+# --- options of the command line ----------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class BadOption(ManualError):
+    """An option's value that cannot be what it names (argparse took it as text): refused before anything runs."""
+
+    option: str  # as typed: --interval
+    value: str  # as typed
+    expected: str  # e.g. "a number of seconds above 0"
+    example: str  # e.g. "--interval 1"
+
+    def __str__(self) -> str:
+        return f"{self.option}: {_quoted(self.value)} is not {self.expected}, e.g. {self.example}"
+
+
 # --- make variables (build_tools/_make.py) ----------------------------------------------------------------------
 
 
