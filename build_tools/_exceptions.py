@@ -414,6 +414,34 @@ class TagMissing(EditionError):
 
 
 @dataclass(eq=False)
+class TagNotACommit(EditionError):
+    tag: str
+    kind: str  # what it names instead: tree, blob
+
+    def __str__(self) -> str:
+        return (f"tag {self.tag} names a {self.kind}, not a commit: an edition's tag names the commit it was built "
+                f"from (project_commit in its manifest): point it there (git tag -f {self.tag} COMMIT) and verify "
+                "again")
+
+
+@dataclass(eq=False)
+class PagesFileDamaged(EditionError):
+    """A file of the pages branch that publishing wrote (an edition's manifest.json, versions.json) cannot be read."""
+
+    branch: str
+    path: str  # in the branch: 2026.10/manifest.json, versions.json
+    reason: str  # what is wrong with it
+    edition: str = ""  # the edition whose manifest it is; "" for versions.json
+
+    def __str__(self) -> str:
+        if self.edition:
+            return (f"edition {self.edition}: {self.branch}:{self.path} is damaged ({self.reason}): restore it from "
+                    f"the history of {self.branch}, or publish the edition again (make publish "
+                    f"EDITION={self.edition} REPLACE=1)")
+        return f"{self.branch}:{self.path} is damaged ({self.reason}): restore it from the history of {self.branch}"
+
+
+@dataclass(eq=False)
 class BadBranchName(EditionError):
     branch: str
 
