@@ -578,9 +578,11 @@ class RayNotInstalled(RayError):
 @dataclass(eq=False)
 class RayBadAddress(RayError):
     address: str
+    reason: str = ""  # what is wrong with it, when it has the form HOST:PORT
 
     def __str__(self) -> str:
-        return f"--ray: {self.address!r} is not an address (expected HOST:PORT, ray://HOST:PORT or auto)"
+        why = f": {self.reason}" if self.reason else ""
+        return f"--ray: {self.address!r} is not an address{why} (expected HOST:PORT, ray://HOST:PORT or auto)"
 
 
 @dataclass(eq=False)
