@@ -108,7 +108,8 @@ RAY_EXPECTED = "(expected HOST:PORT, ray://HOST:PORT or auto)"
                               f"an IP address {RAY_EXPECTED}"),
     ("300.1.1.1:6379", f"--ray: '300.1.1.1:6379' is not an address: '300.1.1.1' is not a host name or an IP address "
                        f"{RAY_EXPECTED}"),
-    ("-head:6379", f"--ray: '-head:6379' is not an address: '-head' is not a host name or an IP address {RAY_EXPECTED}"),
+    ("-head:6379", "--ray: '-head:6379' is not an address: '-head' is not a host name or an IP address "
+                   f"{RAY_EXPECTED}"),
     ("head-node", f"--ray: 'head-node' is not an address {RAY_EXPECTED}"),
 ])
 def test_a_ray_address_that_cannot_be_one_is_refused_before_anything_runs(
