@@ -245,6 +245,18 @@ class BadOption(ManualError):
         return f"{self.option}: {_quoted(self.value)} is not {self.expected}, e.g. {self.example}"
 
 
+@dataclass(eq=False)
+class CannotRecord(ManualError):
+    """`manual record` cannot write the run folder's lab/ streams (not a folder, not writable, a disk full)."""
+
+    path: str  # as the user would type it
+    reason: str  # the system's words
+
+    def __str__(self) -> str:
+        return (f"{self.path}: cannot write ({self.reason}): manual record writes the lab/ streams of a run folder, "
+                "which must be a folder it can write")
+
+
 # --- make variables (build_tools/_make.py) ----------------------------------------------------------------------
 
 

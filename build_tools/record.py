@@ -17,6 +17,7 @@ left out, counted in the closing summary. A half line a killed recorder left at 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -26,14 +27,14 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from . import schemas
 from ._escape import terminal_text
-from ._exceptions import Problem, display_path
+from ._exceptions import CannotRecord, Problem, display_path
 from ._staging import process_alive
 
 GPU_QUERY = ("--query-gpu=index,temperature.gpu,utilization.gpu,power.draw", "--format=csv,noheader,nounits")
@@ -57,7 +58,8 @@ class Recorder:
 
     def run(self) -> int:
         lab = self.out / "lab"
-        lab.mkdir(parents=True, exist_ok=True)
+        with _writing(lab):
+            lab.mkdir(parents=True, exist_ok=True)
         self.say(f"recording host memory and GPUs into {lab} every {self.interval:g} s (Ctrl-C stops)")
         last_flush, taken = time.monotonic(), 0
         try:
@@ -138,13 +140,14 @@ class Recorder:
 
     def flush(self) -> None:
         """Append every pending line, whole lines only, in one write per file, each starting a line."""
-        for path, lines in self._pending.items():
+        pending, self._pending = self._pending, {}
+        for path, lines in pending.items():
             if lines:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("a+b") as handle:
-                    self._drop_half_line(handle, path)
-                    _write(handle, "".join(lines).encode("utf-8"))
-        self._pending.clear()
+                with _writing(path):
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with path.open("a+b") as handle:
+                        self._drop_half_line(handle, path)
+                        _write(handle, "".join(lines).encode("utf-8"))
 
     def _drop_half_line(self, handle: BinaryIO, path: Path) -> None:
         """A last line without its newline (a recorder killed mid-write) is cut off: an append onto it would
@@ -159,6 +162,16 @@ class Recorder:
         shown = repr(dropped.decode("utf-8", errors="replace")) + ("..." if size - keep > 40 else "")
         self.say(f"WARNING {display_path(path)}: dropped its last {size - keep} bytes, a half line a killed "
                  f"recorder left ({shown}); recording goes on from a fresh line")
+
+
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """A stream that cannot be written (the run folder a file, a read-only or full disk) is one line, exit 2."""
+    try:
+        yield
+    except OSError as error:
+        where = display_path(os.fsdecode(error.filename)) if error.filename else display_path(path)
+        raise CannotRecord(where, error.strerror or type(error).__name__) from None
 
 
 def _after_last_newline(handle: BinaryIO, size: int, block: int = 65536) -> int:

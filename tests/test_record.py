@@ -170,3 +170,11 @@ def test_an_impossible_option_is_refused_in_one_line(option: str, value: str, er
     assert main(["record", str(tmp_path / "run"), f"{option}={value}"]) == EXIT_BAD_INPUT
     assert capsys.readouterr().err == f"ERROR {error}\n"
     assert not (tmp_path / "run").exists()  # nothing ran
+
+
+def test_a_run_folder_that_cannot_be_written_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(SAMPLES / "record")
+    assert main(["record", "meminfo", "--samples", "1"]) == EXIT_BAD_INPUT  # a file, not a run folder
+    assert capsys.readouterr().err == ("ERROR meminfo/lab: cannot write (Not a directory): manual record writes the "
+                                       "lab/ streams of a run folder, which must be a folder it can write\n")
