@@ -167,6 +167,7 @@ def print_section(site: Path) -> dict[str, str]:
 
 MAX_DEPTH = 32  # a manifest is five levels deep: a deeper one is not one publishing wrote
 SECTIONS = ("runs", "figures", "claims", "metrics")  # each a mapping of mappings
+HASHES = ("pages", "print", "tools")  # each a mapping of names to text
 
 
 def loads(data: bytes) -> Manifest:
@@ -184,6 +185,9 @@ def loads(data: bytes) -> Manifest:
         wrong = next((str(key) for key, value in entries.items() if not isinstance(value, dict)), None)
         if wrong is not None:
             raise ValueError(f"its {section}.{wrong} is not a mapping")
+    for section in HASHES:
+        if not isinstance(manifest.get(section, {}), dict):
+            raise ValueError(f"its {section} is not a mapping")
     return manifest
 
 

@@ -643,6 +643,7 @@ DAMAGED = "edition 2026.10: gh-pages:2026.10/manifest.json is damaged ({}): rest
     ("no-edition.json", "its edition is missing or not text"),
     ("runs-a-list.json", "its runs is not a mapping"),
     ("claim-not-a-mapping.json", "its claims.fig-demo is not a mapping"),
+    ("pages-a-number.json", "its pages is not a mapping"),
 ])
 def test_a_damaged_manifest_is_one_line_naming_the_edition(sample: str, reason: str, copy_of: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
