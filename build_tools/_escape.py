@@ -8,6 +8,9 @@
 - `md_code`: text as a Markdown code span, whatever backticks it holds.
 - `html_text`: text for raw HTML that Markdown does not read (element content or a quoted attribute), such as
   a raw-HTML block of a page or a theme template.
+- `terminal_text`: text for a terminal, without the control characters and escape sequences a log line or a
+  file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line); every output
+  of the command line passes through it (cli.py's consoles, build warnings, `manual record`).
 
 The return type `Markdown` marks text that is already safe Markdown, so escaping twice changes nothing; the
 page templates escape every value that is not (build_tools/render.py, `finalize`).
@@ -79,3 +82,19 @@ def md_code(value: Any) -> Markdown:
 def html_text(value: Any) -> str:
     """Text for HTML that no Markdown reads: element content or a double-quoted attribute."""
     return html.escape(str(value), quote=True)
+
+
+# What a terminal acts on rather than shows: escape sequences, 7-bit (ESC ...) and 8-bit (C1), whole, then any
+# control character left. A string sequence (OSC, DCS, SOS, PM, APC) runs to BEL or ST, or to the next escape
+# or line end when it is never ended; CSI to its final byte. Tab and newline are layout and stay.
+_TERMINAL_CONTROL = re.compile(
+    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # string sequences
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"  # CSI
+    r"|\x1b[ -/]*[0-~]?"  # any other escape
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"  # the other C0 and C1 controls, DEL
+)
+
+
+def terminal_text(value: Any) -> str:
+    """Text a terminal shows as written: control characters and escape sequences removed, tab and newline kept."""
+    return _TERMINAL_CONTROL.sub("", str(value))

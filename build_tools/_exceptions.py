@@ -253,6 +253,34 @@ class SettingError(ManualError):
         return "\n".join(self.messages)
 
 
+# --- options of the command line ----------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class BadOption(ManualError):
+    """An option's value that cannot be what it names (argparse took it as text): refused before anything runs."""
+
+    option: str  # as typed: --interval
+    value: str  # as typed
+    expected: str  # e.g. "a number of seconds above 0"
+    example: str  # e.g. "--interval 1"
+
+    def __str__(self) -> str:
+        return f"{self.option}: {_quoted(self.value)} is not {self.expected}, e.g. {self.example}"
+
+
+@dataclass(eq=False)
+class CannotRecord(ManualError):
+    """`manual record` cannot write the run folder's lab/ streams (not a folder, not writable, a disk full)."""
+
+    path: str  # as the user would type it
+    reason: str  # the system's words
+
+    def __str__(self) -> str:
+        return (f"{self.path}: cannot write ({self.reason}): manual record writes the lab/ streams of a run folder, "
+                "which must be a folder it can write")
+
+
 # --- make variables (build_tools/_make.py) ----------------------------------------------------------------------
 
 
@@ -422,6 +450,34 @@ class TagMissing(EditionError):
 
 
 @dataclass(eq=False)
+class TagNotACommit(EditionError):
+    tag: str
+    kind: str  # what it names instead: tree, blob
+
+    def __str__(self) -> str:
+        return (f"tag {self.tag} names a {self.kind}, not a commit: an edition's tag names the commit it was built "
+                f"from (project_commit in its manifest): point it there (git tag -f {self.tag} COMMIT) and verify "
+                "again")
+
+
+@dataclass(eq=False)
+class PagesFileDamaged(EditionError):
+    """A file of the pages branch that publishing wrote (an edition's manifest.json, versions.json) cannot be read."""
+
+    branch: str
+    path: str  # in the branch: 2026.10/manifest.json, versions.json
+    reason: str  # what is wrong with it
+    edition: str = ""  # the edition whose manifest it is; "" for versions.json
+
+    def __str__(self) -> str:
+        if self.edition:
+            return (f"edition {self.edition}: {self.branch}:{self.path} is damaged ({self.reason}): restore it from "
+                    f"the history of {self.branch}, or publish the edition again (make publish "
+                    f"EDITION={self.edition} REPLACE=1)")
+        return f"{self.branch}:{self.path} is damaged ({self.reason}): restore it from the history of {self.branch}"
+
+
+@dataclass(eq=False)
 class BadBranchName(EditionError):
     branch: str
 
@@ -558,9 +614,11 @@ class RayNotInstalled(RayError):
 @dataclass(eq=False)
 class RayBadAddress(RayError):
     address: str
+    reason: str = ""  # what is wrong with it, when it has the form HOST:PORT
 
     def __str__(self) -> str:
-        return f"--ray: {self.address!r} is not an address (expected HOST:PORT, ray://HOST:PORT or auto)"
+        why = f": {self.reason}" if self.reason else ""
+        return f"--ray: {self.address!r} is not an address{why} (expected HOST:PORT, ray://HOST:PORT or auto)"
 
 
 @dataclass(eq=False)

@@ -31,6 +31,11 @@ def rev(root: Path, ref: str) -> str | None:
     return done.stdout.strip() or None
 
 
+def object_type(root: Path, name: str) -> str:
+    """What an object is (commit, tree, blob, tag), "" when there is no such object."""
+    return run(root, "cat-file", "-t", name, check=False).stdout.strip()
+
+
 def ref_sha(root: Path, full_ref: str) -> str | None:
     """The object a full ref (refs/heads/x, refs/tags/y) points to, without peeling; None when absent."""
     done = run(root, "rev-parse", "--verify", "--quiet", full_ref, check=False)

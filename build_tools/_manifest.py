@@ -163,6 +163,65 @@ def print_section(site: Path) -> dict[str, str]:
     return {p.name: _sha256(p) for p in sorted(site.glob("*.pdf"))} if site.is_dir() else {}
 
 
+# --- reading a published manifest ---------------------------------------------------------------------------
+
+MAX_DEPTH = 32  # a manifest is five levels deep: a deeper one is not one publishing wrote
+SECTIONS = ("runs", "figures", "claims", "metrics")  # each a mapping of mappings
+HASHES = ("pages", "print", "tools")  # each a mapping of names to text
+
+
+def loads(data: bytes) -> Manifest:
+    """A published manifest.json, its shape checked for what diff and verify read: ValueError saying what is
+    wrong, whatever the bytes (damaged, truncated, nested 100,000 deep)."""
+    manifest = load_json(data)
+    if not isinstance(manifest, dict):
+        raise ValueError("not a JSON object")
+    if not isinstance(manifest.get("edition"), str):
+        raise ValueError("its edition is missing or not text")
+    for section in SECTIONS:
+        entries = manifest.get(section, {})
+        if not isinstance(entries, dict):
+            raise ValueError(f"its {section} is not a mapping")
+        wrong = next((str(key) for key, value in entries.items() if not isinstance(value, dict)), None)
+        if wrong is not None:
+            raise ValueError(f"its {section}.{wrong} is not a mapping")
+    for section in HASHES:
+        if not isinstance(manifest.get(section, {}), dict):
+            raise ValueError(f"its {section} is not a mapping")
+    return manifest
+
+
+def load_json(data: bytes) -> Any:
+    """JSON that publishing wrote, read back: ValueError naming what is wrong, never RecursionError."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+    except ValueError as error:  # a number of more than 4300 digits
+        raise ValueError(f"not valid JSON: {error}") from None
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+    if _deeper_than(value, MAX_DEPTH):
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and mappings nest more than limit levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 # --- comparing ---------------------------------------------------------------------------------------------
 
 def _leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

@@ -7,7 +7,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as rich_escape
+
+from ._escape import terminal_text
+
+
+def escape(message: str) -> str:
+    """A message that quotes the data, printed as it is: no rich markup, no terminal control."""
+    return rich_escape(terminal_text(message))
 
 
 class Progress:

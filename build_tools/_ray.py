@@ -15,8 +15,10 @@ reachable, or a worker lost is one line (`RayError`), never a traceback; Ray is 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -141,10 +143,32 @@ def _connected(address: str) -> Iterator[ModuleType]:
 
 
 def _host_port(address: str) -> tuple[str, int]:
+    """HOST:PORT (or ray://HOST:PORT, [IPv6]:PORT): a host name or IP address and a port from 1 to 65535."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise RayBadAddress(address)
-    return host.strip("[]"), int(port)
+    if not port.isascii() or not 1 <= int(port) <= 65535:
+        raise RayBadAddress(address, f"port {port} is not from 1 to 65535")
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not _is_host(bare):
+        raise RayBadAddress(address, f"{host!r} is not a host name or an IP address")
+    return bare, int(port)
+
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def _is_host(host: str) -> bool:
+    """An IP address, or a host name of RFC 1123 (letters, digits and '-' in dot-separated labels, the last
+    not all digits: 300.1.1.1 is no address)."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    labels = host.removesuffix(".").split(".")
+    return (len(host) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in labels)
+            and not labels[-1].isdigit())
 
 
 def _probe(address: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import math
 import os
 import signal
 import sys
@@ -17,7 +18,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError
+from ._escape import terminal_text
+from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, BadOption, ClaimsFailed, ManualError
 from ._layout import Layout
 
 if TYPE_CHECKING:
@@ -33,7 +35,11 @@ EPILOG = """exit codes: 0 done, 2 bad input (the message names the file), 3 a cl
 
 
 class _Console:
-    """rich's Console, imported when first used: a no-op `make` prints one plain line and never needs it."""
+    """rich's Console, imported when first used: a no-op `make` prints one plain line and never needs it.
+
+    Every text it prints is stripped of terminal controls first (`_escape.terminal_text`): messages, reports
+    and warnings quote the data (a log line, a file name, an event's detail).
+    """
 
     def __init__(self, **options: Any) -> None:
         self._options = options
@@ -44,7 +50,7 @@ class _Console:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        self._console.print(*objects, **options)
+        self._console.print(*(terminal_text(o) if isinstance(o, str) else o for o in objects), **options)
 
 
 def escape(text: str) -> str:
@@ -135,7 +141,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     path = show.resolve(args.root.resolve(), args.run)
     run, summary, found = show.load(path)
     if args.csv:
-        sys.stdout.write(show.as_csv(run))
+        sys.stdout.write(terminal_text(show.as_csv(run)))
     else:
         _out.print("\n".join(show.report(run, summary, found, path)), markup=False)
     return 0
@@ -151,9 +157,32 @@ def _cmd_add_run(args: argparse.Namespace) -> int:
 def _cmd_record(args: argparse.Namespace) -> int:
     from . import record
 
-    return record.main(record.Recorder(args.out, meminfo=args.meminfo, nvidia_smi=args.nvidia_smi,
-                                       interval=args.interval, flush_every=args.flush, until_exit=args.until_exit,
-                                       samples=args.samples))
+    interval = _seconds("--interval", args.interval, "a number of seconds above 0", "--interval 1", zero=False)
+    flush = _seconds("--flush", args.flush, "a number of seconds, 0 or more", "--flush 5", zero=True)
+    until_exit = _whole("--until-exit", args.until_exit, "a process id (a whole number from 1)", "--until-exit 4242")
+    samples = _whole("--samples", args.samples, "a number of samples (a whole number from 1)", "--samples 10")
+    return record.main(record.Recorder(args.out, meminfo=args.meminfo, nvidia_smi=args.nvidia_smi, interval=interval,
+                                       flush_every=flush, until_exit=until_exit, samples=samples))
+
+
+def _seconds(option: str, text: str, expected: str, example: str, *, zero: bool) -> float:
+    """A finite number of seconds, above 0 (or 0 too): nan, inf and -1 would never sleep, or sleep forever."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadOption(option, text, expected, example) from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise BadOption(option, text, expected, example)
+    return value
+
+
+def _whole(option: str, text: str | None, expected: str, example: str) -> int | None:
+    """A whole number from 1, or None when the option was left out."""
+    if text is None:
+        return None
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise BadOption(option, text, expected, example)
+    return int(text)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -262,10 +291,11 @@ def _parser() -> argparse.ArgumentParser:
     add_run.add_argument("--id", default="", help="the run id (default: from the sources)")
     record = add("record", _cmd_record, "record host memory and GPU temperature beside a Miles job into lab/")
     record.add_argument("out", type=Path, help="the run folder; streams are written under its lab/")
-    record.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
-    record.add_argument("--flush", type=float, default=5.0, help="seconds between writes to disk (default 5)")
-    record.add_argument("--until-exit", type=int, default=None, metavar="PID", help="stop when PID ends")
-    record.add_argument("--samples", type=int, default=None, help="stop after this many samples")
+    # Taken as text and checked by the command: a wrong value is one line, not argparse's usage.
+    record.add_argument("--interval", default="1", help="seconds between samples (default 1)")
+    record.add_argument("--flush", default="5", help="seconds between writes to disk (default 5)")
+    record.add_argument("--until-exit", default=None, metavar="PID", help="stop when PID ends")
+    record.add_argument("--samples", default=None, help="stop after this many samples")
     record.add_argument("--meminfo", type=Path, default=Path("/proc/meminfo"), help=argparse.SUPPRESS)
     record.add_argument("--nvidia-smi", default="nvidia-smi", help="the nvidia-smi to run (default: from PATH)")
     add("pdf", _cmd_pdf, "build the manual, then write its print edition site/<edition>.pdf")

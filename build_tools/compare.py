@@ -39,13 +39,15 @@ class Comparison:
 def load_reader_run(path: Path) -> RunSummary:
     """A run folder (with run.yaml), a dashboard dump, or a bare path holding any Miles output, summarised."""
     from . import load, sources
+    from .show import readable
 
     problems: list[Problem] = []
-    if not (path / "run.yaml").is_file() and not (path / "meta.json").is_file() and not sources.classify(path, []):
-        expected = ("expected a Miles dashboard dump (with meta.json) or a run folder (with run.yaml), or a log, "
-                    "a wandb export, TensorBoard event files, a CI history record or --dump-details event files")
-        raise RunDataError([Problem(display_path(path), None, None, expected)])
-    run, _ = load.load_path(path, problems)
+    with readable(path):
+        if not (path / "run.yaml").is_file() and not (path / "meta.json").is_file() and not sources.classify(path, []):
+            expected = ("expected a Miles dashboard dump (with meta.json) or a run folder (with run.yaml), or a log, "
+                        "a wandb export, TensorBoard event files, a CI history record or --dump-details event files")
+            raise RunDataError([Problem(display_path(path), None, None, expected)])
+        run, _ = load.load_path(path, problems)
     summary = summarise(run, problems)
     for old, new in RENAMED.items():  # a dump of an older Miles: the key under its name of today
         if old in summary.steps.columns and new not in summary.steps.columns:

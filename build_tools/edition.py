@@ -11,7 +11,6 @@ import calendar
 import contextlib
 import dataclasses
 import datetime as dt
-import json
 import os
 import re
 import shutil
@@ -41,10 +40,12 @@ from ._exceptions import (
     NotADate,
     NotAnEditionNumber,
     NotARepository,
+    PagesFileDamaged,
     PushFailed,
     RebuildFailed,
     TagExists,
     TagMissing,
+    TagNotACommit,
     TwoEditionsNeeded,
     UncommittedChanges,
     UnknownRemote,
@@ -111,13 +112,26 @@ def published_editions(root: Path, branch: str) -> list[str]:
     data = git.show(root, branch, "versions.json")
     if data is None:
         return []
-    versions = [str(entry["version"]) for entry in json.loads(data)]
+    try:
+        entries = manifest_.load_json(data)
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and "version" in e for e in entries):
+            raise ValueError("not mike's list of versions")
+    except ValueError as error:
+        raise PagesFileDamaged(branch, "versions.json", str(error)) from None
+    versions = [str(entry["version"]) for entry in entries]
     return sorted((v for v in versions if EDITION_NUMBER.match(v)), key=edition_key)
 
 
 def published_manifest(root: Path, branch: str, edition: str) -> Manifest | None:
-    data = git.show(root, branch, f"{edition}/manifest.json")
-    return json.loads(data) if data is not None else None
+    """An edition's manifest.json on the branch, None when there is none (PagesFileDamaged when unreadable)."""
+    path = f"{edition}/manifest.json"
+    data = git.show(root, branch, path)
+    if data is None:
+        return None
+    try:
+        return manifest_.loads(data)
+    except ValueError as error:
+        raise PagesFileDamaged(branch, path, str(error), edition) from None
 
 
 def _require_repository(root: Path) -> None:
@@ -255,7 +269,10 @@ def _existing(root: Path, branch: str, edition: str, tag: str, *, replace: bool,
     head = git.rev(root, "HEAD") or ""
     tag_ref = f"refs/tags/{tag}"
     if edition in published_editions(root, branch):
-        manifest = published_manifest(root, branch, edition) or {}
+        try:
+            manifest = published_manifest(root, branch, edition) or {}
+        except PagesFileDamaged:
+            manifest = {}  # replacing the edition writes it again
         built_from = str(manifest.get("project_commit", ""))
         tagged = git.rev(root, tag_ref)
         if built_from and tagged != built_from and git.rev(root, built_from) == built_from:
@@ -497,6 +514,8 @@ def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = 
     tag = tag_name(edition)
     if git.ref_sha(root, f"refs/tags/{tag}") is None:
         raise TagMissing(tag, edition)
+    if git.rev(root, f"refs/tags/{tag}") is None:
+        raise TagNotACommit(tag, git.object_type(root, f"refs/tags/{tag}^{{}}"))
     # In build/, named with this process's id: removed on exit, SIGINT and SIGTERM, and by the next build after a kill.
     with tempfile.TemporaryDirectory(prefix=temporary_prefix("verify"), dir=_build_dir(root)) as tmp:
         checkout = Path(tmp) / "manual"

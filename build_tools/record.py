@@ -7,10 +7,17 @@ into `lab/host_memory/`, and each GPU's temperature, utilisation and power from 
 at most the last flush interval. SIGINT and SIGTERM stop it cleanly (a last flush). When nvidia-smi fails, it
 says so once and goes on recording host memory. `--until-exit PID` stops it when that process ends and
 records the job's end in `lab/events.jsonl`.
+
+What it writes, the next `make check` accepts: each record is checked against the lab schema (the loader's own
+rules, build_tools/schemas.py) before it is written, and an impossible reading (NaN, infinite, out of range,
+more memory available than there is) is recorded as missing, null where the schema allows, else the sample
+left out, counted in the closing summary. A half line a killed recorder left at the end of a file is dropped
+(with a warning) before the next append, so every record starts on a line of its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -19,11 +26,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
+from . import schemas
+from ._escape import terminal_text
+from ._exceptions import CannotRecord, Problem, display_path
 from ._staging import process_alive
 
 GPU_QUERY = ("--query-gpu=index,temperature.gpu,utilization.gpu,power.draw", "--format=csv,noheader,nounits")
@@ -38,25 +49,28 @@ class Recorder:
     flush_every: float = 5.0
     until_exit: int | None = None
     samples: int | None = None  # stop after this many samples (for tests and short checks)
-    say: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr, flush=True))
+    say: Callable[[str], None] = field(default=lambda text: print(terminal_text(text), file=sys.stderr, flush=True))
+    clock: Callable[[], float] = time.time  # the time of each sample (a test fixes it)
     stop: threading.Event = field(default_factory=threading.Event)
     _pending: dict[Path, list[str]] = field(default_factory=dict)
     _gpu_failed: bool = False
+    _missing: Counter[str] = field(default_factory=Counter)  # "stream.field" -> impossible readings
 
     def run(self) -> int:
         lab = self.out / "lab"
-        lab.mkdir(parents=True, exist_ok=True)
+        with _writing(lab):
+            lab.mkdir(parents=True, exist_ok=True)
         self.say(f"recording host memory and GPUs into {lab} every {self.interval:g} s (Ctrl-C stops)")
         last_flush, taken = time.monotonic(), 0
         try:
             while not self.stop.is_set():
-                ts = time.time()
+                ts = self.clock()
                 self.sample(ts)
                 taken += 1
                 if self.until_exit is not None and not process_alive(self.until_exit):
-                    self._append(lab / "events.jsonl", {"kind": "job_end", "t0": ts, "t1": ts,
-                                                        "detail": f"process {self.until_exit} ended "
-                                                                  "(manual record --until-exit)"})
+                    self._append(lab / "events.jsonl", "events",
+                                 {"kind": "job_end", "t0": ts, "t1": ts,
+                                  "detail": f"process {self.until_exit} ended (manual record --until-exit)"})
                     self.say(f"process {self.until_exit} ended: recorded job_end, stopping")
                     break
                 if self.samples is not None and taken >= self.samples:
@@ -64,20 +78,28 @@ class Recorder:
                 if time.monotonic() - last_flush >= self.flush_every:
                     self.flush()
                     last_flush = time.monotonic()
-                self.stop.wait(max(0.0, self.interval - (time.time() - ts)))
+                self.stop.wait(min(max(0.0, self.interval - (self.clock() - ts)), threading.TIMEOUT_MAX))
         finally:
             self.flush()
-        self.say(f"stopped after {taken} samples")
+        self.say(f"stopped after {taken} samples{self._missing_summary()}")
         return 0
+
+    def _missing_summary(self) -> str:
+        """'; 3 impossible readings recorded as missing (gpu_temp.power_w 2, ...)', or nothing."""
+        total = sum(self._missing.values())
+        if not total:
+            return ""
+        counts = ", ".join(f"{name} {count}" for name, count in sorted(self._missing.items()))
+        return f"; {total} impossible reading{'s' if total != 1 else ''} recorded as missing ({counts})"
 
     def sample(self, ts: float) -> None:
         lab = self.out / "lab"
         hour = dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y%m%d_%H")
         memory = read_meminfo(self.meminfo)
         if memory is not None:
-            self._append(lab / "host_memory" / f"{hour}.jsonl", {"ts": ts, **memory})
+            self._append(lab / "host_memory" / f"{hour}.jsonl", "host_memory", {"ts": ts, **memory})
         for gpu in self.query_gpus():
-            self._append(lab / "gpu_temp" / f"{hour}.jsonl", {"ts": ts, **gpu})
+            self._append(lab / "gpu_temp" / f"{hour}.jsonl", "gpu_temp", {"ts": ts, **gpu})
 
     def query_gpus(self) -> list[dict[str, Any]]:
         try:
@@ -93,21 +115,80 @@ class Recorder:
             return []
         return [gpu for gpu in gpus if gpu is not None]
 
-    def _append(self, path: Path, record: dict[str, Any]) -> None:
-        self._pending.setdefault(path, []).append(json.dumps(record, separators=(",", ":")) + "\n")
+    def _append(self, path: Path, stream: str, record: dict[str, Any]) -> None:
+        kept = self._checked(stream, record)
+        if kept is not None:
+            self._pending.setdefault(path, []).append(json.dumps(kept, separators=(",", ":")) + "\n")
+
+    def _checked(self, stream: str, record: dict[str, Any]) -> dict[str, Any] | None:
+        """The record as the loader will accept it: each impossible reading null where the lab schema allows
+        one, else the whole sample left out (None); every one counted, the first of each field said."""
+        problems = schemas.validate_record(stream, record, stream, 0)[1]
+        if not problems:
+            return record
+        for problem in problems:
+            self._impossible(stream, problem)
+        nulled = {**record, **{p.field: None for p in problems if p.field in record}}
+        return None if schemas.validate_record(stream, nulled, stream, 0)[1] else nulled
+
+    def _impossible(self, stream: str, problem: Problem) -> None:
+        name = f"{stream}.{problem.field or 'record'}"
+        if not self._missing[name]:
+            self.say(f"WARNING {name}: recorded as missing, an impossible reading ({problem.message}); the closing "
+                     "summary counts every one")
+        self._missing[name] += 1
 
     def flush(self) -> None:
-        """Append every pending line, whole lines only, in one write per file."""
-        for path, lines in self._pending.items():
+        """Append every pending line, whole lines only, in one write per file, each starting a line."""
+        pending, self._pending = self._pending, {}
+        for path, lines in pending.items():
             if lines:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with path.open("a", encoding="utf-8") as handle:
-                    _write(handle, "".join(lines))
-        self._pending.clear()
+                with _writing(path):
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    with path.open("a+b") as handle:
+                        self._drop_half_line(handle, path)
+                        _write(handle, "".join(lines).encode("utf-8"))
+
+    def _drop_half_line(self, handle: BinaryIO, path: Path) -> None:
+        """A last line without its newline (a recorder killed mid-write) is cut off: an append onto it would
+        make one line of two records, which the loader refuses."""
+        size = handle.seek(0, os.SEEK_END)
+        keep = _after_last_newline(handle, size)
+        if keep == size:
+            return
+        handle.seek(keep)
+        dropped = handle.read(min(size - keep, 40))
+        handle.truncate(keep)
+        shown = repr(dropped.decode("utf-8", errors="replace")) + ("..." if size - keep > 40 else "")
+        self.say(f"WARNING {display_path(path)}: dropped its last {size - keep} bytes, a half line a killed "
+                 f"recorder left ({shown}); recording goes on from a fresh line")
 
 
-def _write(handle: TextIO, text: str) -> None:
-    handle.write(text)
+@contextlib.contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """A stream that cannot be written (the run folder a file, a read-only or full disk) is one line, exit 2."""
+    try:
+        yield
+    except OSError as error:
+        where = display_path(os.fsdecode(error.filename)) if error.filename else display_path(path)
+        raise CannotRecord(where, error.strerror or type(error).__name__) from None
+
+
+def _after_last_newline(handle: BinaryIO, size: int, block: int = 65536) -> int:
+    """The offset just after the file's last newline (0 when it has none); size when it ends with one."""
+    end = size
+    while end > 0:
+        start = max(0, end - block)
+        handle.seek(start)
+        found = handle.read(end - start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
+
+
+def _write(handle: BinaryIO, data: bytes) -> None:
+    handle.write(data)
     handle.flush()
     os.fsync(handle.fileno())
 
@@ -121,7 +202,7 @@ def read_meminfo(path: Path) -> dict[str, int] | None:
     values = {}
     for line in text.splitlines():
         name, _, rest = line.partition(":")
-        if name in ("MemTotal", "MemAvailable") and rest.split():
+        if name in ("MemTotal", "MemAvailable") and rest.split() and rest.split()[0].isdigit():
             values[name] = int(rest.split()[0])
     if len(values) != 2:
         return None

@@ -6,10 +6,12 @@ printed as their source printed them (the text of the number in the file), not a
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import io
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,13 +36,28 @@ def resolve(root: Path, what: str) -> Path:
     return Path(what)
 
 
+@contextlib.contextmanager
+def readable(path: Path) -> Iterator[None]:
+    """A bare path the sources cannot be looked for in (/proc, a folder it may not enter) is one problem naming
+    it and what could not be read, never a traceback (`manual show`, `make compare`)."""
+    try:
+        yield
+    except OSError as error:
+        what = display_path(error.filename) if error.filename else display_path(path)
+        reason = error.strerror or type(error).__name__
+        raise RunDataError([Problem(display_path(path), None, None,
+                                    f"cannot read {what} ({reason}): expected a run id of runs/, a run folder, or "
+                                    "a file or folder of Miles output that can be read")]) from None
+
+
 def load(path: Path) -> tuple[RunData, RunSummary, dict[str, list[Path]]]:
     from .summary import summarise
 
     if not path.exists():
         raise RunDataError([Problem(display_path(path), None, None, "no such run id in runs/, file or folder")])
     problems: list[Problem] = []
-    run, found = load_path(path, problems)
+    with readable(path):
+        run, found = load_path(path, problems)
     summary = summarise(run, problems)
     # What run.yaml still lacks does not hide what the sources hold: it is shown, and `make check` refuses it.
     unfilled = [p for p in problems if Path(p.file).name == "run.yaml"]

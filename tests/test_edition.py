@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, copy_project
+from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools import _git, _manifest, edition
 from build_tools._exceptions import EXIT_DIFFERS, ClaimsFailed, EditionError, PushFailed
@@ -629,3 +630,58 @@ def test_publishing_builds_with_an_editions_settings_trusting_no_earlier_state(t
         patch.setattr(edition, "run_build", recording)
         edition.publish(root, "2026.10", quiet=True, say=lambda line: None, settings=Settings(engine="mkdocs"))
     assert [(s.trust_state, s.edition, s.epoch, s.site) for s in seen] == [(False, True, 1792022400, True)]
+
+
+# --- damaged files on the pages branch, a tag that names no commit --------------------------------------------
+
+def replace_on_branch(root: Path, path: str, data: bytes, branch: str = "gh-pages") -> None:
+    """One file of the branch replaced by a new commit on it, as a person or a broken tool could."""
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input=data, capture_output=True,
+                          check=True).stdout.decode().strip()
+    env = {**os.environ, "GIT_INDEX_FILE": str(root / ".git" / "test-index")}
+    for args in (["read-tree", branch], ["update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    tree = subprocess.run(["git", "write-tree"], cwd=root, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+    commit = git(root, "commit-tree", tree, "-p", branch, "-m", f"damage {path}")
+    git(root, "update-ref", f"refs/heads/{branch}", commit)
+
+
+MANIFESTS = SAMPLES / "manifests"
+DAMAGED = "edition 2026.10: gh-pages:2026.10/manifest.json is damaged ({}): restore it from the history of " \
+          "gh-pages, or publish the edition again (make publish EDITION=2026.10 REPLACE=1)"
+
+
+@pytest.mark.parametrize(("sample", "reason"), [
+    ("truncated.json", "not valid JSON: Expecting property name enclosed in double quotes at line 1 column 33"),
+    ("nested-100000", "nested more than 32 levels deep"),
+    ("nested-in-observed.json", "nested more than 32 levels deep"),
+    ("not-utf8.json", "not UTF-8 text"),
+    ("a-list.json", "not a JSON object"),
+    ("no-edition.json", "its edition is missing or not text"),
+    ("runs-a-list.json", "its runs is not a mapping"),
+    ("claim-not-a-mapping.json", "its claims.fig-demo is not a mapping"),
+    ("pages-a-number.json", "its pages is not a mapping"),
+])
+def test_a_damaged_manifest_is_one_line_naming_the_edition(sample: str, reason: str, copy_of: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    data = b"[" * 100_000 + b"]" * 100_000 if sample == "nested-100000" else (MANIFESTS / sample).read_bytes()
+    replace_on_branch(copy_of, "2026.10/manifest.json", data)
+    for argv in (["diff", "2026.10", "2026.11"], ["verify", "2026.10"]):
+        assert refuse(copy_of, argv, capsys) == DAMAGED.format(reason)
+
+
+def test_a_damaged_versions_json_is_one_line(copy_of: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    replace_on_branch(copy_of, "versions.json", (MANIFESTS / "versions-without-version.json").read_bytes())
+    assert refuse(copy_of, ["diff", "2026.10", "2026.12"], capsys) == (
+        "gh-pages:versions.json is damaged (not mike's list of versions): restore it from the history of gh-pages")
+
+
+@pytest.mark.parametrize("kind", ["tree", "blob"])
+def test_verify_refuses_a_tag_that_names_no_commit(kind: str, copy_of: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    target = "edition-2026.10^{tree}" if kind == "tree" else "edition-2026.10:edition.yml"
+    git(copy_of, "tag", "--force", "edition-2026.10", git(copy_of, "rev-parse", target))
+    assert refuse(copy_of, ["verify", "2026.10"], capsys) == (
+        f"tag edition-2026.10 names a {kind}, not a commit: an edition's tag names the commit it was built from "
+        "(project_commit in its manifest): point it there (git tag -f edition-2026.10 COMMIT) and verify again")

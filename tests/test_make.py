@@ -96,3 +96,37 @@ def test_make_variables_become_single_arguments() -> None:
     assert _make.arguments("check", env, ROOT) == ["check"]
     assert _make.arguments("check", {"ALL": "1", "RAY": "auto"}, ROOT) == ["check", "--ray=auto", "--all"]
     assert _make.arguments("check", {"ALL": "0"}, ROOT) == ["check"]
+
+
+RAY_EXPECTED = "(expected HOST:PORT, ray://HOST:PORT or auto)"
+
+
+@pytest.mark.parametrize(("value", "error"), [
+    ("host:99999", f"--ray: 'host:99999' is not an address: port 99999 is not from 1 to 65535 {RAY_EXPECTED}"),
+    ("10.0.0.5:0", f"--ray: '10.0.0.5:0' is not an address: port 0 is not from 1 to 65535 {RAY_EXPECTED}"),
+    ("ray://head_node:10001", "--ray: 'ray://head_node:10001' is not an address: 'head_node' is not a host name or "
+                              f"an IP address {RAY_EXPECTED}"),
+    ("300.1.1.1:6379", f"--ray: '300.1.1.1:6379' is not an address: '300.1.1.1' is not a host name or an IP address "
+                       f"{RAY_EXPECTED}"),
+    ("-head:6379", "--ray: '-head:6379' is not an address: '-head' is not a host name or an IP address "
+                   f"{RAY_EXPECTED}"),
+    ("head-node", f"--ray: 'head-node' is not an address {RAY_EXPECTED}"),
+])
+def test_a_ray_address_that_cannot_be_one_is_refused_before_anything_runs(
+        value: str, error: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import build_tools.build
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(build_tools.build, "check", lambda *args, **kwargs: pytest.fail("the check ran"))
+    assert _make.main(["check"], {"RAY": value}) == 2
+    assert capsys.readouterr().err.splitlines() == [f"ERROR {error}", BAD_INPUT]
+
+
+@pytest.mark.parametrize(("value", "host", "port"), [
+    ("127.0.0.1:6379", "127.0.0.1", 6379), ("ray://head-1.example.com:10001", "head-1.example.com", 10001),
+    ("[::1]:6379", "::1", 6379), ("localhost:65535", "localhost", 65535)])
+def test_a_ray_address_of_the_right_form_is_taken(value: str, host: str, port: int) -> None:
+    from build_tools import _ray
+
+    assert _ray._host_port(value) == (host, port)
+    assert callable(_ray.ray_summariser(value))  # the address is only checked: nothing is reached yet
