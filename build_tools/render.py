@@ -19,6 +19,7 @@ from .pages import chapters as chapter_pages
 from .pages import figure_index, front_matter
 from .pages import metrics as metrics_page
 from .pages._common import environment, resolve
+from .pages.commands import chapter_commands
 from .pages.nav import nav_order, numbered, write_page, write_site_settings
 from .stamp import load_stamp
 from .wording import provenance
@@ -43,7 +44,9 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
 
     written = []
     for path in chapters:
-        text = chapter_pages.render_chapter(path, result.blocks, figures, verdicts, tables, configs)
+        mine = [block for block in result.blocks if Path(block.chapter_file).name == path.name]
+        commands = chapter_commands(mine, result.summaries)
+        text = chapter_pages.render_chapter(path, result.blocks, figures, verdicts, tables, configs, commands)
         written.append(write_page(pages, path.name, numbered(text, path.name)))
     chapter_names = {int(path.name[:2]): path.name for path in chapters}  # "05-heat.md" is chapter 5
     where = display_path(layout.metrics_yml)

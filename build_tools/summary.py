@@ -826,6 +826,8 @@ def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> 
         "end_ts": end,
         "gpus_used": sorted({(node, gpu) for node, gpus in pairs for gpu in gpus}),
         "event_counts": {kind: counts[kind] for kind in sorted(counts)},
+        # The launch arguments the run recorded (meta.json's args, or a log's): the chapters' commands.
+        "args": dict(args) if isinstance(args := run.meta.get("args"), dict) else {},
     }
 
 

@@ -32,8 +32,9 @@ def chapter_files(docs: Path) -> list[Path]:
 
 def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[str, DrawnFigure],
                    verdicts: Mapping[str, ClaimVerdict], tables: Mapping[str, Any],
-                   configs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """A chapter with its figure blocks replaced by figures, references resolved, data tables filled."""
+                   configs: Mapping[str, Mapping[str, Any]] | None = None, commands: str = "") -> str:
+    """A chapter with its figure blocks replaced by figures, references resolved, data tables filled, and
+    `commands` (the launch commands behind its figures, pages/commands.py) at its end."""
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
     mine = sorted((b for b in blocks if Path(b.chapter_file).name == path.name), key=lambda b: b.line)
@@ -43,13 +44,22 @@ def render_chapter(path: Path, blocks: Sequence[FigureBlock], figures: Mapping[s
         raise ChapterError([Problem(display_path(path), None, None,
                                     f"{len(spans)} figure blocks in the file, but {len(mine)} were read")])
     for (first, last), block in reversed(list(zip(spans, mine, strict=True))):
-        markup = figure_markup(block, figures.get(block.id), verdicts.get(block.id), figure_source(block, configs))
+        table = troubleshooting_table(tables) if shown_as_text(block) else None
+        markup = figure_markup(block, figures.get(block.id), verdicts.get(block.id), figure_source(block, configs),
+                               table=table)
         lines[first:last + 1] = markup.splitlines()
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n" + commands
     text = resolve(text, blocks, path)
-    if TROUBLESHOOTING_MARK in text:
-        text = text.replace(TROUBLESHOOTING_MARK, troubleshooting_table(tables))
+    if TROUBLESHOOTING_MARK in text:  # the rows once: where the marker stands, unless a figure shows them
+        shown = any(shown_as_text(block) for block in mine)
+        text = text.replace(TROUBLESHOOTING_MARK, "" if shown else troubleshooting_table(tables))
     return text
+
+
+def shown_as_text(block: FigureBlock) -> bool:
+    """A figure of the troubleshooting rows (7.1, whose claim is checked against them) shows them as a table
+    of text in place of its chart, so the page shows them once, as text; its SVG and CSV are still made."""
+    return "troubleshooting" in block.tables
 
 
 def figure_source(block: FigureBlock, configs: Mapping[str, Mapping[str, Any]] | None) -> str:
@@ -60,8 +70,9 @@ def figure_source(block: FigureBlock, configs: Mapping[str, Mapping[str, Any]] |
 
 
 def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None,
-                  source: str = "") -> str:
-    """The figure as the reader sees it. Links and the image are Markdown, so mkdocs --strict checks them."""
+                  source: str = "", *, table: str | None = None) -> str:
+    """The figure as the reader sees it. Links and the image are Markdown, so mkdocs --strict checks them.
+    A `table` (Markdown) is shown as text in place of the drawn image."""
     svg = f"figures/{figure.svg.name if figure else block.id + '.svg'}"
     csv = f"figures/{figure.csv.name if figure else block.id + '.csv'}"
     alt = md_text((figure.alt if figure else "") or block.alt or block.claim)
@@ -69,6 +80,7 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
         "",
         f'<figure class="manual-figure" id="{html_text(block.id)}" markdown="1">',
         "",
+        table if table is not None else
         f'[![{alt}]({svg})]({svg}){{ .manual-zoom title="Open Figure {block.number} full size" }}',
         "",
         f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_text(block.claim)} '
