@@ -126,7 +126,17 @@ def _local(body: str, key: str, keys: set[str]) -> str:
 
     body = re.sub(r'href="([^"]*)"', link, body)
     # A link to a page the book leaves out (the edition's record, the PDF itself): its text stays.
-    return re.sub(r'<a href="(?!#)(?!https?:)[^"]*">(.*?)</a>', r"\1", body, flags=re.S) if keys else body
+    body = re.sub(r'<a href="(?!#)(?!https?:)[^"]*">(.*?)</a>', r"\1", body, flags=re.S) if keys else body
+    return _page_numbers(body)
+
+
+def _page_numbers(body: str) -> str:
+    """Where a figure is named, the page it is on (CSS target-counter): after each "Figure 5.1" of the text,
+    and in a page column of the Index of figures, after each claim."""
+    body = re.sub(r'<a href="(#[^"]+)">(Figure \d+\.\d+)</a>', r'<a class="manual-xref" href="\1">\2</a>', body)
+    body = re.sub(r"(<th>Fig\.</th>\s*<th>[^<]*</th>)", r'\1<th class="manual-page">Page</th>', body)
+    return re.sub(r'(<td><a href="(#[^"]+)">\d+\.\d+</a></td>\s*<td>.*?</td>)',
+                  r'\1<td class="manual-page"><a href="\2"></a></td>', body, flags=re.S)
 
 
 def _palette(site: Path) -> str:
@@ -184,6 +194,17 @@ details.manual-checked summary {{ font-weight: 600; }}
 .admonition {{ border-left: 2pt solid #c90; padding: 1mm 4mm; margin: 4mm 0; background: #fff8e6; }}
 .admonition-title {{ font-weight: 600; }}
 .manual-swatch {{ display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.3em;
-                  vertical-align: -0.1em; }}
+                  vertical-align: -0.1em; border: 0.4pt solid #555; }}
+a.manual-xref::after {{ content: " (page " target-counter(attr(href), page) ")"; }}
+td.manual-page, th.manual-page {{ text-align: right; white-space: nowrap; }}
+td.manual-page a {{ color: inherit; text-decoration: none; }}
+td.manual-page a::after {{ content: target-counter(attr(href), page); }}
+/* The Index of figures on as few pages as its rows need (no page of three rows). */
+section#figures table {{ font-size: 8.5pt; margin: 2mm 0 0; }}
+section#figures th, section#figures td {{ padding: 0.8mm 1.5mm; }}
+section#figures ul {{ margin: 1mm 0; }}
+/* What only a web page can do: the figure's CSV, the edition's record pages, the copy buttons. */
+.manual-data, .manual-web-only, .md-clipboard {{ display: none; }}
+a[href^="http"]::after {{ content: " <" attr(href) ">"; font-size: 0.85em; word-break: break-all; }}
 ol.manual-contents {{ list-style-type: decimal; }}
 """

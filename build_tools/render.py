@@ -53,7 +53,8 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     spec = metrics_table.spec_of(tables, where)  # docs/data/metrics.yml, read once with the other tables
     metrics = metrics_page.render_metrics(env, spec, where, result.summaries, chapter_names)
     written.append(write_page(pages, METRICS_PAGE, numbered(metrics, METRICS_PAGE)))
-    index_of_figures = figure_index.render_figure_index(env, result.blocks, result.summaries, legend)
+    swatched = front_matter.legend_items(role_palette.roles, legend)  # the legend with its colours
+    index_of_figures = figure_index.render_figure_index(env, result.blocks, result.summaries, swatched)
     written.append(write_page(pages, FIGURES_PAGE, index_of_figures))
     metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, result.summaries)]
     read_by = front_matter.readers(result.blocks, metrics_runs)

@@ -51,6 +51,17 @@ def test_palette_list_comes_from_the_palette_file(index_page):
     assert listed == expected and len(listed) == 7
 
 
+def test_the_built_index_shows_each_colour_beside_its_role(env, blocks, example_summaries):
+    from build_tools.pages.front_matter import legend_items
+
+    roles = palette.load_palette().roles
+    page = render_figure_index(env, blocks, example_summaries, legend_items(roles, palette.legend_sentences()))
+    listed = [line for line in page.splitlines() if line.startswith("- ")]
+    assert listed[0] == ('- <span class="manual-swatch" style="background: var(--role-' + roles[0].name
+                         + ')"></span> ' + palette.legend_sentences()[0])
+    assert len(listed) == len(roles) == 7
+
+
 def test_index_says_where_its_numbers_come_from(env, blocks, example_summaries):
     def page(summaries: dict) -> str:
         return render_figure_index(env, blocks, summaries, palette.legend_sentences())

@@ -91,3 +91,29 @@ def test_the_manifest_lists_the_pdf_by_its_hash(printed):
 
     site = printed[0].parent
     assert _manifest.print_section(site) == {"2026.10.pdf": hashlib.sha256(printed[0].read_bytes()).hexdigest()}
+
+
+def test_the_index_and_every_cross_reference_give_the_page_of_their_figure(printed):
+    """The Index of figures ends each row with the page of its figure, and every "Figure 5.1" of the text is
+    followed by "(page N)" (CSS target-counter): the caption "Figure 5.1." is on that page."""
+    from pypdf import PdfReader
+
+    pages = [_squeezed(page.extract_text()) for page in PdfReader(str(printed[0])).pages]
+    index = next(text for text in pages if text.startswith(_squeezed("Index of figures")) or
+                 "Fig.Theclaimitmakes" in text)
+    assert "Fig.TheclaimitmakesPage" in index
+    for number, claim in seed_index_rows():
+        # the page, then the next row's number (or the list's bullets after the table)
+        found = re.search(re.escape(_squeezed(f"{number} {claim}")) + r"(\d+)(?=\d+\.\d|•|$)", index)
+        assert found, number
+        assert f"Figure{number}." in pages[int(found.group(1)) - 1], (number, found.group(1))
+    references = [(number, int(page)) for text in pages
+                  for number, page in re.findall(r"Figure(\d+\.\d+)\(page(\d+)\)", text)]
+    assert len(references) >= len(seed_index_rows())  # the commands' "read by" lines name every figure of a run
+    for number, page in references:
+        assert f"Figure{number}." in pages[page - 1], (number, page)
+
+
+def test_web_only_links_are_left_out_of_print(printed):
+    text = _text(printed[0])
+    assert "data behind this figure" not in text and "what it is built from" not in text

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .. import palette
-from .._escape import html_text, md_code, md_text
+from .._escape import Markdown, html_text, md_code, md_text
 from .._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, RECORD_PAGES
 from .._types import FigureBlock, RunSummary
 from ..palette import Palette, Role
@@ -73,16 +73,18 @@ def edition_links(edition: str, published: bool = False) -> str:
             f"figures, claims and Metrics rows, with the hashes that let anyone rebuild and compare it) · "
             f"[what changed since the previous edition]({CHANGES_PAGE})"
             + (f' · <a href="{html_text(edition)}.pdf">the print edition (PDF)</a>' if published
-               else ""))
+               else "") + "\n{: .manual-web-only }")  # pages of the site only: the print edition leaves it out
 
 
 def legend_markup(roles: Sequence[Role], lines: Sequence[str]) -> str:
     """The legend as a list with a swatch of each colour (the colour comes from the generated palette.css)."""
-    out = []
-    for role, line in zip(roles, lines, strict=True):
-        swatch = f'<span class="manual-swatch" style="background: var(--role-{role.name})"></span>'
-        out.append(f"- {swatch} {md_text(line)}")
-    return "\n".join(out)
+    return "\n".join(f"- {item}" for item in legend_items(roles, lines))
+
+
+def legend_items(roles: Sequence[Role], lines: Sequence[str]) -> list[Markdown]:
+    """Each sentence of the legend after a swatch of its colour (printed too: the print edition reads palette.css)."""
+    return [Markdown(f'<span class="manual-swatch" style="background: var(--role-{role.name})"></span> '
+                     f"{md_text(line)}") for role, line in zip(roles, lines, strict=True)]
 
 
 def _measured_readers(source: Provenance, read_by: Mapping[str, Sequence[str]]) -> str:
