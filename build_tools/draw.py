@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are
     from matplotlib.figure import Figure
 
 PACKAGE = "figures"
-OUTPUTS = (".svg", ".png", ".csv")
+OUTPUTS = (".svg", ".png", ".csv", ".json")  # .json: the CSV's provenance (_sidecar_text)
 PNG_DPI = 200
 CSV_FLOAT_FORMAT = "%.10g"
 # Same bytes on every build: no dates, no creator string with a version in it.
@@ -330,8 +330,8 @@ def _draw_one(job: _Job) -> _Outcome:
             figure, data = _call(module, job)
             provenance = _provenance(job)
             _mark_synthesized(figure, provenance)
-            csv = _csv_text(data, provenance)
-            drawing = drawing_key(job, csv, figure, alt)
+            csv, sidecar = _csv_text(data, provenance), _sidecar_text(job.block, data, provenance)
+            drawing = drawing_key(job, csv + sidecar, figure, alt)
             rendered = drawing != job.cached_drawing
             if rendered:
                 _save(figure, csv, job.stem)
@@ -345,6 +345,7 @@ def _draw_one(job: _Job) -> _Outcome:
         return _Outcome(job.block.id, "", _describe(error, job))
     if rendered:
         _write_text(job.stem.with_suffix(".alt"), alt)
+        _write_text(job.stem.with_suffix(".json"), sidecar)
     return _Outcome(job.block.id, alt, None if alt or job.block.alt else f"{module_name} has no ALT text", drawing,
                     rendered)
 
@@ -449,16 +450,27 @@ def _mark_synthesized(figure: Figure, provenance: dict[str, str]) -> None:
         figure.suptitle("synthesized example data, not measured", x=0.995, ha="right")
 
 
-def _csv_header(provenance: dict[str, str]) -> str:
-    """The first line of every CSV: the runs behind the numbers and whether they were measured."""
-    runs = ", ".join(f"{run_id} ({kind})" for run_id, kind in sorted(provenance.items())) or "none"
-    note = "; synthesized example data, not measured" if "example" in provenance.values() else ""
-    return f"# runs: {runs}{note}\n"
-
-
 def _csv_text(data: pd.DataFrame, provenance: dict[str, str]) -> str:
-    """The figure's CSV: the provenance line, then the numbers it plots."""
-    return _csv_header(provenance) + data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
+    """The figure's CSV: one header row, then the numbers it plots (its provenance is beside it, in .json)."""
+    return data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
+
+
+def _sidecar_text(block: FigureBlock, data: pd.DataFrame, provenance: dict[str, str]) -> str:
+    """Beside each CSV, a Frictionless tabular data resource (JSON; no library reads or writes it for us): what
+    the figure claims, the runs behind the numbers and whether they were measured, and the CSV's columns."""
+    synthesized = "example" in provenance.values()
+    types = {"i": "integer", "u": "integer", "f": "number", "b": "boolean", "M": "datetime"}
+    resource = {
+        "profile": "tabular-data-resource", "name": block.id, "path": f"{block.id}.csv", "format": "csv",
+        "mediatype": "text/csv", "encoding": "utf-8", "title": f"Figure {block.number}. {block.claim}",
+        "description": ("synthesized example data, not measured" if synthesized else "measured data")
+        + ": the numbers the figure plots, read from the runs listed in sources",
+        "synthesized": synthesized,
+        "sources": [{"title": run_id, "provenance": kind} for run_id, kind in sorted(provenance.items())],
+        "schema": {"fields": [{"name": str(name), "type": types.get(data[name].dtype.kind, "string")}
+                              for name in data.columns]},
+    }
+    return json.dumps(resource, indent=1, ensure_ascii=False) + "\n"
 
 
 def _save(figure: Figure, csv: str, stem: Path) -> None:

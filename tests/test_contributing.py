@@ -76,10 +76,10 @@ def test_a_figure_added_as_the_recipe_says_is_drawn_and_its_claim_checked(in_cop
     assert (new.id, new.number) == ("fig-grad-norm", f"1.{len(chapter_one)}")
     assert len(blocks) == len(manual_blocks()) + 1
     assert main(["build"]) == 0
-    for suffix in (".svg", ".png", ".csv"):
+    for suffix in (".svg", ".png", ".csv", ".json"):
         assert (root / "site" / "figures" / f"fig-grad-norm{suffix}").is_file()
     csv = (root / "site" / "figures" / "fig-grad-norm.csv").read_text(encoding="utf-8").splitlines()
-    assert csv[1] == "run,step,grad_norm" and len(csv) == 2 + 3 * 48  # provenance line, header, 3 seeds x 48
+    assert csv[0] == "run,step,grad_norm" and len(csv) == 1 + 3 * 48  # header, 3 seeds x 48
     claims = {figure["id"]: figure for figure in json.loads((root / "build" / "claims.json").read_text())["figures"]}
     checked = claims["fig-grad-norm"]
     assert (checked["number"], checked["status"]) == (new.number, "pass")

@@ -85,7 +85,7 @@ def test_drawing_twice_serial_and_parallel_gives_the_same_bytes(example_summarie
     draw.draw_figures(blocks, example_summaries, tables, tmp_path / "a", tmp_path / "cache-a", jobs=1, layout=PROJECT)
     draw.draw_figures(blocks, example_summaries, tables, tmp_path / "b", tmp_path / "cache-b", jobs=2, layout=PROJECT)
     first, second = files_of(tmp_path / "a"), files_of(tmp_path / "b")
-    assert len(first) == 9 and first == second
+    assert len(first) == 3 * len(draw.OUTPUTS) and first == second
     svg = first["fig-reward-curves.svg"].decode()
     assert "<dc:date>" not in svg and "Matplotlib v" not in svg
 
@@ -101,8 +101,8 @@ def test_source_date_epoch_dates_the_files_and_never_their_content(sample_figure
                               layout=sample_figures, epoch=1700000000)
     assert files_of(tmp_path / "plain") == files_of(tmp_path / "dated")
     assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].png, drawn[0].csv)} == {1700000000}
-    assert drawn[0].csv.read_text() == ("# runs: run-a (unknown)\n"
-                                        "run,step,reward\nrun-a,0,0.5\nrun-a,1,0.6\nrun-a,2,0.7\n")
+    assert drawn[0].csv.read_text() == "run,step,reward\nrun-a,0,0.5\nrun-a,1,0.6\nrun-a,2,0.7\n"
+    assert os.stat(drawn[0].csv.with_suffix(".json")).st_mtime == 1700000000
 
 
 def test_synthesized_data_says_so_in_the_image_and_the_csv(sample_figures, tmp_path):
@@ -116,9 +116,17 @@ def test_synthesized_data_says_so_in_the_image_and_the_csv(sample_figures, tmp_p
         return figure
 
     shown, plain = drawn_with("example"), drawn_with("measured")
-    assert shown.csv.read_text().splitlines()[0] == "# runs: run-a (example); synthesized example data, not measured"
-    assert plain.csv.read_text().splitlines()[0] == "# runs: run-a (measured)"
-    assert shown.csv.read_text().splitlines()[1:] == plain.csv.read_text().splitlines()[1:]
+    # One header row, which pandas reads as the columns; the provenance is beside the CSV, in its .json.
+    assert shown.csv.read_text() == plain.csv.read_text() == "run,step,reward\nrun-a,0,0.5\nrun-a,1,0.6\n"
+    assert list(pd.read_csv(shown.csv).columns) == ["run", "step", "reward"]
+    sidecar = json.loads(shown.csv.with_suffix(".json").read_text())
+    assert sidecar["synthesized"] is True and sidecar["path"] == shown.csv.name
+    assert sidecar["description"].startswith("synthesized example data, not measured: ")
+    assert sidecar["sources"] == [{"title": "run-a", "provenance": "example"}]
+    assert sidecar["schema"]["fields"] == [{"name": "run", "type": "string"}, {"name": "step", "type": "integer"},
+                                           {"name": "reward", "type": "number"}]
+    measured = json.loads(plain.csv.with_suffix(".json").read_text())
+    assert measured["synthesized"] is False and measured["sources"][0]["provenance"] == "measured"
     # Same run, same numbers: the image differs only by the note drawn above the axes.
     assert shown.svg.read_bytes() != plain.svg.read_bytes()
 
@@ -253,7 +261,7 @@ def test_every_bad_figure_is_named_with_its_run_and_metric_and_the_rest_are_draw
         "  docs/01-chapter.md:40: fig 1.4 (fig-nomodule): no figure module figures/no_such_module.py",
     ])
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [
-        "fig-good.csv", "fig-good.png", "fig-good.svg"]
+        "fig-good.csv", "fig-good.json", "fig-good.png", "fig-good.svg"]
 
 
 def test_a_figure_of_the_manual_names_the_run_and_metric_it_lacks(example_summaries, tables, tmp_path):

@@ -84,7 +84,7 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
         f'[![{alt}]({svg})]({svg}){{ .manual-zoom title="Open Figure {block.number} full size" }}',
         "",
         f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_text(block.claim)} '
-        f'<span class="manual-data">[data behind this figure]({csv})</span>'
+        f'<span class="manual-data">[data behind this figure]({csv}) ([where it comes from]({csv[:-4]}.json))</span>'
         + (f' <span class="manual-source">{html_text(source)}</span>' if source else "") + "</figcaption>",
         "",
         checked_note(block, verdict),
