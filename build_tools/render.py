@@ -58,8 +58,9 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     written.append(write_page(pages, FIGURES_PAGE, index_of_figures))
     metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, result.summaries)]
     read_by = front_matter.readers(result.blocks, metrics_runs)
+    links = {block.number: f"{Path(block.chapter_file).name}#{block.id}" for block in result.blocks}
     index = front_matter.render_index(layout.index_md, result.summaries, role_palette, written, read_by, stamp.edition,
-                                      published=edition)
+                                      published=edition, links=links)
     written.insert(0, write_page(pages, INDEX_PAGE, resolve(index, result.blocks, Path(INDEX_PAGE))))
     for name, text in edition_pages.record_pages(stamp.edition).items():
         written.append(write_page(pages, name, text))

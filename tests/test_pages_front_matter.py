@@ -30,4 +30,6 @@ def test_the_home_page_credits_measured_runs_only_to_the_pages_that_read_them(ex
     assert ("Figures 1.1 and 1.2 read measured runs; every other figure reads only synthesized examples. "
             "The Metrics page reads only synthesized examples.") in text
     table = runs_table(mixed, {first: ["1.1", "1.2", METRICS_READER]})
-    assert f"| `{first}` |" in table and "| measured | 1.1, 1.2, Metrics page |" in table
+    assert f"| `{first}` |" in table and "| measured | 1.1, 1.2, [Metrics page](06-metrics.md) |" in table
+    linked = runs_table(mixed, {first: ["1.1", "1.2", METRICS_READER]}, {"1.1": "01-step.md#fig-step-phases"})
+    assert "| measured | [1.1](01-step.md#fig-step-phases), 1.2, [Metrics page](06-metrics.md) |" in linked

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import palette
 from .._escape import Markdown, html_text, md_code, md_text
-from .._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, RECORD_PAGES
+from .._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, METRICS_PAGE, RECORD_PAGES
 from .._types import FigureBlock, RunSummary
 from ..palette import Palette, Role
 from ..wording import Provenance, join, provenance, words
@@ -32,7 +32,7 @@ def readers(blocks: Sequence[FigureBlock], metrics_runs: Sequence[str]) -> dict[
 
 def render_index(path: Path, summaries: Mapping[str, RunSummary], role_palette: Palette,
                  pages: Sequence[Page], read_by: Mapping[str, Sequence[str]] | None = None,
-                 edition: str = "", *, published: bool = False) -> str:
+                 edition: str = "", *, published: bool = False, links: Mapping[str, str] | None = None) -> str:
     """docs/index.md with its markers filled from the data and the palette; `published` for a published
     edition's build (it links its print edition)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Miles on one DGX Spark\n"
@@ -41,7 +41,7 @@ def render_index(path: Path, summaries: Mapping[str, RunSummary], role_palette: 
         "<!-- contents -->": contents(pages) + (f"\n\n{edition_links(edition, published)}" if edition else ""),
         "<!-- palette-legend -->": legend_markup(role_palette.roles, palette.legend_sentences(role_palette)),
         "<!-- provenance -->": provenance_paragraph(source, machine(summaries), read_by),
-        "<!-- runs-table -->": runs_table(summaries, read_by),
+        "<!-- runs-table -->": runs_table(summaries, read_by, links),
     }
     for mark, fill in fills.items():
         text = text.replace(mark, fill)
@@ -126,18 +126,27 @@ def provenance_paragraph(source: Provenance, machine: str,
             f"says which run is which and what reads it.\n\n{readme}")
 
 
-def runs_table(summaries: Mapping[str, RunSummary], read_by: Mapping[str, Sequence[str]] | None = None) -> str:
+def runs_table(summaries: Mapping[str, RunSummary], read_by: Mapping[str, Sequence[str]] | None = None,
+               links: Mapping[str, str] | None = None) -> str:
+    """One row per run; under "Figures that read it", each figure's number links to the figure (`links`:
+    number -> page#id) and the Metrics page to its page."""
     read_by = read_by if read_by is not None else {}
+    links = links if links is not None else {}
     lines = ["| Run | What it is | Model | Steps | Data | Figures that read it |", "|---|---|---|---|---|---|"]
     for run_id, summary in summaries.items():
         config = summary.config
         kind = "measured" if config.get("provenance") == "measured" else "synthesized example"
         read = list(read_by.get(run_id, ()))
-        pages = [page for page in read if page != METRICS_READER] + \
-            ["Metrics page" for page in read if page == METRICS_READER]
+        pages = [_linked(page, links.get(page)) for page in read if page != METRICS_READER] + \
+            [_linked("Metrics page", METRICS_PAGE) for page in read if page == METRICS_READER]
         model = config.get("model")
         lines.append(f"| {md_code(run_id)} | {md_text(config.get('title', ''))} | "
                      f"{md_text(model.get('name', '') if isinstance(model, Mapping) else '')} | "
-                     f"{len(summary.steps)} | {kind} | {md_text(', '.join(pages) or 'no page')} |")
+                     f"{len(summary.steps)} | {kind} | {', '.join(pages) or 'no page'} |")
     count = len(summaries)
     return f"The manual reads {words(count)} run{'s' if count != 1 else ''}:\n\n" + "\n".join(lines)
+
+
+def _linked(text: str, href: str | None) -> str:
+    """A reader of a run as a link to it, when it has one; the text escaped."""
+    return f"[{md_text(text)}]({href})" if href else md_text(text)
