@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from . import _fingerprint
+from . import _fingerprint, search_rows
 from ._exceptions import ManualError, SiteError
 from ._layout import FIGURES_PAGE, METRICS_PAGE, SITE_SETTINGS, Layout
 from ._settings import Settings, library_environment, site_environment
@@ -181,6 +181,7 @@ def run_mkdocs(config_file: Path, site_dir: Path) -> None:
                 build(config)
             finally:
                 config.plugins.on_shutdown()
+            search_rows.index_rows(site_dir)  # each table row its own search entry
         except MkDocsException as error:
             raise SiteError(collected.messages or [str(error)]) from None
         except SystemExit as error:  # mkdocs exits on some config errors

@@ -102,5 +102,6 @@ def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
                     for params, check in zip(block.checks, checks, strict=False)) or "<li>no checks</li>"
     runs = ", ".join(html_text(run) for run in block.runs) or "none"
     status = "holds" if verdict and verdict.status == "pass" else "was not checked"
-    return (f'<details class="manual-checked"><summary>Checked against the runs: the claim {status}'
+    # Left out of the site's search (Material reads data-search-exclude): the notes would crowd every result.
+    return (f'<details class="manual-checked" data-search-exclude=""><summary>Checked against the runs: the claim {status}'
             f"</summary><ul>{items}</ul><p>Runs: {runs}</p></details>")
