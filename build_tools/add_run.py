@@ -65,14 +65,17 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
     if problems or summary is None:
         raise RunDataError(problems)
     _refuse_existing(target)
-    config, filled, missing = run_yaml(run_id, run, summary)
+    config, filled, missing = run_yaml(run_id, run, summary, known(layout))
     _stage(layout, src, target, plan, _yaml_text(config))
     lines = [f"Added {display_path(target)} from {display_path(src)}:"]
     lines += [f"  {kind:<12} {len(copies)} file{'s' if len(copies) != 1 else ''} -> {display_path(target / kind)}/"
               for kind, copies in plan.items()]
-    lines += ["", f"run.yaml: filled from the sources: {', '.join(filled) or 'nothing'}",
-              f"  to fill in by hand ({len(missing)} fields; `make check` reports each until it is): "
-              f"{', '.join(missing)}"]
+    from_files = [field for field in filled if field.startswith(SHARED_FIELDS)]
+    lines += ["", "run.yaml: filled from the sources: "
+              + (", ".join(field for field in filled if field not in from_files) or "nothing"),
+              f"  from {KNOWN_FROM}: {', '.join(from_files) or 'nothing'}",
+              f"  to fill in by hand ({len(missing)} field{'s' if len(missing) != 1 else ''}; `make check` reports "
+              "each until it is):", *(f"    {field}: {hint}" for field, hint in missing)]
     lines += ["", *feeds(layout, summary)]
     return lines
 
@@ -227,8 +230,42 @@ def _todo(what: str) -> str:
     return f"{PLACEHOLDER}: {what}"
 
 
-def run_yaml(run_id: str, run: Any, summary: Any) -> tuple[dict[str, Any], list[str], list[str]]:
-    """run.yaml's fields from what the sources say; (config, fields filled, fields left to fill)."""
+KNOWN_FROM = "edition.yml and docs/data/setup.yml"
+# The fields `known` fills: the same on every run of the manual (a run made elsewhere changes them by hand).
+SHARED_FIELDS = ("miles.", "hardware.machine", "hardware.chip", "hardware.memory_", "model.parameters")
+
+
+def known(layout: Layout) -> dict[str, Any]:
+    """What every run of the manual shares: the Miles build edition.yml names (a run must be made with it) and
+    the setup of docs/data/setup.yml (machine, chip, memory, pools; parameter counts by model). A file that is
+    missing or wrong gives nothing: its fields are left to fill, and `make check` names the file's problem."""
+    from . import blocks
+    from ._exceptions import EditionFileError
+    from .stamp import load_stamp
+
+    found: dict[str, Any] = {}
+    try:
+        stamp = load_stamp(layout.edition_yml)
+        found["miles"] = {"image": stamp.image, "branch": stamp.branch, "commit": stamp.commit,
+                          "commit_date": dt.date.fromisoformat(str(stamp.commit_date))}
+    except EditionFileError:
+        pass
+    setup = layout.data / "setup.yml"
+    try:
+        value, problems = blocks.read_table(setup, display_path(setup)) if setup.is_file() else (None, [])
+    except InputProblem:
+        value, problems = None, []
+    if isinstance(value, dict) and not problems:
+        found["hardware"], found["parameters"] = dict(value["hardware"]), dict(value.get("parameters") or {})
+    return found
+
+
+def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None = None
+             ) -> tuple[dict[str, Any], list[str], list[tuple[str, str]]]:
+    """run.yaml's fields from what the sources say and what every run shares (`known`); (config, fields filled,
+    (field, what to write) of each field left to fill)."""
+    shared = shared or {}
+    hardware, miles = shared.get("hardware") or {}, shared.get("miles") or {}
     args = run.meta.get("args") if isinstance(run.meta.get("args"), dict) else {}
     start = run.meta.get("start_ts")
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
@@ -249,18 +286,22 @@ def run_yaml(run_id: str, run: Any, summary: Any) -> tuple[dict[str, Any], list[
         "model": {
             "name": model_name or _todo("the model, e.g. Qwen3-0.6B"),
             "size": f"{size.group(1)}B" if size else _todo("the model size, e.g. 0.6B"),
-            "parameters": _todo("the parameter count, an integer (e.g. from the checkpoint's config)"),
+            "parameters": (shared.get("parameters") or {}).get(model_name)
+            or _todo("the parameter count, an integer (e.g. from the checkpoint's config)"),
         },
         "dataset": _todo("the data set, e.g. GSM8K" + (f" (prompt_data was {args['prompt_data']})"
                                                        if args.get("prompt_data") else "")),
-        "miles": {"image": _todo("the Miles image"), "branch": _todo("the Miles branch"),
-                  "commit": _todo("the Miles commit"), "commit_date": _todo("the commit's date, YYYY-MM-DD")},
+        "miles": {"image": miles.get("image") or _todo("the Miles image"),
+                  "branch": miles.get("branch") or _todo("the Miles branch"),
+                  "commit": miles.get("commit") or _todo("the Miles commit"),
+                  "commit_date": miles.get("commit_date") or _todo("the commit's date, YYYY-MM-DD")},
         "hardware": {
-            "machine": _todo("e.g. DGX Spark"), "chip": _todo("e.g. GB10"),
+            "machine": hardware.get("machine") or _todo("the machine, e.g. DGX Spark"),
+            "chip": hardware.get("chip") or _todo("the chip, e.g. GB10"),
             "gpus": len(gpus) if gpus else _todo("the number of GPUs, an integer"),
-            "memory_gib": _todo("memory the OS sees, GiB (121.7 on a GB10)"),
-            "memory_gb": _todo("nominal memory, GB (128 on a DGX Spark)"),
-            "memory_pools": _todo("1 for unified memory"),
+            "memory_gib": hardware.get("memory_gib") or _todo("the memory the OS sees, GiB"),
+            "memory_gb": hardware.get("memory_gb") or _todo("the nominal memory, GB"),
+            "memory_pools": hardware.get("memory_pools") or _todo("1 for unified memory"),
         },
         "flags": {name: args[name] for name in FLAGS if name in args},
         "lab": {"heat_guard": _todo("true if the heat guard was running, else false")},
@@ -268,14 +309,16 @@ def run_yaml(run_id: str, run: Any, summary: Any) -> tuple[dict[str, Any], list[
     if len(nodes) > 1:
         config["hardware"]["nodes"] = len(nodes)
     filled: list[str] = []
-    missing: list[str] = []
+    missing: list[tuple[str, str]] = []
 
     def walk(node: Any, dotted: str) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 walk(value, f"{dotted}.{key}" if dotted else key)
+        elif isinstance(node, str) and node.startswith(PLACEHOLDER):
+            missing.append((dotted, node.removeprefix(PLACEHOLDER).lstrip(": ")))
         else:
-            (missing if isinstance(node, str) and node.startswith(PLACEHOLDER) else filled).append(dotted)
+            filled.append(dotted)
 
     walk({k: v for k, v in config.items() if k not in ("run_id", "provenance")}, "")
     return config, filled, missing

@@ -411,8 +411,26 @@ class TroubleshootingYaml(Schema):
     symptoms: Annotated[list[Symptom], Field(min_length=1)]
 
 
+class SetupHardware(Schema):
+    """The machine every run of the manual ran on (run.yaml's hardware, less the GPUs a run's phases name)."""
+
+    machine: Text
+    chip: Text
+    memory_gib: Annotated[Number, Field(gt=0)]
+    memory_gb: Annotated[Number, Field(gt=0)]
+    memory_pools: Annotated[int, Field(ge=1)]
+
+
+class SetupYaml(Schema):
+    """docs/data/setup.yml: the manual's setup, which `make add-run` writes into a new run's run.yaml."""
+
+    hardware: SetupHardware
+    parameters: dict[Text, Annotated[int, Field(ge=1)]] = {}  # a model's parameter count, by its name
+
+
 # docs/data/<name>.yml -> its schema; a data file with no schema here is refused.
-DATA_TABLES: dict[str, type[Schema]] = {"metrics": MetricsYaml, "troubleshooting": TroubleshootingYaml}
+DATA_TABLES: dict[str, type[Schema]] = {"metrics": MetricsYaml, "troubleshooting": TroubleshootingYaml,
+                                        "setup": SetupYaml}
 
 
 class FigureBlockYaml(Schema):

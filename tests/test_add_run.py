@@ -77,6 +77,18 @@ def test_the_walkthrough_of_runs_readme_works_as_written(project: Path, tmp_path
     assert main(["--root", str(project), "check"]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert "runs/my-run/run.yaml:5: title: not filled in yet (a short human name for the run)" in err
+    # One line per field left to fill, all in one phrasing: exactly the fields the walkthrough fills in.
+    reported = [line for line in err.splitlines() if line.startswith("  runs/my-run/run.yaml:")]
+    assert all(": not filled in yet (" in line for line in reported)
+    assert sorted(line.split(": ")[1] for line in reported) == sorted(
+        f"{key}.{inner}" if isinstance(value, dict) else key for key, value in fill.items()
+        for inner in (value if isinstance(value, dict) else [None]))
+    written = yaml.safe_load((project / "runs" / "my-run" / "run.yaml").read_text())
+    edition = yaml.safe_load((project / "edition.yml").read_text())["miles"]
+    setup = yaml.safe_load((project / "docs" / "data" / "setup.yml").read_text())
+    assert written["miles"] == edition  # forced to equal edition.yml anyway
+    assert {k: v for k, v in written["hardware"].items() if k != "gpus"} == setup["hardware"]
+    assert written["model"]["parameters"] == setup["parameters"][written["model"]["name"]]
     config = yaml.safe_load((project / "runs" / "my-run" / "run.yaml").read_text())
     merge(config, fill)
     (project / "runs" / "my-run" / "run.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
