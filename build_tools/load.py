@@ -453,11 +453,23 @@ def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[di
         return {}, None
     _, found = schemas.validate(schemas.RunYaml, doc.value, where, doc.line_of)
     problems += found
+    if not found:
+        problems += _dated_after_commit(doc.value, where, doc.line_of)
     if isinstance(doc.value.get("run_id"), str) and doc.value["run_id"] != run_id:
         problems.append(Problem(where, doc.line_of(("run_id",)), "run_id",
                                 f"expected {run_id!r}, the name of the run's directory, "
                                 f"found {doc.value['run_id']!r}"))
     return doc.value, doc
+
+
+def _dated_after_commit(config: dict[str, Any], where: str, line_of: Any) -> list[Problem]:
+    """A run cannot use a Miles commit from its future: its date is on or after miles.commit_date."""
+    date, commit_date = str(config["date"]), str(config["miles"]["commit_date"])
+    if dt.date.fromisoformat(date) >= dt.date.fromisoformat(commit_date):
+        return []
+    return [Problem(where, line_of(("date",)), "date", f"is {date}, before the date of the Miles commit it names "
+                                                       f"({commit_date}, miles.commit_date): a run cannot use a "
+                                                       "commit from its future")]
 
 
 def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[str, Any]:

@@ -26,7 +26,12 @@ CSV = (SOURCES / "expected.csv").read_text()
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return copy_project(tmp_path_factory.mktemp("manual"))
+    """A copy of the manual whose Miles commit predates the sample job (2026-09-21): a run cannot use a commit
+    from its future, and add-run writes the edition's commit into the new run."""
+    root = copy_project(tmp_path_factory.mktemp("manual"))
+    edition = root / "edition.yml"
+    edition.write_text(edition.read_text().replace("commit_date: 2026-10-15", "commit_date: 2026-09-15"))
+    return root
 
 
 def walkthrough() -> tuple[list[str], dict, list[str]]:

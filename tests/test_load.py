@@ -28,7 +28,7 @@ def test_good_run_loads_every_form(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(LOAD / "good")
     (run,) = load.load_runs(Path("."))
     assert run.run_id == "tiny-run"
-    assert run.config["miles"]["commit_date"] == "2026-10-15"
+    assert run.config["miles"]["commit_date"] == "2026-09-15"
     # metrics.jsonl.gz (gzip), phases/ (hourly), gpu_util.jsonl (flat), lab streams
     assert sorted(run.streams) == ["events", "gpu_util", "host_memory", "metrics", "phases"]
     assert len(run.streams["metrics"]) == 7
@@ -103,6 +103,30 @@ def test_run_yaml_fields_are_validated(tmp_path: Path, monkeypatch: pytest.Monke
         "tiny-run/run.yaml:2: provenance: expected 'measured' or 'example', found 'guessed'",
         "tiny-run/run.yaml:19: hardware.gpus: expected a whole number, found 'one'",
     ]
+
+
+def test_a_run_dated_before_its_miles_commit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    run = tmp_path / "tiny-run"
+    shutil.copytree(LOAD / "good" / "tiny-run", run)
+    text = (run / "run.yaml").read_text()
+    commit_date = re.search(r"commit_date: (\S+)", text).group(1)
+    (run / "run.yaml").write_text(re.sub(r"^date: \S+", "date: 2000-01-01", text, flags=re.M))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RunDataError) as caught:
+        load.load_runs(Path("."))
+    line = text.splitlines().index(next(x for x in text.splitlines() if x.startswith("date:"))) + 1
+    assert [str(p) for p in caught.value.problems] == [
+        f"tiny-run/run.yaml:{line}: date: is 2000-01-01, before the date of the Miles commit it names "
+        f"({commit_date}, miles.commit_date): a run cannot use a commit from its future"]
+
+
+def test_every_example_run_is_dated_on_or_after_its_miles_commit() -> None:
+    import yaml
+
+    for config in (yaml.safe_load(path.read_text()) for path in (ROOT / "runs").glob("*/run.yaml")):
+        assert config["date"] >= config["miles"]["commit_date"], config["run_id"]
 
 
 def test_invalid_yaml_names_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -80,7 +80,8 @@ def test_multi_rank_phases_are_counted_once(tmp_path: Path) -> None:
     shutil.copytree(MILES_SAMPLES / "four-gpu-colocated", run / "dashboard")
     text = (GOOD / "tiny-run" / "run.yaml").read_text().replace("tiny-run", "dummy-telemetry")
     (run / "run.yaml").write_text(text.replace("  rollout_max_response_len: 1024\n", "").replace(
-        "  n_samples_per_prompt: 8\n", "").replace("date: 2026-09-21", "date: 1970-01-12"))
+        "  n_samples_per_prompt: 8\n", "").replace("date: 2026-09-21", "date: 1970-01-12")
+        .replace("commit_date: 2026-09-15", "commit_date: 1970-01-01"))  # its records are of 1970
     result = summarise_runs(tmp_path)["dummy-telemetry"]
     assert result.steps.loc[0, "phase/actor_train"] == pytest.approx(39.0)  # rank 0 only, not 39 + 39.3
     assert result.steps.loc[0, "perf/step_time"] == 95.0
