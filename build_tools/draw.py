@@ -30,11 +30,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import _figure_modules, _fingerprint, _workers, legibility, palette, palette_check
+from . import _figure_modules, _workers, legibility, palette, palette_check
 from ._exceptions import FigureError, MissingValue, Problem
 from ._layout import Layout
 from ._staging import atomic_file, write_atomic
 from ._types import DrawnFigure, FigureBlock, RunSummary
+from .store import fingerprint
 
 if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are cached never needs them
     import pandas as pd
@@ -215,7 +216,7 @@ def _load(name: str, path: Path) -> ModuleType:
 def _shared_digest(layout: Layout) -> str:
     """Hash of what every figure depends on: the drawing code, the project's figure helpers, palette and style,
     Python and library versions."""
-    key = _fingerprint.Key("figures")
+    key = fingerprint.Key("figures")
     for path in (*CODE_FILES, *figure_files(layout)):
         key.file(path, path.name)
     return key.hexdigest()
@@ -224,7 +225,7 @@ def _shared_digest(layout: Layout) -> str:
 def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
               layout: Layout, shared: str | None = None) -> str:
     """Hash of everything one figure's files depend on."""
-    key = _fingerprint.Key("figure inputs").add(shared or _shared_digest(layout))
+    key = fingerprint.Key("figure inputs").add(shared or _shared_digest(layout))
     module_file = _module_file(layout, block.module)
     key.add(module_file.read_bytes() if module_file else b"no module")
     for run_id in block.runs:
@@ -352,7 +353,7 @@ def _draw_one(job: _Job) -> _Outcome:
 def drawing_key(job: _Job, csv: str, figure: Figure, alt: str) -> str:
     """Hash of what one drawing shows, known before it is rendered: the numbers of its CSV and what the
     figure holds (texts, line data, collections, patches, axes limits), with the code, palette and style."""
-    key = _fingerprint.Key("figure drawing").add(job.shared or _shared_digest(job.layout))
+    key = fingerprint.Key("figure drawing").add(job.shared or _shared_digest(job.layout))
     module_file = _module_file(job.layout, job.block.module)
     key.add(module_file.read_bytes() if module_file else b"no module")
     block = job.block

@@ -6,6 +6,7 @@ collected; the stage then fails once with the whole list.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import json
@@ -129,6 +130,20 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     run = RunData(run_id=config["run_id"], root=dashboard, config=config, meta=meta)
     _read_streams(run, {dashboard: DASHBOARD_STREAMS}, problems, _columnar.NESTED_STREAMS)
     return run
+
+
+@contextlib.contextmanager
+def readable(path: Path) -> Iterator[None]:
+    """A bare path the sources cannot be looked for in (/proc, a folder it may not enter) is one problem naming
+    it and what could not be read, never a traceback (`manual show`, `make compare`)."""
+    try:
+        yield
+    except OSError as error:
+        what = display_path(error.filename) if error.filename else display_path(path)
+        reason = error.strerror or type(error).__name__
+        raise RunDataError([Problem(display_path(path), None, None,
+                                    f"cannot read {what} ({reason}): expected a run id of runs/, a run folder, or "
+                                    "a file or folder of Miles output that can be read")]) from None
 
 
 def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:

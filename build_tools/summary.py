@@ -23,12 +23,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _columnar, _summary_cache, _workers, load
+from . import _columnar, _workers, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, read_text, scan_tree
-from ._run_hash import input_hash, memo_stale, present, read_memo, write_memo
 from ._types import Columns, Record, RunData, RunSummary, ValidatedRun
 from ._yaml import load_yaml
+from .store import summary_cache
+from .store.run_hash import input_hash, memo_stale, present, read_memo, write_memo
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
 COUNTED_RANKS = (0, -1)
@@ -159,7 +160,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
         records = _records(known, digests, {job.path.name for job in to_read}, runs)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
-            _summary_cache.write_validated(cache_dir, records)
+            summary_cache.write_validated(cache_dir, records)
     shown = Path(display_path(runs_dir))
     for path in paths:  # every problem in the order of the runs, each run's dates checked
         problems += found.get(path.name, [])
@@ -252,7 +253,7 @@ class _Runs:
         if kept is not None:
             return kept
         if isinstance(result, Written):  # gone between the worker's writing and this reading
-            raise CacheChanged(_summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
+            raise CacheChanged(summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
         return result
 
 
@@ -832,11 +833,11 @@ def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> 
 # --- cache ------------------------------------------------------------------------------------
 
 def _read_validated(cache_dir: Path | None, warnings: list[str]) -> dict[str, dict[str, Any]]:
-    """The runs that passed before, by run id (_summary_cache.read_validated); empty when damaged or absent."""
+    """The runs that passed before, by run id (summary_cache.read_validated); empty when damaged or absent."""
     if cache_dir is None:
         return {}
     try:
-        return _summary_cache.read_validated(cache_dir)
+        return summary_cache.read_validated(cache_dir)
     except ValueError as error:
         warnings.append(f"build/cache: a damaged cache file was discarded and the runs it held are validated "
                         f"again ({error})")
@@ -875,7 +876,7 @@ class _CachedSummary(RunSummary):
             setattr(self, name, self.__dict__["_tables"](name.__eq__)[name])
             return getattr(self, name)
         if name == "series" and "_tables" in self.__dict__:
-            self.series = _summary_cache.series_of(self.__dict__["_tables"](lambda table: table.startswith("series/")))
+            self.series = summary_cache.series_of(self.__dict__["_tables"](lambda table: table.startswith("series/")))
             return self.series
         raise AttributeError(name)
 
@@ -884,7 +885,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
     if cache_dir is None:
         return None
     try:
-        entry = _summary_cache.read_entry(cache_dir, run_dir.name, digest)
+        entry = summary_cache.read_entry(cache_dir, run_dir.name, digest)
     except ValueError as error:
         warnings.append(f"build/cache: a damaged cache entry was discarded and the run read again ({error})")
         return None
@@ -892,7 +893,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
         return None
     tables, body = entry
     summary = _CachedSummary.__new__(_CachedSummary)
-    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=_summary_cache.facts_of(body),
+    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=summary_cache.facts_of(body),
                             warnings=list(body["warnings"]), source_hash=digest, _tables=tables)
     return summary
 
@@ -900,7 +901,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
 def _write_cache(cache_dir: Path | None, run_dir: Path, digest: str, summary: RunSummary) -> None:
     if cache_dir is None:
         return
-    _summary_cache.write_entry(cache_dir, run_dir.name, digest, *_summary_cache.summary_parts(summary))
+    summary_cache.write_entry(cache_dir, run_dir.name, digest, *summary_cache.summary_parts(summary))
 
 
 def describe(summary: RunSummary) -> str:

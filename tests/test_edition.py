@@ -20,12 +20,12 @@ from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools import _git, _manifest, edition
 from build_tools._exceptions import EXIT_DIFFERS, ClaimsFailed, EditionError, PushFailed
-from build_tools._fingerprint import LIBRARIES
 from build_tools._layout import PROJECT_INPUTS
 from build_tools._settings import Settings, from_environment
 from build_tools._staging import staging
 from build_tools.cli import main
 from build_tools.stamp import load_stamp
+from build_tools.store.fingerprint import LIBRARIES
 
 # --- a tiny project and a stub build -----------------------------------------------------------------------
 

@@ -26,9 +26,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._exceptions import CacheChanged
-from ._staging import temporary_prefix, write_atomic
-from ._types import RunSummary
+from .._exceptions import CacheChanged
+from .._staging import temporary_prefix, write_atomic
+from .._types import RunSummary
 
 FORMAT = 1
 # pyarrow's rows per Parquet row group (pq.write_table's default).
