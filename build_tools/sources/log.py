@@ -22,9 +22,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from .. import schemas
 from .._exceptions import Problem, display_path
 from .._types import Record
-from ._common import Found, MetricRecord, misread_of, read_text
+from ._common import Found, MetricRecord, checked, misread_of, read_text, written
+from ._json import whole
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Ray's prefix on a line an actor printed: "(RolloutManager pid=4243)", "(raylet, ip=10.0.6.140)".
@@ -88,7 +90,7 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
     found = Found("log")
     for path in files:
         _read_file(path, found, problems, warnings)
-    return found
+    return checked(found, problems, warnings)
 
 
 def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list[str]) -> None:
@@ -96,7 +98,7 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
     if lines is None:
         return
     where = display_path(path)
-    found.files.append(where)
+    found.read_file(where, not any(line.strip() for line in lines))
     if lines[-1].strip():
         warnings.append(f"{where}:{len(lines)}: last line has no newline (cut off when the job ended); skipped")
     last_ts: float | None = None
@@ -117,6 +119,9 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
             if ts is None:
                 warnings.append(f"{where}:{number}: timestamp {stamp.group(0).strip()} is not a valid date; "
                                 "line skipped")
+                continue
+            if (wrong := schemas.value_problem("time", ts)) is not None:
+                problems.append(Problem(where, number, "timestamp", f"{stamp.group(0).strip()}: {wrong}"))
                 continue
             last_ts = ts
             found.saw_time(ts)
@@ -140,12 +145,12 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         if match := METRICS.match(message):
             _metrics_line(match, ts if ts is not None else last_ts, where, number, found, warnings)
         elif match := TIMER_END.match(message):
-            _timer_end(match, ts, open_timers, process, ip, where, number, found, warnings)
+            _timer_end(match, ts, open_timers, process, ip, where, number, found, problems, warnings)
         elif match := TIMER_START.match(message):
             if ts is not None:
                 open_timers[(process, match["name"])] = ts
         elif match := CPU_MEMORY.match(message):
-            _cpu_memory(match, ts if ts is not None else last_ts, where, number, found)
+            _cpu_memory(match, ts if ts is not None else last_ts, where, number, found, warnings)
         elif LOOKS_LIKE_METRICS.search(message):
             warnings.append(f"{where}:{number}: looks like a metrics line but is not 'perf|rollout|step|eval N: "
                             "{...}' (a wrapped, misread or interleaved line); its values are not read")
@@ -192,7 +197,7 @@ def _timestamp(stamp: re.Match[str]) -> float | None:
 
 def _metrics_line(match: re.Match[str], ts: float | None, where: str, number: int, found: Found,
                   warnings: list[str]) -> None:
-    kind, step = match["kind"], int(match["n"])
+    kind, step = match["kind"], whole(match["n"])
     try:
         values, texts = parse_payload(match["payload"])
     except PayloadError as err:
@@ -258,9 +263,9 @@ def _literal(node: ast.expr) -> Any:
         value = _literal(node.operand)
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise PayloadError("a sign before something that is not a number")
-        return -value if isinstance(node.op, ast.USub) else value
+        return written(-value) if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.Name) and node.id in ("nan", "inf", "NaN", "Infinity"):
-        return math.nan if node.id.lower() == "nan" else math.inf
+        return written(math.nan if node.id.lower() == "nan" else math.inf)
     if (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
             and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
             and node.func.value.id in ("np", "numpy") and NUMPY_SCALARS.match(node.func.attr)):
@@ -279,7 +284,8 @@ def _arg_value(text: str) -> Any:
 
 
 def _timer_end(match: re.Match[str], ts: float | None, open_timers: dict[tuple[str, str], float], process: str,
-               ip: str | None, where: str, number: int, found: Found, warnings: list[str]) -> None:
+               ip: str | None, where: str, number: int, found: Found, problems: list[Problem],
+               warnings: list[str]) -> None:
     name = match["name"]
     if ts is None:
         warnings.append(f"{where}:{number}: Timer {name} end has no timestamp; phase not read")
@@ -288,6 +294,9 @@ def _timer_end(match: re.Match[str], ts: float | None, open_timers: dict[tuple[s
         elapsed = float(match["elapsed"])
     except ValueError:
         warnings.append(f"{where}:{number}: Timer {name} end: elapsed {match['elapsed']!r} is not a number")
+        return
+    if (wrong := schemas.value_problem("duration", elapsed)) is not None:
+        problems.append(Problem(where, number, f"Timer {name} elapsed", wrong))
         return
     start = open_timers.pop((process, name), None)
     # The start line's time is exact to the millisecond; the printed elapsed only to a tenth of a second.
@@ -298,11 +307,17 @@ def _timer_end(match: re.Match[str], ts: float | None, open_timers: dict[tuple[s
     found.add("phases", Record(data, where, number))
 
 
-def _cpu_memory(match: re.Match[str], ts: float | None, where: str, number: int, found: Found) -> None:
+def _cpu_memory(match: re.Match[str], ts: float | None, where: str, number: int, found: Found,
+                warnings: list[str]) -> None:
     # Miles logs the same number to the trackers as perf/cpu_memory_{label}_gb against rollout/step.
     key = f"perf/cpu_memory_{match['label']}_gb"
-    data = {"ts": ts if ts is not None else math.nan, "step_key": "rollout/step", "step": int(match["step"]),
-            "metrics": {key: float(match["gb"])}}
+    try:
+        gb = float(match["gb"])
+    except ValueError:
+        warnings.append(f"{where}:{number}: [CPU memory] {match['gb']!r} GB is not a number; not read")
+        return
+    data = {"ts": ts if ts is not None else math.nan, "step_key": "rollout/step", "step": whole(match["step"]),
+            "metrics": {key: gb}}
     found.add("metrics", MetricRecord(data, where, number, {key: match["gb"]}))
 
 
