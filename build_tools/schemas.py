@@ -356,7 +356,7 @@ _SOURCE_BATCH_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(list[re
                                                        for name, record in SOURCE_RECORDS.items()}
 # The fields of an event file's metric line (sources/events.py) besides its metrics; null is "not given".
 EVENT_LINE = _record(rollout_id=NotRequired[SourceStep | None], attempt=NotRequired[SourceCount | None])
-_EVENT_LINE = TypeAdapter(EVENT_LINE)
+_EVENT_LINE: TypeAdapter[Any] = TypeAdapter(EVENT_LINE)
 
 
 def validate_event_line(data: dict[str, Any], where: str, line: int) -> list[Problem]:
@@ -398,7 +398,8 @@ def validate_record(stream: str, data: Any, where: str, line: int,
     try:
         record = (_SOURCE_ADAPTERS if source else _ADAPTERS)[stream].validate_python(data)
     except ValidationError as error:
-        return None, problems_of(error, where, lambda _loc: line, (SOURCE_RECORDS if source else STREAM_RECORDS)[stream])
+        schema = (SOURCE_RECORDS if source else STREAM_RECORDS)[stream]
+        return None, problems_of(error, where, lambda _loc: line, schema)
     problems = [Problem(where, line, field, message.format(**record))
                 for ok, field, message in RECORD_RULES.get(stream, ()) if not ok(record)]
     return (None, problems) if problems else (record, [])
@@ -723,7 +724,8 @@ _VALIDATOR_WORDS: dict[Callable[..., Any], str] = {
     _number: "a number", _time: "a time (epoch seconds)", _iso_date: "a date YYYY-MM-DD", _edition: "YEAR.MONTH",
     _commit: "text of 7 to 40 hex digits", _non_empty: "a non-empty string", _phase_end: "a time, or -1 while open",
     _scalar: "a number, string or true/false", _duration: "a duration in seconds",
-    _source_time: "a time (epoch seconds), or NaN where none was printed", _hex: "a colour #rrggbb", _grey: "a grey #rrggbb",
+    _source_time: "a time (epoch seconds), or NaN where none was printed", _hex: "a colour #rrggbb",
+    _grey: "a grey #rrggbb",
 }
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from .. import schemas
 
-
 NON_FINITE = {name: schemas.WrittenNonFinite(number) for name, number in schemas.NON_FINITE.items()}
 
 

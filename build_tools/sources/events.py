@@ -30,7 +30,7 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
                 skipped[name] = skipped.get(name, 0) + 1
                 continue
             # rollout_id and attempt exactly typed (a whole number, not text, a list or true), or the line is refused
-            header = {name: plain(doc[name]) for name in ("rollout_id", "attempt") if name in doc}
+            header: dict[str, Any] = {name: plain(doc[name]) for name in ("rollout_id", "attempt") if name in doc}
             wrong = schemas.validate_event_line(header, where, number)
             if wrong:
                 problems += wrong

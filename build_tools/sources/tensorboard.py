@@ -72,7 +72,7 @@ def records(data: bytes) -> Iterator[bytes]:
 
 
 def _read_events(data: bytes, where: str, found: Found) -> None:
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
     from tensorboard.compat.proto.event_pb2 import Event
 
     for index, payload in enumerate(records(data), start=1):
