@@ -51,6 +51,8 @@ def read(tmp_path: Path, source: str, name: str, data: str | bytes) -> tuple[Fou
      f"log/a.log:1: metrics.train/grad_norm: is an integer beyond 64 bits, found {HUGE}"),
     ("log", "a.log", f"{STAMP}[CPU memory] after_train: 1.5 GB (rollout_id=0, step={HUGE})\n",
      f"log/a.log:1: step: is an integer beyond 64 bits, found {HUGE}"),
+    ("wandb", "a.csv", f"Step,train/grad_norm\n{'9' * 5000},0.5\n",
+     "wandb/a.csv:2: Step: is an integer beyond 64 bits, found an integer of 5000 digits"),
     ("log", "a.log", f"{STAMP}step -3: {{'train/grad_norm': 0.5}}\n",
      "log/a.log:1: step: expected a value >= 0, found -3"),
     ("log", "a.log", "[0001-01-01 00:00:00] log_utils.py:1 - step 3: {'train/grad_norm': 0.5}\n",
@@ -341,3 +343,17 @@ def test_near_valid_tensorboard_files_give_records_or_problems(steps: list[int],
     check_read("tensorboard", data)
     check_read("tensorboard", data[:cut])
     check_read("tensorboard", flip(data, flip_at % len(data)))
+
+
+def test_long_hostile_log_lines_are_read_in_linear_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines that make a searching pattern rescan to the end from every position (minutes, before) take moments."""
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    lines = ["-perf" * 60_000, "-perf" * 60_000 + ": {", " " * 300_000 + "x", "1" * 300_000,
+             f"{STAMP}" + "step" + " " * 300_000, "Job '" * 60_000, "[CPU memory] " + ": 1" * 100_000]
+    start = time.perf_counter()
+    _, problems, warnings = read(tmp_path, "log", "a.log", "\n".join(lines) + "\n")
+    assert time.perf_counter() - start < 10
+    assert problems == []
+    assert [warning[:40] for warning in warnings] == ["log/a.log:2: looks like a metrics line b"]

@@ -34,10 +34,24 @@ def value(item: Any) -> tuple[Any, str] | None:
     return None
 
 
+class TooLong(int):
+    """A whole number too long for Python to convert (4300 digits): as far beyond 64 bits as the schema's check
+    needs to refuse it, and shown by its length."""
+
+    digits: int
+
+    def __new__(cls, text: str) -> TooLong:
+        number = super().__new__(cls, -(2**64) if text.startswith("-") else 2**64)
+        number.digits = len(text.lstrip("-"))
+        return number
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+
 def whole(text: str) -> int:
-    """A whole number's text as an int; one too long for Python to convert (4300 digits) is read as 2**64, as far
-    beyond 64 bits as the schema's check needs to say so."""
-    return int(text) if len(text) <= 4000 else (-(2**64) if text.startswith("-") else 2**64)
+    """A whole number's text as an int."""
+    return int(text) if len(text) <= 4000 else TooLong(text)
 
 
 def plain(item: Any) -> Any:

@@ -31,14 +31,16 @@ from ._json import whole
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Ray's prefix on a line an actor printed: "(RolloutManager pid=4243)", "(raylet, ip=10.0.6.140)".
 RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:\-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
-REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# Every pattern that `search`es a line starts at a literal or the first digit of a number, and bounds what it
+# skips: a search that could start anywhere and scan to the end is quadratic, minutes on a long line.
+REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 # "[2026-08-21 18:09:36.123 actor_cell0_rank0]" (Miles), "[2026-08-21 18:09:36]" (older slime, SGLang),
 # "[2025-03-29 18:56:25 TP0]" (SGLang), "[2023-04-09 07:23:59,445 E 395 395]" (the raylet).
 STAMP = re.compile(r"\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
                    r"(?: (?P<proc>[^\]]*))?\]\s?")
 SOURCE = re.compile(r"^(?P<file>[\w.]+\.py):\d+ - ")
 METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|step|eval) (?P<n>-?\d+): (?P<payload>\{.*)$")
-LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|step|eval)\W?\S*\s*:\s*\{")
+LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|step|eval)\W?\S{0,60}\s{0,20}:\s*\{")
 STEP_KEY = {"perf": "rollout/step", "rollout": "rollout/step", "step": "train/step", "eval": "eval/step"}
 TIMER_START = re.compile(r"^Timer (?P<name>\S+) start$")
 TIMER_END = re.compile(r"^Timer (?P<name>\S+) end \(elapsed: (?P<elapsed>[0-9.]+)s\)$")
@@ -59,11 +61,11 @@ EVENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "(raylet) node_manager.cc:3040: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers
     # crashed due to other reasons at node (ID: ..., IP: ...) over the last time period." as shown in
     # ray-project/ray doc/source/ray-core/scheduling/ray-oom-prevention.rst.
-    ("ray_oom_kill", re.compile(r"(?P<count>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)")),
+    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)")),
     # The error a caller gets (ray.exceptions.OutOfMemoryError), same .rst: "Task was killed due to the node
     # running low on memory." and the newer form "1 worker(s) were killed due to the node running low on memory."
     ("ray_oom_kill", re.compile(r"Task was killed due to the node running low on memory\.")),
-    ("ray_oom_kill", re.compile(r"(?P<count>\d+) worker\(s\) were killed due to the node running low on memory")),
+    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) worker\(s\) were killed due to the node running low on memory")),
     # SGLang, python/sglang/srt/managers/scheduler.py run_scheduler_process: logger.error(f"Scheduler hit an
     # exception: {traceback}"), then it sends SIGQUIT to its parent.
     ("engine_death", re.compile(r"Scheduler hit an exception: ")),
@@ -111,7 +113,7 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         prefix = RAY_PREFIX.match(text)
         ip = prefix["ip"] if prefix else None
         process = f"{prefix['actor']}:{prefix['pid']}" if prefix else ""
-        body = REPEATED.sub("", text[prefix.end():] if prefix else text)
+        body = _without_repeat(text[prefix.end():] if prefix else text)
         stamp = STAMP.match(body)
         ts = None
         if stamp:
@@ -163,6 +165,12 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
     _add_events(events, last_ts, where, found, warnings)
     for name, item in launched.items():  # the resolved arguments Megatron prints win over the command line
         found.args.setdefault(name, item)
+
+
+def _without_repeat(text: str) -> str:
+    """The line without Ray's "[repeated 2x across cluster]" note at its end."""
+    note = REPEATED.search(text)
+    return text[:note.start()].rstrip() if note else text
 
 
 def _launch_args(text: str) -> dict[str, Any]:
