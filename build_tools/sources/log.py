@@ -61,11 +61,13 @@ EVENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "(raylet) node_manager.cc:3040: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers
     # crashed due to other reasons at node (ID: ..., IP: ...) over the last time period." as shown in
     # ray-project/ray doc/source/ray-core/scheduling/ray-oom-prevention.rst.
-    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)")),
+    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) Workers \(tasks / actors\) killed due to memory pressure "
+                                r"\(OOM\)")),
     # The error a caller gets (ray.exceptions.OutOfMemoryError), same .rst: "Task was killed due to the node
     # running low on memory." and the newer form "1 worker(s) were killed due to the node running low on memory."
     ("ray_oom_kill", re.compile(r"Task was killed due to the node running low on memory\.")),
-    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) worker\(s\) were killed due to the node running low on memory")),
+    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) worker\(s\) were killed due to the node running low on "
+                                r"memory")),
     # SGLang, python/sglang/srt/managers/scheduler.py run_scheduler_process: logger.error(f"Scheduler hit an
     # exception: {traceback}"), then it sends SIGQUIT to its parent.
     ("engine_death", re.compile(r"Scheduler hit an exception: ")),
