@@ -4,6 +4,8 @@ unreadable source file is a warning naming it; random input is never anything bu
 
 from __future__ import annotations
 
+import datetime as dt
+import gzip
 import json
 import os
 import shutil
@@ -209,7 +211,7 @@ def test_a_tensorboard_step_the_schema_refuses_names_the_record(tmp_path: Path,
 
 @pytest.mark.parametrize(("source", "name", "data", "expected"), [
     ("log", "a.log", "", "log/a.log: empty; nothing read from it"),
-    ("log", "a.log.gz", __import__("gzip").compress(b"\n\n"), "log/a.log.gz: empty; nothing read from it"),
+    ("log", "a.log.gz", gzip.compress(b"\n\n"), "log/a.log.gz: empty; nothing read from it"),
     ("log", "a.log", "\x00\x01 hello\n", "log/a.log: nothing read from it: no metrics, Timer, [CPU memory], event or "
      "argument line (not a file of this source, or one from before anything was logged)"),
     ("wandb", "a.csv", "Step,train/grad_norm\n", "wandb/a.csv: nothing read from it: no value of a known key with its "
@@ -357,3 +359,23 @@ def test_long_hostile_log_lines_are_read_in_linear_time(tmp_path: Path, monkeypa
     assert time.perf_counter() - start < 10
     assert problems == []
     assert [warning[:40] for warning in warnings] == ["log/a.log:2: looks like a metrics line b"]
+
+
+@FUZZ
+@given(step=st.integers(-(2**64), 2**64), value=odd_numbers, stamp=st.datetimes(min_value=dt.datetime(1, 1, 2)),
+       elapsed=st.floats(min_value=0))
+def test_what_a_reader_passes_the_summary_can_read(step: int, value: object, stamp: dt.datetime,
+                                                    elapsed: float) -> None:
+    """Records that passed their reader's checks go through the merge and the summary: a summary or problems."""
+    from build_tools.summary import summarise
+
+    text = (f"[{stamp:%Y-%m-%d %H:%M:%S}] x.py:1 - step {step}: {{'train/grad_norm': {value!r}}}\n"
+            f"[{stamp:%Y-%m-%d %H:%M:%S}] x.py:1 - Timer train end (elapsed: {elapsed}s)\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "log").mkdir()
+        (Path(tmp) / "log" / "job.log").write_text(text)
+        problems: list[Problem] = []
+        run, _ = load.load_path(Path(tmp), problems)
+        if not problems:
+            summarise(run, problems)
+    assert all(isinstance(problem, Problem) for problem in problems)
