@@ -104,9 +104,9 @@ def _twice(header: list[str], where: str, problems: list[Problem]) -> bool:
 
 def _read_jsonl(lines: list[str], where: str, found: Found, problems: list[Problem], warnings: list[str]) -> None:
     for number, row in json_lines(lines, where, problems, warnings, "a JSON object (a row of run.scan_history())"):
-        raw = row.get("_timestamp")
-        stamp = value(raw)
-        ts = math.nan if raw is None else stamp[0] if stamp is not None else plain(raw)  # the schema says what is wrong
+        written_ts = row.get("_timestamp")
+        stamp = value(written_ts)  # anything but a time: the schema says what is wrong with it
+        ts = math.nan if written_ts is None else stamp[0] if stamp is not None else plain(written_ts)
         found.saw_time(ts)
         groups: dict[tuple[str, int], MetricRecord] = {}
         for key, raw in row.items():
