@@ -236,12 +236,14 @@ def _scalars(column: pa.ChunkedArray) -> bool:
 
 def _time(column: pa.ChunkedArray) -> bool:
     values = _numbers(column)
-    return values is not None and bool(np.isfinite(values).all() and (values >= 0).all())
+    return values is not None and bool(np.isfinite(values).all() and (values >= 0).all()
+                                       and (values < schemas.LATEST_TIME).all())
 
 
 def _phase_end(column: pa.ChunkedArray) -> bool:
     values = _numbers(column)
-    return values is not None and bool(np.isfinite(values).all() and ((values >= 0) | (values == -1)).all())
+    return values is not None and bool(np.isfinite(values).all() and ((values >= 0) | (values == -1)).all()
+                                       and (values < schemas.LATEST_TIME).all())
 
 
 _VALIDATOR_CHECKS: dict[Callable[..., Any], ColumnCheck] = {
