@@ -236,9 +236,23 @@ def _record(**fields: Any) -> type:
     return record
 
 
+# A decimal number, as JSON or Python would print one (surrounding spaces allowed, as float() allows them).
+_NUMBER_TEXT = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
+def number_in_text(text: str) -> bool:
+    """A number written as a string ("0.5"): refused where a mapping may hold text (a metric), never read as a
+    text and so as no value. The markers "NaN", "Infinity" and "-Infinity" are how Miles writes those numbers."""
+    return _NUMBER_TEXT.fullmatch(text) is not None
+
+
 def _scalar(value: Any) -> int | float | str | bool:
-    return NON_FINITE.get(value, value) if isinstance(value, str) else value if isinstance(value, bool) \
-        else _number(value)
+    if isinstance(value, str):
+        if number_in_text(value):
+            raise PydanticCustomError("number_text", "expected a number, found the string {found} (write the "
+                                                     "number without quotes)", {"found": _shown(value)})
+        return NON_FINITE.get(value, value)
+    return value if isinstance(value, bool) else _number(value)
 
 
 Scalar = Annotated[int | float | str | bool, PlainValidator(_scalar)]
