@@ -64,6 +64,8 @@ class RunData:
     tables: dict[str, list[Columns]] = field(default_factory=dict)
     # The files of each stream read from the run's folders, in the order they were read.
     files: dict[str, list[Path]] = field(default_factory=dict)
+    # Sampled streams whose columns the summary took as it made their frames (a stream is never held twice).
+    taken: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     # A run only validated (load_run keep=False) keeps no sampled stream, only each one's last sample time.
     last_samples: dict[str, float] = field(default_factory=dict)

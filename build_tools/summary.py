@@ -332,8 +332,9 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     events = _frame(load.records(run, "events"), ["kind", "t0", "t1", "detail"])
     phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
-    series = {name: _series(run.streams.get(name, []), run.tables.get(name, [])) for name in load.stream_names(run)
-              if name not in ("metrics", "phases", "events")}
+    sampled = [name for name in load.stream_names(run) if name not in ("metrics", "phases", "events")]
+    run.taken.update(name for name in sampled if run.tables.get(name))
+    series = {name: _series(run.streams.get(name, []), run.tables.get(name, [])) for name in sampled}
     if "host_memory" in series:
         series["host_memory"] = _host_memory(series["host_memory"])
     summary = RunSummary(run.run_id, run.config, steps, _phase_frame(phases, phase_steps), events, series,
