@@ -16,7 +16,6 @@ from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools import _columnar, load, show
 from build_tools._exceptions import EXIT_BAD_INPUT, Problem
-from build_tools._types import RunData
 from build_tools.cli import main
 from build_tools.summary import summarise
 
@@ -83,8 +82,8 @@ def outcome(folder: Path, columns_from: float) -> tuple[list[str], list[str], Re
     run = load.load_run(folder, problems, columns_from=columns_from)
     found = {name: [(rec.file, rec.line, rec.data) for rec in load.records(run, name)]
              for name in load.stream_names(run)}
-    rows = {name: {columns.where(row): data for columns in batches for row, data in enumerate(columns.table.to_pylist())}
-            for name, batches in run.tables.items()}
+    rows = {name: {columns.where(row): data for columns in batches
+                   for row, data in enumerate(columns.table.to_pylist())} for name, batches in run.tables.items()}
     try:
         summarise(run, problems)
     except Exception:  # noqa: BLE001 - as load_and_summarise: a run already refused may trip the summary
