@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import _columnar, load, show
+from build_tools import _columnar, load, schemas, show
 from build_tools._exceptions import EXIT_BAD_INPUT, Problem
 from build_tools.cli import main
 from build_tools.summary import summarise
@@ -196,14 +196,35 @@ def test_a_line_nested_deeply_is_refused_before_pyarrow_parses_it(monkeypatch: p
     assert _columnar.nesting('{"a":"[[[[[[[[[[[[","b":[[1]]}') == 3  # a bracket inside a string is text
 
 
+@pytest.mark.parametrize(("stream", "record", "expected"), [
+    ("engine_series", {"ts": 1.0, "addr": "http://e:1", "metric": "sglang_x", "labels": {}, "value": "0.5"},
+     "f:4: value: expected a number, found the string '0.5' (write the number without quotes)"),
+    ("metrics", {"ts": 1.0, "step_key": "train/step", "step": 1, "metrics": {"train/loss": "0.5"}},
+     "f:4: metrics.train/loss: expected a number, found the string '0.5' (write the number without quotes)"),
+    ("gpu_util", {"ts": 1.0, "node": "n", "gpu": 0, "util": " 50 ", "mem_mb": None, "power_w": None},
+     "f:4: util: expected a number, found the string ' 50 ' (write the number without quotes)"),
+])
+def test_a_number_written_as_a_string_is_refused_in_one_line(stream: str, record: dict[str, Any],
+                                                              expected: str) -> None:
+    kept, problems = schemas.validate_record(stream, record, "f", 4)
+    assert kept is None and [str(problem) for problem in problems] == [expected]
+
+
+def test_a_text_metric_and_a_marker_stay_what_they_are() -> None:
+    record = {"ts": 1.0, "step_key": None, "step": None, "metrics": {"note": "a line", "train/loss": "NaN"}}
+    kept, problems = schemas.validate_record("metrics", record, "f", 4)
+    assert not problems and kept is not None and kept["metrics"]["note"] == "a line"
+    assert math.isnan(kept["metrics"]["train/loss"])
+
+
 @pytest.mark.parametrize("text", ["0.5", "-1", "1e-3", " 7 ", ".5", "50."])
 def test_a_number_written_as_a_string_is_told_from_a_text(text: str) -> None:
-    assert _columnar.schemas.number_in_text(text)
+    assert schemas.number_in_text(text)
 
 
 @pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "a line with no step", "1.0.0", "0x10", "", "e5"])
 def test_a_text_or_a_marker_is_not_a_number_written_as_a_string(text: str) -> None:
-    assert not _columnar.schemas.number_in_text(text)
+    assert not schemas.number_in_text(text)
 
 
 # --- the palette ---------------------------------------------------------------------------------------
