@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,18 @@ def test_the_cli_shows_the_full_table_of_a_run_read_as_columns(capsys: pytest.Ca
     assert main(["--root", str(ROOT), "show", "baseline-seed1", "--csv"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 49 and out[0].startswith("step,perf/log_probs_time,") and out[48].startswith("47,")
+
+
+def test_no_reader_of_a_run_reaches_past_the_one_accessor() -> None:
+    """How the loader holds a stream (records, columns) is the loader's: a reader of a run asks load.records. Only
+    the summary's column readers (its fast path) and sources/ (which reads runs whose metrics and phases are
+    records, and adds its own) see the loader's fields."""
+    allowed = {"load.py", "summary.py"}
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in sorted((ROOT / "build_tools").rglob("*.py"))
+             if path.name not in allowed and "sources" not in path.parts
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+             if re.search(r"\brun\.(streams|tables)\b", line)]
+    assert found == []
 
 
 # --- both paths, every sample ------------------------------------------------------------------------
