@@ -187,8 +187,8 @@ def records(run: RunData, stream: str) -> list[Record]:
         by_file.setdefault(record.file, []).append(record)
     found: list[Record] = []
     for path in run.files.get(stream, []):
-        found += _read_stream(path, stream, [], []) if path in as_columns else by_file.get(display_path(path), [])
-    return found
+        found += _read_stream(path, stream, [], []) if path in as_columns else by_file.pop(display_path(path), [])
+    return found + [record for records in by_file.values() for record in records]  # not from a file of its own
 
 
 def stream_names(run: RunData) -> list[str]:

@@ -146,6 +146,18 @@ def test_both_paths_give_the_same_records_for_every_example_run(run_id: str) -> 
     assert_columns_hold_the_records(by_columns[3], by_lines[2])
 
 
+def test_a_sampled_stream_the_summary_took_is_not_read_as_if_empty() -> None:
+    """The summary frees a sampled stream's columns as it makes its frame; asking for its records after is a bug,
+    said as one (an empty stream would be a silent wrong answer)."""
+    problems: list[Problem] = []
+    run = load.load_run(ROOT / "runs" / "baseline-seed1", problems)
+    held = len(load.records(run, "held_memory"))
+    summarise(run, problems)
+    assert held > 1000 and not problems and load.records(run, "metrics")
+    with pytest.raises(RuntimeError, match="the summary of baseline-seed1 took its held_memory stream"):
+        load.records(run, "held_memory")
+
+
 def test_a_sample_run_read_as_columns_is_read_as_columns() -> None:
     """The parity above compares two paths: the samples' streams are taken as columns when forced (not its
     metrics, whose "NaN" markers only the record path reads)."""
