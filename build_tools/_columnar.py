@@ -36,7 +36,8 @@ BATCH_BYTES = 4 * 1024 * 1024
 BEYOND_INT64 = 2.0**63
 # Deeper than any record Miles writes (topology: engines -> engine -> gpus -> [node, gpu]).
 MAX_JSON_DEPTH = 8
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # a JSON string: its brackets are text, not nesting
+# What tells a JSON text's nesting: a bracket, a quote opening or closing a string, an escaped character.
+_NESTING = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
 ColumnCheck = Callable[[pa.ChunkedArray], bool]
 
@@ -132,12 +133,25 @@ def _lines_holding(data: bytes, word: bytes) -> np.ndarray:
 
 
 def nesting(text: str) -> int:
-    """How deep a JSON text nests lists and mappings, told from its brackets outside strings without parsing it
-    (a parser recurses once a level): the record path refuses a line deeper than MAX_JSON_DEPTH before parsing."""
-    brackets = np.frombuffer(_STRING.sub("", text).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    steps = ((brackets == ord("[")) | (brackets == ord("{"))).astype(np.int64)
-    steps -= (brackets == ord("]")) | (brackets == ord("}"))
-    return int(np.cumsum(steps).max(initial=0))
+    """How deep a JSON text nests lists and mappings (brackets inside a string are text), told in one pass without
+    parsing it, as far as one level beyond MAX_JSON_DEPTH: the record path refuses a line deeper than that before
+    a parser, which recurses once a level, sees it."""
+    depth = deepest = 0
+    in_string = False
+    for token in _NESTING.finditer(text):
+        mark = token[0]
+        if mark == '"':
+            in_string = not in_string
+        elif in_string or len(mark) > 1:
+            continue
+        elif mark in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                break
+        else:
+            depth -= 1
+    return deepest
 
 
 def _shallow(data: bytes, lines: int) -> bool:

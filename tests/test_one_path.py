@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -217,8 +218,18 @@ def test_a_line_nested_deeply_is_refused_before_pyarrow_parses_it(monkeypatch: p
     monkeypatch.setattr(_columnar, "_parse", lambda data: parsed.append(len(data)) or real(data))
     batch = DEEP + b"\n"
     assert _columnar.read_frame("metrics", batch, 1) is None and parsed == []
-    assert _columnar.nesting(DEEP.decode()) == 100_002
+    assert _columnar.nesting(DEEP.decode()) == 9  # told as far as one level too deep
     assert _columnar.nesting('{"a":"[[[[[[[[[[[[","b":[[1]]}') == 3  # a bracket inside a string is text
+    assert _columnar.nesting('{"a":"\\"[[[[[[[[[[","b":[]}') == 2  # so is one after an escaped quote
+
+
+def test_telling_the_depth_of_a_long_line_of_escapes_takes_one_pass() -> None:
+    """Eleven brackets, then a string of a million escaped quotes never closed: told in one pass (a pattern for a
+    whole string tried again from each quote would take hours)."""
+    text = '{"a":[],"b":[],"c":[],"d":[],"e":[],"f":"' + '\\"' * 1_000_000
+    started = time.perf_counter()
+    assert _columnar.nesting(text) == 2
+    assert time.perf_counter() - started < 5
 
 
 @pytest.mark.parametrize(("stream", "record", "expected"), [
