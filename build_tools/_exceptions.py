@@ -127,6 +127,14 @@ class FigureError(ProblemsError):
     hint = "each line names the figure, the run and the metric it could not draw"
 
 
+class FigureFilesError(FigureError):
+    """What every figure is drawn with is missing or wrong: the palette, the style, the figures package."""
+
+    what = "files every figure is drawn with"
+    hint = ("figures/ needs palette.yml, base.mplstyle, __init__.py and _common.py (git checkout -- figures/ "
+            "restores them); CONTRIBUTING.md, 'Change the palette', says what palette.yml holds")
+
+
 class ChapterError(ProblemsError):
     what = "chapters"
     hint = "fix the figure blocks named above; docs/README.md documents their fields"

@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import _figure_modules, _workers, legibility, palette, palette_check
-from ._exceptions import FigureError, MissingValue, Problem
+from ._exceptions import FigureError, FigureFilesError, MissingValue, Problem, display_path
 from ._layout import Layout
 from ._staging import atomic_file, write_atomic
 from ._types import DrawnFigure, FigureBlock, RunSummary
@@ -88,7 +88,9 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
     A damaged cache entry is redrawn and said in `warnings`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    problems: list[Problem] = []
+    problems = _shared_problems(layout)
+    if problems:
+        raise FigureFilesError(problems)
     shared = _shared_digest(layout)
     to_draw: list[tuple[_Job, str, dict[str, Any] | None]] = []
     ready: dict[str, bool] = {}  # block id -> redrawn
@@ -160,6 +162,18 @@ def figure_files(layout: Layout) -> tuple[Path, ...]:
     and the style."""
     return (layout.figures_src / "__init__.py", layout.figures_src / "_common.py", layout.palette_yml,
             layout.style_file)
+
+
+def _shared_problems(layout: Layout) -> list[Problem]:
+    """What every figure is drawn with, checked before any of it is hashed: a file that is not there is one line
+    naming it (palette.py words what is wrong with the palette), not a crash while a figure's key is made."""
+    problems = [Problem(display_path(path), None, None, "file not found: every figure is drawn with it")
+                for path in figure_files(layout) if path != layout.palette_yml and not path.is_file()]
+    try:
+        palette.load_palette(layout.palette_yml)
+    except FigureError as error:
+        problems += error.problems
+    return problems
 
 
 @contextmanager

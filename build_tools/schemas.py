@@ -48,10 +48,27 @@ class WrittenNonFinite(float):
     """A NaN or infinity written as such (bare, as Python's json writes it), not a number that overflowed."""
 
 
+# A decimal number, as JSON or Python would print one (surrounding spaces allowed, as float() allows them).
+_NUMBER_TEXT = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
+def number_in_text(text: str) -> bool:
+    """A number written as a string ("0.5"): refused where a mapping may hold text (a metric), never read as a
+    text and so as no value. The markers "NaN", "Infinity" and "-Infinity" are how Miles writes those numbers."""
+    return _NUMBER_TEXT.fullmatch(text) is not None
+
+
+def _number_text(text: str) -> PydanticCustomError:
+    return PydanticCustomError("number_text", "expected a number, found the string {found} (write the number without "
+                                              "quotes)", {"found": _shown(text)})
+
+
 def _number(value: Any) -> int | float:
     """An int or float, never a bool; the NaN/Infinity markers become floats (kept, never dropped)."""
     if isinstance(value, str) and value in NON_FINITE:
         return NON_FINITE[value]
+    if isinstance(value, str) and number_in_text(value):
+        raise _number_text(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PydanticCustomError("number", "expected a number, found {found}", {"found": _shown(value)})
     if isinstance(value, float):
@@ -271,8 +288,11 @@ def _record(**fields: Any) -> type:
 
 
 def _scalar(value: Any) -> int | float | str | bool:
-    return NON_FINITE.get(value, value) if isinstance(value, str) else value if isinstance(value, bool) \
-        else _number(value)
+    if isinstance(value, str):
+        if number_in_text(value):
+            raise _number_text(value)
+        return NON_FINITE.get(value, value)
+    return value if isinstance(value, bool) else _number(value)
 
 
 Scalar = Annotated[int | float | str | bool, PlainValidator(_scalar)]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
-from .load import load_path, readable
+from .load import load_path, readable, records
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def step_table(run: RunData) -> tuple[list[str], dict[int, dict[str, str]]]:
     """One row per step (rollout and train steps merged, as the summary does), each value's text as printed."""
     rows: dict[int, dict[str, str]] = {}
     keys: dict[str, None] = {}
-    for record in run.streams.get("metrics", []):
+    for record in records(run, "metrics"):
         data = record.data
         if data.get("step_key") not in ("rollout/step", "train/step") or not isinstance(data.get("step"), int):
             continue

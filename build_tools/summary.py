@@ -330,11 +330,12 @@ def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
     phases, (metric_steps, metrics, non_finite) = _apply_rules(run, problems)
-    events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
+    events = _frame(load.records(run, "events"), ["kind", "t0", "t1", "detail"])
     phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
-    series = {name: _series(records, run.tables.get(name, [])) for name, records in run.streams.items()
-              if name not in ("metrics", "phases", "events")}
+    sampled = [name for name in load.stream_names(run) if name not in ("metrics", "phases", "events")]
+    run.taken.update(name for name in sampled if run.tables.get(name))
+    series = {name: _series(run.streams.get(name, []), run.tables.get(name, [])) for name in sampled}
     if "host_memory" in series:
         series["host_memory"] = _host_memory(series["host_memory"])
     summary = RunSummary(run.run_id, run.config, steps, _phase_frame(phases, phase_steps), events, series,
@@ -349,7 +350,7 @@ def _apply_rules(run: RunData, problems: list[Problem], *,
     table (a step logged twice with different values is a problem). A run only validated stops here
     (`rules_only`: the phases' times alone, in no order, and no metric table: only its rules are applied)."""
     # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
-    deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
+    deaths = [float(rec.data["t0"]) for rec in load.records(run, "events") if rec.data.get("kind") == "engine_death"]
     phases = _phase_columns(run, deaths, times_only=rules_only)
     return phases, _metric_table(run, problems, rules_only=rules_only)
 
@@ -366,7 +367,7 @@ def _window(run: RunData, phases: dict[str, np.ndarray], lasts: Iterable[float])
     idle job still samples its GPU after the last step). Each sampled stream counts by its last sample."""
     times = [float(values.min()) for values in (phases["t0"], phases["t1"]) if len(values)]
     ends = [float(values.max()) for values in (phases["t0"], phases["t1"]) if len(values)]
-    if event_ends := [float(rec.data["t1"]) for rec in run.streams.get("events", [])]:
+    if event_ends := [float(rec.data["t1"]) for rec in load.records(run, "events")]:
         times.append(min(event_ends))
         ends.append(max(event_ends))
     for last in lasts:
@@ -397,10 +398,7 @@ def _metric_table(run: RunData, problems: list[Problem], *, rules_only: bool = F
         table = _metric_columns(run.tables["metrics"], rules_only=rules_only)
         if table is not None:
             return table
-        records = load.lines_of(run, "metrics")
-    else:
-        records = run.streams.get("metrics", [])
-    return _metric_rows(records, problems)
+    return _metric_rows(load.records(run, "metrics"), problems)
 
 
 def _metric_rows(records: Iterable[Record], problems: list[Problem]) -> MetricTable:
@@ -549,10 +547,7 @@ def _phase_columns(run: RunData, deaths: Sequence[float], *, times_only: bool = 
         columns = _closed_phases(tables, run.warnings, deaths, times_only=times_only)
         if columns is not None:
             return columns
-        records = load.lines_of(run, "phases")
-    else:
-        records = run.streams.get("phases", [])
-    frame = _phases(records, run.warnings, deaths)
+    frame = _phases(load.records(run, "phases"), run.warnings, deaths)
     return {name: frame[name].to_numpy() for name in PHASE_COLUMNS}
 
 
