@@ -163,12 +163,16 @@ def page_refusal(address: Address) -> str | None:
     return f"{reason}: a page names only the manual's own pages and figures, and web pages to click"
 
 
+_URL_CHAR = r"[\w.~:/?#@!$&*+,;=%-]"  # a character an address may hold: a mention is not part of a longer one
+
+
 def _line_of(address: str, lines: Sequence[str], taken: dict[str, set[int]]) -> int | None:
-    """The first line of the source that names the address (as written or with its entities decoded), not
-    taken by an earlier mention of the same address; None when none does (the address was written otherwise)."""
+    """The first line of the source that names the address whole (as written, or with its entities decoded),
+    not taken by an earlier mention of the same address; None when none does (it was written otherwise)."""
     seen = taken.setdefault(address, set())
+    whole = re.compile(rf"(?<!{_URL_CHAR}){re.escape(address)}(?!{_URL_CHAR})")
     for number, text in enumerate(lines, start=1):
-        if number not in seen and (address in text or address in html.unescape(text)):
+        if number not in seen and (whole.search(text) or whole.search(html.unescape(text))):
             seen.add(number)
             return number
     return None
@@ -182,11 +186,11 @@ def chapter_problems(shown: str, text: str, render: Callable[[str], str]) -> lis
     problems: list[Problem] = []
     taken: dict[str, set[int]] = {}
     for address in html_addresses(render(text)):
+        line = _line_of(address.value, lines, taken) if address.value else None  # every mention, in order
         reason = page_refusal(address)
         if reason is not None:
             verb = "embeds" if address.embeds else "links to"
-            problems.append(Problem(shown, _line_of(address.value, lines, taken), None,
-                                    f"{verb} {quoted(address.value)}, {reason}"))
+            problems.append(Problem(shown, line, None, f"{verb} {quoted(address.value)}, {reason}"))
     return problems
 
 
@@ -254,12 +258,15 @@ def site_path(url: str, site: Path) -> Path:
     if "\x00" in path:
         raise Refused("not a path")
     try:
-        real = Path(path).resolve(strict=True)
-        mode = real.stat().st_mode
-    except (OSError, RuntimeError):  # missing, unreadable, a link loop
+        real = Path(path).resolve()  # links followed as far as they go; a missing file is found below
+    except (OSError, RuntimeError):  # a link loop
         raise Refused("not a file of the built site") from None
     if not real.is_relative_to(site.resolve()):
         raise Refused("outside the built site")
+    try:
+        mode = real.stat().st_mode
+    except OSError:
+        raise Refused("not a file of the built site") from None
     if not stat.S_ISREG(mode):
         raise Refused("not a regular file of the built site")
     return real
@@ -290,29 +297,30 @@ def outside_site(pages: Iterable[tuple[str, str, Sequence[str]]], site: Path) ->
     for source, text, lines in pages:
         found = css_addresses(text) if source.endswith(".css") else html_addresses(text)
         taken: dict[str, set[int]] = {}
-        for value, url, via in _loaded(found, base, site, set(), None):
+        line_of = {id(address): _line_of(address.value, lines, taken) for address in found if address.value}
+        for address, url, via in _loaded(found, base, site, set(), None):
             try:
                 site_path(url, site)
             except Refused as refused:
-                line = _line_of(value, lines, taken) if via is None else None
+                line = line_of.get(id(address)) if via is None else None
                 how = "" if via is None else f" (from {via})"
                 problems.append(Problem(source, line, None,
-                                        f"names {quoted(value)}{how}, {refused}: the print edition reads only the files "
+                                        f"names {quoted(address.value)}{how}, {refused}: the print edition reads only the files "
                                         "of the built site"))
     return problems
 
 
 def _loaded(found: list[Address], base: str, site: Path, seen: set[Path],
-            via: str | None) -> list[tuple[str, str, str | None]]:
+            via: str | None) -> list[tuple[Address, str, str | None]]:
     """(address, absolute URL, the site file that names it or None for the page) of everything found that is
     loaded, and of what the site's stylesheets and SVG images among them load in turn (each file read once)."""
-    loaded: list[tuple[str, str, str | None]] = []
+    loaded: list[tuple[Address, str, str | None]] = []
     for address in found:
         value = _clean(address.value)
         if not address.embeds or not value or value.startswith("#"):
             continue
         url = urljoin(base, value)
-        loaded.append((address.value, url, via))
+        loaded.append((address, url, via))
         try:
             path = site_path(url, site)
         except Refused:
