@@ -304,9 +304,8 @@ def outside_site(pages: Iterable[tuple[str, str, Sequence[str]]], site: Path) ->
             except Refused as refused:
                 line = line_of.get(id(address)) if via is None else None
                 how = "" if via is None else f" (from {via})"
-                problems.append(Problem(source, line, None,
-                                        f"names {quoted(address.value)}{how}, {refused}: the print edition reads only the files "
-                                        "of the built site"))
+                problems.append(Problem(source, line, None, f"names {quoted(address.value)}{how}, {refused}: the "
+                                        "print edition reads only the files of the built site"))
     return problems
 
 

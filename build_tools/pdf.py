@@ -57,7 +57,8 @@ def write_pdf(pages: Path, site: Path) -> Path:
         HTML(string=document, base_url=str(site.resolve()) + "/", url_fetcher=fetcher).write_pdf(
             str(written), pdf_identifier=identifier, uncompressed_pdf=False)
         if fetcher.refused:
-            raise PrintEditionError([Problem(display_path(site), None, None, f"WeasyPrint asked for {refused}: the print edition reads only the files of the built site")
+            raise PrintEditionError([Problem(display_path(site), None, None, f"WeasyPrint asked for {refused}: the "
+                                             "print edition reads only the files of the built site")
                                      for refused in fetcher.refused])
     return target
 
