@@ -163,7 +163,7 @@ def page_refusal(address: Address) -> str | None:
     return f"{reason}: a page names only the manual's own pages and figures, and web pages to click"
 
 
-_URL_CHAR = r"[\w.~:/?#@!$&*+,;=%-]"  # a character an address may hold: a mention is not part of a longer one
+_URL_CHAR = r"[\w.~:/?#@%-]"  # a character an address may hold: a mention is not part of a longer one
 
 
 def _line_of(address: str, lines: Sequence[str], taken: dict[str, set[int]]) -> int | None:
