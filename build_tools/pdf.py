@@ -6,7 +6,9 @@ stamp and where the data comes from, a table of contents with page numbers, then
 chapters (the figures as vectors, with their numbers and captions; the Metrics tables) and the Index of
 figures, in the order of the site's navigation; every page carries the stamp, the provenance line and its
 number. It is the same bytes on every rebuild: its dates are the edition's (or SOURCE_DATE_EPOCH's), its
-identifier a hash of its source, and only files of the built site are read (no outside request).
+identifier a hash of its source, and only files of the built site are read (no outside request): every
+address the book would load from elsewhere is refused before WeasyPrint runs (`boundary.outside_site`), and its
+URL fetcher serves only regular files inside the site (`site_fetcher`).
 """
 
 from __future__ import annotations
