@@ -12,13 +12,13 @@ the pages the PDF is made from, with the stylesheets and images they load, befor
 from __future__ import annotations
 
 import html
+import io
 import os
 import posixpath
 import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
@@ -34,11 +34,10 @@ LINK_SCHEMES = ("http", "https", "mailto")  # a link a reader clicks may leave t
 
 @dataclass(frozen=True)
 class Address:
-    """One address a page names, entities decoded, with the line of its text it was found on."""
+    """One address a page names, entities decoded."""
 
     value: str
     embeds: bool  # loaded when the page is opened or printed (image, stylesheet, script, frame), not clicked
-    line: int
 
 
 class Refused(Exception):
@@ -64,11 +63,10 @@ def _css_unescape(match: re.Match[str]) -> str:
     return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
 
 
-def css_addresses(text: str, line: int = 1) -> list[Address]:
-    """Every address a stylesheet loads (url(), @import, image-set()); line is the text's first line.
-    Escapes are decoded first, as a browser reads them (`\\75 rl(` is `url(`)."""
-    text = _CSS_COMMENT.sub(lambda m: "\n" * m[0].count("\n"), text)
-    text = _CSS_ESCAPE.sub(_css_unescape, text)
+def css_addresses(text: str) -> list[Address]:
+    """Every address a stylesheet loads (url(), @import, image-set()), in order. Escapes are decoded first, as a
+    browser reads them (`\\75 rl(` is `url(`)."""
+    text = _CSS_ESCAPE.sub(_css_unescape, _CSS_COMMENT.sub("", text))
     found = []
     for pattern in (_CSS_URL, _CSS_IMPORT):
         for match in pattern.finditer(text):
@@ -76,56 +74,50 @@ def css_addresses(text: str, line: int = 1) -> list[Address]:
     for match in _CSS_IMAGE_SET.finditer(text):
         found += [(match.start(), string[1] if string[1] is not None else string[2])
                   for string in _CSS_STRING.finditer(match[1])]
-    return [Address(value.strip(), True, line + text.count("\n", 0, start)) for start, value in sorted(found)]
+    return [Address(value.strip(), True) for _, value in sorted(found)]
 
 
-class _Markup(HTMLParser):
-    """The addresses of an HTML (or SVG) text: what its elements load, and the links a reader clicks."""
-
-    LOADED = ("src", "data", "poster", "background")  # on any element: fetched by the page itself
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.found: list[Address] = []
-        self._style_line: int | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        line = self.getpos()[0]
-        values = {name: value or "" for name, value in attrs}
-        # An <a> is a link to click, unless it attaches its target (WeasyPrint embeds it in the PDF).
-        clicked = tag == "a" and "attachment" not in values.get("rel", "").lower().split()
-        for name, value in values.items():
-            if name in self.LOADED:
-                self.found.append(Address(value.strip(), True, line))
-            elif name in ("href", "xlink:href"):
-                self.found.append(Address(value.strip(), not clicked, line))
-            elif name in ("srcset", "imagesrcset"):
-                self.found += [Address(part.split()[0], True, line) for part in value.split(",") if part.split()]
-            elif name == "style":
-                self.found += css_addresses(value, line)
-            elif name == "srcdoc":  # a frame's whole document, written inline
-                self.found += [Address(a.value, a.embeds, line + a.line - 1) for a in html_addresses(value)]
-        refresh = _REFRESH_URL.search(values.get("content", ""))
-        if tag == "meta" and values.get("http-equiv", "").lower() == "refresh" and refresh:
-            self.found.append(Address(refresh[1].strip(), True, line))  # the page loads it by itself
-        if tag == "style":
-            self._style_line = line
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "style":
-            self._style_line = None
-
-    def handle_data(self, data: str) -> None:
-        if self._style_line is not None:
-            self.found += css_addresses(data, self.getpos()[0])
+_LOADED = ("src", "data", "poster", "background")  # on any element: fetched by the page itself
 
 
 def html_addresses(text: str) -> list[Address]:
-    """Every address an HTML or SVG text names, in order, with its line."""
-    parser = _Markup()
-    parser.feed(text)
-    parser.close()
-    return parser.found
+    """Every address an HTML or SVG text names, in document order. It is parsed as a browser parses it, with the
+    HTML parser WeasyPrint uses (tinyhtml5, after the WHATWG specification): comments, CDATA and raw text end
+    where a browser ends them, so no element is hidden from the check that a browser or WeasyPrint would load."""
+    import tinyhtml5  # type: ignore[import-untyped]  # WeasyPrint's HTML parser; no type hints
+
+    found: list[Address] = []
+    # A file object, never the text itself: tinyhtml5 reads a short string that names a file as that file.
+    for element in tinyhtml5.parse(io.StringIO(text)).iter():
+        if not isinstance(element.tag, str):
+            continue  # a comment
+        found += _element_addresses(element.tag.rpartition("}")[2], element.attrib, element.text or "")
+    return found
+
+
+def _element_addresses(tag: str, attributes: dict[str, str], text: str) -> list[Address]:
+    """What one element loads (its sources, stylesheet, style, inline frame) and the link it is."""
+    values = {name.rpartition("}")[2]: value for name, value in attributes.items()}  # xlink:href is an href
+    # An <a> is a link to click, unless it attaches its target (WeasyPrint embeds it in the PDF).
+    clicked = tag == "a" and "attachment" not in values.get("rel", "").lower().split()
+    found = []
+    for name, value in values.items():
+        if name in _LOADED:
+            found.append(Address(value.strip(), True))
+        elif name == "href":
+            found.append(Address(value.strip(), not clicked))
+        elif name in ("srcset", "imagesrcset"):
+            found += [Address(part.split()[0], True) for part in value.split(",") if part.split()]
+        elif name == "style":
+            found += css_addresses(value)
+        elif name == "srcdoc":  # a frame's whole document, written inline
+            found += html_addresses(value)
+    refresh = _REFRESH_URL.search(values.get("content", ""))
+    if tag == "meta" and values.get("http-equiv", "").lower() == "refresh" and refresh:
+        found.append(Address(refresh[1].strip(), True))  # the page loads it by itself
+    if tag == "style":
+        found += css_addresses(text)
+    return found
 
 
 # --- the chapters (the site) ------------------------------------------------------------------------------------
@@ -143,7 +135,10 @@ def page_refusal(address: Address) -> str | None:
     value = _clean(address.value)
     if not value or value.startswith("#"):
         return None
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # a bracketed host that does not close, `http://[x`
+        return "not an address a browser reads: a page names only the manual's own pages and figures, and web pages"
     scheme = parts.scheme.lower()
     web = scheme in ("http", "https") or (not scheme and value.startswith("//"))
     if not address.embeds and (web or scheme == "mailto"):
@@ -246,7 +241,10 @@ def _extensions(mkdocs_yml: Path) -> tuple[list[str], dict[str, dict[str, Any]]]
 def site_path(url: str, site: Path) -> Path:
     """The regular file of the built site a URL names, symbolic links and `..` resolved; Refused for anything
     else: another scheme, another host, a path that resolves outside the site, a missing or special file."""
-    parts = urlsplit(_clean(url))
+    try:
+        parts = urlsplit(_clean(url))
+    except ValueError:  # a bracketed host that does not close, `http://[x`
+        raise Refused("not an address of the built site") from None
     scheme = parts.scheme.lower()
     if scheme in ("http", "https") or (not scheme and parts.netloc):
         raise Refused("a file of another host")
@@ -318,7 +316,10 @@ def _loaded(found: list[Address], base: str, site: Path, seen: set[Path],
         value = _clean(address.value)
         if not address.embeds or not value or value.startswith("#"):
             continue
-        url = urljoin(base, value)
+        try:
+            url = urljoin(base, value)
+        except ValueError:  # not an address: site_path refuses it as written
+            url = value
         loaded.append((address, url, via))
         try:
             path = site_path(url, site)

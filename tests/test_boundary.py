@@ -70,6 +70,12 @@ def test_a_chapter_naming_outside_addresses_fails_one_line_each(tmp_path, with_c
     ('<meta http-equiv="refresh" content="0; url=https://example.com/">',
      "embeds 'https://example.com/', a file of another host"),
     ("`<img src=\"file:///etc/passwd\">` and\n\n    <img src=\"file:///etc/passwd\">", None),  # code is shown
+    ("[x](http://[oops/x)", "links to 'http://[oops/x', not an address a browser reads"),
+    # Read as a browser reads HTML: a comment `<!-->` ends at once, `<![CDATA[` outside SVG at the first `>`.
+    ('<!--> <img src="http://example.com/a.png"> -->', "embeds 'http://example.com/a.png', a file of another host"),
+    ('<p><![CDATA[ x > <img src="http://example.com/b.png"> ]]></p>',
+     "embeds 'http://example.com/b.png', a file of another host"),
+    ('<svg><image xlink:href="file:///etc/passwd"/></svg>', "embeds 'file:///etc/passwd', a file:// address"),
 ])
 def test_each_kind_of_address(markdown, message):
     render = boundary.markdown_renderer(ROOT / "mkdocs.yml")
@@ -235,6 +241,7 @@ def test_the_fetcher_serves_the_site_files(fetched):
     ("https://example.com/x.png", "a file of another host"),
     ("data:text/plain,hello", "a data: address"),
     ("ftp://example.com/x", "a ftp: address"),
+    ("http://[oops/x.png", "not an address of the built site"),
 ])
 def test_the_fetcher_refuses_everything_else(fetched, url, reason):
     site, fetcher = fetched
