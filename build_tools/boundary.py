@@ -29,7 +29,6 @@ from ._exceptions import Problem
 # cannot be read, since they are how a chapter writes attributes: checking with them finds more, never less.
 MKDOCS_BUILTINS = ("toc", "tables", "fenced_code")
 FALLBACK_EXTENSIONS = ("attr_list", "md_in_html")
-LINK_SCHEMES = ("http", "https", "mailto")  # a link a reader clicks may leave the manual; nothing loads it
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ _CSS_IMPORT = re.compile(r"""@import\s+(?:"([^"]*)"|'([^']*)')""", re.I)
 _CSS_IMAGE_SET = re.compile(r"image-set\(([^)]*)\)", re.I)
 _CSS_STRING = re.compile(r""""([^"]*)"|'([^']*)'""")
 _C0_AND_SPACE = "".join(chr(code) for code in range(0x21))
-_REFRESH_URL = re.compile(r"url\s*=\s*['\"]?([^'\"]*)", re.I)
+_REFRESH_URL = re.compile(r"^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?['\"]?([^'\"]*)", re.I)  # "5; url=..." or "5; ..."
 
 
 def _css_unescape(match: re.Match[str]) -> str:
@@ -99,7 +98,7 @@ def _element_addresses(tag: str, attributes: dict[str, str], text: str) -> list[
     """What one element loads (its sources, stylesheet, style, inline frame) and the link it is."""
     values = {name.rpartition("}")[2]: value for name, value in attributes.items()}  # xlink:href is an href
     # An <a> is a link to click, unless it attaches its target (WeasyPrint embeds it in the PDF).
-    clicked = tag == "a" and "attachment" not in values.get("rel", "").lower().split()
+    clicked = tag in ("a", "area") and "attachment" not in values.get("rel", "").lower().split()
     found = []
     for name, value in values.items():
         if name in _LOADED:
@@ -113,7 +112,7 @@ def _element_addresses(tag: str, attributes: dict[str, str], text: str) -> list[
         elif name == "srcdoc":  # a frame's whole document, written inline
             found += html_addresses(value)
     refresh = _REFRESH_URL.search(values.get("content", ""))
-    if tag == "meta" and values.get("http-equiv", "").lower() == "refresh" and refresh:
+    if tag == "meta" and values.get("http-equiv", "").lower() == "refresh" and refresh and refresh[1].strip():
         found.append(Address(refresh[1].strip(), True))  # the page loads it by itself
     if tag == "style":
         found += css_addresses(text)
@@ -287,13 +286,13 @@ def read_site_file(url: str, site: Path) -> bytes:
 def outside_site(pages: Iterable[tuple[str, str, Sequence[str]]], site: Path) -> list[Problem]:
     """A problem for every address the PDF would load from outside the built site, before WeasyPrint runs.
 
-    pages are (source, text, source lines): the HTML WeasyPrint gets for one page (or CSS, when the source ends
-    in .css), named by the file it is made from, whose lines give each problem its line. Each stylesheet and SVG
-    image of the site that a page loads is read too, and what it loads is named with it."""
+    pages are (source, HTML, source lines): what WeasyPrint gets of one page, named by the file it is made from,
+    whose lines give each problem its line. Each stylesheet and SVG image of the site that a page loads is read
+    too, and what it loads is named with it."""
     base = site.resolve().as_uri() + "/"
     problems: list[Problem] = []
     for source, text, lines in pages:
-        found = css_addresses(text) if source.endswith(".css") else html_addresses(text)
+        found = html_addresses(text)
         taken: dict[str, set[int]] = {}
         line_of = {id(address): _line_of(address.value, lines, taken) for address in found if address.value}
         for address, url, via in _loaded(found, base, site, set(), None):
