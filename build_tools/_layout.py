@@ -91,6 +91,12 @@ class Layout:
     def edition_yml(self) -> Path:
         return self.root / "edition.yml"
 
+    def page_source(self, page: str) -> str:
+        """What a rendered page (`01-step.md`) is made from, as the author would edit it; "" when not known."""
+        generated = {METRICS_PAGE: "templates/metrics.md.j2 and docs/data/metrics.yml",
+                     FIGURES_PAGE: "templates/figures.md.j2 and the figure blocks"}
+        return generated.get(page) or (f"docs/{page}" if (self.docs / page).is_file() else "")
+
 
 # The project this code was installed from: what figure code and the tests read when no build says otherwise.
 PROJECT = Layout(Path(__file__).resolve().parent.parent)

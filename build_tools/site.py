@@ -24,7 +24,7 @@ import yaml
 from rich.console import Console
 
 from ._exceptions import ManualError, SiteError
-from ._layout import FIGURES_PAGE, METRICS_PAGE, SITE_SETTINGS, Layout
+from ._layout import SITE_SETTINGS, Layout
 from ._settings import Settings, library_environment, site_environment
 from ._staging import staging
 from ._yaml import load_yaml
@@ -115,10 +115,7 @@ def _with_source(message: str, root: Path) -> str:
     match = re.match(r"Doc file '([^']+)'", message)
     if not match:
         return message
-    page = match.group(1)
-    sources = {METRICS_PAGE: "templates/metrics.md.j2 and docs/data/metrics.yml",
-               FIGURES_PAGE: "templates/figures.md.j2 and the figure blocks"}
-    source = sources.get(page) or (f"docs/{page}" if (Layout(root).docs / page).is_file() else "")
+    source = Layout(root).page_source(match.group(1))
     return f"{message} (rendered from {source})" if source else message
 
 
