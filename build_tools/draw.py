@@ -273,7 +273,7 @@ def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | 
     except FileNotFoundError:
         if not key_file.exists():
             return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
     if isinstance(entry, dict) and entry.get("key") != key:
         return None  # inputs changed anyway: redrawn without a word, as a figure whose runs changed

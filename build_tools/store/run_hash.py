@@ -91,9 +91,14 @@ def read_memo(cache_dir: Path | None) -> dict[str, Any] | None:
         return None
     try:
         memo = json.loads((cache_dir / MEMO).read_text(encoding="utf-8"))
-        return memo if isinstance(memo, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
+    # An entry of another shape (a damaged or hand-edited memo) is dropped: the run is hashed again.
+    return {key: entry for key, entry in memo.items() if _well_formed(entry)} if isinstance(memo, dict) else {}
+
+
+def _well_formed(entry: object) -> bool:
+    return isinstance(entry, dict) and all(isinstance(entry.get(name), str) for name in ("stats", "code", "digest"))
 
 
 def write_memo(cache_dir: Path | None, memo: dict[str, Any] | None) -> None:
