@@ -34,20 +34,12 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet -c requirements.lock -e .
 	touch $(STAMP)
 
-$(TEST_STAMP): $(STAMP)
-	@echo "Adding the pinned test tools and Ray to $(VENV) (about a minute, once)"
-	$(PY) -m pip install --quiet -c requirements.lock -e ".[test]"
-	touch $(TEST_STAMP)
-
-$(ZENSICAL_STAMP): $(STAMP)
-	@echo "Adding the pinned Zensical to $(VENV) (a few seconds, once)"
-	$(PY) -m pip install --quiet -c requirements.lock -e ".[zensical]"
-	touch $(ZENSICAL_STAMP)
-
-$(RAY_STAMP): $(STAMP)
-	@echo "Adding the pinned Ray to $(VENV) (about half a minute, once)"
-	$(PY) -m pip install --quiet -c requirements.lock -e ".[ray]"
-	touch $(RAY_STAMP)
+# An extra of pyproject.toml (test: the test tools and Ray, about a minute; ray; zensical), added once.
+.PRECIOUS: $(VENV)/.installed-%
+$(VENV)/.installed-%: $(STAMP)
+	@echo "Adding the pinned packages of pyproject.toml's '$*' extra to $(VENV) (once)"
+	$(PY) -m pip install --quiet -c requirements.lock -e ".[$*]"
+	touch $@
 
 # The browser test drives Debian's Chromium: Playwright cannot download its own browser here.
 $(BROWSER_STAMP): $(TEST_STAMP)
