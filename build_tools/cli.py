@@ -73,15 +73,15 @@ def _settings(**options: Any) -> Settings:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from . import _uptodate
     from ._lock import build_lock
+    from .store import uptodate
 
     settings = _settings(jobs=args.jobs)
     layout = Layout(args.root.resolve())
     # Under the lock: a build that waited for another finds the site that one built up to date.
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
         # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
-        if not args.force and _uptodate.is_current(layout, settings):
+        if not args.force and uptodate.is_current(layout, settings):
             sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
             return 0
         from .build import build
@@ -91,12 +91,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from . import _uptodate
+    from .store import uptodate
 
     settings = _settings(all_runs=args.all)
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
-    last = _uptodate.last_check(layout, settings) if not args.ray else _uptodate.LastCheck(None, None)
+    last = uptodate.last_check(layout, settings) if not args.ray else uptodate.LastCheck(None, None)
     if last.report is not None:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
         _out.print(last.report, markup=False)
@@ -119,7 +119,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     report = "\n".join([*lines, *result.report_lines])
     _out.print(report, markup=False)
     if not args.ray and not result.warnings:
-        _uptodate.record_check(layout, settings, report, last.key)
+        uptodate.record_check(layout, settings, report, last.key)
     return 0
 
 
