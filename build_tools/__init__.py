@@ -1,1 +1,1 @@
-"""The build of the manual: run data in, a checked, rendered site out. See README.md for the stages."""
+"""The build of the manual: run data in, a checked, rendered site out. See MAINTAINING.md for the stages."""
