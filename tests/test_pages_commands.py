@@ -17,7 +17,8 @@ def test_a_recorded_argument_as_the_command_line_takes_it():
     assert flag_words("offload_train", False) == ["--no-offload-train"]
     assert flag_words("use_fault_tolerance", False) == []  # a store_true flag left off
     assert flag_words("over_sampling_batch_size", None) == []
-    assert flag_words("offload_rollout_level", ["kv_cache", "weight"]) == ["--offload-rollout-level", "kv_cache", "weight"]
+    assert flag_words("offload_rollout_level", ["kv_cache", "weight"]) == [
+        "--offload-rollout-level", "kv_cache", "weight"]
     assert flag_words("hf_checkpoint", "a b;rm -rf") == ["--hf-checkpoint", "'a b;rm -rf'"]  # quoted for the shell
     assert command({"rollout_batch_size": 32, "colocate": True}) == (
         "python3 train.py \\\n    --colocate \\\n    --rollout-batch-size 32")
@@ -34,8 +35,9 @@ def test_a_chapter_shows_the_command_its_runs_recorded(chapter_one):
     args = json.loads((ROOT / "runs" / "baseline-seed1" / "dashboard" / "meta.json").read_text())["args"]
     expected = "```bash\n" + command(args) + "\n```"
     assert expected in text and f"--hf-checkpoint {args['hf_checkpoint']} \\" in text
-    assert text.count("```bash\n") == len({tuple(sorted(json.loads(
-        (ROOT / "runs" / run / "dashboard" / "meta.json").read_text())["args"].items())) for b in blocks for run in b.runs})
+    recorded = {run: json.loads((ROOT / "runs" / run / "dashboard" / "meta.json").read_text())["args"]
+                for block in blocks for run in block.runs}
+    assert text.count("```bash\n") == len({command(args) for args in recorded.values()})  # one per distinct command
     assert ("baseline-seed1, baseline-seed2 and baseline-seed3, in `radixark/miles:latest`, read by "
             "[](#fig-step-phases), [](#fig-step-shares), [](#fig-reward-curves) and [](#fig-response-length):") in text
     assert "These runs are synthesized examples: no job was launched with these commands" in text
