@@ -43,8 +43,9 @@ PHASE_NAMES = ("train_wait", "train", "data_preprocess", "log_probs", "ref_log_p
 EVENT_KINDS = ("heat_pause", "engine_death", "watchdog_kill", "ray_oom_kill", "job_end")
 
 
-def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
-    """Copy the sources at src into runs/<id>/ and write its run.yaml; the lines to print.
+def add_run(root: Path, src: Path, run_id: str | None = None) -> tuple[list[str], list[str]]:
+    """Copy the sources at src into runs/<id>/ and write its run.yaml; the lines to print, and the warnings of
+    reading the sources (for stderr; the lines end with their count).
 
     Nothing is read before SRC is checked whole, and nothing is written unless everything is right: the run
     is staged in a folder of its own and renamed into runs/ whole, run.yaml included."""
@@ -58,7 +59,7 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
         raise RunDataError(unsafe)
     problems: list[Problem] = []
     run, found = load.load_path(src, problems)
-    run_id = _run_id(run, found, run_id, problems)
+    run_id = _run_id(run, layout.runs, run_id, problems)
     target = layout.runs / run_id
     plan = _plan(found, src, target, problems)
     summary = summarise(run, problems) if not problems else None
@@ -68,25 +69,37 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
     config, filled, missing = run_yaml(run_id, run, summary)
     _stage(layout, src, target, plan, _yaml_text(config))
     lines = [f"Added {display_path(target)} from {display_path(src)}:"]
+    named = run.meta.get("run_name") if "dashboard" in found else None
+    if isinstance(named, str) and named != run_id:
+        lines[0] = f"Added {display_path(target)} from {display_path(src)} (Miles' run_name {named!r}, kept in " \
+                   f"meta.json):"
     lines += [f"  {kind:<12} {len(copies)} file{'s' if len(copies) != 1 else ''} -> {display_path(target / kind)}/"
               for kind, copies in plan.items()]
     lines += ["", f"run.yaml: filled from the sources: {', '.join(filled) or 'nothing'}",
               f"  to fill in by hand ({len(missing)} fields; `make check` reports each until it is): "
               f"{', '.join(missing)}"]
     lines += ["", *feeds(layout, summary)]
-    return lines
+    warnings = summary.warnings
+    if warnings:
+        lines += ["", f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} reading the sources (on stderr; "
+                      f"`manual show {run_id}` lists them)"]
+    return lines, warnings
 
 
-def _run_id(run: RunData, found: dict[str, list[Path]], given: str | None, problems: list[Problem]) -> str:
-    """The id given, else the dump's run_name or the source's name made plain; what is wrong with it, in problems."""
-    dump_name = run.meta.get("run_name") if "dashboard" in found else None
-    if given and dump_name and given != dump_name:
-        problems.append(Problem("ID", None, None, f"is {given!r}, but the dump's meta.json names the run "
-                                                  f"{dump_name!r}: leave ID out, or use that name"))
-    run_id = given or _plain_id(str(run.meta.get("run_name") or run.run_id))
-    if not load_run_id_ok(run_id):
-        problems.append(Problem("ID", None, None, f"{run_id!r} is not a plain run id (lower-case letters, "
-                                                  "digits, '.', '-')"))
+def _run_id(run: RunData, runs: Path, given: str | None, problems: list[Problem]) -> str:
+    """The id given, else the dump's run_name or the source's name made plain, numbered (`-2`, `-3`, ...) past
+    the runs that already have it (Miles names every run without a wandb group `miles-run`); what is wrong
+    with a given one, in problems."""
+    if given:
+        if not load_run_id_ok(given):
+            problems.append(Problem("ID", None, None, f"{given!r} is not a plain run id (lower-case letters, "
+                                                      "digits, '.', '-')"))
+        return given
+    run_id = _plain_id(str(run.meta.get("run_name") or run.run_id))
+    taken, number = run_id, 1
+    while os.path.lexists(runs / run_id):
+        number += 1
+        run_id = f"{taken}-{number}"
     return run_id
 
 
@@ -126,7 +139,7 @@ def _plan(found: dict[str, list[Path]], src: Path, target: Path,
     two files that would have one name in the run are problems, naming both."""
     plan: dict[str, list[_Copy]] = {}
     for kind, paths in found.items():
-        if kind == "dashboard":
+        if kind in ("dashboard", "lab"):  # a folder copied whole (lab/: what `manual record` wrote)
             dump = paths[0]
             plan[kind] = [_copy_of(src, file, Path(kind, file.relative_to(dump)),
                                    compress=file.name not in ("meta.json", "lane_catalog.json"))
