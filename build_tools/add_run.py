@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 # The flags of run.yaml the manual reads (runs/README.md), copied from the launch arguments when found.
 FLAGS = ("n_samples_per_prompt", "rollout_batch_size", "over_sampling_batch_size", "rollout_max_response_len",
-         "num_rollout", "colocate", "offload_train", "offload_rollout", "rollout_top_p", "rollout_top_k",
+         "num_rollout", "num_steps_per_rollout", "global_batch_size", "wandb_always_use_train_step", "colocate",
+         "offload_train", "offload_rollout", "rollout_top_p", "rollout_top_k",
          "deterministic_mode", "true_on_policy_mode", "sglang_enable_deterministic_inference",
          "sglang_attention_backend", "dynamic_sampling_filter_path", "use_fault_tolerance")
 STREAM_NAMES = ("gpu_util", "host_memory", "held_memory", "gpu_temp", "sampling", "repeat_probe", "engine_series",
@@ -306,16 +307,17 @@ def _yaml_text(config: dict[str, Any]) -> str:
 def feeds(layout: Layout, summary: RunSummary) -> list[str]:
     """Which Metrics-page rows and figures the run has the data for, and what the others miss."""
     from . import blocks, metrics_table
+    from .readers import table_of
 
     lines = ["Metrics page rows (a row reads the runs of its run set; tag the run to join it):"]
     spec = metrics_table.load_spec(layout.metrics_yml)
     sets = spec.get("run_sets") or {}
-    steps = summary.steps
     for table in spec["tables"]:
         for row in table.get("rows") or []:
             metric = str(row.get("metric"))
             if not table.get("column"):
                 continue
+            steps = table_of(summary, metric)  # the steps of the metric's own axis
             present = int(steps[metric].notna().sum()) if metric in steps.columns else 0
             need = _run_set_words(sets.get(row.get("runs")) or {})
             state = f"has it at {present} of {len(steps)} steps" if present else "missing: no source logs it"
@@ -360,13 +362,20 @@ def _figure_needs(module: Path) -> list[str]:
 
 
 def _has(summary: RunSummary, need: str) -> bool:
+    from ._exceptions import MissingValue
+    from .readers import series_of, table_of
+
     if need.startswith("series "):
-        return need[7:] in summary.series and len(summary.series[need[7:]]) > 0
+        try:  # as the figure reads it (GPU utilisation: gpu_util or lab/gpu_temp)
+            return len(series_of(summary, need[7:], *(("util",) if need == "series gpu_util" else ()))) > 0
+        except MissingValue:
+            return False
     if need.startswith("events "):
         return bool(len(summary.events)) and need[7:] in set(summary.events["kind"])
     if need.startswith("phase "):
         return bool(len(summary.phases)) and need[6:] in set(summary.phases["name"])
-    return need in summary.steps.columns and bool(summary.steps[need].notna().any())
+    steps = table_of(summary, need)
+    return need in steps.columns and bool(steps[need].notna().any())
 
 
 def _tags_of(layout: Layout, run_ids: tuple[str, ...]) -> list[str]:

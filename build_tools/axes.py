@@ -15,6 +15,7 @@ from typing import Any
 
 ROLLOUT, TRAIN, EVAL = "rollout/step", "train/step", "eval/step"
 AXES = (ROLLOUT, TRAIN, EVAL)
+NOT_RECORDED = "not recorded, taken as 1"
 AXIS_OF_PREFIX = {"train": TRAIN, "rollout": ROLLOUT, "perf": ROLLOUT, "multi_turn": ROLLOUT, "passrate": ROLLOUT,
                   "eval": EVAL}
 
@@ -70,7 +71,24 @@ def join_of(config: Mapping[str, Any]) -> Join:
     if _whole(batch) and _whole(answers) and _whole(gbs) and batch * answers >= gbs:
         return Join(batch * answers // gbs, "flags.rollout_batch_size x n_samples_per_prompt // global_batch_size",
                     scaled)
-    return Join(1, "not recorded, taken as 1", scaled)
+    return Join(1, NOT_RECORDED, scaled)
+
+
+def inferred(join: Join, train_steps: int, rollouts: int) -> Join:
+    """A join not recorded, taken from the steps when train/step counts more steps than rollout/step: the train
+    steps per rollout, rounded up (a job cut off mid-rollout trained fewer)."""
+    if join.source != NOT_RECORDED or not rollouts or train_steps <= rollouts:
+        return join
+    return Join(-(-train_steps // rollouts), f"not recorded; taken from the steps: {train_steps} train/step over "
+                                             f"{rollouts} rollout/step", join.train_scaled)
+
+
+def join_of_summary(facts: Mapping[str, Any], config: Mapping[str, Any]) -> Join:
+    """The join a summary was made with: taken from its steps (its facts say so), else from its configuration."""
+    taken = facts.get("join")
+    if isinstance(taken, Mapping):
+        return Join(int(taken["per_rollout"]), str(taken["source"]), bool(taken["train_scaled"]))
+    return join_of(config)
 
 
 def _whole(value: Any) -> bool:

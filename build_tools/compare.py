@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from . import metrics_table
-from .axes import join_of
+from .axes import join_of_summary
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
 from ._types import RunSummary
@@ -183,7 +183,7 @@ def report(setup: list[str], comparisons: list[Comparison], yours: RunSummary) -
     if yours.axes:  # each row reads its metric on its own step axis
         lines += ["", f"Your run's steps by axis: {len(yours.steps)} rollouts (rollout/step), "
                       + ", ".join(f"{len(frame)} {axis}" for axis, frame in yours.axes.items())
-                      + f"; {join_of(yours.config).sentence()}"]
+                      + f"; {join_of_summary(yours.facts, yours.config).sentence()}"]
     if events_of(yours, "heat_pause", required=False).empty:
         lines += ["", "Your run has no heat-guard record: every step counts as clean for the time rows."]
     width = max(len(c.metric) for c in comparisons) if comparisons else 0

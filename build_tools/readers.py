@@ -136,7 +136,7 @@ def value_axes(run: RunSummary, names: Iterable[str]) -> set[str]:
 
 def join_note(run: RunSummary) -> str:
     """How the run's step axes are joined, for an output that joins them."""
-    return axes.join_of(run.config).sentence() + "; a rollout's values averaged"
+    return axes.join_of_summary(run.facts, run.config).sentence() + "; a rollout's values averaged"
 
 
 def _column(run: RunSummary, name: str) -> tuple[pd.Series, str]:

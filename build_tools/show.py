@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
 from .load import load_path, readable, records
-from .axes import TRAIN, axis_order, join_of
+from .axes import TRAIN, axis_order, join_of_summary
 from .schemas import NON_FINITE
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
@@ -190,7 +190,7 @@ def _steps_section(run: RunData, summary: RunSummary) -> list[str]:
     lines = [f"Per-step table: {len(metrics)} metrics on {len(tables)} step "
              f"ax{'is' if len(tables) == 1 else 'es'} (--csv prints all of it, --long one value a line)"]
     if TRAIN in tables and len(tables) > 1:
-        lines.append(f"  {join_of(summary.config).sentence()}")
+        lines.append(f"  {join_of_summary(summary.facts, summary.config).sentence()}")
     if not tables:
         return [*lines, "  no steps"]
     for axis, (keys, rows) in tables.items():

@@ -329,7 +329,7 @@ def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
-    join = axes.join_of(run.config)
+    join = _join(run)
     phases, ((metric_steps, metrics, non_finite), others) = _apply_rules(run, problems, join)
     events = _frame(load.records(run, "events"), ["kind", "t0", "t1", "detail"])
     phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
@@ -345,6 +345,9 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
         for name, at in more.items():
             non_finite.setdefault(name, {}).update(at)
     summary.facts = _facts(summary, run, phases) | {"non_finite": non_finite}
+    if join != axes.join_of(run.config):  # taken from the steps
+        summary.facts["join"] = {"per_rollout": join.per_rollout, "source": join.source,
+                                 "train_scaled": join.train_scaled}
     return summary
 
 
@@ -362,7 +365,7 @@ def _apply_rules(run: RunData, problems: list[Problem], join: axes.Join, *,
 def validate(run: RunData, problems: list[Problem]) -> tuple[float, float]:
     """Every rule of the summary applied to a run, without making its tables: the run's start and end, as its
     summary's facts give them (its sampled streams' last times among them, kept by the loader)."""
-    phases, _ = _apply_rules(run, problems, axes.join_of(run.config), rules_only=True)
+    phases, _ = _apply_rules(run, problems, _join(run), rules_only=True)
     return _window(run, phases, run.last_samples.values())
 
 
@@ -410,6 +413,36 @@ def _metric_tables(run: RunData, problems: list[Problem], join: axes.Join, *,
     tables = [table for table in found if table is not None]
     main = _by_rollout(tables[0], join) if join.train_scaled else tables[0]
     return main, {keys[0]: table for keys, table in zip(groups[1:], tables[1:], strict=True) if len(table[0])}
+
+
+def _join(run: RunData) -> axes.Join:
+    """How the run's step axes join: its configuration's num_steps_per_rollout, else what its steps show (a warning
+    then says so: Miles' dump does not record it)."""
+    join = axes.join_of(run.config)
+    if join.source != axes.NOT_RECORDED:
+        return join
+    counts = _axis_counts(run)
+    taken = axes.inferred(join, counts.get(axes.TRAIN, 0), counts.get(axes.ROLLOUT, 0))
+    if taken != join:
+        run.warnings.append(f"{display_path(run.root)}: num_steps_per_rollout is {taken.source}, so "
+                            f"{taken.per_rollout} (set flags.num_steps_per_rollout in run.yaml, or pass the log "
+                            "that prints the launch arguments); train/step is read as an axis of its own")
+    return taken
+
+
+def _axis_counts(run: RunData) -> dict[str, int]:
+    """How many distinct steps each step key logs."""
+    steps: dict[str, set[int]] = {}
+    for table in (columns.table for columns in run.tables.get("metrics", [])):
+        if pa.types.is_null(table.column("step_key").type) or pa.types.is_null(table.column("step").type):
+            continue
+        for key, step in zip(table.column("step_key").to_pylist(), table.column("step").to_pylist(), strict=True):
+            if key is not None and step is not None:
+                steps.setdefault(key, set()).add(step)
+    for record in run.streams.get("metrics", []):  # the records not read as columns
+        if record.data.get("step_key") is not None and record.data.get("step") is not None:
+            steps.setdefault(record.data["step_key"], set()).add(record.data["step"])
+    return {key: len(found) for key, found in steps.items()}
 
 
 def _by_rollout(table: MetricTable, join: axes.Join) -> MetricTable:
