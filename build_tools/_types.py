@@ -144,7 +144,7 @@ class RunSummary:
 
     run_id: str
     config: dict[str, Any]
-    steps: pd.DataFrame  # index `step` (the rollout id); metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
+    steps: pd.DataFrame  # index `step` (rollout id); metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
     phases: pd.DataFrame  # name, t0, t1, step, role, rank, node, gpus
     events: pd.DataFrame  # kind, t0, t1, detail
     series: dict[str, pd.DataFrame]  # the sampled streams (gpu_util, host_memory, held_memory, ...)

@@ -64,11 +64,12 @@ def join_of(config: Mapping[str, Any]) -> Join:
     flags = config.get("flags")
     flags = flags if isinstance(flags, Mapping) else {}
     scaled = flags.get("wandb_always_use_train_step") is True
-    given = flags.get("num_steps_per_rollout")
-    if _whole(given):
+    given = _whole(flags.get("num_steps_per_rollout"))
+    if given:
         return Join(given, "flags.num_steps_per_rollout", scaled)
-    batch, answers, gbs = (flags.get(k) for k in ("rollout_batch_size", "n_samples_per_prompt", "global_batch_size"))
-    if _whole(batch) and _whole(answers) and _whole(gbs) and batch * answers >= gbs:
+    batch, answers, gbs = (_whole(flags.get(k)) for k in ("rollout_batch_size", "n_samples_per_prompt",
+                                                          "global_batch_size"))
+    if batch and answers and gbs and batch * answers >= gbs:
         return Join(batch * answers // gbs, "flags.rollout_batch_size x n_samples_per_prompt // global_batch_size",
                     scaled)
     return Join(1, NOT_RECORDED, scaled)
@@ -91,5 +92,6 @@ def join_of_summary(facts: Mapping[str, Any], config: Mapping[str, Any]) -> Join
     return join_of(config)
 
 
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+def _whole(value: Any) -> int:
+    """A whole number from 1, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 0

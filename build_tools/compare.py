@@ -15,10 +15,10 @@ from typing import Any
 import pandas as pd
 
 from . import metrics_table
-from .axes import join_of_summary
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
 from ._types import RunSummary
+from .axes import join_of_summary
 from .readers import config_value, events_of, table_of
 from .sources._common import RENAMED
 from .summary import Wanted, summarise, summarise_runs

@@ -124,6 +124,13 @@ def step_values(run: RunSummary, metric: str | Sequence[str], steps: str = "auto
     return values
 
 
+def heat_touched(run: RunSummary, metric: str | Sequence[str], steps: pd.Index) -> pd.Series:
+    """Whether a heat-guard pause touched each step of a value's axis (a step of another axis: its rollout)."""
+    axis = _column(run, names_of(metric)[0])[1]
+    rollouts = _rollouts(run, axis, steps)
+    return pd.Series(run.steps["heat_touched"].reindex(rollouts).astype(bool).to_numpy(), index=steps)
+
+
 def value_axes(run: RunSummary, names: Iterable[str]) -> set[str]:
     """The step axes the named values are on ("" for the per-step table); a name the run lacks counts none."""
     found = set()
@@ -148,9 +155,9 @@ def _column(run: RunSummary, name: str) -> tuple[pd.Series, str]:
         if name in frame.columns and name != "rollout":
             return frame[name].astype(float), axis
     series_name, _, field = name.partition(".")
-    frame = run.series.get(series_name)
-    if field and frame is not None and field in frame.columns and "step" in frame.columns:
-        return frame.groupby("step")[field].last().astype(float), ""
+    series = run.series.get(series_name)
+    if field and series is not None and field in series.columns and "step" in series.columns:
+        return series.groupby("step")[field].last().astype(float), ""
     raise MissingValue(run.run_id, f"per-step value {name!r}")
 
 
@@ -227,7 +234,7 @@ def series_of(run: RunSummary, name: str, *fields: str) -> pd.DataFrame:
     frame = run.series.get(name)
     if name == "gpu_util" and _lacks(frame, fields) and set(fields) <= RECORDED_UTIL:
         recorded = run.series.get("gpu_temp")
-        if not _lacks(recorded, fields):
+        if recorded is not None and not _lacks(recorded, fields):
             return recorded
         if _lacks(frame, ()):
             raise MissingValue(run.run_id, "gpu_util series (nor GPU utilisation in lab/gpu_temp, which "

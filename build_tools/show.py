@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
-from .load import load_path, readable, records
 from .axes import TRAIN, axis_order, join_of_summary
+from .load import load_path, readable, records
 from .schemas import NON_FINITE
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
@@ -159,7 +159,7 @@ def report(run: RunData, summary: RunSummary, found: dict[str, list[Path]], path
     nodes = {node for node, _ in gpus}
     lines.append(f"  {'GPUs':<20} " + (f"{len(gpus)} on {len(nodes)} node{'s' if len(nodes) != 1 else ''}" if gpus
                                         else "not recorded (no phase, GPU sample or topology names one)"))
-    if "dashboard" in found and isinstance(run.meta.get("run_name"), str):  # Miles' name for it (wandb_group or "miles-run"), as written
+    if "dashboard" in found and isinstance(run.meta.get("run_name"), str):  # wandb_group or "miles-run"
         lines.append(f"  {'Miles run_name':<20} {run.meta['run_name']}")
     start = facts.get("start_ts")
     if isinstance(start, float) and not math.isnan(start):
@@ -205,7 +205,8 @@ def _table(axis: str, keys: list[str], rows: dict[int, dict[str, str]], shown: i
     for start in range(0, len(keys), shown):
         part = keys[start:start + shown]
         widths = [max(len(k), *(len(r.get(k, "")) for r in rows.values())) for k in part]
-        lines.append("  " + axis.rjust(width) + "  " + "  ".join(k.rjust(w) for k, w in zip(part, widths, strict=True)))
+        lines.append("  " + axis.rjust(width) + "  "
+                     + "  ".join(k.rjust(w) for k, w in zip(part, widths, strict=True)))
         for step, row in rows.items():
             lines.append("  " + str(step).rjust(width) + "  "
                          + "  ".join(row.get(k, "-").rjust(w) for k, w in zip(part, widths, strict=True)))

@@ -402,7 +402,8 @@ def _metric_tables(run: RunData, problems: list[Problem], join: axes.Join, *,
     train/step count the same steps and are merged into one table, the trainer's and the rollout manager's lines
     for a step together; with more, train/step is an axis of its own, each step joined to its rollout.
     """
-    groups = [(axes.ROLLOUT, axes.TRAIN)] if join.identity else [(axes.ROLLOUT,), (axes.TRAIN,)]
+    groups: list[tuple[str, ...]] = [(axes.ROLLOUT, axes.TRAIN)] if join.identity else [(axes.ROLLOUT,),
+                                                                                         (axes.TRAIN,)]
     groups.append((axes.EVAL,))
     columns = run.tables.get("metrics")
     found = [_metric_columns(columns, keys, rules_only=rules_only) if columns else None for keys in groups]

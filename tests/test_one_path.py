@@ -71,7 +71,8 @@ def test_a_metrics_stream_over_16_kib_is_shown_whole_from_its_columns() -> None:
         "rollout/step,0,25.544,61.225,3.7,172.493,106.851,65.642,0.643,0.842,0.571374,780.896,0.419488,,,,,,,"]
     assert lines[49] == "train/step,0,,,,,,,,,,,,0.0,0.451369,0.000385303,0.0,0.0,0.000698938,0.0150459"
     assert show.as_long(run).splitlines()[:3] == [  # each value as metrics.jsonl writes it
-        "step_key,step,metric,value", "rollout/step,0,perf/log_probs_time,25.544", "rollout/step,0,perf/rollout_time,61.225"]
+        "step_key,step,metric,value", "rollout/step,0,perf/log_probs_time,25.544",
+        "rollout/step,0,perf/rollout_time,61.225"]
 
 
 def test_the_cli_shows_the_full_table_of_a_run_read_as_columns(capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import axes, load, readers, show
+from build_tools import axes, load, readers
 from build_tools._exceptions import MissingValue
 from build_tools.cli import main
 from build_tools.summary import summarise
