@@ -128,6 +128,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ._lock import build_lock
 
     yours = compare.load_reader_run(args.run)
+    _warn(yours.warnings)  # what reading your run skipped or doubted, on stderr
     layout = Layout(args.root.resolve())
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
         setup, comparisons = compare.compare(layout, yours)

@@ -17,12 +17,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
 from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools import axes, load, readers
 from build_tools._exceptions import MissingValue
+from build_tools._types import RunSummary
 from build_tools.cli import main
 from build_tools.summary import summarise
 
@@ -268,3 +270,45 @@ def test_the_readme_documents_the_run_id_rule() -> None:
     text = (ROOT / "runs" / "README.md").read_text(encoding="utf-8")
     assert "| `run_id` | a non-empty string | the directory name (Miles' `run_name` in `meta.json` may be anything) |" \
         in text
+
+
+# --- compare and the readers: each value on its own axis, a step clean when its rollout is --------------------------
+
+
+def test_compare_reads_each_row_on_its_own_axis_and_says_how_the_axes_join(tmp_path: Path, capsys) -> None:
+    assert main(["--root", str(ROOT), "compare", str(miles_log(tmp_path / "job.log"))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[lines.index("Your run's steps by axis: 2 rollouts (rollout/step), 4 train/step; train/step joined to "
+                             "rollout/step through num_steps_per_rollout = 2 (flags.rollout_batch_size x "
+                             "n_samples_per_prompt // global_batch_size): rollout id = train/step // 2") - 1] == ""
+    at = lines.index("train/grad_norm                       yours: 0.28 to 0.38")
+    assert lines[at + 2] == "                                      -> 2 below the manual's range, of 3 steps"
+
+
+def two_axes() -> RunSummary:
+    """A summary whose second rollout a heat pause touched, with two train steps a rollout."""
+    steps = pd.DataFrame({"perf/step_time": [60.0, 90.0], "heat_touched": [False, True]},
+                         index=pd.Index([0, 1], name="step"))
+    train = pd.DataFrame({"rollout": [0, 0, 1, 1], "train/grad_norm": [0.5, 0.25, 1.0, 2.0],
+                          "train/update_time": [1.0, 2.0, 3.0, 4.0]}, index=pd.Index([0, 1, 2, 3], name="step"))
+    return RunSummary("two-axes", {"flags": {"num_steps_per_rollout": 2}}, steps, pd.DataFrame(), pd.DataFrame(), {},
+                      axes={"train/step": train})
+
+
+def test_a_value_of_another_axis_is_clean_when_its_rollout_is() -> None:
+    run = two_axes()
+    assert readers.step_values(run, "train/update_time").to_dict() == {0: 1.0, 1: 2.0}  # a time: clean steps
+    assert readers.step_values(run, "train/grad_norm").to_dict() == {0: 0.5, 1: 0.25, 2: 1.0, 3: 2.0}
+    assert readers.heat_touched(run, "train/grad_norm", pd.Index([0, 1, 2, 3])).tolist() == [False, False, True, True]
+    assert readers.steps_for(run, "train/update_time").index.tolist() == [0, 1]
+    assert readers.value_axes(run, ["perf/step_time", "train/grad_norm"]) == {"", "train/step"}
+
+
+def test_values_of_two_axes_are_joined_onto_the_rollouts() -> None:
+    run = two_axes()
+    assert readers.step_values(run, "train/grad_norm", "all", joined=True).to_dict() == {0: 0.375, 1: 1.5}
+    summed = readers.step_values(run, ["perf/step_time", "train/grad_norm"], "all")
+    assert summed.to_dict() == {0: 60.375, 1: 91.5}
+    assert readers.join_note(run) == ("train/step joined to rollout/step through num_steps_per_rollout = 2 "
+                                      "(flags.num_steps_per_rollout): rollout id = train/step // 2; a rollout's "
+                                      "values averaged")
