@@ -433,17 +433,15 @@ def _join(run: RunData) -> axes.Join:
 
 def _axis_counts(run: RunData) -> dict[str, int]:
     """How many distinct steps each step key logs."""
-    steps: dict[str, set[int]] = {}
-    for table in (columns.table for columns in run.tables.get("metrics", [])):
-        if pa.types.is_null(table.column("step_key").type) or pa.types.is_null(table.column("step").type):
-            continue
-        for key, step in zip(table.column("step_key").to_pylist(), table.column("step").to_pylist(), strict=True):
-            if key is not None and step is not None:
-                steps.setdefault(key, set()).add(step)
-    for record in run.streams.get("metrics", []):  # the records not read as columns
-        if record.data.get("step_key") is not None and record.data.get("step") is not None:
-            steps.setdefault(record.data["step_key"], set()).add(record.data["step"])
-    return {key: len(found) for key, found in steps.items()}
+    keyed = [columns.table.select(["step_key", "step"]) for columns in run.tables.get("metrics", [])]
+    keyed = [table for table in keyed if not any(pa.types.is_null(kind) for kind in table.schema.types)]
+    pairs = {(record.data.get("step_key"), record.data.get("step"))  # the records not read as columns
+             for record in run.streams.get("metrics", [])}
+    if keyed:
+        table = pa.concat_tables(keyed, promote_options="permissive").drop_null()
+        pairs |= set(zip(*(table.group_by(["step_key", "step"]).aggregate([]).column(name).to_pylist()
+                           for name in ("step_key", "step")), strict=True))
+    return dict(collections.Counter(key for key, step in pairs if key is not None and step is not None))
 
 
 def _by_rollout(table: MetricTable, join: axes.Join) -> MetricTable:

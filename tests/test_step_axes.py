@@ -26,6 +26,7 @@ from build_tools import axes, load, readers
 from build_tools._exceptions import MissingValue
 from build_tools._types import RunSummary
 from build_tools.cli import main
+from build_tools.store import summary_cache, summary_wire
 from build_tools.summary import summarise
 
 ARGS = {"hf_checkpoint": "Qwen/Qwen3-0.6B", "n_samples_per_prompt": 8, "rollout_batch_size": 32,
@@ -312,3 +313,60 @@ def test_values_of_two_axes_are_joined_onto_the_rollouts() -> None:
     assert readers.join_note(run) == ("train/step joined to rollout/step through num_steps_per_rollout = 2 "
                                       "(flags.num_steps_per_rollout): rollout id = train/step // 2; a rollout's "
                                       "values averaged")
+
+
+def test_the_axes_cross_the_cache_and_the_wire(tmp_path: Path) -> None:
+    problems: list = []
+    run, _ = load.load_path(miles_log(tmp_path / "job.log"), problems)
+    summary = summarise(run, problems)
+    wired = summary_wire.decode(summary_wire.encode(summary))
+    summary_cache.write_entry(tmp_path / "cache", "job", "0" * 64, *summary_cache.summary_parts(summary))
+    tables, _ = summary_cache.read_entry(tmp_path / "cache", "job", "0" * 64) or (None, None)
+    assert tables is not None
+    cached = summary_cache.axes_of(tables(lambda name: name.startswith("axis/")))
+    for axes_read in (wired.axes, cached):
+        assert list(axes_read) == ["train/step"]
+        pd.testing.assert_frame_equal(axes_read["train/step"], summary.axes["train/step"])
+
+
+def big_dump(folder: Path, rollouts: int = 120) -> Path:
+    """A dump of two optimizer steps a rollout, its metrics stream over 16 KiB (read as columns), as Miles' store
+    writes a line (json.dumps); meta.json records no num_steps_per_rollout (Miles' snapshot has none)."""
+    shutil.copytree(SAMPLES / "sources" / "dump" / "dashboard", folder / "dashboard")
+    lines = []
+    for rollout in range(rollouts):
+        lines.append({"ts": 1790000000.0 + rollout, "step_key": "rollout/step", "step": rollout,
+                      "metrics": {"rollout/raw_reward": rollout / 128, "rollout/step": rollout}})
+        lines += [{"ts": 1790000000.5 + rollout, "step_key": "train/step", "step": step,
+                   "metrics": {"train/grad_norm": step / 64, "train/step": step}}
+                  for step in (2 * rollout, 2 * rollout + 1)]
+    (folder / "dashboard" / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines),
+                                                        encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("columns_from", [0, math.inf], ids=["columns", "lines"])
+def test_both_reading_paths_keep_the_axes_apart(columns_from: float, tmp_path: Path) -> None:
+    folder = big_dump(tmp_path / "run")
+    (folder / "run.yaml").write_text(yaml.safe_dump({"run_id": "run"}))
+    problems: list = []
+    run = load.load_run(folder, problems, columns_from=columns_from)
+    assert bool(run.tables.get("metrics")) == (columns_from == 0)
+    summary = summarise(run, problems)
+    assert summary.steps.index.tolist() == list(range(120)) and "train/grad_norm" not in summary.steps
+    train = summary.axes["train/step"]
+    assert train.index.tolist() == list(range(240)) and train["rollout"].tolist() == [n // 2 for n in range(240)]
+    assert train["train/grad_norm"].tolist() == [n / 64 for n in range(240)]
+    assert summary.facts["join"] == {"per_rollout": 2, "source": "not recorded; taken from the steps: 240 "
+                                                                  "train/step over 120 rollout/step",
+                                     "train_scaled": False}
+
+
+def test_show_long_of_a_stream_read_as_columns_gives_every_value(tmp_path: Path, capsys) -> None:
+    folder = big_dump(tmp_path / "run")
+    assert (folder / "dashboard" / "metrics.jsonl").stat().st_size > 16 * 1024
+    assert main(["show", str(folder / "dashboard"), "--long"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 + 120 + 240
+    assert out[120:122] == ["rollout/step,119,rollout/raw_reward,0.9296875", "train/step,0,train/grad_norm,0.0"]
+    assert out[-1] == "train/step,239,train/grad_norm,3.734375"
