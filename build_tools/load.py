@@ -52,6 +52,7 @@ PARTITIONED = frozenset({"phases", "gpu_util", "gpu_processes", "engine_series",
                          # `manual record` writes these two as Miles writes its high-rate streams
                          "host_memory", "gpu_temp"})
 LAB_STREAMS = ("events", "host_memory", "gpu_temp", "held_memory", "sampling", "repeat_probe")
+LAB_ONLY = "{}: only lab/, no Miles output (a dashboard dump, a log, ...): the run has no steps"
 # Written once as whole JSON documents, not JSON Lines.
 DASHBOARD_DOCUMENTS = ("meta.json", "lane_catalog.json")
 MAX_JSON_DEPTH = _columnar.MAX_JSON_DEPTH
@@ -104,8 +105,12 @@ def load_run(root: Path, problems: list[Problem], *, keep: bool = True, columns_
     from . import sources  # log/, tensorboard/, wandb/, ci_history/, events/ (build_tools/sources/)
 
     config, lines = _load_run_yaml(root / "run.yaml", run_id, problems)
-    meta = _load_meta(root / "dashboard" / "meta.json", problems) if sources.has_dump(root) else {}
+    # What `manual record` wrote, and no Miles output yet: read, and said.
+    lab_only = (root / "lab").is_dir() and not (root / "dashboard").is_dir() and not sources.source_files(root)
+    meta = _load_meta(root / "dashboard" / "meta.json", problems) if sources.has_dump(root) and not lab_only else {}
     run = RunData(run_id=run_id, root=root, config=config, meta=meta)
+    if lab_only:
+        run.warnings.append(LAB_ONLY.format(display_path(root)))
     _check_flags_agree(root, config, lines, meta, problems)
     by_line = _columnar.NESTED_STREAMS if sources.source_files(root) else ()
     _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems, by_line, keep,
@@ -175,6 +180,8 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
     run.warnings += warnings
     if lab is not None:
         _read_streams(run, {lab: LAB_STREAMS}, problems)
+        if not found:
+            run.warnings.append(LAB_ONLY.format(display_path(path)))
         found["lab"] = [lab]
     founds = [read(found[name], problems, run.warnings) for name, read in sources.READERS.items() if found.get(name)]
     sources.merge(run, founds, problems)

@@ -81,8 +81,8 @@ def values(run: RunData) -> list[Value]:
             text, number = _text(texts.get(metric), value), _is_number(value)
             if isinstance(key, str) and isinstance(step, int):
                 stepped.setdefault((key, step, metric), (text, number))
-            else:
-                unstepped.append(Value("", None, metric, text, number))
+            else:  # its step key kept when it has one
+                unstepped.append(Value(key if isinstance(key, str) else "", None, metric, text, number))
     ordered = sorted(stepped.items(), key=lambda item: (axis_order(item[0][0]), item[0][1], item[0][2]))
     return [Value(key, step, metric, *found) for (key, step, metric), found in ordered] + unstepped
 

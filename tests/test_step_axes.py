@@ -370,3 +370,21 @@ def test_show_long_of_a_stream_read_as_columns_gives_every_value(tmp_path: Path,
     assert len(out) == 1 + 120 + 240
     assert out[120:122] == ["rollout/step,119,rollout/raw_reward,0.9296875", "train/step,0,train/grad_norm,0.0"]
     assert out[-1] == "train/step,239,train/grad_norm,3.734375"
+
+
+def test_a_lab_only_folder_is_added_and_read_with_a_warning(tmp_path: Path, monkeypatch, capsys) -> None:
+    project = copy_project(tmp_path / "manual")
+    monkeypatch.chdir(project)
+    assert main(["add-run", str(lab_only(tmp_path / "spark"))]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[:2] == [f"Added runs/spark from {tmp_path}/spark:",
+                                             "  lab          1 file -> runs/spark/lab/"]
+    assert captured.out.splitlines()[-1] == "1 warning reading the sources (on stderr; `manual show spark` lists them)"
+    assert captured.err == (f"WARNING {tmp_path}/spark: only lab/, no Miles output (a dashboard dump, a log, ...): "
+                            "the run has no steps\n")
+    assert (project / "runs" / "spark" / "lab" / "gpu_temp.jsonl.gz").is_file()
+    assert main(["show", "spark", "--long"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "step_key,step,metric,value\n"
+    assert captured.err.splitlines()[0] == ("WARNING runs/spark: only lab/, no Miles output (a dashboard dump, a "
+                                            "log, ...): the run has no steps")
