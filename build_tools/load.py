@@ -37,24 +37,13 @@ from ._files import (
     read_text,
     scan_tree,
 )
+from ._layout import DASHBOARD_DOCUMENTS, DASHBOARD_STREAMS, JSONL, LAB_STREAMS, PARTITIONED
 from ._types import Columns, Record, RunData
 from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 PARTITION = re.compile(r"^(?P<hour>\d{8}_\d{2})\.jsonl(\.gz)?$")
-JSONL = re.compile(r"^(?P<stream>[a-z_]+)\.jsonl(\.gz)?$")
-
-# The streams of each folder of a run; Miles splits the high-rate ones into hourly files
-# {stream}/{YYYYMMDD_HH}.jsonl, and an older flat {stream}.jsonl is the same stream as one partition.
-DASHBOARD_STREAMS = ("metrics", "phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
-                     "topology", "data_buffer")
-PARTITIONED = frozenset({"phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
-                         # `manual record` writes these two as Miles writes its high-rate streams
-                         "host_memory", "gpu_temp"})
-LAB_STREAMS = ("events", "host_memory", "gpu_temp", "held_memory", "sampling", "repeat_probe")
 LAB_ONLY = "{}: only lab/, no Miles output (a dashboard dump, a log, ...): the run has no steps"
-# Written once as whole JSON documents, not JSON Lines.
-DASHBOARD_DOCUMENTS = ("meta.json", "lane_catalog.json")
 MAX_JSON_DEPTH = _columnar.MAX_JSON_DEPTH
 # A run's records may start a little before the day its run.yaml names (a job launched before midnight).
 DATE_SLACK = dt.timedelta(days=1)

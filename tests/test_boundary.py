@@ -147,7 +147,7 @@ def test_the_pdf_refuses_every_outside_address_at_once(tmp_path):
 
 def test_a_pdf_failure_is_one_line_each_without_a_traceback(tmp_path, monkeypatch, capsys):
     site = _small_site(tmp_path)
-    monkeypatch.setattr("build_tools.build.build", lambda root, **_: None)  # the site is built above
+    monkeypatch.setattr("build_tools.build.build", lambda root, settings=None: None)  # the site is built above
     assert cli.main(["--root", str(tmp_path), "pdf"]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
     assert "ERROR 10 problems in the print edition:" in err and "Traceback" not in err

@@ -86,7 +86,7 @@ KIND_WORDS = {"log": "log", "wandb": "wandb export", "tensorboard": "TensorBoard
 def warn_loose_files(root: Path, warnings: list[str]) -> None:
     """A source file directly in a run folder is read by no one (the loader reads a source only from its own
     sub-folder, the dump only from dashboard/ and lab/): a warning names it and where it belongs."""
-    from ..load import DASHBOARD_STREAMS, JSONL, LAB_STREAMS
+    from .._layout import DASHBOARD_STREAMS, JSONL, LAB_STREAMS
 
     for path in sorted(p for p in root.iterdir() if p.name != "run.yaml" and p.is_file()):
         stream = JSONL.match(path.name)

@@ -20,7 +20,7 @@ from .._files import FileStat, scan_tree
 from .._staging import write_atomic
 from . import fingerprint
 
-CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "store/summary_cache.py",
+CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_layout.py", "store/summary_cache.py",
               "_columnar.py", "store/run_hash.py")
 
 
