@@ -219,5 +219,6 @@ def csv_warnings(run: RunData, *, long: bool) -> list[str]:
     if long:
         return []
     left = [value for value in values(run) if value.step is None or not value.number]
-    return [f"{len(left)} value{'s' if len(left) != 1 else ''} logged without a step or as text are not in the "
-            "wide table (--long lists every value)"] if left else []
+    many = len(left) != 1
+    return [f"{len(left)} value{'s' if many else ''} logged without a step or as text {'are' if many else 'is'} "
+            "not in the wide table (--long lists every value)"] if left else []

@@ -164,7 +164,8 @@ def dump_with_eval(folder: Path) -> Path:
     metrics = folder / "dashboard" / "metrics.jsonl"
     lines = [{"ts": 1790000000.0, "step_key": "eval/step", "step": 2, "metrics": {"eval/gsm8k": 0.71875,
                                                                                    "eval/step": 2}},
-             {"ts": 1790000001.0, "step_key": "rollout/step", "step": 3, "metrics": {"rollout/raw_reward": math.nan}},
+             {"ts": 1790000001.0, "step_key": "rollout/step", "step": 3, "metrics": {"rollout/raw_reward": math.nan,
+                                                                                      "rollout/sample": "4 + 4"}},
              {"ts": 1790000002.0, "step_key": None, "step": None, "metrics": {"perf/startup_time": 12.5}}]
     with metrics.open("a", encoding="utf-8") as out:
         out.writelines(json.dumps(line) + "\n" for line in lines)
@@ -176,11 +177,13 @@ def test_eval_values_and_values_without_a_step_are_shown_not_dropped(tmp_path: P
     assert main(["show", str(folder), "--long"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "rollout/step,3,rollout/raw_reward,nan" in out
+    assert "rollout/step,3,rollout/sample,4 + 4" in out  # a text metric, as written
     assert out[-2:] == ["eval/step,2,eval/gsm8k,0.71875", ",,perf/startup_time,12.5"]
     assert main(["show", str(folder), "--csv"]) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines()[-1].startswith("eval/step,2,")
-    assert captured.err == ("WARNING 1 value logged without a step or as text are not in the wide table (--long "
+    assert "4 + 4" not in captured.out
+    assert captured.err == ("WARNING 2 values logged without a step or as text are not in the wide table (--long "
                             "lists every value)\n")
     problems: list = []
     run, _ = load.load_path(folder, problems)
