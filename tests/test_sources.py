@@ -158,7 +158,7 @@ def test_two_sources_that_disagree_are_an_error_naming_both(tmp_path: Path, monk
     # Megatron printed the step line twice: both copies disagree with the dump.
     assert [str(p) for p in problems] == [
         f"sample-run/log/job.log:{line}: metrics.train/grad_norm: step 0 is 0.39 here but 0.375 in "
-        "sample-run/dashboard/metrics.jsonl:2; two sources of one run must agree within the precision they print"
+        "sample-run/dashboard/metrics.jsonl:2; two sources of one run must agree within the precision they keep"
         for line in (15, 16)
     ]
 
@@ -179,7 +179,7 @@ def test_values_agree_within_the_precision_the_less_precise_source_prints(tmp_pa
     load.load_run(root, problems)
     assert [str(p) for p in problems] == [
         "sample-run/log/job.log:1: metrics.perf/cpu_memory_after_train_gb: step 0 is 37.43 here but 37.4213 in "
-        "sample-run/dashboard/metrics.jsonl:10; two sources of one run must agree within the precision they print",
+        "sample-run/dashboard/metrics.jsonl:10; two sources of one run must agree within the precision they keep",
     ]
 
 
@@ -215,12 +215,12 @@ def test_run_yaml_flags_must_agree_with_the_arguments_a_log_printed(tmp_path: Pa
 
 
 def test_tensorboard_float32_agrees_with_the_dump_it_rounds() -> None:
-    from build_tools.sources._common import agree
+    from build_tools.sources._common import agree, float32_unit, precision
 
     stored = float(__import__("numpy").float32(0.53))  # 0.5299999713897705
-    assert agree(0.53, "0.53", stored, "0.53")
-    assert not agree(0.53, "0.53", 0.54, "0.54")
-    assert agree(math.nan, "nan", math.nan, "NaN") and not agree(math.inf, "inf", 1e308, "1e308")
+    assert agree(0.53, precision("0.53"), stored, float32_unit(stored))
+    assert not agree(0.53, precision("0.53"), 0.54, precision("0.54"))
+    assert agree(math.nan, 0.0, math.nan, 0.0) and not agree(math.inf, 0.0, 1e308, 0.5e308)
 
 
 @pytest.mark.parametrize("name", ["log", "tensorboard", "wandb", "ci_history", "events"])
@@ -267,6 +267,8 @@ def test_exports_keep_only_what_was_logged(monkeypatch: pytest.MonkeyPatch) -> N
     assert [str(p) for p in problems] == [
         "ci_history/4242-aa.jsonl:2: train/ppo_kl: expected [step, number], found [0, 'high']"]
     assert warnings == [
+        "events/actor_cell0_rank0.jsonl:1: rollout 0 attempt 0 was retried (attempt 1, line 2): its train/step 0 "
+        "values are not read",
         "events/actor_cell0_rank0.jsonl: skipped records of types not read here: 1 cell_reconfigure, "
         "1 witness_allocate_id",
         "ci_history/4242-aa.jsonl:1: train/grad_norm: 1 value(s) with no step; not read",

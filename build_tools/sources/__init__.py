@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._exceptions import Problem, display_path
 from .._types import Record, RunData
 from . import ci_history, events, log, tensorboard, wandb
-from ._common import RENAMED, STEP_KEYS, Found, MetricRecord, agree, number_text, read_text
+from ._common import RENAMED, STEP_KEYS, Found, MetricRecord, agree, number_text, read_text, tolerance
 
 Reader = Callable[[list[Path], list[Problem], list[str]], Found]
 
@@ -130,9 +131,20 @@ def check_placeholders(path: Path, config: dict[str, Any], problems: list[Proble
 # --- merging ----------------------------------------------------------------------------------
 
 
+@dataclass
+class _Kept:
+    """The value kept for one (step group, step, key): where it is and how far it may lie from what was logged."""
+
+    value: float
+    text: str
+    tolerance: float
+    unit: float | None  # set where the source lost precision: a later, more precise value replaces it
+    record: Record
+
+
 def merge(run: RunData, founds: list[Found], problems: list[Problem]) -> None:
-    """Add what the sources found to the run: each value once, every repeat checked."""
-    seen: dict[tuple[str, int, str], tuple[float, str, str, int]] = {}
+    """Add what the sources found to the run: each value once, every repeat checked, the most precise kept."""
+    seen: dict[tuple[str, int, str], _Kept] = {}
     for record in run.streams.get("metrics", []):
         _remember(record, seen)
     renamed: set[tuple[str, str]] = set()
@@ -149,7 +161,7 @@ def merge(run: RunData, founds: list[Found], problems: list[Problem]) -> None:
     _merge_meta(run, founds, problems)
 
 
-def _remember(record: Record, seen: dict[tuple[str, int, str], tuple[float, str, str, int]]) -> None:
+def _remember(record: Record, seen: dict[tuple[str, int, str], _Kept]) -> None:
     data = record.data
     if data.get("step_key") not in STEP_KEYS or not isinstance(data.get("step"), int):
         return
@@ -157,8 +169,10 @@ def _remember(record: Record, seen: dict[tuple[str, int, str], tuple[float, str,
         if key in STEP_KEYS or not isinstance(value, int | float):
             continue
         texts = record.texts if isinstance(record, MetricRecord) else {}
+        units = record.units if isinstance(record, MetricRecord) else {}
+        text = texts.get(key, number_text(value))
         seen.setdefault((_group(data["step_key"]), data["step"], key),
-                        (float(value), texts.get(key, number_text(value)), record.file, record.line))
+                        _Kept(float(value), text, tolerance(text, units.get(key)), units.get(key), record))
 
 
 def _group(step_key: str) -> str:
@@ -166,14 +180,16 @@ def _group(step_key: str) -> str:
     return "eval" if step_key == "eval/step" else "main"
 
 
-def _new_values(record: Record, seen: dict[tuple[str, int, str], tuple[float, str, str, int]],
-                renamed: set[tuple[str, str]], problems: list[Problem], warnings: list[str]) -> Record | None:
+def _new_values(record: Record, seen: dict[tuple[str, int, str], _Kept], renamed: set[tuple[str, str]],
+                problems: list[Problem], warnings: list[str]) -> Record | None:
     data = record.data
     texts = record.texts if isinstance(record, MetricRecord) else {}
+    units = record.units if isinstance(record, MetricRecord) else {}
     metrics: dict[str, Any] = {}
     kept_texts: dict[str, str] = {}
+    kept_units: dict[str, float] = {}
     for key, value in data["metrics"].items():
-        text = texts.get(key, number_text(value))
+        text, unit = texts.get(key, number_text(value)), units.get(key)
         if key in RENAMED:
             if (record.file, key) not in renamed:
                 renamed.add((record.file, key))
@@ -184,17 +200,34 @@ def _new_values(record: Record, seen: dict[tuple[str, int, str], tuple[float, st
         if key in STEP_KEYS or not isinstance(value, int | float) or where not in seen:
             metrics[key] = value
             kept_texts[key] = text
+            if unit is not None:
+                kept_units[key] = unit
             if key not in STEP_KEYS and isinstance(value, int | float):
-                seen[where] = (float(value), text, record.file, record.line)
+                seen[where] = _Kept(float(value), text, tolerance(text, unit), unit, record)
             continue
-        old, old_text, old_file, old_line = seen[where]
-        if not agree(old, old_text, float(value), text):
+        old = seen[where]
+        if not agree(old.value, old.tolerance, float(value), tolerance(text, unit)):
             problems.append(Problem(record.file, record.line, f"metrics.{key}",
-                                    f"step {data['step']} is {text} here but {old_text} in {old_file}:{old_line}; "
-                                    "two sources of one run must agree within the precision they print"))
+                                    f"step {data['step']} is {text} here but {old.text} in {old.record.file}:"
+                                    f"{old.record.line}; two sources of one run must agree within the precision "
+                                    "they keep"))
+        elif old.unit is not None and (unit is None or unit < old.unit):
+            _replace(old, key, value, text, unit)
     if not any(key not in STEP_KEYS for key in metrics):
         return None
-    return MetricRecord({**data, "metrics": metrics}, record.file, record.line, kept_texts)
+    return MetricRecord({**data, "metrics": metrics}, record.file, record.line, kept_texts, units=kept_units)
+
+
+def _replace(old: _Kept, key: str, value: Any, text: str, unit: float | None) -> None:
+    """A value a lossy source gave first (a float32, a to_json number, a :.2f line) gives way to a more precise one."""
+    old.record.data["metrics"][key] = value
+    old.value, old.text, old.tolerance, old.unit = float(value), text, tolerance(text, unit), unit
+    if isinstance(old.record, MetricRecord):
+        old.record.texts[key] = text
+        if unit is None:
+            old.record.units.pop(key, None)
+        else:
+            old.record.units[key] = unit
 
 
 def _merge_phases(run: RunData, founds: list[Found]) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from .. import schemas
 from .._exceptions import Problem, display_path
 from .._types import Record
-from ._common import Found, MetricRecord, checked, misread_of, read_text, written
+from ._common import Found, MetricRecord, checked, misread_of, precision, read_text, written
 from ._json import whole
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -328,7 +328,8 @@ def _cpu_memory(match: re.Match[str], ts: float | None, where: str, number: int,
         return
     data = {"ts": ts if ts is not None else math.nan, "step_key": "rollout/step", "step": whole(match["step"]),
             "metrics": {key: gb}}
-    found.add("metrics", MetricRecord(data, where, number, {key: match["gb"]}))
+    # Printed with :.2f, the number the trackers got to full precision: a more precise source's value is kept.
+    found.add("metrics", MetricRecord(data, where, number, {key: match["gb"]}, units={key: precision(match["gb"])}))
 
 
 def _add_events(events: list[tuple[str, float | None, str, int]], last_ts: float | None, where: str, found: Found,
