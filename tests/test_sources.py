@@ -68,8 +68,8 @@ def test_dirty_log_warns_about_every_line_it_cannot_read(monkeypatch: pytest.Mon
         "dirty/log/job.log:15: last line has no newline (cut off when the job ended); skipped",
         "dirty/log/job.log:3: step 1: payload not readable (it does not end with '}': wrapped, cut off, or another "
         "process's output inside it); its values are not read",
-        "dirty/log/job.log:5: looks like a metrics line but is not 'perf|rollout|step|eval N: {...}' (a wrapped, "
-        "misread or interleaved line); its values are not read",
+        "dirty/log/job.log:5: looks like a metrics line but is not 'perf|rollout|multi_turn|step|eval N: {...}' (a "
+        "wrapped, misread or interleaved line); its values are not read",
         "dirty/log/job.log:6: key 'rollout/raw_rewarrd' looks like a misreading of 'rollout/raw_reward'; kept under "
         "the name it has, not read as that key",
         "dirty/log/job.log:7: rollout 1: payload not readable (it does not end with '}': wrapped, cut off, or another "

@@ -7,7 +7,7 @@ A run folder may hold, beside `dashboard/` and `lab/`, any of these sub-folders 
 | `events/` | `events.py` | the `--dump-details` event files, `{proc}.jsonl` |
 | `log/` | `log.py` | standard output and error, `*.log`, `*.txt` |
 | `ci_history/` | `ci_history.py` | the CI history record, `{pid}-{uuid}.jsonl` |
-| `wandb/` | `wandb.py` | a wandb chart's CSV, or JSON lines of `run.scan_history()` |
+| `wandb/` | `wandb.py` | a wandb chart's CSV, `run.scan_history()` or `run.history()` rows, an offline run's `run-<id>.wandb` |
 | `tensorboard/` | `tensorboard.py` | `events.out.tfevents.*` |
 
 Each reader yields the records the dashboard reader yields (`metrics`, `phases`, lab `events`), so nothing
@@ -41,7 +41,7 @@ FILES = {
     "events": re.compile(r"\.jsonl(\.gz)?$"),
     "log": re.compile(r"\.(log|txt)(\.gz)?$"),
     "ci_history": re.compile(r"\.jsonl(\.gz)?$"),
-    "wandb": re.compile(r"\.(csv|jsonl)(\.gz)?$"),
+    "wandb": re.compile(r"\.(csv|jsonl)(\.gz)?$|^run-.*\.wandb$"),
     "tensorboard": re.compile(r"(^|\.)tfevents\.|^events\.out\."),
 }
 SAME_EVENT_WITHIN_S = 60.0
@@ -315,7 +315,7 @@ def _kind_of_file(path: Path) -> str | None:
         return "tensorboard"
     if re.search(r"\.(log|txt)$", name):
         return "log"
-    if name.endswith(".csv"):
+    if name.endswith(".csv") or re.fullmatch(r"run-.*\.wandb", path.name):
         return "wandb"
     if name.endswith(".jsonl"):
         return _sniff_jsonl(path)

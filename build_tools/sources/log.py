@@ -39,9 +39,12 @@ REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 STAMP = re.compile(r"\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
                    r"(?: (?P<proc>[^\]]*))?\]\s?")
 SOURCE = re.compile(r"^(?P<file>[\w.]+\.py):\d+ - ")
-METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|step|eval) (?P<n>-?\d+): (?P<payload>\{.*)$")
-LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|step|eval)\W?\S{0,60}\s{0,20}:\s*\{")
-STEP_KEY = {"perf": "rollout/step", "rollout": "rollout/step", "step": "train/step", "eval": "eval/step"}
+METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|multi_turn|step|eval) (?P<n>-?\d+): "
+                     r"(?P<payload>\{.*)$")
+LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|multi_turn|step|eval)\W?\S{0,60}\s{0,20}:\s*\{")
+# multi_turn N: the trainer's --log-multi-turn means (training_utils/log_utils.py gather_log_data), on rollout/step.
+STEP_KEY = {"perf": "rollout/step", "rollout": "rollout/step", "multi_turn": "rollout/step", "step": "train/step",
+            "eval": "eval/step"}
 TIMER_START = re.compile(r"^Timer (?P<name>\S+) start$")
 TIMER_END = re.compile(r"^Timer (?P<name>\S+) end \(elapsed: (?P<elapsed>[0-9.]+)s\)$")
 CPU_MEMORY = re.compile(r"^\[CPU memory\] (?P<label>.+?): (?P<gb>[0-9.]+) GB "
@@ -156,8 +159,8 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         elif match := CPU_MEMORY.match(message):
             _cpu_memory(match, ts if ts is not None else last_ts, where, number, found, warnings)
         elif LOOKS_LIKE_METRICS.search(message):
-            warnings.append(f"{where}:{number}: looks like a metrics line but is not 'perf|rollout|step|eval N: "
-                            "{...}' (a wrapped, misread or interleaved line); its values are not read")
+            warnings.append(f"{where}:{number}: looks like a metrics line but is not 'perf|rollout|multi_turn|step|eval "
+                            "N: {...}' (a wrapped, misread or interleaved line); its values are not read")
         else:
             for kind, pattern in EVENT_PATTERNS:
                 event = pattern.search(message)
