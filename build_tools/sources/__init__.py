@@ -151,7 +151,7 @@ def merge(run: RunData, founds: list[Found], problems: list[Problem]) -> None:
     for found in founds:
         added = []
         for record in found.streams.get("metrics", []):
-            kept = _new_values(record, seen, renamed, problems, run.warnings)
+            kept = _new_values(record, seen, renamed, problems, run.warnings, found.unit)
             if kept is not None:
                 added.append(kept)
         if added:
@@ -181,13 +181,11 @@ def _group(step_key: str) -> str:
 
 
 def _new_values(record: Record, seen: dict[tuple[str, int, str], _Kept], renamed: set[tuple[str, str]],
-                problems: list[Problem], warnings: list[str]) -> Record | None:
+                problems: list[Problem], warnings: list[str], unit_word: str = "line") -> Record | None:
     data = record.data
     texts = record.texts if isinstance(record, MetricRecord) else {}
     units = record.units if isinstance(record, MetricRecord) else {}
-    metrics: dict[str, Any] = {}
-    kept_texts: dict[str, str] = {}
-    kept_units: dict[str, float] = {}
+    out = MetricRecord({**data, "metrics": {}}, record.file, record.line)  # what is new in it, as seen refers to it
     for key, value in data["metrics"].items():
         text, unit = texts.get(key, number_text(value)), units.get(key)
         if key in RENAMED:
@@ -198,24 +196,24 @@ def _new_values(record: Record, seen: dict[tuple[str, int, str], _Kept], renamed
             key = RENAMED[key]
         where = (_group(data["step_key"]), data["step"], key)
         if key in STEP_KEYS or not isinstance(value, int | float) or where not in seen:
-            metrics[key] = value
-            kept_texts[key] = text
+            out.data["metrics"][key] = value
+            out.texts[key] = text
             if unit is not None:
-                kept_units[key] = unit
+                out.units[key] = unit
             if key not in STEP_KEYS and isinstance(value, int | float):
-                seen[where] = _Kept(float(value), text, tolerance(text, unit), unit, record)
+                seen[where] = _Kept(float(value), text, tolerance(text, unit), unit, out)
             continue
         old = seen[where]
         if not agree(old.value, old.tolerance, float(value), tolerance(text, unit)):
-            problems.append(Problem(record.file, record.line, f"metrics.{key}",
+            line, field = ((record.line, f"metrics.{key}") if unit_word == "line" else  # a binary file: its record
+                           (None, f"{unit_word} {record.line}: metrics.{key}"))
+            problems.append(Problem(record.file, line, field,
                                     f"step {data['step']} is {text} here but {old.text} in {old.record.file}:"
                                     f"{old.record.line}; two sources of one run must agree within the precision "
                                     "they keep"))
         elif old.unit is not None and (unit is None or unit < old.unit):
             _replace(old, key, value, text, unit)
-    if not any(key not in STEP_KEYS for key in metrics):
-        return None
-    return MetricRecord({**data, "metrics": metrics}, record.file, record.line, kept_texts, units=kept_units)
+    return out if any(key not in STEP_KEYS for key in out.data["metrics"]) else None
 
 
 def _replace(old: _Kept, key: str, value: Any, text: str, unit: float | None) -> None:
