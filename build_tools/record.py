@@ -5,9 +5,9 @@ into `lab/host_memory/`, and each GPU's temperature, utilisation and power from 
 `lab/gpu_temp/`. Like Miles' dashboard writer, streams are append-only JSON Lines split into hourly files
 (`{stream}/{YYYYMMDD_HH}.jsonl`, UTC) and only complete lines are written, every few seconds, so a kill loses
 at most the last flush interval. SIGINT and SIGTERM stop it cleanly (a last flush). When nvidia-smi fails, it
-says so once, quoting nvidia-smi's own message, and goes on recording host memory; a GPU whose temperature it
-reports as "[N/A]" is a warning, its samples left out and counted. `--until-exit PID` stops it when that process ends and
-records the job's end in `lab/events.jsonl`.
+says so once, quoting nvidia-smi's own message, and goes on recording host memory; a GPU whose temperature
+it reports as "[N/A]" is a warning, its samples left out and counted. `--until-exit PID` stops it when that
+process ends and records the job's end in `lab/events.jsonl`.
 
 What it writes, the next `make check` accepts: each record is checked against the lab schema (the loader's own
 rules, build_tools/schemas.py) before it is written, and an impossible reading (NaN, infinite, out of range,

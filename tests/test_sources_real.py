@@ -103,10 +103,10 @@ def test_a_float32_further_than_half_an_ulp_from_the_log_is_refused(tmp_path: Pa
     _, problems, _ = read(Path("job"))
     line = next(n for n, text in enumerate((tmp_path / "job" / "log" / "job.log").read_text().split("\n"), start=1)
                 if f"perf {step}: {{'perf/train_wait_time'" in text)
+    text = repr(float(str(np.float32(off))))
     assert problems == [
-        f"job/tensorboard/{tb_file.name}: record 2: metrics.perf/step_time: step {step} is {float(str(np.float32(off)))!r} "
-        f"here but {logged!r} in job/log/job.log:{line}; two sources of one run must agree within the precision they "
-        "keep"]
+        f"job/tensorboard/{tb_file.name}: record 2: metrics.perf/step_time: step {step} is {text} here but "
+        f"{logged!r} in job/log/job.log:{line}; two sources of one run must agree within the precision they keep"]
 
 
 def test_event_files_give_both_of_the_trainers_events_of_a_step_and_warn_of_null(
@@ -135,12 +135,11 @@ def test_a_retried_rollouts_earlier_attempt_is_a_warning(tmp_path: Path, monkeyp
     got, _, warnings = read(Path("job"))
     assert got[("train/step", 1, "train/grad_norm")] == 0.5 and got[("rollout/step", 0, "perf/train_time")] == 0.5
     null = next(n for n, text in enumerate(lines, start=1) if '"train/grad_norm":null' in text)
+    file = "job/events/actor_cell0_rank0.jsonl"
     assert warnings == [
-        f"job/events/actor_cell0_rank0.jsonl:{null}: train/grad_norm: null (pydantic writes a NaN or infinity as null); "
-        "not read",
-        *(f"job/events/actor_cell0_rank0.jsonl:{n}: rollout 0 attempt 0 was retried (attempt 1, line {len(lines) + n}): "
-          f"its {axis} values are not read" for n, axis in ((1, "train/step 0"), (2, "train/step 1"),
-                                                            (3, "rollout/step 0")))]
+        f"{file}:{null}: train/grad_norm: null (pydantic writes a NaN or infinity as null); not read",
+        *(f"{file}:{n}: rollout 0 attempt 0 was retried (attempt 1, line {len(lines) + n}): its {axis} values are not "
+          "read" for n, axis in ((1, "train/step 0"), (2, "train/step 1"), (3, "rollout/step 0")))]
     assert len(made.logged) > 0
 
 

@@ -7,7 +7,7 @@ A run folder may hold, beside `dashboard/` and `lab/`, any of these sub-folders 
 | `events/` | `events.py` | the `--dump-details` event files, `{proc}.jsonl` |
 | `log/` | `log.py` | standard output and error, `*.log`, `*.txt` |
 | `ci_history/` | `ci_history.py` | the CI history record, `{pid}-{uuid}.jsonl` |
-| `wandb/` | `wandb.py` | a wandb chart's CSV, `run.scan_history()` or `run.history()` rows, an offline run's `run-<id>.wandb` |
+| `wandb/` | `wandb.py` | a chart's CSV, `scan_history()` or `history()` rows, an offline run's `run-<id>.wandb` |
 | `tensorboard/` | `tensorboard.py` | `events.out.tfevents.*` |
 
 Each reader yields the records the dashboard reader yields (`metrics`, `phases`, lab `events`), so nothing

@@ -159,8 +159,9 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         elif match := CPU_MEMORY.match(message):
             _cpu_memory(match, ts if ts is not None else last_ts, where, number, found, warnings)
         elif LOOKS_LIKE_METRICS.search(message):
-            warnings.append(f"{where}:{number}: looks like a metrics line but is not 'perf|rollout|multi_turn|step|eval "
-                            "N: {...}' (a wrapped, misread or interleaved line); its values are not read")
+            warnings.append(f"{where}:{number}: looks like a metrics line but is not "
+                            "'perf|rollout|multi_turn|step|eval N: {...}' (a wrapped, misread or interleaved line); "
+                            "its values are not read")
         else:
             for kind, pattern in EVENT_PATTERNS:
                 event = pattern.search(message)

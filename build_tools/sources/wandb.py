@@ -35,8 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import Problem, display_path
-from ._common import (STEP_KEYS, Found, MetricRecord, checked, json_decimals_unit, json_lines, number_of_text,
-                      read_bytes, step_key_of, text_files)
+from ._common import (
+    STEP_KEYS,
+    Found,
+    MetricRecord,
+    checked,
+    json_decimals_unit,
+    json_lines,
+    number_of_text,
+    read_bytes,
+    step_key_of,
+    text_files,
+)
 from ._json import Number, loads, plain, value, whole
 
 WHOLE = re.compile(r"-?\d+(\.0*)?")
@@ -105,7 +115,8 @@ def _read_chart(header: list[str], rows: list[list[str]], where: str, found: Fou
             continue
         if step_key_of(key) != axis:
             problems.append(Problem(where, 1, key, f"logged against {step_key_of(key) or 'no step key'}, but the "
-                                    f"chart's x-axis is {axis}; export it from a chart whose x-axis is its own step key"))
+                                    f"chart's x-axis is {axis}; export it from a chart whose x-axis is its own step "
+                                    "key"))
             continue
         columns[i] = key
     bounds = {i: (header.index(f"{header[i]}__MIN") if f"{header[i]}__MIN" in header else None,
