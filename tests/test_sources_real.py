@@ -4,6 +4,7 @@ within to_json's 10 decimals for a history written so); what cannot be read is r
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import subprocess
@@ -162,6 +163,12 @@ def test_an_offline_run_is_read_with_wandbs_own_reader(tmp_path: Path, monkeypat
     same(got, made.expected())
     assert problems == []
     assert all("not a file the wandb reader reads" in w for w in warnings)  # wandb's logs and files beside it
+    (path,) = Path("job/wandb").rglob("run-*.wandb")
+    path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))  # as `make add-run` copies it
+    path.unlink()
+    got, problems, _ = read(Path("job"))
+    same(got, made.expected())
+    assert problems == []
 
 
 def test_an_offline_run_without_wandb_installed_is_refused_in_one_line(tmp_path: Path,

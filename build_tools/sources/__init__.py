@@ -41,7 +41,7 @@ FILES = {
     "events": re.compile(r"\.jsonl(\.gz)?$"),
     "log": re.compile(r"\.(log|txt)(\.gz)?$"),
     "ci_history": re.compile(r"\.jsonl(\.gz)?$"),
-    "wandb": re.compile(r"\.(csv|jsonl)(\.gz)?$|^run-.*\.wandb$"),
+    "wandb": re.compile(r"\.(csv|jsonl)(\.gz)?$|^run-.*\.wandb(\.gz)?$"),
     "tensorboard": re.compile(r"(^|\.)tfevents\.|^events\.out\."),
 }
 SAME_EVENT_WITHIN_S = 60.0
@@ -313,7 +313,7 @@ def _kind_of_file(path: Path) -> str | None:
         return "tensorboard"
     if re.search(r"\.(log|txt)$", name):
         return "log"
-    if name.endswith(".csv") or re.fullmatch(r"run-.*\.wandb", path.name):
+    if name.endswith(".csv") or re.fullmatch(r"run-.*\.wandb", name):
         return "wandb"
     if name.endswith(".jsonl"):
         return _sniff_jsonl(path)

@@ -30,6 +30,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ WANDB_PIN = "wandb==0.31.0"
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
     found = Found("wandb")
-    offline = [path for path in files if path.name.endswith(".wandb")]
+    offline = [path for path in files if path.name.removesuffix(".gz").endswith(".wandb")]
     for path, where, lines in text_files([p for p in files if p not in offline], problems, found):
         name = path.name.removesuffix(".gz")
         if name.endswith(".csv"):
@@ -281,21 +282,32 @@ def _json_row(doc: dict[str, Any], where: str, number: int, warnings: list[str])
     return row
 
 
+def _wandb_reader(path: Path, data: bytes) -> subprocess.CompletedProcess[str]:
+    """`wandb leet inspect --json` on the log (a gzipped one unpacked into a temporary folder first), offline."""
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DISABLE_CODE": "true"}
+    with tempfile.TemporaryDirectory(prefix=f"manual-wandb-{os.getpid()}-") as tmp:
+        if path.name.endswith(".gz"):
+            path = Path(tmp) / "run" / path.name.removesuffix(".gz")
+            path.parent.mkdir()
+            path.write_bytes(data)
+        return subprocess.run([sys.executable, *WANDB_READER, str(path)], capture_output=True, text=True,
+                              timeout=300, env=env, check=False)
+
+
 def _read_offline_run(path: Path, found: Found, problems: list[Problem], warnings: list[str]) -> None:
     """An offline run's log, read by wandb's own reader where wandb is installed, else refused in one line."""
     where = display_path(path)
-    if read_bytes(path, problems) is None:
+    data = read_bytes(path, problems)  # gunzipped (`make add-run` gzips what it copies), size-limited
+    if data is None:
         return
     if importlib.util.find_spec("wandb") is None:
         problems.append(Problem(where, None, None, "a wandb offline run's log, which only wandb reads, and wandb is "
                                 f"not installed here: install it (pip install {WANDB_PIN}) to read it, or "
                                 f"`wandb sync {display_path(path.parent)}` and export the run with run.scan_history()"))
         return
-    found.read_file(where, path.stat().st_size == 0)
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DISABLE_CODE": "true"}
+    found.read_file(where, not data)
     try:
-        result = subprocess.run([sys.executable, *WANDB_READER, str(path)], capture_output=True, text=True,
-                                timeout=300, env=env, check=False)
+        result = _wandb_reader(path, data)
     except (OSError, subprocess.TimeoutExpired) as err:
         problems.append(Problem(where, None, None, f"wandb could not read it ({err})"))
         return
