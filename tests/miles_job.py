@@ -169,6 +169,7 @@ class Job:
                 import wandb
 
                 wandb.finish()
+                wandb.teardown()  # until wandb-core has closed the run's log (it writes its header last)
 
     def _init_wandb(self) -> None:
         """wandb_utils.init_wandb_primary in offline mode, then _init_wandb_common's define_metric calls."""

@@ -263,3 +263,36 @@ def test_a_chart_on_its_step_key_is_read_at_that_step(tmp_path: Path, monkeypatc
     _, problems, _ = read(Path("reward.csv"))
     assert problems == ["reward.csv:1: rollout/raw_reward: logged against rollout/step, but the chart's x-axis is "
                         "train/step; export it from a chart whose x-axis is its own step key"]
+
+
+def test_a_history_by_its_step_key_with_pandas_index_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.history(keys=["train/grad_norm"], x_axis="train/step") rows: no _step, the step key; to_csv's index."""
+    made = job(tmp_path, monkeypatch, wandb=True)
+    rows = [{k: v for k, v in row.items() if k in ("train/step", "train/grad_norm")} for row in history_rows(made)]
+    pd.DataFrame.from_records([row for row in rows if "train/grad_norm" in row]).to_csv(tmp_path / "norm.csv")
+    got, problems, warnings = read(Path("norm.csv"))
+    assert got == {w: v for w, v in made.expected().items() if w[2] == "train/grad_norm" and w != NAN_AT}
+    assert problems == [] and warnings == [
+        "norm.csv: 1 value(s) empty at a step where the key has no other value (train/grad_norm at train/step 5): "
+        "history() exports write a NaN or infinity so; not read (run.scan_history() keeps them)"]
+
+
+def test_a_history_in_to_jsons_default_layout_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = job(tmp_path, monkeypatch, wandb=True)
+    pd.DataFrame.from_records(history_rows(made)).to_json(tmp_path / "history.jsonl")  # orient="columns"
+    _, problems, _ = read(Path("history.jsonl"))
+    assert problems == ['history.jsonl:1: a history written as one JSON document (to_json\'s default layout, or '
+                        'orient="records" without lines): write it a row per line, to_json(orient="records", '
+                        'lines=True)']
+
+
+def test_an_offline_run_cut_off_gives_what_it_holds_and_wandbs_warning(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    made = job(tmp_path, monkeypatch, wandb=True)
+    (path,) = Path("job/wandb").rglob("run-*.wandb")
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # the job killed mid-write
+    got, problems, warnings = read(Path("job"))
+    assert problems == [] and 0 < len(got) < len(made.expected())
+    assert all(got[w] == made.expected()[w] for w in got)
+    assert f"{path}: wandb leet inspect: reached the end of an incomplete .wandb file (the run may still be active " \
+           "or was interrupted)" in warnings

@@ -22,6 +22,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import schemas
 from .._exceptions import Problem, display_path
 from .._types import Record
@@ -283,7 +285,12 @@ def _literal(node: ast.expr) -> Any:
     if (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
             and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
             and node.func.value.id in ("np", "numpy") and NUMPY_SCALARS.match(node.func.attr)):
-        return _literal(node.args[0])
+        value = _literal(node.args[0])
+        # np.float32(0.53) prints its shortest text; the value the trackers got is that float32's.
+        narrow = node.func.attr in ("float32", "float16")
+        if narrow and isinstance(value, float) and math.isfinite(value):
+            return float(getattr(np, node.func.attr)(value))
+        return value
     if isinstance(node, ast.List | ast.Tuple):
         return [_literal(item) for item in node.elts]
     raise PayloadError(f"{ast.unparse(node)[:40]!r} is not a plain value")

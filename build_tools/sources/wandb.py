@@ -92,11 +92,11 @@ def _read_csv(lines: list[str], where: str, found: Found, problems: list[Problem
     if not rows:
         return
     header = rows[0]
-    if "_step" in header:
-        _read_history_csv(header, rows[1:], where, found, problems, warnings)
-    elif header[0] == "Step":
+    if header[0] == "Step":
         problems.append(Problem(where, 1, "Step", "wandb's own _step (it counts every wandb.log call of every Miles "
                                 f"process), not the step Miles logged these keys at; {EXPORT_HINT}"))
+    elif "_step" in header or header[0] == "":  # a history as pandas writes it: _step, or its index column first
+        _read_history_csv(header, rows[1:], where, found, problems, warnings)
     elif _key_of(header[0]) in STEP_KEYS:
         _read_chart(header, rows[1:], where, found, problems, warnings)
     else:
@@ -253,6 +253,11 @@ def _read_history_csv(header: list[str], body: list[list[str]], where: str, foun
 
 
 def _read_jsonl(lines: list[str], where: str, found: Found, problems: list[Problem], warnings: list[str]) -> None:
+    if _one_document(lines):
+        problems.append(Problem(where, 1, None, "a history written as one JSON document (to_json's default layout, "
+                                "or orient=\"records\" without lines): write it a row per line, "
+                                "to_json(orient=\"records\", lines=True)"))
+        return
     docs = list(json_lines(lines, where, problems, warnings,
                            "a JSON object (a row of run.scan_history() or of run.history())"))
     # history().to_json writes every column in every row (null where empty) and steps as floats (0.0).
@@ -262,6 +267,18 @@ def _read_jsonl(lines: list[str], where: str, found: Found, problems: list[Probl
     for number, doc in docs:
         _read_row(_json_row(doc, where, number, warnings), number, found, rows, warnings, lossy)
     _end_rows(rows, problems, warnings)
+
+
+def _one_document(lines: list[str]) -> bool:
+    """pandas' to_json without lines=True: one document, a mapping per column or a list of rows."""
+    texts = [line for line in lines if line.strip()]
+    if len(texts) != 1 or not texts[0].lstrip().startswith(("{", "[")):
+        return False
+    try:
+        doc = loads(texts[0])
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(doc, list) or (isinstance(doc, dict) and any(isinstance(item, dict) for item in doc.values()))
 
 
 def _json_row(doc: dict[str, Any], where: str, number: int, warnings: list[str]) -> dict[str, Any]:
@@ -315,6 +332,9 @@ def _read_offline_run(path: Path, found: Found, problems: list[Problem], warning
         said = (result.stderr.strip() or result.stdout.strip() or f"exit status {result.returncode}").splitlines()
         problems.append(Problem(where, None, None, f"wandb could not read it: {said[-1][:200]}"))
         return
+    for line in result.stderr.splitlines():  # e.g. the end of a log cut off when the job was killed
+        if line.strip():
+            warnings.append(f"{where}: {line.strip()[:300]}")
     history: list[tuple[int, dict[str, Any]]] = []
     for text in result.stdout.splitlines():  # one JSON object per record: {"num": 16, "type": "history", ...}
         doc = loads(text) if text.startswith("{") else None
