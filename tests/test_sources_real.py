@@ -9,6 +9,7 @@ import json
 import math
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,18 @@ def test_an_offline_run_cut_off_gives_what_it_holds_and_wandbs_warning(tmp_path:
     assert all(got[w] == made.expected()[w] for w in got)
     assert f"{path}: wandb leet inspect: reached the end of an incomplete .wandb file (the run may still be active " \
            "or was interrupted)" in warnings
+
+
+def test_a_key_under_no_known_prefix_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-LoRA adapter's metrics ride their own axis ({name}/step): not read here, never silently."""
+    from miles_job import MetricEvent, RolloutManagerProcessIdentity
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "events").mkdir()
+    event = MetricEvent(timestamp=datetime.now(UTC), source=RolloutManagerProcessIdentity(),
+                        metrics={"lora_a/loss": 0.5, "lora_a/step": 1, "rollout/raw_reward": 0.25, "rollout/step": 0})
+    (tmp_path / "events" / "rollout_manager.jsonl").write_text(event.model_dump_json() + "\n")
+    got, problems, warnings = read(Path("events"))
+    assert got == {("rollout/step", 0, "rollout/raw_reward"): 0.25} and problems == []
+    assert warnings == ["events/rollout_manager.jsonl: 2 key(s) under no prefix Miles gives a step key (train/, "
+                        "rollout/, perf/, multi_turn/, passrate/, eval/) not read: lora_a/loss, lora_a/step"]

@@ -56,6 +56,7 @@ class Found:
     start_ts: float | None = None
     files: list[str] = field(default_factory=list)
     blank: set[str] = field(default_factory=set)  # files read that hold nothing but white space
+    unplaced: dict[str, set[str]] = field(default_factory=dict)  # file -> numeric keys of no known step key
     unit: str = "line"  # what a record's number counts: a line of a text file, a record of a binary one
 
     def add(self, stream: str, record: Record) -> None:
@@ -64,6 +65,11 @@ class Found:
     def saw_time(self, ts: float | None) -> None:
         if ts is not None and schemas.is_time(ts) and (self.start_ts is None or ts < self.start_ts):
             self.start_ts = ts
+
+    def unplaced_key(self, where: str, key: str) -> None:
+        """A number logged under a key whose prefix has no step key Miles defines: not read, told per file."""
+        if key and not key.startswith("_"):
+            self.unplaced.setdefault(where, set()).add(key)
 
     def read_file(self, where: str, empty: bool) -> None:
         self.files.append(where)
@@ -89,6 +95,11 @@ def checked(found: Found, problems: list[Problem], warnings: list[str]) -> Found
                     record.data = data
                     kept.append(record)
         found.streams[stream] = kept
+    prefixes = ", ".join(f"{prefix}/" for prefix in STEP_KEY_OF_PREFIX)
+    for where, keys in sorted(found.unplaced.items()):
+        shown = ", ".join(sorted(keys)[:5]) + (", ..." if len(keys) > 5 else "")
+        warnings.append(f"{where}: {len(keys)} key(s) under no prefix Miles gives a step key ({prefixes}) not read: "
+                        f"{shown}")
     _warn_silent_files(found, problems, warnings)
     return found
 

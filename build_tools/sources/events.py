@@ -98,6 +98,8 @@ def _metric_records(doc: dict[str, Any], rollout: int | None, where: str, number
         parsed = value(raw)
         if parsed is None and raw is None and step_key is not None:
             warnings.append(f"{where}:{number}: {key}: null (pydantic writes a NaN or infinity as null); not read")
+        if parsed is not None and step_key is None:
+            found.unplaced_key(where, key)
         if parsed is None or step_key is None:
             continue  # strings and nested values are not metrics of the per-step table
         own = value(metrics.get(step_key))

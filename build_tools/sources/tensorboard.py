@@ -92,10 +92,10 @@ def _read_event(event: Any, where: str, index: int, found: Found) -> None:
     for item in event.summary.value:
         key = item.tag
         step_key = None if key in STEP_KEYS else step_key_of(key)
-        if step_key is None:
-            continue
         scalar = _scalar(item)
-        if scalar is None:
+        if scalar is None or step_key is None:
+            if scalar is not None and key not in STEP_KEYS:
+                found.unplaced_key(where, key)
             continue
         data = {"ts": ts, "step_key": step_key, "step": int(event.step), "metrics": {key: scalar[0]}}
         units = {} if scalar[2] is None else {key: scalar[2]}

@@ -186,6 +186,8 @@ def _read_row(row: dict[str, Any], number: int, found: Found, rows: _Rows, warni
     groups: dict[tuple[str, int], MetricRecord] = {}
     for key, cell in row.items():
         step_key = step_key_of(key)
+        if step_key is None and cell is not None:
+            found.unplaced_key(rows.where, key)
         if key.startswith("_") or key in STEP_KEYS or step_key is None:
             continue
         own = row.get(step_key)
