@@ -13,8 +13,9 @@ A run folder may hold, beside `dashboard/` and `lab/`, any of these sub-folders 
 Each reader yields the records the dashboard reader yields (`metrics`, `phases`, lab `events`), so nothing
 after the loader knows where a value came from, each checked by the dump's rules (`_common.checked`,
 `schemas.SOURCE_RECORDS`): what they refuse is a problem naming the file, the line and the field.
-`add_streams` adds them to a loaded run: a metric a more precise source already holds for the same step is
-checked against it (within the printing precision of the less precise one) and not added twice; phases come
+`add_streams` adds them to a loaded run: a metric a source already holds for the same step is checked against
+it, within the precision the less precise one keeps (its printed digits; half a float32 ulp for TensorBoard; 10
+decimals for a history to_json wrote), and not added twice: the more precise value is kept; phases come
 from the dump when it has any; an event already in `lab/events` (same kind within a minute) is not added again.
 """
 

@@ -303,8 +303,10 @@ def _json_row(doc: dict[str, Any], where: str, number: int, warnings: list[str])
 
 def _wandb_reader(path: Path, data: bytes) -> subprocess.CompletedProcess[str]:
     """`wandb leet inspect --json` on the log (a gzipped one unpacked into a temporary folder first), offline."""
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DISABLE_CODE": "true"}
     with tempfile.TemporaryDirectory(prefix=f"manual-wandb-{os.getpid()}-") as tmp:
+        # offline, silent, and its settings, cache and logs in the temporary folder: nothing written elsewhere
+        env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DISABLE_CODE": "true",
+               **{name: tmp for name in ("WANDB_DIR", "WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR")}}
         if path.name.endswith(".gz"):
             path = Path(tmp) / "run" / path.name.removesuffix(".gz")
             path.parent.mkdir()
