@@ -231,9 +231,8 @@ def test_a_history_without_the_step_key_is_refused(tmp_path: Path, monkeypatch: 
     path = tmp_path / "grad_norm.csv"
     pd.DataFrame.from_records([row for row in rows if "train/grad_norm" in row]).to_csv(path, index=False)
     _, problems, _ = read(Path("grad_norm.csv"))
-    assert problems == ["grad_norm.csv: train/grad_norm: 7 value(s) but no train/step column, only wandb's _step: ask "
-                        "for the step key too (run.history(keys=[..., 'train/step'])), or export with "
-                        "run.scan_history()"]
+    assert problems == ["grad_norm.csv: train/grad_norm: 7 value(s) but no train/step column, only wandb's _step: "
+                        "export its step key too (keys=[..., 'train/step'] in run.history() or run.scan_history())"]
 
 
 def chart(path: Path, axis: str, key: str, points: list[tuple[int, float]]) -> None:

@@ -219,8 +219,8 @@ def _end_rows(rows: _Rows, problems: list[Problem], warnings: list[str]) -> None
         step_key = step_key_of(key)
         if step_key not in rows.keys:
             problems.append(Problem(rows.where, None, key, f"{count} value(s) but no {step_key} column, only wandb's "
-                                    f"_step: ask for the step key too (run.history(keys=[..., '{step_key}'])), or "
-                                    "export with run.scan_history()"))
+                                    f"_step: export its step key too (keys=[..., '{step_key}'] in run.history() or "
+                                    "run.scan_history())"))
     gaps = sorted((key, step) for key, steps in rows.gaps.items() if key in rows.logged
                   for step in steps - rows.logged[key])
     if gaps:
