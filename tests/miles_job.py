@@ -1,6 +1,7 @@
 """A small Miles job's tracking, written at test time by the libraries Miles calls, the way it calls them
 (radixark/miles 31f1ca9): Python logging in Miles' format, TensorBoard's event writer as torch's SummaryWriter
-drives it, wandb in offline mode, and pydantic's model_dump_json of Miles' MetricEvent.
+drives it, wandb in offline mode, pydantic's model_dump_json of Miles' MetricEvent, and the CI history record as
+miles/utils/tracking_utils/ci_history.py writes it (json.dumps of its whitelist's series).
 
 `tracking.log(args, metrics, step_key)` (miles/utils/tracking_utils/tracking.py) fans one dict out to every
 backend: wandb gets `wandb.log(metrics)` (no step), TensorBoard `add_scalar(key, value, step)` for every key but
@@ -9,6 +10,7 @@ the step key, the event logger a MetricEvent. The log lines are the ones the cal
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -22,6 +24,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Discriminator, NonNegativeInt
 
 ROLLOUTS = 4
+# miles/utils/tracking_utils/ci_history.py TARGET_METRIC_KEYS (the two TITO mismatch rates left out: not logged here)
+CI_KEYS = ("train/grad_norm", "train/ppo_kl", "train/train_rollout_logprob_abs_diff", "train/train_rollout_kl",
+           "rollout/raw_reward")
 STEPS_PER_ROLLOUT = 2  # train/step = rollout id x 2 + the step inside the rollout
 T0 = 1789999200.0  # 2026-09-21 14:00:00 UTC
 
@@ -80,6 +85,8 @@ class Process:
         self.logger.propagate = False
         self.logger.setLevel(logging.INFO)
         self.tb: Any = None
+        self.series: dict[str, list[tuple[int | None, float]]] = {}  # the CI history backend's, per process
+        self.ci_path = job.ci_history / f"{os.getpid()}-{name}.jsonl" if job.ci_history else None
         if job.log is not None:
             handler = logging.FileHandler(job.log, encoding="utf-8")
             # miles/utils/logging_utils.py configure_logger_raw; the container logs in UTC.
@@ -106,11 +113,28 @@ class Process:
             wandb.log(metrics)
         if self.tb is not None:
             self._add_scalars({k: v for k, v in metrics.items() if k != step_key}, step)
+        if self.ci_path is not None:
+            self._ci_history(metrics, step)
         if self.job.events is not None:
             event = MetricEvent(**{"metrics": metrics, "timestamp": datetime.now(UTC), "source": self.source,
                                    **self.context})
             with (self.job.events / f"{self.name}.jsonl").open("a", encoding="utf-8") as handle:
                 handle.write(event.model_dump_json() + "\n")
+
+    def _ci_history(self, metrics: dict[str, Any], step: int) -> None:
+        """CiHistoryBackend.log: the whitelist's values appended, the whole record rewritten as a snapshot."""
+        captured = [(key, float(metrics[key])) for key in CI_KEYS if key in metrics]
+        for key, value in captured:
+            self.series.setdefault(key, []).append((step, value))
+        if captured and self.ci_path is not None:
+            def encode(value: float) -> float | str:
+                if math.isfinite(value):
+                    return value
+                return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+
+            self.ci_path.write_text("".join(
+                json.dumps({"metric": key, "series": [[s, encode(v)] for s, v in points]}, allow_nan=False) + "\n"
+                for key, points in self.series.items()), encoding="utf-8")
 
     def _add_scalars(self, data: dict[str, Any], step: int) -> None:
         """torch.utils.tensorboard SummaryWriter.add_scalar(key, value, step) for each key: a simple_value."""
@@ -132,13 +156,14 @@ class Job:
     """A job of ROLLOUTS rollouts whose metrics go to the backends named; `logged` keeps every tracking.log call."""
 
     def __init__(self, folder: Path, *, log: bool = False, tensorboard: bool = False, wandb: bool = False,
-                 events: bool = False, seed: int = 0) -> None:
+                 events: bool = False, ci_history: bool = False, seed: int = 0) -> None:
         self.folder = folder
         self.log = folder / "log" / "job.log" if log else None
         self.tensorboard = folder / "tensorboard" if tensorboard else None
         self.events = folder / "events" if events else None
+        self.ci_history = folder / "ci_history" if ci_history else None
         self.wandb = wandb
-        for path in (self.log.parent if self.log else None, self.tensorboard, self.events):
+        for path in (self.log.parent if self.log else None, self.tensorboard, self.events, self.ci_history):
             if path is not None:
                 path.mkdir(parents=True, exist_ok=True)
         self.random = random.Random(seed)
@@ -194,7 +219,8 @@ class Job:
     def _train(self, trainer: Process, rollout: int) -> None:
         for step_id in range(STEPS_PER_ROLLOUT):  # training_utils/log_utils.py log_train_step
             train = {"train/loss": self.value(), "train/pg_clipfrac": self.value(0.1), "train/ppo_kl": self.value(1e-3),
-                     "train/entropy_loss": self.value(), "train/grad_norm": float(self.value(3))}
+                     "train/entropy_loss": self.value(), "train/train_rollout_logprob_abs_diff": self.value(1e-2),
+                     "train/grad_norm": float(self.value(3))}
             if (rollout, step_id) == (2, 1):
                 train["train/grad_norm"] = math.nan  # a diverged step: Miles logs the NaN it computed
             train["train/step"] = rollout * STEPS_PER_ROLLOUT + step_id

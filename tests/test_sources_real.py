@@ -125,6 +125,16 @@ def test_event_files_give_both_of_the_trainers_events_of_a_step_and_warn_of_null
                         "infinity as null); not read"]
 
 
+def test_the_ci_history_record_gives_its_whitelist_at_its_own_steps(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from miles_job import CI_KEYS
+
+    made = job(tmp_path, monkeypatch, ci_history=True)
+    got, problems, warnings = read(Path("job"))
+    same(got, {w: v for w, v in made.expected().items() if w[2] in CI_KEYS})
+    assert (problems, warnings) == ([], [])
+
+
 def test_a_retried_rollouts_earlier_attempt_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     made = job(tmp_path, monkeypatch, events=True)
     path = tmp_path / "job" / "events" / "actor_cell0_rank0.jsonl"
@@ -311,3 +321,13 @@ def test_a_key_under_no_known_prefix_is_a_warning(tmp_path: Path, monkeypatch: p
     assert got == {("rollout/step", 0, "rollout/raw_reward"): 0.25} and problems == []
     assert warnings == ["events/rollout_manager.jsonl: 2 key(s) under no prefix Miles gives a step key (train/, "
                         "rollout/, perf/, multi_turn/, passrate/, eval/) not read: lora_a/loss, lora_a/step"]
+
+
+def test_every_source_of_one_job_together_agrees_and_gives_each_value_exactly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = job(tmp_path, monkeypatch, log=True, tensorboard=True, wandb=True, events=True, ci_history=True)
+    got, problems, warnings = read(Path("job"))
+    assert problems == []
+    same(got, made.expected())  # events' null gap filled by the log's nan; float32 and two decimals give way
+    assert [w for w in warnings if "not a file the wandb reader reads" not in w] == [
+        w for w in warnings if "pydantic writes a NaN or infinity as null" in w]
