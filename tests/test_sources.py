@@ -107,7 +107,7 @@ def test_kills_deaths_and_the_end_become_lab_events_quoting_the_line(monkeypatch
      {"a/b": 0.5, "a/c": -3, "a/d": -math.inf, "a/e": False}, "0.5"),
     # np.float32 prints its shortest text: the value is that float32's, as the trackers got it.
     ("{'a/b': numpy.float32(1e-05), 'a/c': None, 'a/d': 'text'}",
-     {"a/b": float(np.float32(1e-05)), "a/c": None, "a/d": "text"}, "1e-05"),
+     {"a/b": float(np.float32(1e-05)), "a/c": None, "a/d": "text"}, repr(float(np.float32(1e-05)))),
 ])
 def test_payloads_are_read_as_literals(payload: str, expected: dict, text: str) -> None:
     values, texts = log.parse_payload(payload)

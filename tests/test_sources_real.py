@@ -105,7 +105,7 @@ def test_a_float32_further_than_half_an_ulp_from_the_log_is_refused(tmp_path: Pa
     _, problems, _ = read(Path("job"))
     line = next(n for n, text in enumerate((tmp_path / "job" / "log" / "job.log").read_text().split("\n"), start=1)
                 if f"perf {step}: {{'perf/train_wait_time'" in text)
-    text = repr(float(str(np.float32(off))))
+    text = repr(off)  # the float32's value exactly
     assert problems == [
         f"job/tensorboard/{tb_file.name}: record 2: metrics.perf/step_time: step {step} is {text} here but "
         f"{logged!r} in job/log/job.log:{line}; two sources of one run must agree within the precision they keep"]

@@ -262,6 +262,9 @@ def parse_payload(text: str) -> tuple[dict[str, Any], dict[str, str]]:
         values[key_node.value] = _literal(value_node)
         inner = _innermost(value_node)
         texts[key_node.value] = encoded[inner.col_offset:inner.end_col_offset].decode("utf-8")
+        if isinstance(value_node, ast.Call) and isinstance(values[key_node.value], float) and \
+                texts[key_node.value] != repr(values[key_node.value]) and _narrow(value_node):
+            texts[key_node.value] = repr(values[key_node.value])  # np.float32(0.53): 0.5299999713897705
     return values, texts
 
 
@@ -294,6 +297,10 @@ def _literal(node: ast.expr) -> Any:
     if isinstance(node, ast.List | ast.Tuple):
         return [_literal(item) for item in node.elts]
     raise PayloadError(f"{ast.unparse(node)[:40]!r} is not a plain value")
+
+
+def _narrow(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Attribute) and node.func.attr in ("float32", "float16")
 
 
 def _arg_value(text: str) -> Any:
