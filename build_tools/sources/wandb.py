@@ -221,8 +221,7 @@ def _end_rows(rows: _Rows, problems: list[Problem], warnings: list[str]) -> None
             problems.append(Problem(rows.where, None, key, f"{count} value(s) but no {step_key} column, only wandb's "
                                     f"_step: export its step key too (keys=[..., '{step_key}'] in run.history() or "
                                     "run.scan_history())"))
-    gaps = sorted((key, step) for key, steps in rows.gaps.items() if key in rows.logged
-                  for step in steps - rows.logged[key])
+    gaps = sorted((key, step) for key, steps in rows.gaps.items() for step in steps - rows.logged.get(key, set()))
     if gaps:
         shown = ", ".join(f"{key} at {step_key_of(key)} {step}" for key, step in gaps[:3])
         warnings.append(f"{rows.where}: {len(gaps)} value(s) empty at a step where the key has no other value ("
@@ -243,6 +242,8 @@ def _read_history_csv(header: list[str], body: list[list[str]], where: str, foun
             if column in STEP_KEYS or column == "_step":
                 step = _step_of(text) if text else None
                 row[column] = None if step is None else (step, text)
+                if text and step is None:
+                    warnings.append(f"{where}:{number}: {column} {text[:40]!r} is not a whole number, not a step")
             elif not text:
                 row[column] = None
             elif (number_value := number_of_text(text)) is None:
