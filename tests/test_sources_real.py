@@ -331,3 +331,16 @@ def test_every_source_of_one_job_together_agrees_and_gives_each_value_exactly(
     same(got, made.expected())  # events' null gap filled by the log's nan; float32 and two decimals give way
     assert [w for w in warnings if "not a file the wandb reader reads" not in w] == [
         w for w in warnings if "pydantic writes a NaN or infinity as null" in w]
+
+
+def test_a_damaged_history_csv_warns_of_each_thing_it_cannot_read(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h.csv").write_text(",_step,train/step,train/grad_norm\n0,0,1.5,0.5\n1,1,2.0,\n2,2,3.0,0.25\n")
+    got, problems, warnings = read(Path("h.csv"))
+    assert got == {("train/step", 3, "train/grad_norm"): 0.25} and problems == []
+    assert warnings == [
+        "h.csv:2: train/step '1.5' is not a whole number, not a step",
+        "h.csv:2: train/grad_norm: the row has no train/step; not read",
+        "h.csv: 1 value(s) empty at a step where the key has no other value (train/grad_norm at train/step 2): "
+        "history() exports write a NaN or infinity so; not read (run.scan_history() keeps them)"]
