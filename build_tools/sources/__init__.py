@@ -177,8 +177,8 @@ def _remember(record: Record, seen: dict[tuple[str, int, str], _Kept]) -> None:
 
 
 def _group(step_key: str) -> str:
-    # The summary merges rollout/step and train/step into one row per step; eval steps are their own.
-    return "eval" if step_key == "eval/step" else "main"
+    # A value is one logged number at its own step axis: train/step 3 is not rollout/step 3.
+    return step_key
 
 
 def _new_values(record: Record, seen: dict[tuple[str, int, str], _Kept], renamed: set[tuple[str, str]],
