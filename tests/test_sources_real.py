@@ -344,3 +344,26 @@ def test_a_damaged_history_csv_warns_of_each_thing_it_cannot_read(tmp_path: Path
         "h.csv:2: train/grad_norm: the row has no train/step; not read",
         "h.csv: 1 value(s) empty at a step where the key has no other value (train/grad_norm at train/step 2): "
         "history() exports write a NaN or infinity so; not read (run.scan_history() keeps them)"]
+
+
+def test_a_tensorboard_folder_two_jobs_wrote_into_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reused --tensorboard-dir: each job's SummaryWriter opens its own event file, and both hold the same keys at
+    the same steps. Which value is this run's cannot be told: one line says so, naming both files."""
+    import time
+
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    job(tmp_path, monkeypatch, log=True)
+    folder = tmp_path / "job" / "tensorboard"
+    for suffix, value in ((".first", 0.5), (".second", 0.25)):
+        writer = EventFileWriter(str(folder), filename_suffix=suffix)
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="train/loss", simple_value=value)])
+        writer.add_event(event_pb2.Event(wall_time=time.time(), step=0, summary=summary))
+        writer.close()
+    first, second = sorted(folder.iterdir())  # read in the order of their names
+    _, problems, _ = read(Path("job"))
+    assert [p for p in problems if "two jobs" in p] == [
+        f"job/tensorboard/{second.name}: holds train/loss at train/step 0, as job/tensorboard/{first.name} does "
+        "(record 2): two jobs wrote into one TensorBoard folder, and which value is this run's cannot be told; give "
+        "each job its own --tensorboard-dir and copy only this job's event file"]

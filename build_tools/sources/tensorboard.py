@@ -49,7 +49,26 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
             warnings.append(f"{where}: not a TensorBoard event file ({damage.why} at its first record); nothing read"
                             if not damage.records else f"{where}: {damage.why} after {damage.records} whole "
                             "record(s); only those are read (a file cut off or damaged)")
+    problems += _two_jobs(found)
     return checked(found, problems, warnings)
+
+
+def _two_jobs(found: Found) -> list[Problem]:
+    """One problem per pair of event files that both hold a key at one step: Miles' writer opens one file per job,
+    so the folder holds two jobs' files (a reused --tensorboard-dir), and which value is the run's cannot be told."""
+    first: dict[tuple[str, str, int], tuple[str, int]] = {}
+    clashes: dict[tuple[str, str], tuple[str, str, int, int]] = {}
+    for record in found.streams.get("metrics", []):
+        data = record.data
+        for key in data["metrics"]:
+            place = (key, data["step_key"], data["step"])
+            seen = first.setdefault(place, (record.file, record.line))
+            if seen[0] != record.file:
+                clashes.setdefault((seen[0], record.file), (key, data["step_key"], data["step"], seen[1]))
+    return [Problem(later, None, None, f"holds {key} at {step_key} {step}, as {earlier} does (record {line}): two "
+                    "jobs wrote into one TensorBoard folder, and which value is this run's cannot be told; give each "
+                    "job its own --tensorboard-dir and copy only this job's event file")
+            for (earlier, later), (key, step_key, step, line) in clashes.items()]
 
 
 def records(data: bytes) -> Iterator[bytes]:
