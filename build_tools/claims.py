@@ -18,6 +18,7 @@ from ._exceptions import ChapterError, ClaimsFailed, Problem
 from ._staging import write_atomic
 from ._types import CheckResult, ClaimVerdict, FigureBlock, RunSummary
 from .checks import claim_numbers, evaluate, runs_text, validate
+from .checks._margin import as_json
 
 
 def check_claims(blocks: Sequence[FigureBlock], summaries: dict[str, RunSummary],
@@ -100,7 +101,7 @@ def report_lines(verdicts: Sequence[ClaimVerdict]) -> list[str]:
 def _check_record(block: FigureBlock, params: dict[str, Any], result: CheckResult) -> dict[str, Any]:
     return {"name": result.name, "status": result.status, "says": says(block, params),
             "observed": result.observed, "expected": result.expected, "message": result.message,
-            "binds": list(result.binds), "runs": _check_runs(block, params)}
+            "binds": list(result.binds), "runs": _check_runs(block, params), "margin": as_json(result.margin)}
 
 
 def report_data(verdicts: Sequence[ClaimVerdict]) -> dict[str, Any]:
