@@ -4,8 +4,9 @@ One rule for every check (docs/README.md, "Margins"): the headroom is how far th
 before the check fails (negative when it fails), the edge the value at which it fails (the nearer end of
 the tolerance, or the limit), the fraction the headroom over the tolerance's half-width, or over the limit
 for a one-sided limit. An exact comparison (tolerance 0) and a limit of 0 have no such scale: their fraction
-is None, and they are not ranked among the closest claims. A check over many runs, steps or samples keeps
-the margin of the worst one and names it.
+is None, and they are not ranked among the closest claims; so is a comparison with another observed value
+(another run's at the same step, the last window's mean), whose edge is no number of the claim. A check over
+many runs, steps or samples keeps the margin of the worst one and names it.
 """
 
 from __future__ import annotations
@@ -46,9 +47,11 @@ def of_interval(x: float, exp: Expectation, unit: str = "", worst: str | None = 
     return make(headroom, edge, unit, (high - low) / 2, x, worst)
 
 
-def of_limit(x: float, limit: float, *, above: bool, unit: str = "", worst: str | None = None) -> Margin | None:
-    """The margin of x against a one-sided limit it must stay above (or below); fraction over the limit."""
-    return make(x - limit if above else limit - x, limit, unit, abs(limit), x, worst)
+def of_limit(x: float, limit: float, *, above: bool, unit: str = "", worst: str | None = None,
+             observed: bool = False) -> Margin | None:
+    """The margin of x against a one-sided limit it must stay above (or below); fraction over the limit, none
+    when the limit is itself an observed value (another run's, another window's): it is no scale of the claim."""
+    return make(x - limit if above else limit - x, limit, unit, None if observed else abs(limit), x, worst)
 
 
 def of_range(x: float, low: float, high: float, unit: str = "", worst: str | None = None) -> Margin | None:

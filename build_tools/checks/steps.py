@@ -44,12 +44,13 @@ class Step:
     right: float
 
 
-def _flip_margin(compared: list[Step], holds: pd.Series, want: Any, unit: str) -> Margin | None:
+def _flip_margin(compared: list[Step], holds: pd.Series, want: Any, unit: str, fixed: bool) -> Margin | None:
     """How far a value can move before the count changes: for `every` (or `none`) the step nearest to failing
     (to holding); for exactly k, the step nearest to flipping either way, since any flip changes the count. A
-    count already wrong: minus the nearest flip that would bring it one step closer."""
+    count already wrong: minus the nearest flip that would bring it one step closer. A fraction (over the
+    limit) only when the right side is a number of the claim (`fixed`), not another observed value."""
     def at(step: Step, headroom: float) -> Margin | None:
-        return _margin.make(headroom, step.right, unit, abs(step.right), step.left, step.name)
+        return _margin.make(headroom, step.right, unit, abs(step.right) if fixed else None, step.left, step.name)
 
     k, n = int(holds.sum()), len(compared)
     if want == "every":
@@ -59,15 +60,17 @@ def _flip_margin(compared: list[Step], holds: pd.Series, want: Any, unit: str) -
     flags = list(holds)
     if k == int(want):
         return _margin.worst(at(c, abs(c.inside)) for c in compared)
-    surplus = [(c, h) for c, h in zip(compared, flags, strict=True) if h == (k > int(want))]
-    return _margin.worst(at(c, -abs(c.inside)) for c, _ in surplus) if surplus and n else None
+    # One step on the side with too many must flip: the nearest one says how far the count is from holding.
+    surplus = [m for c, h in zip(compared, flags, strict=True) if h == (k > int(want))
+               if (m := at(c, -abs(c.inside))) is not None]
+    return max(surplus, key=lambda m: m.headroom) if surplus and n else None
 
 
 def _count_bind(p: dict[str, Any]) -> list[Any]:
     return [v for v in (p.get("count"), p.get("of")) if isinstance(v, int) and not isinstance(v, bool)]
 
 
-def _judge_count(holds: pd.Series, p: dict[str, Any], what: str, compared: list[Step], unit: str = "") -> Outcome:
+def _judge_count(holds: pd.Series, p: dict[str, Any], what: str, compared: list[Step], fixed: bool = False) -> Outcome:
     """Compare how many steps hold with `count` (every / none / k) and their number with `of`."""
     k, n = int(holds.sum()), len(holds)
     want = p["count"]
@@ -82,7 +85,7 @@ def _judge_count(holds: pd.Series, p: dict[str, Any], what: str, compared: list[
     observed = {"holds": k, "steps": n, "exceptions": failing}
     extra = f" (not at steps {failing[:8]})" if want == "every" and failing else (
         f" (at steps {failing[:8]})" if want == "none" and failing else "")
-    margin = _flip_margin(compared, holds, want, unit)
+    margin = _flip_margin(compared, holds, want, "", fixed)
     if p["of"] is not None and n != p["of"]:
         margin = _margin.of_count(n, p["of"], "steps")
     return Outcome(ok, observed, expected, {"label": what, "value": f"{k} of {n} steps{extra}"}, margin=margin)
@@ -112,7 +115,8 @@ def count_steps(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         compared += [Step(f"{run_id} step {int(s)}", SIGNED[p["op"]](float(a), float(b)), float(a), float(b))
                      for s, a, b in zip(left.index, left, rights, strict=True)]
     holds = pd.concat(parts)
-    return _judge_count(holds, p, f"{label_of(p['left'])} {words} {label_of(str(p['right']))}", compared)
+    return _judge_count(holds, p, f"{label_of(p['left'])} {words} {label_of(str(p['right']))}", compared,
+                        fixed=not isinstance(p["right"], str))
 
 
 @register("compare_runs", "{label}: {value}",

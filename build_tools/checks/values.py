@@ -186,7 +186,8 @@ def _falls_or_rises(direction: str) -> CheckFn:
         failures, expected = [], []
         # The direction's edge is the last-window mean: the first one may move to it, not past it.
         margins = [_margin.of_limit(first, last, above=direction == "falls", unit=p["unit"],
-                                    worst=f"first-window mean {'above' if direction == 'falls' else 'below'} the last")]
+                                    worst=f"first-window mean {'above' if direction == 'falls' else 'below'} the last",
+                                    observed=True)]
         for name, x, target in (("first", first, p["first"]), ("last", last, p["last"])):
             if target is None:
                 continue
