@@ -158,3 +158,16 @@ def test_stopped_12_s_later_fig_1_3_is_closer(project: Path, capsys: pytest.Capt
                "worst: no-watchdog)" in closest
     finally:
         events.write_text(original, encoding="utf-8")
+
+
+def test_junit_carries_the_margins(project: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    assert main(["--root", str(project), "check"]) == 0
+    root = ET.parse(project / "build" / "claims.junit.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("name") == "fig 1.3 fig-dead-engine")
+    assert [(p.get("name"), p.get("value")) for p in case.iter("property")] == [
+        ("margin", "0.6"),
+        ("margin check 2 (event_span)", "headroom 0.3 min, edge 63.5, fraction 0.6, worst no-watchdog"),
+        ("margin check 3 (series_during)", "headroom 3.0 %, edge 5.0, fraction 0.6, worst no-watchdog, the sample "
+                                          "0.338 min after engine_death")]
