@@ -171,3 +171,57 @@ def test_junit_carries_the_margins(project: Path) -> None:
         ("margin check 2 (event_span)", "headroom 0.3 min, edge 63.5, fraction 0.6, worst no-watchdog"),
         ("margin check 3 (series_during)", "headroom 3.0 %, edge 5.0, fraction 0.6, worst no-watchdog, the sample "
                                           "0.338 min after engine_death")]
+
+
+def test_diff_of_editions_before_and_after_12_s(project: Path, tmp_path: Path) -> None:
+    from build_tools import _manifest
+
+    events = project / "runs" / "no-watchdog" / "lab" / "events.jsonl"
+    original = events.read_text(encoding="utf-8")
+    assert main(["--root", str(project), "check"]) == 0
+    before = {"edition": "2026.10", "claims": _manifest.claims_section(project / "build" / "claims.json")}
+    try:
+        lines = [json.loads(line) for line in original.splitlines()]
+        end = lines[1]["t0"] + 12
+        lines[0]["t1"], lines[1]["t0"], lines[1]["t1"] = end, end, end
+        events.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        assert main(["--root", str(project), "check"]) == 0
+        after = {"edition": "2026.11", "claims": _manifest.claims_section(project / "build" / "claims.json")}
+    finally:
+        events.write_text(original, encoding="utf-8")
+    assert _manifest.margin_changes(before["claims"], after["claims"]) == [
+        "Fig 1.3 'left the job running for 63 minutes': headroom 0.3 -> 0.1 min (fraction 0.6 -> 0.2)"]
+    assert "  Fig 1.3 'left the job running for 63 minutes': headroom 0.3 -> 0.1 min (fraction 0.6 -> 0.2)\n" in (
+        _manifest.changes_text(before, after))
+
+
+def test_margin_changes_ordered_by_shrinkage_and_older_manifests_without_margins() -> None:
+    from build_tools import _manifest
+
+    def claim(number: str, says: str, headroom: float, fraction: float | None) -> dict:
+        return {"number": number, "verdict": "pass", "observed": {},
+                "checks": {"about": {"says": says, "margin": margin(headroom, 1, fraction, "s")}}}
+
+    old = {"fig-a": claim("1.1", "a", 0.5, 0.5), "fig-b": claim("1.2", "b", 0.5, 0.5),
+           "fig-c": claim("1.3", "c", 2, None), "fig-d": claim("1.4", "d", 1, 1.0)}
+    new = {"fig-a": claim("1.1", "a", 0.4, 0.4), "fig-b": claim("1.2", "b", 0.1, 0.1),
+           "fig-c": claim("1.3", "c", 1, None), "fig-d": claim("1.4", "d", 1, 1.0)}
+    assert _manifest.margin_changes(old, new) == [
+        "Fig 1.2 'b': headroom 0.5 -> 0.1 s (fraction 0.5 -> 0.1)",
+        "Fig 1.1 'a': headroom 0.5 -> 0.4 s (fraction 0.5 -> 0.4)",
+        "Fig 1.3 'c': headroom 2 -> 1 s"]
+    older = {key: {k: v for k, v in value.items() if k != "checks"} for key, value in old.items()}
+    assert _manifest.margin_changes(older, new) == []
+
+
+def test_run_changes_name_the_files() -> None:
+    from build_tools import _manifest
+
+    old = {"r": {"sha256": "1", "file_sha256": {"run.yaml": "a", "lab/events.jsonl": "b", "x": "c"},
+                 "provenance": {"date": "1"}}}
+    new = {"r": {"sha256": "2", "file_sha256": {"run.yaml": "a", "lab/events.jsonl": "B", "y": "d"},
+                 "provenance": {"date": "2"}}}
+    assert _manifest.changes({"runs": old}, {"runs": new})["runs"] == [
+        "run r: lab/events.jsonl changed; y added; x removed; provenance (date)"]
+    older = {"r": {"sha256": "1", "provenance": {"date": "1"}}}  # a manifest from before files were listed
+    assert _manifest.changes({"runs": older}, {"runs": new})["runs"] == ["run r changed (files; provenance (date))"]
