@@ -185,11 +185,10 @@ def test_worst_ranks_failures_first_then_fractions() -> None:
 
 
 def test_margin_in_claims_json() -> None:
-    from build_tools.claims import report_data
+    from test_checks import block
 
     from build_tools.checks import validate
-    from build_tools.claims import judge
-    from test_checks import block
+    from build_tools.claims import judge, report_data
 
     blk = block(CLAIM, ("nw",))
     params, _ = validate(SPAN, blk, 1)

@@ -119,7 +119,8 @@ def test_warn_margin_from_edition_yml_and_github_format(project: Path, capsys: p
         edition.write_text(original + "warn_margin: 0.0088\n", encoding="utf-8")
         assert main(["--root", str(project), "check", "--format", "github"]) == 0
         assert [line.split("::")[1] for line in capsys.readouterr().err.splitlines() if line.startswith("::")] == [
-            "warning file=docs/02-memory.md,line=6,title=Fig 2.1", "warning file=docs/02-memory.md,line=79,title=Fig 2.3",
+            "warning file=docs/02-memory.md,line=6,title=Fig 2.1",
+            "warning file=docs/02-memory.md,line=79,title=Fig 2.3",
             "warning file=docs/03-answers.md,line=41,title=Fig 3.2"]
         edition.write_text(original + "warn_margin: -1\n", encoding="utf-8")
         assert main(["--root", str(project), "check"]) == 2

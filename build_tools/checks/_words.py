@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .._numbers import fmt
+from .._numbers import fmt as fmt  # re-exported: the checks write numbers with it
 from .._yaml import load_yaml
 
 WORDS_FILE = Path(__file__).with_name("words.yml")
