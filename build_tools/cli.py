@@ -179,7 +179,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     layout = Layout(args.root.resolve())
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
         setup, comparisons = compare.compare(layout, yours)
-    _out.print("\n".join(compare.report(setup, comparisons, yours)), markup=False)
+        claims = compare.claims_on(layout, yours)
+    _out.print("\n".join(compare.report(setup, comparisons, yours, claims)), markup=False)
     return 0
 
 
