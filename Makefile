@@ -13,7 +13,7 @@ PDF_STAMP := $(VENV)/.pdf
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
 # it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
 # outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
-ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL
+ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
 # ENGINE=zensical builds the same pages with Zensical (build_tools/site.py checks the name).
@@ -47,8 +47,9 @@ $(PDF_STAMP): $(STAMP)
 site: $(STAMP)
 	@$(MANUAL) build
 
-# RAY (auto, or a cluster's HOST:PORT) and ALL (1: summarise every run, also those nothing reads) reach the
-# command as environment variables, never as shell text.
+# RAY (auto, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn
+# of a claim whose margin is below this fraction), STRICT (1: exit 6 when one is) and FORMAT (github: workflow
+# commands) reach the command as environment variables, never as shell text.
 check: $(STAMP)
 	@$(MANUAL) check
 

@@ -342,6 +342,15 @@ class NotAFlag(MakeVariableError):
 
 
 @dataclass(eq=False)
+class NotAFormat(MakeVariableError):
+    value: str
+
+    def __str__(self) -> str:
+        return (f"{_variable('FORMAT', self.value)} is not a report format: write FORMAT=github (workflow commands "
+                "for GitHub) or leave it out")
+
+
+@dataclass(eq=False)
 class NotAPort(MakeVariableError):
     value: str
 
