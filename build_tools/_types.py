@@ -75,7 +75,6 @@ class Stamp:
     branch: str
     commit: str
     commit_date: str
-    warn_margin: float | None = None  # not part of the stamp: `manual check` warns below this margin
 
     @property
     def text(self) -> str:

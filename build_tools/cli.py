@@ -151,9 +151,7 @@ def _margins(layout: Layout, args: argparse.Namespace, threshold: float | None, 
     report_data = margins.read_report(layout.build / "claims.json")
     _out.print("\n".join(margins.closest_lines(report_data)), markup=False)
     if threshold is None:
-        from .stamp import load_stamp
-
-        threshold = load_stamp(layout.edition_yml).warn_margin
+        threshold = margins.threshold_of(layout.edition_yml)
     if threshold is None and args.strict:
         raise StrictWithoutThreshold(display_path(layout.edition_yml))
     weak = margins.below(report_data, threshold) if threshold is not None else []

@@ -41,6 +41,16 @@ class ClaimMargin:
         return f"{self.file}:{self.line} fig {self.number}"
 
 
+def threshold_of(edition_yml: Path) -> float | None:
+    """edition.yml's warn_margin, read without its schema (pydantic costs half a second): the check that wrote
+    build/claims.json validated this very file (it is one of the inputs its key hashes), so a value here is one
+    the schema accepted: a number above 0."""
+    import yaml
+
+    value = yaml.safe_load(edition_yml.read_text(encoding="utf-8")).get("warn_margin")
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def read_report(path: Path) -> dict[str, Any]:
     """build/claims.json as written by the check that just ran (or the one whose report is printed again)."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))

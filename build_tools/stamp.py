@@ -27,8 +27,7 @@ def load_stamp(path: Path) -> Stamp:
         raise EditionFileError(problems or [Problem(where, 1, None, "expected a mapping of fields")])
     miles = model.miles
     return Stamp(edition=model.edition, date=model.date, image=miles.image, branch=miles.branch,
-                 commit=miles.commit, commit_date=miles.commit_date,
-                 warn_margin=None if model.warn_margin is None else float(model.warn_margin))
+                 commit=miles.commit, commit_date=miles.commit_date)
 
 
 def check_commits(configs: Mapping[str, Mapping[str, Any]], stamp: Stamp) -> None:
