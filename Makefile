@@ -4,6 +4,9 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+RAY_STAMP := $(VENV)/.installed-ray
+ZENSICAL_STAMP := $(VENV)/.installed-zensical
 BROWSER_STAMP := $(VENV)/.browser
 PDF_STAMP := $(VENV)/.pdf
 
@@ -23,14 +26,23 @@ MANUAL := $(PY) -m build_tools._make
 
 all: site
 
+# `make` installs what building imports; `make test` adds the test tools and Ray; `make check RAY=...` adds Ray.
 $(STAMP): pyproject.toml requirements.lock
+	@echo "Setting up $(VENV): the pinned packages the build imports (about a minute, once)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip==25.3"
-	$(PY) -m pip install --quiet -c requirements.lock -e ".[test]"
+	$(PY) -m pip install --quiet -c requirements.lock -e .
 	touch $(STAMP)
 
+# An extra of pyproject.toml (test: the test tools and Ray, about a minute; ray; zensical), added once.
+.PRECIOUS: $(VENV)/.installed-%
+$(VENV)/.installed-%: $(STAMP)
+	@echo "Adding the pinned packages of pyproject.toml's '$*' extra to $(VENV) (once)"
+	$(PY) -m pip install --quiet -c requirements.lock -e ".[$*]"
+	touch $@
+
 # The browser test drives Debian's Chromium: Playwright cannot download its own browser here.
-$(BROWSER_STAMP): $(STAMP)
+$(BROWSER_STAMP): $(TEST_STAMP)
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
@@ -44,13 +56,13 @@ $(PDF_STAMP): $(STAMP)
 	touch $(PDF_STAMP)
 
 # ENGINE=zensical builds the same pages with Zensical (editions stay on mkdocs: Zensical has no mike yet).
-site: $(STAMP)
+site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP))
 	@$(MANUAL) build
 
 # RAY (auto, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn
 # of a claim whose margin is below this fraction), STRICT (1: exit 6 when one is) and FORMAT (github: workflow
 # commands) reach the command as environment variables, never as shell text.
-check: $(STAMP)
+check: $(STAMP) $(if $(RAY),$(RAY_STAMP))
 	@$(MANUAL) check
 
 serve: $(STAMP)
@@ -59,7 +71,7 @@ serve: $(STAMP)
 pdf: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) pdf
 
-test: $(STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
+test: $(TEST_STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
 	$(PY) -m ruff check build_tools figures tests examples
 	$(PY) -m mypy
 	$(PY) -m pytest

@@ -129,9 +129,18 @@ class FigureError(ProblemsError):
     hint = "each line names the figure, the run and the metric it could not draw"
 
 
+class FigureFilesError(FigureError):
+    """What every figure is drawn with is missing or wrong: the palette, the style, the figures package."""
+
+    what = "files every figure is drawn with"
+    hint = ("figures/ needs palette.yml, base.mplstyle, __init__.py and _common.py (git checkout -- figures/ "
+            "restores them); CONTRIBUTING.md, 'Change the palette', says what palette.yml holds")
+
+
 class ChapterError(ProblemsError):
     what = "chapters"
-    hint = "fix the figure blocks named above; docs/README.md documents their fields"
+    hint = ("fix the lines named above; docs/README.md documents the figure blocks' fields and the addresses "
+            "a chapter may name")
 
 
 class EditionFileError(ProblemsError):
@@ -237,6 +246,15 @@ class SiteError(ManualError):
         noun = "problem" if count == 1 else "problems"
         return (f"mkdocs build --strict found {count} {noun} in the pages:\n"
                 + "\n".join(f"  {message}" for message in self.messages))
+
+
+class PrintEditionError(ProblemsError):
+    """Addresses the print edition would read from outside the built site: refused before WeasyPrint runs (or,
+    failing that, by its URL fetcher); no PDF is written."""
+
+    what = "print edition"
+    hint = ("the print edition reads only the files of the built site (site/): remove each address named above "
+            "or make it a page or figure of the manual")
 
 
 class PdfError(ManualError):

@@ -16,10 +16,10 @@ from typing import Any
 
 import yaml
 
-from . import _fingerprint
 from ._escape import html_text, md_code, md_text
 from ._layout import Layout
 from ._numbers import fmt
+from .store import fingerprint
 
 Manifest = dict[str, Any]
 
@@ -40,7 +40,7 @@ def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, sour
         "source_date_epoch": source_date_epoch,
         # The tools whose versions decide the published bytes (the libraries every cache key reads); an edition
         # rebuilt with others may differ.
-        "tools": _fingerprint.tool_versions(),
+        "tools": fingerprint.tool_versions(),
         "runs": runs_section(layout.runs),
         "figures": figures_section(layout.pages / "figures"),
         "claims": claims_section(layout.build / "claims.json"),

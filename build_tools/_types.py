@@ -55,11 +55,17 @@ class RunData:
     root: Path
     config: dict[str, Any]
     meta: dict[str, Any]
+    # How the loader holds a stream; a reader of the run reaches every stream one way, whichever reader read
+    # its lines: load.records(run, stream) (every record, as written), or the summary's columns where it has them.
     # Lines read one by one (small files, lines the columns could not accept, the other sources' records).
     streams: dict[str, list[Record]] = field(default_factory=dict)
-    # Lines read as columns, in file order (_columnar.py). A stream of `_columnar.NESTED_STREAMS` (metrics,
-    # phases) is all records or all columns; a sampled stream may have both.
+    # Lines read as columns, in file order (_columnar.py). Each file is read one way, all lines or all columns; a
+    # stream of `_columnar.NESTED_STREAMS` (metrics, phases) is all records or all columns.
     tables: dict[str, list[Columns]] = field(default_factory=dict)
+    # The files of each stream read from the run's folders, in the order they were read.
+    files: dict[str, list[Path]] = field(default_factory=dict)
+    # Sampled streams whose columns the summary took as it made their frames (a stream is never held twice).
+    taken: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     # A run only validated (load_run keep=False) keeps no sampled stream, only each one's last sample time.
     last_samples: dict[str, float] = field(default_factory=dict)

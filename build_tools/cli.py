@@ -75,15 +75,15 @@ def _settings(**options: Any) -> Settings:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from . import _uptodate
     from ._lock import build_lock
+    from .store import uptodate
 
     settings = _settings(jobs=args.jobs)
     layout = Layout(args.root.resolve())
     # Under the lock: a build that waited for another finds the site that one built up to date.
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
         # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
-        if not args.force and _uptodate.is_current(layout, settings):
+        if not args.force and uptodate.is_current(layout, settings):
             sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
             return 0
         from .build import build
@@ -93,13 +93,13 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from . import _uptodate
+    from .store import uptodate
 
     threshold = None if args.warn_margin is None else _fraction(args.warn_margin)
     settings = _settings(all_runs=args.all)
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
-    last = _uptodate.last_check(layout, settings) if not args.ray else _uptodate.LastCheck(None, None)
+    last = uptodate.last_check(layout, settings) if not args.ray else uptodate.LastCheck(None, None)
     if last.report is not None:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
         _out.print(last.report, markup=False)
@@ -127,7 +127,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     report = "\n".join([*lines, *result.report_lines])
     _out.print(report, markup=False)
     if not args.ray and not result.warnings:
-        _uptodate.record_check(layout, settings, report, last.key)
+        uptodate.record_check(layout, settings, report, last.key)
     return _margins(layout, args, threshold, result.warnings)
 
 
@@ -158,13 +158,14 @@ def _margins(layout: Layout, args: argparse.Namespace, threshold: float | None, 
     if args.format == "github":  # workflow commands, on stderr as every warning: the runner reads both streams
         for line in margins.data_warning_commands(data_warnings):
             _err.print(line, markup=False)
+    if threshold is None:
+        return 0
     for claim in weak:
         if args.format == "github":
-            _err.print(margins.warning_commands([claim], claim.fraction if threshold is None else threshold)[0],
-                       markup=False)
+            _err.print(margins.warning_commands([claim], threshold)[0], markup=False)
         else:
-            _err.print(f"[yellow]WARNING[/yellow] {escape(margins.warning_text(claim, threshold or 0.0))}")
-    if args.strict and weak and threshold is not None:
+            _err.print(f"[yellow]WARNING[/yellow] {escape(margins.warning_text(claim, threshold))}")
+    if args.strict and weak:
         raise MarginsBelow(len(weak), threshold)
     return 0
 

@@ -54,7 +54,7 @@ class Comparison:
 def load_reader_run(path: Path) -> RunSummary:
     """A run folder (with run.yaml), a dashboard dump, or a bare path holding any Miles output, summarised."""
     from . import load, sources
-    from .show import readable
+    from .load import readable
 
     problems: list[Problem] = []
     with readable(path):

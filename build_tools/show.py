@@ -6,18 +6,16 @@ printed as their source printed them (the text of the number in the file), not a
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as dt
 import io
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
-from .load import load_path
+from .load import load_path, readable, records
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
 if TYPE_CHECKING:
@@ -34,20 +32,6 @@ def resolve(root: Path, what: str) -> Path:
     if "/" not in what and candidate.is_dir():
         return candidate
     return Path(what)
-
-
-@contextlib.contextmanager
-def readable(path: Path) -> Iterator[None]:
-    """A bare path the sources cannot be looked for in (/proc, a folder it may not enter) is one problem naming
-    it and what could not be read, never a traceback (`manual show`, `make compare`)."""
-    try:
-        yield
-    except OSError as error:
-        what = display_path(error.filename) if error.filename else display_path(path)
-        reason = error.strerror or type(error).__name__
-        raise RunDataError([Problem(display_path(path), None, None,
-                                    f"cannot read {what} ({reason}): expected a run id of runs/, a run folder, or "
-                                    "a file or folder of Miles output that can be read")]) from None
 
 
 def load(path: Path) -> tuple[RunData, RunSummary, dict[str, list[Path]]]:
@@ -71,7 +55,7 @@ def step_table(run: RunData) -> tuple[list[str], dict[int, dict[str, str]]]:
     """One row per step (rollout and train steps merged, as the summary does), each value's text as printed."""
     rows: dict[int, dict[str, str]] = {}
     keys: dict[str, None] = {}
-    for record in run.streams.get("metrics", []):
+    for record in records(run, "metrics"):
         data = record.data
         if data.get("step_key") not in ("rollout/step", "train/step") or not isinstance(data.get("step"), int):
             continue

@@ -23,12 +23,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _columnar, _summary_cache, _workers, load
+from . import _columnar, _workers, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, read_text, scan_tree
-from ._run_hash import input_hash, memo_stale, present, read_memo, write_memo
 from ._types import Columns, Record, RunData, RunSummary, ValidatedRun
 from ._yaml import load_yaml
+from .store import summary_cache
+from .store.run_hash import input_hash, memo_stale, present, read_memo, write_memo
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
 COUNTED_RANKS = (0, -1)
@@ -159,7 +160,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
         records = _records(known, digests, {job.path.name for job in to_read}, runs)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
-            _summary_cache.write_validated(cache_dir, records)
+            summary_cache.write_validated(cache_dir, records)
     shown = Path(display_path(runs_dir))
     for path in paths:  # every problem in the order of the runs, each run's dates checked
         problems += found.get(path.name, [])
@@ -252,7 +253,7 @@ class _Runs:
         if kept is not None:
             return kept
         if isinstance(result, Written):  # gone between the worker's writing and this reading
-            raise CacheChanged(_summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
+            raise CacheChanged(summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
         return result
 
 
@@ -329,11 +330,12 @@ def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
     phases, (metric_steps, metrics, non_finite) = _apply_rules(run, problems)
-    events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
+    events = _frame(load.records(run, "events"), ["kind", "t0", "t1", "detail"])
     phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
-    series = {name: _series(records, run.tables.get(name, [])) for name, records in run.streams.items()
-              if name not in ("metrics", "phases", "events")}
+    sampled = [name for name in load.stream_names(run) if name not in ("metrics", "phases", "events")]
+    run.taken.update(name for name in sampled if run.tables.get(name))
+    series = {name: _series(run.streams.get(name, []), run.tables.get(name, [])) for name in sampled}
     if "host_memory" in series:
         series["host_memory"] = _host_memory(series["host_memory"])
     summary = RunSummary(run.run_id, run.config, steps, _phase_frame(phases, phase_steps), events, series,
@@ -348,7 +350,7 @@ def _apply_rules(run: RunData, problems: list[Problem], *,
     table (a step logged twice with different values is a problem). A run only validated stops here
     (`rules_only`: the phases' times alone, in no order, and no metric table: only its rules are applied)."""
     # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
-    deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
+    deaths = [float(rec.data["t0"]) for rec in load.records(run, "events") if rec.data.get("kind") == "engine_death"]
     phases = _phase_columns(run, deaths, times_only=rules_only)
     return phases, _metric_table(run, problems, rules_only=rules_only)
 
@@ -365,7 +367,7 @@ def _window(run: RunData, phases: dict[str, np.ndarray], lasts: Iterable[float])
     idle job still samples its GPU after the last step). Each sampled stream counts by its last sample."""
     times = [float(values.min()) for values in (phases["t0"], phases["t1"]) if len(values)]
     ends = [float(values.max()) for values in (phases["t0"], phases["t1"]) if len(values)]
-    if event_ends := [float(rec.data["t1"]) for rec in run.streams.get("events", [])]:
+    if event_ends := [float(rec.data["t1"]) for rec in load.records(run, "events")]:
         times.append(min(event_ends))
         ends.append(max(event_ends))
     for last in lasts:
@@ -396,10 +398,7 @@ def _metric_table(run: RunData, problems: list[Problem], *, rules_only: bool = F
         table = _metric_columns(run.tables["metrics"], rules_only=rules_only)
         if table is not None:
             return table
-        records = load.lines_of(run, "metrics")
-    else:
-        records = run.streams.get("metrics", [])
-    return _metric_rows(records, problems)
+    return _metric_rows(load.records(run, "metrics"), problems)
 
 
 def _metric_rows(records: Iterable[Record], problems: list[Problem]) -> MetricTable:
@@ -548,10 +547,7 @@ def _phase_columns(run: RunData, deaths: Sequence[float], *, times_only: bool = 
         columns = _closed_phases(tables, run.warnings, deaths, times_only=times_only)
         if columns is not None:
             return columns
-        records = load.lines_of(run, "phases")
-    else:
-        records = run.streams.get("phases", [])
-    frame = _phases(records, run.warnings, deaths)
+    frame = _phases(load.records(run, "phases"), run.warnings, deaths)
     return {name: frame[name].to_numpy() for name in PHASE_COLUMNS}
 
 
@@ -832,11 +828,11 @@ def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> 
 # --- cache ------------------------------------------------------------------------------------
 
 def _read_validated(cache_dir: Path | None, warnings: list[str]) -> dict[str, dict[str, Any]]:
-    """The runs that passed before, by run id (_summary_cache.read_validated); empty when damaged or absent."""
+    """The runs that passed before, by run id (summary_cache.read_validated); empty when damaged or absent."""
     if cache_dir is None:
         return {}
     try:
-        return _summary_cache.read_validated(cache_dir)
+        return summary_cache.read_validated(cache_dir)
     except ValueError as error:
         warnings.append(f"build/cache: a damaged cache file was discarded and the runs it held are validated "
                         f"again ({error})")
@@ -875,7 +871,7 @@ class _CachedSummary(RunSummary):
             setattr(self, name, self.__dict__["_tables"](name.__eq__)[name])
             return getattr(self, name)
         if name == "series" and "_tables" in self.__dict__:
-            self.series = _summary_cache.series_of(self.__dict__["_tables"](lambda table: table.startswith("series/")))
+            self.series = summary_cache.series_of(self.__dict__["_tables"](lambda table: table.startswith("series/")))
             return self.series
         raise AttributeError(name)
 
@@ -884,7 +880,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
     if cache_dir is None:
         return None
     try:
-        entry = _summary_cache.read_entry(cache_dir, run_dir.name, digest)
+        entry = summary_cache.read_entry(cache_dir, run_dir.name, digest)
     except ValueError as error:
         warnings.append(f"build/cache: a damaged cache entry was discarded and the run read again ({error})")
         return None
@@ -892,7 +888,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
         return None
     tables, body = entry
     summary = _CachedSummary.__new__(_CachedSummary)
-    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=_summary_cache.facts_of(body),
+    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=summary_cache.facts_of(body),
                             warnings=list(body["warnings"]), source_hash=digest, _tables=tables)
     return summary
 
@@ -900,7 +896,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
 def _write_cache(cache_dir: Path | None, run_dir: Path, digest: str, summary: RunSummary) -> None:
     if cache_dir is None:
         return
-    _summary_cache.write_entry(cache_dir, run_dir.name, digest, *_summary_cache.summary_parts(summary))
+    summary_cache.write_entry(cache_dir, run_dir.name, digest, *summary_cache.summary_parts(summary))
 
 
 def describe(summary: RunSummary) -> str:

@@ -19,13 +19,13 @@ import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools import _git, _manifest, edition
-from build_tools._exceptions import EXIT_DIFFERS, ClaimsFailed, EditionError, PushFailed
-from build_tools._fingerprint import LIBRARIES
+from build_tools._exceptions import EXIT_DIFFERS, ClaimsFailed, EditionClaimsFailed, EditionError, PushFailed
 from build_tools._layout import PROJECT_INPUTS
 from build_tools._settings import Settings, from_environment
 from build_tools._staging import staging
 from build_tools.cli import main
 from build_tools.stamp import load_stamp
+from build_tools.store.fingerprint import LIBRARIES
 
 # --- a tiny project and a stub build -----------------------------------------------------------------------
 
@@ -703,3 +703,30 @@ def test_verify_refuses_a_tag_that_names_no_commit(kind: str, copy_of: Path,
     assert refuse(copy_of, ["verify", "2026.10"], capsys) == (
         f"tag edition-2026.10 names a {kind}, not a commit: an edition's tag names the commit it was built from "
         "(project_commit in its manifest): point it there (git tag -f edition-2026.10 COMMIT) and verify again")
+
+
+def test_an_edit_with_its_mtime_put_back_is_never_published_stale(real_editions: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's case: no-watchdog's end moved 400 s (fig 1.3 then fails), its size kept and its mtime put back,
+    with the memo made to vouch for the old data as well; an everyday check trusts the memo, publishing does not."""
+    from test_run_hash import EARLIER, EVENTS, KEPT, rewrite_keeping_times
+
+    from build_tools.store import fingerprint, run_hash
+
+    root = tmp_path / "manual"
+    shutil.copytree(real_editions, root, symlinks=True)
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)
+    assert main(["--root", str(root), "check"]) == 0
+    memo_file = root / "build" / "cache" / "summaries" / run_hash.MEMO
+    memo = json.loads(memo_file.read_text())
+    rewrite_keeping_times(root / EVENTS, KEPT, EARLIER)
+    run = root / EVENTS.parents[1]
+    (key,) = [key for key in memo if key.endswith("/no-watchdog")]
+    memo[key]["stats"] = run_hash.stats_of(run_hash.scan_tree(run, run.resolve())[1])
+    memo_file.write_text(json.dumps(memo))
+    write_edition_file(root, "2026.12", "2026-12-15")
+    commit_all(root, "edition 2026.12: no-watchdog stopped earlier")
+    before = refs(root)
+    with real_pipeline(), pytest.raises(EditionClaimsFailed) as failed:
+        edition.publish(root, "2026.12", quiet=True, say=lambda line: None)
+    assert list(failed.value.claims) == ["fig-dead-engine"] and refs(root) == before

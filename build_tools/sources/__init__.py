@@ -11,10 +11,11 @@ A run folder may hold, beside `dashboard/` and `lab/`, any of these sub-folders 
 | `tensorboard/` | `tensorboard.py` | `events.out.tfevents.*` |
 
 Each reader yields the records the dashboard reader yields (`metrics`, `phases`, lab `events`), so nothing
-after the loader knows where a value came from. `add_streams` adds them to a loaded run: a metric a more
-precise source already holds for the same step is checked against it (within the printing precision of the
-less precise one) and not added twice; phases come from the dump when it has any; an event already in
-`lab/events` (same kind within a minute) is not added again.
+after the loader knows where a value came from, each checked by the dump's rules (`_common.checked`,
+`schemas.SOURCE_RECORDS`): what they refuse is a problem naming the file, the line and the field.
+`add_streams` adds them to a loaded run: a metric a more precise source already holds for the same step is
+checked against it (within the printing precision of the less precise one) and not added twice; phases come
+from the dump when it has any; an event already in `lab/events` (same kind within a minute) is not added again.
 """
 
 from __future__ import annotations
@@ -68,11 +69,32 @@ def has_dump(root: Path) -> bool:
 def add_streams(run: RunData, problems: list[Problem]) -> None:
     """Read the run folder's other sources into run.streams, checked against what is already there."""
     check_placeholders(run.root / "run.yaml", run.config, problems)
+    warn_loose_files(run.root, run.warnings)
     files = source_files(run.root, run.warnings)
     if not files:
         return
     founds = [READERS[name](paths, problems, run.warnings) for name, paths in files.items() if paths]
     merge(run, founds, problems)
+
+
+# What each kind of file is called in the warning about one left at a run's top level.
+KIND_WORDS = {"log": "log", "wandb": "wandb export", "tensorboard": "TensorBoard event file",
+              "ci_history": "CI history record", "events": "--dump-details event file",
+              "dashboard": "dashboard stream", "lab": "lab stream"}
+
+
+def warn_loose_files(root: Path, warnings: list[str]) -> None:
+    """A source file directly in a run folder is read by no one (the loader reads a source only from its own
+    sub-folder, the dump only from dashboard/ and lab/): a warning names it and where it belongs."""
+    from .._layout import DASHBOARD_STREAMS, JSONL, LAB_STREAMS
+
+    for path in sorted(p for p in root.iterdir() if p.name != "run.yaml" and p.is_file()):
+        stream = JSONL.match(path.name)
+        kind = ("dashboard" if stream and stream["stream"] in DASHBOARD_STREAMS else
+                "lab" if stream and stream["stream"] in LAB_STREAMS else _kind_of_file(path))
+        if kind is not None:
+            warnings.append(f"{display_path(path)}: a {KIND_WORDS[kind]} at the run's top level is not read; move it "
+                            f"into {display_path(root / kind)}/")
 
 
 PLACEHOLDER = "FILL IN"  # how `make add-run` marks a run.yaml field it could not know

@@ -12,8 +12,9 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from .. import schemas
 from .._exceptions import Problem
-from ._common import STEP_KEYS, Found, MetricRecord, json_lines, step_key_of, text_files
+from ._common import STEP_KEYS, Found, MetricRecord, checked, json_lines, step_key_of, text_files
 from ._json import plain, value
 
 
@@ -25,39 +26,59 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
         for number, doc in json_lines(lines, where, problems, warnings):
             kind = doc.get("type")
             if kind != "metric":
-                skipped[str(kind)] = skipped.get(str(kind), 0) + 1
+                name = str(plain(kind))[:40]
+                skipped[name] = skipped.get(name, 0) + 1
                 continue
-            records = _metric_records(doc, where, number, found, problems)
+            # rollout_id and attempt exactly typed (a whole number, not text, a list or true), or the line is refused
+            header: dict[str, Any] = {name: plain(doc[name]) for name in ("rollout_id", "attempt") if name in doc}
+            wrong = schemas.validate_event_line(header, where, number)
+            if wrong:
+                problems += wrong
+                continue
+            records = _metric_records(doc, header.get("rollout_id"), where, number, found, problems)
             if records is None:
                 continue
-            attempt = plain(doc.get("attempt")) or 0
-            rollout = plain(doc.get("rollout_id"))
-            key = (rollout, tuple(sorted((r.data["step_key"], r.data["step"]) for r in records)))
+            attempt = header.get("attempt") or 0
+            key = (header.get("rollout_id"), tuple(sorted((r.data["step_key"], r.data["step"]) for r in records)))
             if key not in latest or attempt >= latest[key][0]:
-                latest[key] = (attempt if isinstance(attempt, int) else 0, records)
+                latest[key] = (attempt, records)
         for _, records in latest.values():
             for record in records:
                 found.add("metrics", record)
         if skipped:
             counts = ", ".join(f"{count} {kind}" for kind, count in sorted(skipped.items()))
             warnings.append(f"{where}: skipped records of types not read here: {counts}")
-    return found
+    return checked(found, problems, warnings)
 
 
-def _metric_records(doc: dict[str, Any], where: str, number: int, found: Found,
-                    problems: list[Problem]) -> list[MetricRecord] | None:
+def _timestamp(doc: dict[str, Any], where: str, number: int, problems: list[Problem]) -> float | None:
+    """The line's time; one with no zone is UTC, as Miles writes it."""
+    stamp = doc.get("timestamp")
     try:
-        ts = dt.datetime.fromisoformat(str(doc.get("timestamp"))).timestamp()
+        when = dt.datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
     except ValueError:
+        when = None
+    if when is None:
         problems.append(Problem(where, number, "timestamp",
-                                f"expected an ISO-8601 time, found {doc.get('timestamp')!r}"))
+                                f"expected an ISO-8601 time, found {str(plain(stamp))[:60]!r}"))
+        return None
+    ts = (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+    if (wrong := schemas.value_problem("time", ts)) is not None:
+        problems.append(Problem(where, number, "timestamp", f"{stamp}: {wrong}"))
+        return None
+    return ts
+
+
+def _metric_records(doc: dict[str, Any], rollout: int | None, where: str, number: int, found: Found,
+                    problems: list[Problem]) -> list[MetricRecord] | None:
+    ts = _timestamp(doc, where, number, problems)
+    if ts is None:
         return None
     found.saw_time(ts)
     metrics = doc.get("metrics")
     if not isinstance(metrics, dict):
         problems.append(Problem(where, number, "metrics", "expected a mapping"))
         return None
-    rollout = plain(doc.get("rollout_id"))
     groups: dict[tuple[str, int], MetricRecord] = {}
     for key, raw in metrics.items():
         parsed = value(raw)
@@ -67,11 +88,12 @@ def _metric_records(doc: dict[str, Any], where: str, number: int, found: Found,
         if step_key is None:
             continue
         own = value(metrics.get(step_key))
-        step = own[0] if own is not None and isinstance(own[0], int) else rollout
+        step = own[0] if own is not None and isinstance(own[0], int) else rollout  # true is refused as a step
         if not isinstance(step, int):
             continue
         record = groups.setdefault((step_key, step), MetricRecord(
-            {"ts": ts, "step_key": step_key, "step": step, "metrics": {}}, where, number))
+            {"ts": ts, "step_key": step_key, "step": step, "metrics": {}}, where, number,
+            names={"step": step_key if own is not None and isinstance(own[0], int) else "rollout_id"}))
         record.data["metrics"][key] = parsed[0]
         record.texts[key] = parsed[1]
     return list(groups.values())

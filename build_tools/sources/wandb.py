@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 from .._exceptions import Problem
-from ._common import STEP_KEYS, Found, MetricRecord, json_lines, step_key_of, text_files
-from ._json import value
+from ._common import STEP_KEYS, Found, MetricRecord, checked, json_lines, number_of_text, step_key_of, text_files
+from ._json import plain, value, whole
+
+WHOLE = re.compile(r"-?\d+")
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
@@ -28,7 +31,7 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
             _read_csv(lines, where, found, problems, warnings)
         else:
             _read_jsonl(lines, where, found, problems, warnings)
-    return found
+    return checked(found, problems, warnings)
 
 
 def _key_of(column: str) -> str:
@@ -48,6 +51,8 @@ def _read_csv(lines: list[str], where: str, found: Found, problems: list[Problem
     if "Step" not in header:
         problems.append(Problem(where, 1, None, "expected a 'Step' column (the CSV a wandb chart downloads)"))
         return
+    if _twice(header, where, problems):
+        return
     step_at = header.index("Step")
     columns = {i: _key_of(c) for i, c in enumerate(header) if i != step_at and not c.endswith(("__MIN", "__MAX"))}
     bounds = {i: (header.index(f"{c}__MIN") if f"{c}__MIN" in header else None,
@@ -58,19 +63,17 @@ def _read_csv(lines: list[str], where: str, found: Found, problems: list[Problem
         if len(row) != len(header):
             warnings.append(f"{where}:{number}: {len(row)} cells for {len(header)} columns; row not read")
             continue
-        try:
-            step = int(row[step_at])
-        except ValueError:
-            warnings.append(f"{where}:{number}: Step {row[step_at]!r} is not a whole number; row not read")
+        if not WHOLE.fullmatch(row[step_at].strip()):
+            warnings.append(f"{where}:{number}: Step {row[step_at][:40]!r} is not a whole number; row not read")
             continue
+        step = whole(row[step_at].strip())
         for i, key in columns.items():
             text = row[i].strip()
             if not text:
                 continue
-            try:
-                number_value = float(text)
-            except ValueError:
-                warnings.append(f"{where}:{number}: {key}: {text!r} is not a number; not read")
+            number_value = number_of_text(text)
+            if number_value is None:
+                warnings.append(f"{where}:{number}: {key}: {text[:40]!r} is not a number; not read")
                 continue
             low, high = bounds[i]
             if low is not None and high is not None and not (row[low].strip() == row[high].strip() == text):
@@ -80,16 +83,30 @@ def _read_csv(lines: list[str], where: str, found: Found, problems: list[Problem
             if step_key is None:
                 continue
             data = {"ts": math.nan, "step_key": step_key, "step": step, "metrics": {key: number_value}}
-            found.add("metrics", MetricRecord(data, where, number, {key: text}))
+            found.add("metrics", MetricRecord(data, where, number, {key: text}, {"step": "Step", "metrics": "{key}"}))
     if bucketed:
         warnings.append(f"{where}: {bucketed} downsampled value(s) (min and max differ) not read; export the chart "
                         "with every point, or the run history")
 
 
+def _twice(header: list[str], where: str, problems: list[Problem]) -> bool:
+    """Two columns of one key (two Step columns, or one key of two runs' charts): which to read is a guess."""
+    columns: dict[str, list[int]] = {}
+    for index, column in enumerate(header, start=1):
+        if not column.endswith(("__MIN", "__MAX")):
+            columns.setdefault(_key_of(column), []).append(index)
+    for key, indexes in columns.items():
+        if len(indexes) > 1:
+            problems.append(Problem(where, 1, key, f"{len(indexes)} columns hold it (columns "
+                                    f"{', '.join(map(str, indexes))}); expected one (the CSV of one run's chart)"))
+    return any(len(indexes) > 1 for indexes in columns.values())
+
+
 def _read_jsonl(lines: list[str], where: str, found: Found, problems: list[Problem], warnings: list[str]) -> None:
     for number, row in json_lines(lines, where, problems, warnings, "a JSON object (a row of run.scan_history())"):
-        stamp = value(row.get("_timestamp"))
-        ts = float(stamp[0]) if stamp is not None else math.nan
+        written_ts = row.get("_timestamp")
+        stamp = value(written_ts)  # anything but a time: the schema says what is wrong with it
+        ts = math.nan if written_ts is None else stamp[0] if stamp is not None else plain(written_ts)
         found.saw_time(ts)
         groups: dict[tuple[str, int], MetricRecord] = {}
         for key, raw in row.items():
@@ -104,7 +121,8 @@ def _read_jsonl(lines: list[str], where: str, found: Found, problems: list[Probl
                 warnings.append(f"{where}:{number}: {key}: the row has no {step_key}; not read")
                 continue
             record = groups.setdefault((step_key, own[0]), MetricRecord(
-                {"ts": ts, "step_key": step_key, "step": own[0], "metrics": {}}, where, number))
+                {"ts": ts, "step_key": step_key, "step": own[0], "metrics": {}}, where, number,
+                names={"ts": "_timestamp", "step": step_key, "metrics": "{key}"}))
             record.data["metrics"][key] = parsed[0]
             record.texts[key] = parsed[1]
         for record in groups.values():

@@ -26,9 +26,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._exceptions import CacheChanged
-from ._staging import temporary_prefix, write_atomic
-from ._types import RunSummary
+from .._exceptions import CacheChanged
+from .._staging import temporary_prefix, write_atomic
+from .._types import RunSummary
 
 FORMAT = 1
 # pyarrow's rows per Parquet row group (pq.write_table's default).
@@ -111,7 +111,7 @@ def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[Cal
         for file, info in body["files"].items():
             if _sha256(folder / Path(file).name) != info["sha256"]:
                 raise ValueError(f"{file} does not match its hash")
-    except (OSError, KeyError, TypeError, AttributeError, ValueError) as error:
+    except (OSError, KeyError, TypeError, AttributeError, ValueError, RecursionError) as error:
         shutil.rmtree(folder, ignore_errors=True)
         raise ValueError(f"{folder.name}: {error}") from None
     # A partial, not a lambda: a summary holding it is pickled to the drawing workers, which decode it there.
@@ -230,11 +230,20 @@ def read_validated(cache_dir: Path) -> dict[str, dict[str, Any]]:
         body = json.loads(text)
         if body.get("format") != FORMAT or not isinstance(body.get("runs"), dict):
             raise ValueError("another format")
-    except (ValueError, AttributeError) as error:
+    except (ValueError, AttributeError, RecursionError) as error:
         path.unlink(missing_ok=True)
         raise ValueError(f"{VALIDATED}: {error}") from None
-    runs: dict[str, dict[str, Any]] = body["runs"]
-    return runs
+    # A record of another shape (a damaged or hand-edited file whose hash was recomputed) is dropped: that run is
+    # validated again.
+    return {run_id: record for run_id, record in body["runs"].items() if _well_formed(record)}
+
+
+def _well_formed(record: object) -> bool:
+    return (isinstance(record, dict) and isinstance(record.get("digest"), str)
+            and isinstance(record.get("config"), dict) and isinstance(record.get("warnings"), list)
+            and all(isinstance(warning, str) for warning in record["warnings"])
+            and all(isinstance(record.get(name), int | float) and not isinstance(record.get(name), bool)
+                    for name in ("start_ts", "end_ts")))
 
 
 def write_validated(cache_dir: Path, runs: dict[str, dict[str, Any]]) -> None:
