@@ -164,13 +164,16 @@ class RunSummary:
 
     run_id: str
     config: dict[str, Any]
-    steps: pd.DataFrame  # index `step`; metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
+    steps: pd.DataFrame  # index `step` (rollout id); metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
     phases: pd.DataFrame  # name, t0, t1, step, role, rank, node, gpus
     events: pd.DataFrame  # kind, t0, t1, detail
     series: dict[str, pd.DataFrame]  # the sampled streams (gpu_util, host_memory, held_memory, ...)
     facts: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     source_hash: str = ""
+    # The step axes not merged into `steps` (eval/step; train/step when a rollout has several optimizer steps),
+    # by step key: index `step` (that axis' own), `rollout` (the rollout id of `steps` it joins), its metrics.
+    axes: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def clean_steps(self) -> pd.DataFrame:

@@ -175,6 +175,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ._lock import build_lock
 
     yours = compare.load_reader_run(args.run)
+    _warn(yours.warnings)  # what reading your run skipped or doubted, on stderr
     layout = Layout(args.root.resolve())
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
         setup, comparisons = compare.compare(layout, yours)
@@ -188,17 +189,26 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     path = show.resolve(args.root.resolve(), args.run)
     run, summary, found = show.load(path)
-    if args.csv:
-        sys.stdout.write(terminal_text(show.as_csv(run)))
+    if args.csv or args.long:
+        sys.stdout.write(terminal_text(show.as_csv(run) if args.csv else show.as_long(run)))
+        _warn([*run.warnings, *show.csv_warnings(run, long=args.long)])
     else:
         _out.print("\n".join(show.report(run, summary, found, path)), markup=False)
     return 0
 
 
+def _warn(warnings: list[str]) -> None:
+    """Warnings on stderr, one a line, as the build prints them."""
+    for warning in warnings:
+        _err.print(f"[yellow]WARNING[/yellow] {escape(warning)}")
+
+
 def _cmd_add_run(args: argparse.Namespace) -> int:
     from .add_run import add_run
 
-    _out.print("\n".join(add_run(args.root.resolve(), args.src, args.id or None)), markup=False)
+    lines, warnings = add_run(args.root.resolve(), args.src, args.id or None)
+    _warn(warnings)
+    _out.print("\n".join(lines), markup=False)
     return 0
 
 
@@ -341,7 +351,11 @@ def _parser() -> argparse.ArgumentParser:
         "run", type=Path, help="your run: a Miles dashboard dump (meta.json, metrics.jsonl, ...) or a run folder")
     show = add("show", _cmd_show, "print what the manual reads from a run: sources, setup, steps, phases, events")
     show.add_argument("run", help="a run id of runs/, or a path holding any Miles output")
-    show.add_argument("--csv", action="store_true", help="print the whole per-step table as CSV")
+    table = show.add_mutually_exclusive_group()
+    table.add_argument("--csv", action="store_true",
+                       help="print the whole per-step table as CSV: a row per step key and step, a column per metric")
+    table.add_argument("--long", action="store_true",
+                       help="print every value as CSV, one a line: step_key,step,metric,value")
     add_run = add("add-run", _cmd_add_run, "copy a Miles job's outputs into runs/<id>/ and write its run.yaml")
     add_run.add_argument("src", type=Path, help="a dump, a log, a wandb export, a TensorBoard folder, or a folder")
     add_run.add_argument("--id", default="", help="the run id (default: from the sources)")

@@ -22,7 +22,8 @@ from ._exceptions import ChapterError, Problem, RunDataError, display_path
 from ._layout import Layout
 from ._numbers import fmt
 from ._types import FigureBlock, Margin, RunSummary
-from .readers import config_value, events_of
+from .axes import join_of_summary
+from .readers import config_value, events_of, table_of
 from .sources._common import RENAMED
 from .summary import Wanted, summarise, summarise_runs
 from .wording import number
@@ -198,13 +199,14 @@ def verdict(setup: list[str], comparisons: list[Comparison]) -> str:
 def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunSummary,
                  ours: Mapping[str, RunSummary], spec: Mapping[str, Any]) -> Comparison | None:
     metric = str(row.get("metric"))
-    if not our_runs or not any(metric in run.steps.columns for run in our_runs):
+    if not our_runs or not any(metric in table_of(run, metric).columns for run in our_runs):
         return None
     # The manual's cell, exactly as the Metrics page computes it.
     cell = metrics_table.build_tables({"run_sets": spec.get("run_sets"), "tables": [
         {"title": "", "column": "value", "rows": [row]}]}, ours, "docs/data/metrics.yml", {})
     our_cell = cell[0].rows[0].value or ""
-    if metric not in yours.steps.columns or yours.steps[metric].dropna().empty:
+    table = table_of(yours, metric)  # the metric's own step axis
+    if metric not in table.columns or table[metric].dropna().empty:
         return Comparison(metric, our_cell, "not logged", "cannot compare: your run does not log it")
     decimals = int(row.get("decimals", 2))
     mine = metrics_table.row_values([yours], row)
@@ -219,15 +221,15 @@ def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunS
                           f"not 0 at {nonzero} of {len(mine)} steps",
                           "as in the manual's runs" if not nonzero else "differs: the manual's runs log 0")
     if stat == "first_step":
-        first = float(yours.steps[metric].dropna().iloc[0])
-        return Comparison(metric, our_cell, f"{number(first, decimals)} at step {int(yours.steps.index[0])}",
+        first = float(table[metric].dropna().iloc[0])
+        return Comparison(metric, our_cell, f"{number(first, decimals)} at step {int(table.index[0])}",
                           "as in a healthy run" if first == 0 else "differs: a healthy run starts at 0")
     if stat in ("median", "median_head"):
         median, our_median = float(mine.median()), float(theirs.median())
         ratio = f"{median / our_median:.2f} times the manual's" if our_median else "the manual's is 0"
         return Comparison(metric, our_cell, f"{number(median, decimals)} s median of {len(mine)} steps", ratio)
     if stat == "every_step":
-        present, total = int(yours.steps[metric].notna().sum()), len(yours.steps)
+        present, total = int(table[metric].notna().sum()), len(table)
         return Comparison(metric, our_cell, f"logged in {present} of {total} steps",
                           "as in the manual's runs" if present == total else "missing at some steps")
     return None
@@ -263,6 +265,10 @@ def report(setup: list[str], comparisons: list[Comparison], yours: RunSummary,
     if setup:
         lines += ["", "Your setup differs from the one the manual's ranges hold for:"]
         lines += [f"  {line}" for line in setup]
+    if yours.axes:  # each row reads its metric on its own step axis
+        lines += ["", f"Your run's steps by axis: {len(yours.steps)} rollouts (rollout/step), "
+                      + ", ".join(f"{len(frame)} {axis}" for axis, frame in yours.axes.items())
+                      + f"; {join_of_summary(yours.facts, yours.config).sentence()}"]
     if events_of(yours, "heat_pause", required=False).empty:
         lines += ["", "Your run has no heat-guard record: every step counts as clean for the time rows."]
     width = max(len(c.metric) for c in comparisons) if comparisons else 0

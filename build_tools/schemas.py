@@ -228,6 +228,9 @@ class Flags(Schema):
     over_sampling_batch_size: Annotated[int, Field(ge=1)] | None = None
     rollout_max_response_len: Annotated[int, Field(ge=1)] | None = None
     num_rollout: Annotated[int, Field(ge=1)] | None = None
+    num_steps_per_rollout: Annotated[int, Field(ge=1)] | None = None
+    global_batch_size: Annotated[int, Field(ge=1)] | None = None
+    wandb_always_use_train_step: bool | None = None
     colocate: bool | None = None
     offload_train: bool | None = None
     offload_rollout: bool | None = None
@@ -263,7 +266,7 @@ class Lab(Schema):
 class RunYaml(Schema):
     """runs/<run-id>/run.yaml: what the run was."""
 
-    run_id: Text  # must be the run folder's name (checked by the loader)
+    run_id: Text  # must be the run folder's name (checked by the loader); Miles' run_name may be anything
     provenance: Literal["measured", "example"]
     title: Text
     date: IsoDate

@@ -11,7 +11,7 @@ import pandas as pd
 
 from .._exceptions import MissingValue
 from .._types import Margin, RunSummary
-from ..readers import label_of, step_values, use_clean
+from ..readers import join_note, label_of, names_of, step_values, use_clean, value_axes
 from . import _margin
 from ._numbers import as_number
 from ._registry import STEP_MODES, Ctx, Outcome, Param, register
@@ -91,9 +91,14 @@ def _judge_count(holds: pd.Series, p: dict[str, Any], what: str, compared: list[
     return Outcome(ok, observed, expected, {"label": what, "value": f"{k} of {n} steps{extra}"}, margin=margin)
 
 
-def _operand(summary: RunSummary, value: Any, mode: str) -> pd.Series | float:
+def _operand(summary: RunSummary, value: Any, mode: str, joined: bool = False) -> pd.Series | float:
     number = as_number(value) if not isinstance(value, str) else None
-    return float(number) if number is not None else step_values(summary, value, mode)
+    return float(number) if number is not None else step_values(summary, value, mode, joined=joined)
+
+
+def _joined(summary: RunSummary, *values: Any) -> bool:
+    """Whether values compared step by step are on different step axes of the run: then both are read by rollout."""
+    return len(value_axes(summary, [n for v in values if isinstance(v, str) for n in names_of(v)])) > 1
 
 
 @register("count_steps", "{label}: {value}",
@@ -102,12 +107,14 @@ def _operand(summary: RunSummary, value: Any, mode: str) -> pd.Series | float:
           count=COUNT, of=OF, steps=STEPS)
 def count_steps(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     fn, words = OPS[p["op"]]
-    parts, compared = [], []
+    parts, compared, notes = [], [], []
     for run_id, summary in ctx.runs.items():
         mode = "clean" if use_clean([p["left"], *([p["right"]] if isinstance(p["right"], str) else [])],
                                     p["steps"]) else "all"
-        left = step_values(summary, p["left"], mode)
-        right = _operand(summary, p["right"], mode)
+        joined = _joined(summary, p["left"], p["right"])
+        notes += [f"{summary.run_id}: {join_note(summary)}"] if joined else []
+        left = step_values(summary, p["left"], mode, joined=joined)
+        right = _operand(summary, p["right"], mode, joined)
         if isinstance(right, pd.Series):
             left, right = left.align(right, join="inner")
         rights = list(right) if isinstance(right, pd.Series) else [right] * len(left)
@@ -115,8 +122,11 @@ def count_steps(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         compared += [Step(f"{run_id} step {int(s)}", SIGNED[p["op"]](float(a), float(b)), float(a), float(b))
                      for s, a, b in zip(left.index, left, rights, strict=True)]
     holds = pd.concat(parts)
-    return _judge_count(holds, p, f"{label_of(p['left'])} {words} {label_of(str(p['right']))}", compared,
-                        fixed=not isinstance(p["right"], str))
+    outcome = _judge_count(holds, p, f"{label_of(p['left'])} {words} {label_of(str(p['right']))}", compared,
+                           fixed=not isinstance(p["right"], str))
+    if notes:  # said in the output: two step axes joined
+        outcome.fields["value"] += f" ({'; '.join(notes)})"
+    return outcome
 
 
 @register("compare_runs", "{label}: {value}",
@@ -143,9 +153,12 @@ def step_rule(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     bad: list[str] = []
     total = 0
     margins: list[Margin | None] = []
+    notes = []
     for run_id, summary in ctx.runs.items():
-        cause, effect = step_values(summary, p["metric"], "all").align(step_values(summary, p["value"], "all"),
-                                                                         join="inner")
+        joined = _joined(summary, p["metric"], p["value"])
+        notes += [f"{run_id}: {join_note(summary)}"] if joined else []
+        cause, effect = step_values(summary, p["metric"], "all", joined=joined).align(
+            step_values(summary, p["value"], "all", joined=joined), join="inner")
         for step, (c, e) in enumerate(zip(cause, effect, strict=True)):
             total += 1
             want = p["then"] if c <= p["at_most"] else p["otherwise"]
@@ -160,6 +173,7 @@ def step_rule(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     expected = (f"{label_of(p['value'])} {fmt(p['then'])} when {label_of(p['metric'])} <= {fmt(p['at_most'])}, "
                 f"else {fmt(p['otherwise'])}, at every step")
     text = f"rule holds at {total - len(bad)} of {total} steps" + (f" (not {'; '.join(bad[:4])})" if bad else "")
+    text += f" ({'; '.join(notes)})" if notes else ""  # said in the output: two step axes joined
     return Outcome(not bad, {"steps": total, "exceptions": bad}, expected,
                    {"label": label_of(p["value"]), "value": text}, margin=_margin.worst(margins))
 

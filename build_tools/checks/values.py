@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .._exceptions import MissingValue
-from ..readers import config_value, label_of, step_values, trend_line
+from ..readers import config_value, heat_touched, label_of, step_values, trend_line
 from . import _margin
 from ._data import statistic
 from ._registry import STATS, STEP_MODES, CheckFn, Ctx, Outcome, Param, register
@@ -264,7 +264,7 @@ def heat_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     touched, clean = [], []
     for summary in ctx.runs.values():
         values = step_values(summary, p["metric"], "all")
-        flags = summary.steps["heat_touched"].reindex(values.index).astype(bool)
+        flags = heat_touched(summary, p["metric"], values.index)  # a step of another axis: its rollout's
         touched.append(values[flags])
         clean.append(values[~flags])
     hot, cool = pd.concat(touched), pd.concat(clean)
