@@ -579,6 +579,11 @@ def test_real_diff_names_the_nudged_run_and_the_moved_claim(real_editions: Path)
     assert "run baseline-seed2" not in text and "fig-reward-curves" not in text  # only what moved is listed
     page = show(real_editions, "2026.11/changes.html")
     assert f"falls_from.first: {moved[1]} → {moved[2]}" in page
+    health = show(real_editions, "2026.11/claim-health.html")  # margins across the editions, filled by publishing
+    assert "<th>edition 2026.10</th>" in health and "<th>edition 2026.11</th>" in health
+    row = next(r for r in health.split("<tr>") if "left the job running for 63 minutes" in r and "<svg" in r)
+    assert "<td>0.3 min</td>" in row and "<td>0.1 min</td>" in row and "<td>shrank</td>" in row
+    assert "This build is not a published edition" not in health.split("<h2")[-1]
 
 
 def test_real_edition_rebuilds_byte_identically_from_its_tag(real_editions: Path) -> None:
