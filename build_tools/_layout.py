@@ -30,6 +30,7 @@ FIGURES_PAGE = "figures.md"  # the Index of figures, generated
 MANIFEST_PAGE = "manifest.md"  # the edition's record: what it is built from
 CHANGES_PAGE = "changes.md"  # the edition's record: what changed
 RECORD_PAGES = (MANIFEST_PAGE, CHANGES_PAGE)
+CLAIM_HEALTH_PAGE = "claim-health.md"  # every claim's margin; publishing adds the editions' history
 SITE_SETTINGS = ".manual.yml"  # what the site stage adds to mkdocs.yml (a dotfile: mkdocs does not publish it)
 
 

@@ -43,6 +43,7 @@ from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 PARTITION = re.compile(r"^(?P<hour>\d{8}_\d{2})\.jsonl(\.gz)?$")
+LAB_ONLY = "{}: only lab/, no Miles output (a dashboard dump, a log, ...): the run has no steps"
 MAX_JSON_DEPTH = _columnar.MAX_JSON_DEPTH
 # A run's records may start a little before the day its run.yaml names (a job launched before midnight).
 DATE_SLACK = dt.timedelta(days=1)
@@ -93,8 +94,12 @@ def load_run(root: Path, problems: list[Problem], *, keep: bool = True, columns_
     from . import sources  # log/, tensorboard/, wandb/, ci_history/, events/ (build_tools/sources/)
 
     config, lines = _load_run_yaml(root / "run.yaml", run_id, problems)
-    meta = _load_meta(root / "dashboard" / "meta.json", run_id, problems) if sources.has_dump(root) else {}
+    # What `manual record` wrote, and no Miles output yet: read, and said.
+    lab_only = (root / "lab").is_dir() and not (root / "dashboard").is_dir() and not sources.source_files(root)
+    meta = _load_meta(root / "dashboard" / "meta.json", problems) if sources.has_dump(root) and not lab_only else {}
     run = RunData(run_id=run_id, root=root, config=config, meta=meta)
+    if lab_only:
+        run.warnings.append(LAB_ONLY.format(display_path(root)))
     _check_flags_agree(root, config, lines, meta, problems)
     by_line = _columnar.NESTED_STREAMS if sources.source_files(root) else ()
     _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems, by_line, keep,
@@ -112,7 +117,7 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     problems += check_tree(dashboard, dashboard)
     if problems:
         return RunData(run_id=dashboard.name, root=dashboard, config={}, meta={})
-    meta = _load_meta(dashboard / "meta.json", None, problems)
+    meta = _load_meta(dashboard / "meta.json", problems)
     recorded = meta.get("args")
     args = recorded if isinstance(recorded, dict) else {}
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
@@ -148,11 +153,12 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
         found.update({k: v for k, v in sources.source_files(path).items() if v})
         return run, found
     found = sources.classify(path, warnings)
-    if not found:
+    lab = path / "lab" if path.is_dir() and (path / "lab").is_dir() else None  # what `manual record` writes
+    if not found and lab is None:
         problems.append(Problem(display_path(path), None, None,
                                 "found no Miles output: expected a dashboard dump (meta.json), a log (*.log, *.txt), "
-                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record or "
-                                "--dump-details event files"))
+                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record, "
+                                "--dump-details event files, or a lab/ folder `manual record` wrote"))
         run = RunData(run_id=path.name, root=path, config=_bare_config(path.name, {}), meta={})
         return run, found
     if "dashboard" in found:
@@ -161,6 +167,11 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
         run_id = path.name.split(".")[0] if path.is_file() else path.name
         run = RunData(run_id=run_id, root=path, config={}, meta={})
     run.warnings += warnings
+    if lab is not None:
+        _read_streams(run, {lab: LAB_STREAMS}, problems)
+        if not found:
+            run.warnings.append(LAB_ONLY.format(display_path(path)))
+        found["lab"] = [lab]
     founds = [read(found[name], problems, run.warnings) for name, read in sources.READERS.items() if found.get(name)]
     sources.merge(run, founds, problems)
     if "dashboard" not in found:
@@ -497,7 +508,9 @@ def _dated_after_commit(config: dict[str, Any], where: str, line_of: Any) -> lis
                                                        "commit from its future")]
 
 
-def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[str, Any]:
+def _load_meta(path: Path, problems: list[Problem]) -> dict[str, Any]:
+    """meta.json as written; its run_name is Miles' (`wandb_group or "miles-run"`), kept and shown, never the run
+    id (the run's folder name)."""
     where = display_path(path)
     if not path.is_file():
         problems.append(Problem(where, None, None, "missing: copy the run's Miles dashboard dump into dashboard/"))
@@ -512,9 +525,6 @@ def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[
         return {}
     _, found = schemas.validate(schemas.Meta, meta, where, lambda loc: None)
     problems += found
-    if run_id is not None and isinstance(meta.get("run_name"), str) and meta["run_name"] != run_id:
-        problems.append(Problem(where, None, "run_name",
-                                f"is {meta['run_name']!r}, but the run directory is {run_id!r}"))
     return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
 
 

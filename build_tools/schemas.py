@@ -132,6 +132,14 @@ def _iso_date(value: Any) -> str:
                               {"found": _shown(value)})
 
 
+def _positive(value: Any) -> float | int:
+    """A finite number above 0 (a margin's fraction to warn below)."""
+    number = _number(value)
+    if not math.isfinite(number) or number <= 0:
+        raise PydanticCustomError("positive", "expected a number above 0, found {found}", {"found": _shown(value)})
+    return number
+
+
 def _non_empty(value: str) -> str:
     if not value.strip():
         raise PydanticCustomError("empty", "expected a non-empty string")
@@ -157,6 +165,7 @@ def _commit(value: Any) -> str:
 
 Number = Annotated[int | float, PlainValidator(_number)]
 Time = Annotated[int | float, PlainValidator(_time)]
+Positive = Annotated[int | float, PlainValidator(_positive)]
 IsoDate = Annotated[str, PlainValidator(_iso_date)]
 Text = Annotated[str, AfterValidator(_non_empty)]
 Count = Annotated[int, Field(ge=0)]
@@ -219,6 +228,9 @@ class Flags(Schema):
     over_sampling_batch_size: Annotated[int, Field(ge=1)] | None = None
     rollout_max_response_len: Annotated[int, Field(ge=1)] | None = None
     num_rollout: Annotated[int, Field(ge=1)] | None = None
+    num_steps_per_rollout: Annotated[int, Field(ge=1)] | None = None
+    global_batch_size: Annotated[int, Field(ge=1)] | None = None
+    wandb_always_use_train_step: bool | None = None
     colocate: bool | None = None
     offload_train: bool | None = None
     offload_rollout: bool | None = None
@@ -254,7 +266,7 @@ class Lab(Schema):
 class RunYaml(Schema):
     """runs/<run-id>/run.yaml: what the run was."""
 
-    run_id: Text  # must be the run folder's name (checked by the loader)
+    run_id: Text  # must be the run folder's name (checked by the loader); Miles' run_name may be anything
     provenance: Literal["measured", "example"]
     title: Text
     date: IsoDate
@@ -454,6 +466,7 @@ class EditionYaml(Schema):
     edition: Edition
     date: IsoDate
     miles: MilesStamp
+    warn_margin: Positive | None = None  # `manual check` warns of a claim whose margin's fraction is below it
 
 
 class RunSet(Schema):

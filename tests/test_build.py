@@ -29,9 +29,11 @@ def test_check_prints_one_line_per_run_and_per_figure(project: Path, capsys: pyt
     lines = capsys.readouterr().out.splitlines()
     runs = sorted(p.name for p in (project / "runs").iterdir() if p.is_dir())
     assert [line.split()[0] for line in lines[:len(runs)]] == runs
-    figures = lines[len(runs):]
-    assert len(figures) == len(manual_blocks(project))
+    blocks = len(manual_blocks(project))
+    figures, closest = lines[len(runs):len(runs) + blocks], lines[len(runs) + blocks:]
+    assert all(" fig " in line for line in figures)
     assert figures[0].startswith("docs/01-step.md:8 fig 1.1 pass  ")
+    assert closest[0].startswith("Closest to failing (5 of ") and len(closest) == 6  # the five smallest margins
     assert (project / "build" / "claims.json").is_file() and not (project / "site").exists()
 
 

@@ -37,14 +37,17 @@ NOT_METRICS = ("t0", "t1", "heat_touched", "heat_pause_s")
 def test_show_gives_every_step_and_metric_the_summary_has(run_id: str) -> None:
     """baseline-seed1's metrics.jsonl (35 KB) is read as columns; show gave "0 steps, 0 metrics" for it."""
     run, summary, _ = show.load(ROOT / "runs" / run_id)
-    keys, rows = show.step_table(run)
+    tables = show.step_table(run)
     metrics = [key for key in summary.steps.columns if key not in NOT_METRICS and not key.startswith("phase/")]
-    assert (len(rows), sorted(keys)) == (summary.facts["steps"], sorted(metrics)) and rows
-    assert list(rows) == summary.steps.index.tolist()
-    for step, row in rows.items():
-        for key, text in row.items():
-            value = summary.steps.at[step, key]
-            assert float(text) == value or (math.isnan(float(text)) and math.isnan(value)), (step, key)
+    assert sorted(key for keys, _ in tables.values() for key in keys) == sorted(metrics)
+    # One optimizer step per rollout: rollout/step and train/step count the summary's steps (its rollout ids).
+    assert set(tables) <= {"rollout/step", "train/step"} and summary.facts["steps"] == len(summary.steps)
+    assert sorted({step for _, rows in tables.values() for step in rows}) == summary.steps.index.tolist()
+    for _, rows in tables.values():
+        for step, row in rows.items():
+            for key, text in row.items():
+                value = summary.steps.at[step, key]
+                assert float(text) == value or (math.isnan(float(text)) and math.isnan(value)), (step, key)
 
 
 def test_a_metrics_stream_over_16_kib_is_shown_whole_from_its_columns() -> None:
@@ -53,20 +56,30 @@ def test_a_metrics_stream_over_16_kib_is_shown_whole_from_its_columns() -> None:
     run, summary, _ = show.load(path)
     assert run.tables["metrics"] and not run.streams["metrics"]  # read as columns, reached as records
     report = show.report(run, summary, {}, path)
-    assert "Per-step table: 48 steps, 18 metrics (--csv prints all of it)" in report
-    assert show.as_csv(run).splitlines()[:2] == [
-        "step,perf/log_probs_time,perf/rollout_time,perf/sleep_time,perf/step_time,perf/train_time,"
+    at = report.index("Per-step table: 18 metrics on 2 step axes (--csv prints all of it, --long one value a line)")
+    assert report[at + 1:at + 3] == [
+        "  train/step joined to rollout/step through num_steps_per_rollout = 1 (not recorded, taken as 1): "
+        "rollout id = train/step // 1",
+        "  rollout/step: 48 steps, 11 metrics"]
+    assert "  train/step: 48 steps, 7 metrics" in report
+    lines = show.as_csv(run).splitlines()
+    assert lines[:2] == [
+        "step_key,step,perf/log_probs_time,perf/rollout_time,perf/sleep_time,perf/step_time,perf/train_time,"
         "perf/train_wait_time,perf/update_weights_time,perf/wake_up_time,rollout/raw_reward,rollout/response_lengths,"
         "rollout/truncated,train/entropy_loss,train/grad_norm,train/loss,train/pg_clipfrac,train/ppo_kl,"
         "train/train_rollout_kl,train/train_rollout_logprob_abs_diff",
-        "0,25.544,61.225,3.7,172.493,106.851,65.642,0.643,0.842,0.571374,780.896,0.419488,0.0,0.451369,0.000385303,"
-        "0.0,0.0,0.000698938,0.0150459"]  # each value as metrics.jsonl writes it
+        "rollout/step,0,25.544,61.225,3.7,172.493,106.851,65.642,0.643,0.842,0.571374,780.896,0.419488,,,,,,,"]
+    assert lines[49] == "train/step,0,,,,,,,,,,,,0.0,0.451369,0.000385303,0.0,0.0,0.000698938,0.0150459"
+    assert show.as_long(run).splitlines()[:3] == [  # each value as metrics.jsonl writes it
+        "step_key,step,metric,value", "rollout/step,0,perf/log_probs_time,25.544",
+        "rollout/step,0,perf/rollout_time,61.225"]
 
 
 def test_the_cli_shows_the_full_table_of_a_run_read_as_columns(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--root", str(ROOT), "show", "baseline-seed1", "--csv"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 49 and out[0].startswith("step,perf/log_probs_time,") and out[48].startswith("47,")
+    assert len(out) == 97 and out[0].startswith("step_key,step,perf/log_probs_time,")
+    assert out[48].startswith("rollout/step,47,") and out[96].startswith("train/step,47,")
 
 
 def test_no_reader_of_a_run_reaches_past_the_one_accessor() -> None:

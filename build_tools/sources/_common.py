@@ -12,6 +12,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import _files, schemas
 from .._exceptions import InputProblem, Problem, display_path
 from .._types import Record
@@ -39,6 +41,9 @@ class MetricRecord(Record):
     texts: dict[str, str] = field(default_factory=dict)
     # A field's name in the source, for messages: step -> Step; "metrics" words a value: "{key} value"
     names: dict[str, str] = field(default_factory=dict)
+    # Half the unit a value was stored with, where the source is known to lose precision (a float32, a number
+    # to_json cut to 10 decimals, a log line's :.2f): key -> half unit. Any other value is a printed double.
+    units: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -51,6 +56,7 @@ class Found:
     start_ts: float | None = None
     files: list[str] = field(default_factory=list)
     blank: set[str] = field(default_factory=set)  # files read that hold nothing but white space
+    unplaced: dict[str, set[str]] = field(default_factory=dict)  # file -> numeric keys of no known step key
     unit: str = "line"  # what a record's number counts: a line of a text file, a record of a binary one
 
     def add(self, stream: str, record: Record) -> None:
@@ -59,6 +65,11 @@ class Found:
     def saw_time(self, ts: float | None) -> None:
         if ts is not None and schemas.is_time(ts) and (self.start_ts is None or ts < self.start_ts):
             self.start_ts = ts
+
+    def unplaced_key(self, where: str, key: str) -> None:
+        """A number logged under a key whose prefix has no step key Miles defines: not read, told per file."""
+        if key and not key.startswith("_"):
+            self.unplaced.setdefault(where, set()).add(key)
 
     def read_file(self, where: str, empty: bool) -> None:
         self.files.append(where)
@@ -84,6 +95,11 @@ def checked(found: Found, problems: list[Problem], warnings: list[str]) -> Found
                     record.data = data
                     kept.append(record)
         found.streams[stream] = kept
+    prefixes = ", ".join(f"{prefix}/" for prefix in STEP_KEY_OF_PREFIX)
+    for where, keys in sorted(found.unplaced.items()):
+        shown = ", ".join(sorted(keys)[:5]) + (", ..." if len(keys) > 5 else "")
+        warnings.append(f"{where}: {len(keys)} key(s) under no prefix Miles gives a step key ({prefixes}) not read: "
+                        f"{shown}")
     _warn_silent_files(found, problems, warnings)
     return found
 
@@ -211,13 +227,28 @@ def precision(text: str) -> float:
     return 0.5 * 10.0 ** exponent
 
 
-def agree(a: float, a_text: str, b: float, b_text: str) -> bool:
-    """Two printings of one value agree within the precision of the less precise one."""
+def float32_unit(value: float) -> float:
+    """Half a float32 ulp at a value stored as float32: how far the float64 it came from may lie."""
+    return float(np.spacing(np.float32(abs(value)))) / 2 if math.isfinite(value) else 0.0
+
+
+def json_decimals_unit(value: float, decimals: int = 10) -> float:
+    """Half the last decimal pandas' to_json (double_precision=10) prints, or half a double's ulp if coarser."""
+    return max(0.5 * 10.0 ** -decimals, math.ulp(value) / 2) if math.isfinite(value) else 0.0
+
+
+def tolerance(text: str, unit: float | None = None) -> float:
+    """How far a value may lie from what was logged: its stored unit where known, else its printed precision."""
+    return unit if unit is not None else precision(text)
+
+
+def agree(a: float, a_tolerance: float, b: float, b_tolerance: float) -> bool:
+    """Two values of one logged number agree within the tolerance of the less precise one."""
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
         return a == b
-    tolerance = max(precision(a_text), precision(b_text))
+    tolerance = max(a_tolerance, b_tolerance)
     return abs(a - b) <= tolerance * (1 + 1e-9) + 1e-12 * max(abs(a), abs(b))
 
 

@@ -1,9 +1,11 @@
 """The event files of `--dump-details` (`events/`: `{proc}.jsonl`).
 
 A metric line: `{"timestamp": ISO-8601 UTC, "source": {...}, "type": "metric", "rollout_id": 3, "attempt": 0,
-"metrics": {...}}`. Other record types share the files; they are skipped and counted. When a rollout was
-retried, the last attempt's values are the ones read. The PyTorch pickles beside the events (`rollout_data/`,
-`train_data/`) are never opened.
+"metrics": {...}}`, each `MetricEvent.model_dump_json()` (pydantic v2, miles/utils/audit_utils/event_logger/): a
+NaN or infinity is written as null, which is a warning naming the line and key. Other record types share the
+files; they are skipped and counted. Every metric event of a step is read (the trainer writes its rollout/* and
+perf/* as two events of one rollout id, attempt and step); when a rollout was retried, the last attempt's. The
+PyTorch pickles beside the events (`rollout_data/`, `train_data/`) are never opened.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from ._json import plain, value
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
     found = Found("events")
     for _path, where, lines in text_files(files, problems, found):
-        latest: dict[Any, tuple[int, list[MetricRecord]]] = {}
+        # (rollout id, step key, step) -> attempt -> the records of that attempt, in file order
+        attempts: dict[tuple[Any, str, int], dict[int, list[MetricRecord]]] = {}
         skipped: dict[str, int] = {}
         for number, doc in json_lines(lines, where, problems, warnings):
             kind = doc.get("type")
@@ -35,20 +38,30 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
             if wrong:
                 problems += wrong
                 continue
-            records = _metric_records(doc, header.get("rollout_id"), where, number, found, problems)
-            if records is None:
-                continue
-            attempt = header.get("attempt") or 0
-            key = (header.get("rollout_id"), tuple(sorted((r.data["step_key"], r.data["step"]) for r in records)))
-            if key not in latest or attempt >= latest[key][0]:
-                latest[key] = (attempt, records)
-        for _, records in latest.values():
-            for record in records:
-                found.add("metrics", record)
+            records = _metric_records(doc, header.get("rollout_id"), where, number, found, problems, warnings)
+            for record in records or []:
+                where_logged = (header.get("rollout_id"), record.data["step_key"], record.data["step"])
+                attempts.setdefault(where_logged, {}).setdefault(header.get("attempt") or 0, []).append(record)
+        _keep_last_attempts(attempts, where, found, warnings)
         if skipped:
             counts = ", ".join(f"{count} {kind}" for kind, count in sorted(skipped.items()))
             warnings.append(f"{where}: skipped records of types not read here: {counts}")
     return checked(found, problems, warnings)
+
+
+def _keep_last_attempts(attempts: dict[tuple[Any, str, int], dict[int, list[MetricRecord]]], where: str,
+                        found: Found, warnings: list[str]) -> None:
+    """Every metric event of a step's last attempt (the trainer writes rollout/* and perf/* as two events of one
+    step): all are read. An earlier attempt of a retried rollout is not, with a warning."""
+    for (rollout, step_key, step), by_attempt in attempts.items():
+        last = max(by_attempt)
+        for attempt, records in sorted(by_attempt.items()):
+            if attempt != last:
+                warnings.append(f"{where}:{records[0].line}: rollout {rollout} attempt {attempt} was retried "
+                                f"(attempt {last}, line {by_attempt[last][0].line}): its {step_key} {step} values "
+                                "are not read")
+        for record in by_attempt[last]:
+            found.add("metrics", record)
 
 
 def _timestamp(doc: dict[str, Any], where: str, number: int, problems: list[Problem]) -> float | None:
@@ -70,7 +83,7 @@ def _timestamp(doc: dict[str, Any], where: str, number: int, problems: list[Prob
 
 
 def _metric_records(doc: dict[str, Any], rollout: int | None, where: str, number: int, found: Found,
-                    problems: list[Problem]) -> list[MetricRecord] | None:
+                    problems: list[Problem], warnings: list[str]) -> list[MetricRecord] | None:
     ts = _timestamp(doc, where, number, problems)
     if ts is None:
         return None
@@ -81,12 +94,14 @@ def _metric_records(doc: dict[str, Any], rollout: int | None, where: str, number
         return None
     groups: dict[tuple[str, int], MetricRecord] = {}
     for key, raw in metrics.items():
-        parsed = value(raw)
-        if parsed is None:
-            continue  # strings and nested values are not metrics of the per-step table
         step_key = key if key in STEP_KEYS else step_key_of(key)
-        if step_key is None:
-            continue
+        parsed = value(raw)
+        if parsed is None and raw is None and step_key is not None:
+            warnings.append(f"{where}:{number}: {key}: null (pydantic writes a NaN or infinity as null); not read")
+        if parsed is not None and step_key is None:
+            found.unplaced_key(where, key)
+        if parsed is None or step_key is None:
+            continue  # strings and nested values are not metrics of the per-step table
         own = value(metrics.get(step_key))
         step = own[0] if own is not None and isinstance(own[0], int) else rollout  # true is refused as a step
         if not isinstance(step, int):

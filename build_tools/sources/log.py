@@ -22,10 +22,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import schemas
 from .._exceptions import Problem, display_path
 from .._types import Record
-from ._common import Found, MetricRecord, checked, misread_of, read_text, written
+from ._common import Found, MetricRecord, checked, misread_of, precision, read_text, written
 from ._json import whole
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -39,9 +41,12 @@ REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 STAMP = re.compile(r"\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
                    r"(?: (?P<proc>[^\]]*))?\]\s?")
 SOURCE = re.compile(r"^(?P<file>[\w.]+\.py):\d+ - ")
-METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|step|eval) (?P<n>-?\d+): (?P<payload>\{.*)$")
-LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|step|eval)\W?\S{0,60}\s{0,20}:\s*\{")
-STEP_KEY = {"perf": "rollout/step", "rollout": "rollout/step", "step": "train/step", "eval": "eval/step"}
+METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|multi_turn|step|eval) (?P<n>-?\d+): "
+                     r"(?P<payload>\{.*)$")
+LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|multi_turn|step|eval)\W?\S{0,60}\s{0,20}:\s*\{")
+# multi_turn N: the trainer's --log-multi-turn means (training_utils/log_utils.py gather_log_data), on rollout/step.
+STEP_KEY = {"perf": "rollout/step", "rollout": "rollout/step", "multi_turn": "rollout/step", "step": "train/step",
+            "eval": "eval/step"}
 TIMER_START = re.compile(r"^Timer (?P<name>\S+) start$")
 TIMER_END = re.compile(r"^Timer (?P<name>\S+) end \(elapsed: (?P<elapsed>[0-9.]+)s\)$")
 CPU_MEMORY = re.compile(r"^\[CPU memory\] (?P<label>.+?): (?P<gb>[0-9.]+) GB "
@@ -156,8 +161,9 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         elif match := CPU_MEMORY.match(message):
             _cpu_memory(match, ts if ts is not None else last_ts, where, number, found, warnings)
         elif LOOKS_LIKE_METRICS.search(message):
-            warnings.append(f"{where}:{number}: looks like a metrics line but is not 'perf|rollout|step|eval N: "
-                            "{...}' (a wrapped, misread or interleaved line); its values are not read")
+            warnings.append(f"{where}:{number}: looks like a metrics line but is not "
+                            "'perf|rollout|multi_turn|step|eval N: {...}' (a wrapped, misread or interleaved line); "
+                            "its values are not read")
         else:
             for kind, pattern in EVENT_PATTERNS:
                 event = pattern.search(message)
@@ -256,6 +262,9 @@ def parse_payload(text: str) -> tuple[dict[str, Any], dict[str, str]]:
         values[key_node.value] = _literal(value_node)
         inner = _innermost(value_node)
         texts[key_node.value] = encoded[inner.col_offset:inner.end_col_offset].decode("utf-8")
+        if isinstance(value_node, ast.Call) and isinstance(values[key_node.value], float) and \
+                texts[key_node.value] != repr(values[key_node.value]) and _narrow(value_node):
+            texts[key_node.value] = repr(values[key_node.value])  # np.float32(0.53): 0.5299999713897705
     return values, texts
 
 
@@ -279,10 +288,19 @@ def _literal(node: ast.expr) -> Any:
     if (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
             and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
             and node.func.value.id in ("np", "numpy") and NUMPY_SCALARS.match(node.func.attr)):
-        return _literal(node.args[0])
+        value = _literal(node.args[0])
+        # np.float32(0.53) prints its shortest text; the value the trackers got is that float32's.
+        narrow = node.func.attr in ("float32", "float16")
+        if narrow and isinstance(value, float) and math.isfinite(value):
+            return float(getattr(np, node.func.attr)(value))
+        return value
     if isinstance(node, ast.List | ast.Tuple):
         return [_literal(item) for item in node.elts]
     raise PayloadError(f"{ast.unparse(node)[:40]!r} is not a plain value")
+
+
+def _narrow(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Attribute) and node.func.attr in ("float32", "float16")
 
 
 def _arg_value(text: str) -> Any:
@@ -328,7 +346,8 @@ def _cpu_memory(match: re.Match[str], ts: float | None, where: str, number: int,
         return
     data = {"ts": ts if ts is not None else math.nan, "step_key": "rollout/step", "step": whole(match["step"]),
             "metrics": {key: gb}}
-    found.add("metrics", MetricRecord(data, where, number, {key: match["gb"]}))
+    # Printed with :.2f, the number the trackers got to full precision: a more precise source's value is kept.
+    found.add("metrics", MetricRecord(data, where, number, {key: match["gb"]}, units={key: precision(match["gb"])}))
 
 
 def _add_events(events: list[tuple[str, float | None, str, int]], last_ts: float | None, where: str, found: Found,

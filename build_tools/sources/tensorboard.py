@@ -7,12 +7,15 @@ fails its check, so the framing is read here, with TensorBoard's CRC: a file tha
 is a warning naming it and how many records were read before, never a silent loss.
 
 Miles writes every logged key with `add_scalar(key, value, step)`, the step being the value of the key's step
-key (miles/utils/tracking_utils/tensorboard_utils.py). A scalar is a 32-bit float: its text, for the agreement
-check, is the shortest text that reads back as that float32.
+key (miles/utils/tracking_utils/tensorboard_utils.py). A scalar is a 32-bit float, read as the float64 of that
+float32 exactly (its text the shortest that reads back as it, 0.5299999713897705 for 0.53): it agrees with
+another source within half a float32 ulp of its value (the most the float64 Miles logged can lie from it), and
+where another source holds the float64, that one is kept.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._exceptions import Problem, display_path
-from ._common import STEP_KEYS, Found, MetricRecord, checked, read_bytes, step_key_of, written
+from ._common import STEP_KEYS, Found, MetricRecord, checked, float32_unit, read_bytes, step_key_of, written
 
 
 class Damaged(Exception):
@@ -46,7 +49,26 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
             warnings.append(f"{where}: not a TensorBoard event file ({damage.why} at its first record); nothing read"
                             if not damage.records else f"{where}: {damage.why} after {damage.records} whole "
                             "record(s); only those are read (a file cut off or damaged)")
+    problems += _two_jobs(found)
     return checked(found, problems, warnings)
+
+
+def _two_jobs(found: Found) -> list[Problem]:
+    """One problem per pair of event files that both hold a key at one step: Miles' writer opens one file per job,
+    so the folder holds two jobs' files (a reused --tensorboard-dir), and which value is the run's cannot be told."""
+    first: dict[tuple[str, str, int], tuple[str, int]] = {}
+    clashes: dict[tuple[str, str], tuple[str, str, int, int]] = {}
+    for record in found.streams.get("metrics", []):
+        data = record.data
+        for key in data["metrics"]:
+            place = (key, data["step_key"], data["step"])
+            seen = first.setdefault(place, (record.file, record.line))
+            if seen[0] != record.file:
+                clashes.setdefault((seen[0], record.file), (key, data["step_key"], data["step"], seen[1]))
+    return [Problem(later, None, None, f"holds {key} at {step_key} {step}, as {earlier} does (record {line}): two "
+                    "jobs wrote into one TensorBoard folder, and which value is this run's cannot be told; give each "
+                    "job its own --tensorboard-dir and copy only this job's event file")
+            for (earlier, later), (key, step_key, step, line) in clashes.items()]
 
 
 def records(data: bytes) -> Iterator[bytes]:
@@ -90,24 +112,26 @@ def _read_event(event: Any, where: str, index: int, found: Found) -> None:
     for item in event.summary.value:
         key = item.tag
         step_key = None if key in STEP_KEYS else step_key_of(key)
-        if step_key is None:
-            continue
         scalar = _scalar(item)
-        if scalar is None:
+        if scalar is None or step_key is None:
+            if scalar is not None and key not in STEP_KEYS:
+                found.unplaced_key(where, key)
             continue
         data = {"ts": ts, "step_key": step_key, "step": int(event.step), "metrics": {key: scalar[0]}}
+        units = {} if scalar[2] is None else {key: scalar[2]}
         # An event file has no lines: the event's position in the file stands for one.
-        found.add("metrics", MetricRecord(data, where, index, {key: scalar[1]}, {"ts": "wall_time"}))
+        found.add("metrics", MetricRecord(data, where, index, {key: scalar[1]}, {"ts": "wall_time"}, units))
 
 
-def _scalar(item: Any) -> tuple[float, str] | None:
-    """A summary value's number and its text, or None for what is not one number (an image, a histogram)."""
+def _scalar(item: Any) -> tuple[float, str, float | None] | None:
+    """A summary value's number, its text and half the unit it is stored with (None for a float64 or a whole
+    number), or None for what is not one number (an image, a histogram)."""
     from tensorboard.util import tensor_util
 
     kind = item.WhichOneof("value")
     if kind == "simple_value":
         number = float(item.simple_value)
-        return written(number), repr(float(str(np.float32(item.simple_value))))  # the float32's shortest text
+        return written(number), repr(number), float32_unit(number)
     if kind != "tensor":
         return None
     try:
@@ -117,5 +141,7 @@ def _scalar(item: Any) -> tuple[float, str] | None:
     if array.size != 1 or array.dtype.kind not in "biuf":
         return None
     value = array.reshape(()).item()
-    text = repr(float(str(array.reshape(())))) if array.dtype.kind == "f" else str(value)
-    return written(float(value)), text
+    text = repr(float(value)) if array.dtype.kind == "f" else str(value)
+    lossy = array.dtype.kind == "f" and array.dtype.itemsize < 8 and math.isfinite(value)
+    unit = float(np.spacing(np.abs(array.reshape(())))) / 2 if lossy else None
+    return written(float(value)), text, unit

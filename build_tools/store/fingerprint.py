@@ -26,11 +26,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 # The libraries whose versions can change an output: the drawing (matplotlib and the PNG and font libraries it
-# writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard), the
-# pages and the site (Jinja2, Markdown and its extensions, mkdocs, its theme, zensical), the print edition
-# (weasyprint) and the published editions (mike).
+# writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard; wandb,
+# whose presence decides whether an offline run's .wandb is read or refused), the pages and the site (Jinja2,
+# Markdown and its extensions, mkdocs, its theme, zensical), the print edition (weasyprint) and the published
+# editions (mike).
 LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools", "pydantic", "PyYAML", "pyarrow", "tensorboard",
-             "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "weasyprint", "mike")
+             "wandb", "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "weasyprint",
+             "mike")
 ABSENT = "not installed"
 # A file changed this recently may change again within one tick of the file system's clock without its size or
 # times changing: its digest is not remembered (git's "racily clean" entries, the same rule).

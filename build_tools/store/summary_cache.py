@@ -41,7 +41,8 @@ def summary_parts(summary: RunSummary) -> tuple[dict[str, pd.DataFrame], dict[st
     """A summary as the cache and the Ray wire hold it: a frame per table (each series as `series/<name>`) and
     a JSON body of the rest."""
     frames = {"steps": summary.steps, "phases": summary.phases, "events": summary.events,
-              **{f"series/{name}": frame for name, frame in summary.series.items()}}
+              **{f"series/{name}": frame for name, frame in summary.series.items()},
+              **{f"axis/{key}": frame for key, frame in summary.axes.items()}}
     body = {"run_id": summary.run_id, "config": summary.config, "facts": summary.facts,
             "warnings": summary.warnings}
     return frames, body
@@ -57,6 +58,11 @@ def facts_of(body: dict[str, Any]) -> dict[str, Any]:
 def series_of(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The sampled series among a summary's frames (summary_parts), by name."""
     return {name.removeprefix("series/"): frame for name, frame in frames.items() if name.startswith("series/")}
+
+
+def axes_of(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The step axes among a summary's frames (summary_parts), by step key."""
+    return {name.removeprefix("axis/"): frame for name, frame in frames.items() if name.startswith("axis/")}
 
 
 def entry_dir(cache_dir: Path, run_id: str, digest: str) -> Path:

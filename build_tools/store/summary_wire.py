@@ -37,4 +37,4 @@ def decode(encoded: Encoded) -> RunSummary:
     body: dict[str, Any] = json.loads(text)
     return RunSummary(body["run_id"], body["config"], frames["steps"], frames["phases"], frames["events"],
                       summary_cache.series_of(frames), facts=summary_cache.facts_of(body),
-                      warnings=list(body["warnings"]))
+                      warnings=list(body["warnings"]), axes=summary_cache.axes_of(frames))
