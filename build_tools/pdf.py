@@ -7,8 +7,8 @@ chapters (the figures as vectors, with their numbers and captions; the Metrics t
 figures, in the order of the site's navigation; every page carries the stamp, the provenance line and its
 number. The Index of figures gives each figure's page, and every "Figure 5.1" of the text is followed by its page
 (CSS target-counter); what only a web page has (a figure's CSV, the edition's record links, copy buttons) is
-left out, and an outside link prints its address. It is the same bytes on every rebuild: its dates are the edition's (or SOURCE_DATE_EPOCH's), its
-identifier a hash of its source, and only files of the built site are read (no outside request): every
+left out, and an outside link prints its address. It is the same bytes on every rebuild: its dates are the
+edition's (or SOURCE_DATE_EPOCH's), its identifier a hash of its source, and only files of the built site are read (no outside request): every
 address the book would load from elsewhere is refused before WeasyPrint runs (`boundary.outside_site`), and its
 URL fetcher serves only regular files inside the site (`site_fetcher`).
 """
