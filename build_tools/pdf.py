@@ -1,16 +1,16 @@
 """The print edition: the whole manual as one PDF, `site/<edition>.pdf`, made by WeasyPrint from the built HTML.
 
 `make pdf` (`manual pdf`) builds the manual and writes it; every `make publish` (and the rebuild of `make verify`)
-writes it as part of the build, so the manifest lists it with its sha256. The PDF holds a title page with the edition
-stamp and where the data comes from, a table of contents with page numbers, then the front matter, the
-chapters (the figures as vectors, with their numbers and captions; the Metrics tables) and the Index of
-figures, in the order of the site's navigation; every page carries the stamp, the provenance line and its
-number. The Index of figures gives each figure's page, and every "Figure 5.1" of the text is followed by its page
-(CSS target-counter); what only a web page has (a figure's CSV, the edition's record links, copy buttons) is
-left out, and an outside link prints its address. It is the same bytes on every rebuild: its dates are the
-edition's (or SOURCE_DATE_EPOCH's), its identifier a hash of its source, and only files of the built site are read (no outside request): every
-address the book would load from elsewhere is refused before WeasyPrint runs (`boundary.outside_site`), and its
-URL fetcher serves only regular files inside the site (`site_fetcher`).
+writes it as part of the build, so the manifest lists it with its sha256. The PDF holds a title page with the
+edition stamp and where the data comes from, a table of contents with page numbers, then the front matter, the
+chapters (the figures as vectors, with their numbers and captions; the Metrics tables) and the Index of figures, in
+the order of the site's navigation; every page carries the stamp, the provenance line and its number. The Index of
+figures gives each figure's page, and every "Figure 5.1" of the text is followed by its page (CSS target-counter);
+what only a web page has (a figure's CSV, the edition's record links, copy buttons) is left out, and an outside link
+prints its address. It is the same bytes on every rebuild: its dates are the edition's (or SOURCE_DATE_EPOCH's), its
+identifier a hash of its source, and only files of the built site are read (no outside request): every address the
+book would load from elsewhere is refused before WeasyPrint runs (`boundary.outside_site`), and its URL fetcher
+serves only regular files inside the site (`site_fetcher`).
 """
 
 from __future__ import annotations
