@@ -22,11 +22,13 @@ and build/bench.json keeps every number.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import importlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -99,6 +101,7 @@ def scaled_main(scale: str) -> int:
           f"{'reused' if reused else 'generated'} in {generation:.1f} s ({_size_mib(generated):.0f} MiB on disk)")
     with tempfile.TemporaryDirectory(prefix="manual-bench-scale-") as tmp:
         work = copy_inputs(ROOT, Path(tmp) / "manual")
+        _date_after(work / "edition.yml", scaled_writer().ends_by(runs, steps))
         linked = link_runs(generated, work / "runs")
         measured = [repeated("cold check", work, "check", before=lambda: shutil.rmtree(work / "build",
                                                                                          ignore_errors=True))]
@@ -170,6 +173,15 @@ def scaled_set(folder: Path, runs: int, steps: int) -> tuple[Path, bool]:
         raise RuntimeError(f"generating the scaled set failed (exit code {generator.exitcode})")
     marker.write_text(key, encoding="utf-8")  # last: a set without it is incomplete, and made again
     return folder / "runs", False
+
+
+def _date_after(edition_yml: Path, ends: dt.date) -> None:
+    """The throw-away copy's edition dated on or after the day its longest scaled run ends: the runs start on the
+    Miles commit's day (a run cannot use a commit from its future), and none may end after the edition's date."""
+    text = edition_yml.read_text(encoding="utf-8")
+    dated = re.search(r"^date: (\d{4}-\d\d-\d\d)", text, flags=re.M)
+    if dated and dt.date.fromisoformat(dated[1]) < ends:
+        edition_yml.write_text(text.replace(dated[0], f"date: {ends.isoformat()}"), encoding="utf-8")
 
 
 def link_runs(generated: Path, runs_dir: Path) -> list[str]:

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _lab as L
 from ._build import Run, finish, prepare
-from ._output import NODE, Tail, _host_used, _tail, _topology, run_yaml
+from ._output import NODE, Tail, _host_used, _tail, _topology, miles, run_yaml
 from ._runs import MODELS, RUNS, RunSpec, flags_for
 from ._series import sig
 from ._streams import write_bytes, write_jsonl, write_meta, write_yaml
@@ -34,7 +34,7 @@ MIN_STEPS = 16  # the generator's learning curves fit their first and last 8 ste
 # Kinds whose numbers the generator makes for any length, with no tie to another run and a plain ending.
 TEMPLATE_KINDS = ("baseline", "answers", "size", "replay", "det")
 TELEMETRY = ("gpu_util", "host_memory", "gpu_temp", "held_memory")
-LATEST_END = "2026-10-14T00:00:00"  # every scaled run ends before this (the edition's date is 2026-10-15)
+SPREAD = dt.timedelta(minutes=7)  # between the starts of two runs: not every run on the same second
 HOUR_MS = 3_600_000
 
 
@@ -54,12 +54,23 @@ def templates() -> list[RunSpec]:
 def scaled_spec(index: int, runs: int, steps: int) -> RunSpec:
     """The index-th run of a set of `runs` runs of `steps` steps each."""
     base = templates()[index % len(templates())]
-    start = dt.datetime.fromisoformat(LATEST_END) - dt.timedelta(milliseconds=_longest_ms(base, steps))
-    start -= dt.timedelta(minutes=7 * (index % 97))  # spread the starts: not every run on the same second
+    start = _first_start() + SPREAD * (index % 97)  # on or after the day of the Miles commit the runs name
     return dataclasses.replace(
         base, run_id=f"scale-{index:04d}", title=f"{base.title}, scaled for the benchmark ({index})",
         date=start.replace(microsecond=0).isoformat(), tags=("benchmark",), rng_seed=100_000 + index,
         seed=1 + index, steps=steps, num_rollout=None, pauses=(), streams=TELEMETRY if runs == 1 else ())
+
+
+def _first_start() -> dt.datetime:
+    """A run cannot use a commit from its future: the first starts on the day of the edition's Miles commit."""
+    commit_date = miles()["commit_date"]
+    return dt.datetime(commit_date.year, commit_date.month, commit_date.day)
+
+
+def ends_by(runs: int, steps: int) -> dt.date:
+    """A day by which every run of a scaled set has ended (its longest run, started last)."""
+    longest = max(_longest_ms(spec, steps) for spec in templates()[:runs])
+    return (_first_start() + SPREAD * min(runs - 1, 96) + dt.timedelta(milliseconds=longest)).date()
 
 
 def _longest_ms(spec: RunSpec, steps: int) -> int:
