@@ -234,12 +234,9 @@ def dump_named(folder: Path, run_name: str) -> Path:
     return folder
 
 
-FILL = {"title": "A run", "tags": ["my-runs"], "seed": 1, "model": {"parameters": 596049920}, "dataset": "GSM8K",
-        "miles": {"image": "radixark/miles:latest", "branch": "main", "commit": "08752a1",
-                  "commit_date": "2026-10-15"},
-        "hardware": {"machine": "DGX Spark", "chip": "GB10", "gpus": 1, "memory_gib": 121.7, "memory_gb": 128,
-                     "memory_pools": 1},
-        "lab": {"heat_guard": False}}
+# What add-run leaves to fill (it takes miles.* from edition.yml, the machine and the parameter count from
+# docs/data/setup.yml, the GPUs from the dump).
+FILL = {"title": "A run", "tags": ["my-runs"], "seed": 1, "dataset": "GSM8K", "lab": {"heat_guard": False}}
 
 
 def fill(path: Path) -> None:
@@ -253,6 +250,8 @@ def fill(path: Path) -> None:
 def test_default_named_dumps_and_a_named_one_become_runs_make_check_reads(tmp_path: Path, monkeypatch,
                                                                          capsys) -> None:
     project = copy_project(tmp_path / "manual")
+    edition = project / "edition.yml"  # a Miles commit dated before the sample dumps (2026-09-21): add-run names it
+    edition.write_text(edition.read_text().replace("commit_date: 2026-10-15", "commit_date: 2026-09-15"))
     monkeypatch.chdir(project)
     for number, name in enumerate(["miles-run", "miles-run", "Qwen3_GRPO"]):
         assert main(["add-run", str(dump_named(tmp_path / f"job{number}", name))]) == 0
