@@ -1,4 +1,5 @@
-"""The legibility check: no text of a figure is drawn smaller than MIN_TEXT_PX CSS pixels on a desktop page.
+"""The legibility check: no text of a figure is drawn smaller than MIN_TEXT_PX CSS pixels on the page, in each
+variant at the width the page shows it at (build_tools/variants.py: a desktop's column, a phone's).
 
 A figure is an <img> of its SVG in the content column, shown at its own width or the column's, whichever is
 smaller. Its text is SVG text (svg.fonttype: none) whose font-size is in the units of the viewBox, so one
@@ -70,17 +71,20 @@ def smallest(svg: Path, content_width: float = CONTENT_WIDTH_PX) -> Text | None:
     return min(found, key=lambda t: t.px) if found else None
 
 
-def check_figures(figures: Sequence[tuple[FigureBlock, Path]]) -> list[Problem]:
-    """One problem per figure with text smaller than MIN_TEXT_PX, naming the smallest text."""
+def check_figures(figures: Sequence[tuple[FigureBlock, Path]], content_width: float = CONTENT_WIDTH_PX,
+                  variant: str = "") -> list[Problem]:
+    """One problem per figure with text smaller than MIN_TEXT_PX in a column content_width px wide, naming the
+    smallest text (and the variant, when the SVGs are one: "phone")."""
     problems = []
+    which = f", {variant}" if variant else ""
     for block, svg in figures:
-        small = [t for t in texts(svg) if not t.px >= MIN_TEXT_PX]
+        small = [t for t in texts(svg, content_width) if not t.px >= MIN_TEXT_PX]
         if small:
             worst = min(small, key=lambda t: t.px)
             more = f" (and {len(small) - 1} more)" if len(small) > 1 else ""
             problems.append(Problem(block.chapter_file, block.line, None,
-                                    f"fig {block.number} ({block.id}): text {worst.text!r}{more} is drawn "
-                                    f"{worst.px:.1f} px high in a {CONTENT_WIDTH_PX} px column (expected at "
+                                    f"fig {block.number} ({block.id}{which}): text {worst.text!r}{more} is drawn "
+                                    f"{worst.px:.1f} px high in a {content_width:g} px column (expected at "
                                     f"least {MIN_TEXT_PX:g} px: a font size of at least "
                                     f"{MIN_TEXT_PX * worst.size / worst.px:.2f} in this figure)"))
     return problems

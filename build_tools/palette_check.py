@@ -23,15 +23,18 @@ HEX_LONG = re.compile(r"^#[0-9a-f]{6}$")
 RGB = re.compile(r"^rgba?\(\s*([^,\s]+)\s*,\s*([^,\s]+)\s*,\s*([^,\s)]+)")
 
 
-def check_figures(figures: Sequence[tuple[FigureBlock, Path]], palette: Palette) -> list[Problem]:
-    """One problem per figure and colour not in the palette, naming the first element that uses it."""
-    allowed = palette.allowed
+def check_figures(figures: Sequence[tuple[FigureBlock, Path]], palette: Palette, scheme: str = "light",
+                  variant: str = "") -> list[Problem]:
+    """One problem per figure and colour not in the palette of the scheme, naming the first element that uses
+    it (and the variant, when the SVGs are one: "phone, dark scheme")."""
+    allowed = palette.allowed_in(scheme)
+    which = f", {variant}" if variant else ""
     problems = []
     for block, svg in figures:
         for colour, element, more in off_palette_colours(svg, allowed):
             also = f" (and {more} more element{'s' if more > 1 else ''})" if more else ""
             problems.append(Problem(block.chapter_file, block.line, None,
-                                    f"fig {block.number} ({block.id}): {element}{also} uses {colour}, "
+                                    f"fig {block.number} ({block.id}{which}): {element}{also} uses {colour}, "
                                     f"which is not in {display_path(palette.path)}"))
     return problems
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import step_values
 
-from ._common import INK, PAPER, colour, new_figure
+from ._common import INK, PAPER, colour, figure_legend, new_figure
 
 ALT = ("Two panels, the deterministic Triton runs and the default runs, on an axis that spans only the "
        "values: the trainer-engine gap per step of each run wanders around the dotted mean of the four runs, "
@@ -58,7 +58,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     labels = [t for ax in axes for t in ax.get_legend_handles_labels()[1]]
     unique = dict(zip(labels, handles, strict=True))
     order = sorted(unique, key=lambda text: text.startswith("mean"))  # the runs first, the mean last
-    figure.legend([unique[text] for text in order], order, loc="outside lower center", ncols=3)
+    figure_legend(figure, [unique[text] for text in order], order, ncols=3)
     return figure, data
 
 

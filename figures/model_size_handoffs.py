@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import config_value, step_values
 
-from ._common import colour, new_figure
+from ._common import colour, figure_legend, new_figure
 
 ALT = ("Grouped bars of the median weight update and trainer offload for the two model sizes, each labelled "
        "in seconds: both grow with the model, the offload more than the update, and above each pair the ratio "
@@ -52,5 +52,5 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     ax.set_ylim(0, top * 1.35)
     ax.set_ylabel("median time per step (s)")
     ax.grid(axis="x", visible=False)
-    figure.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=len(sizes))
+    figure_legend(figure, *ax.get_legend_handles_labels(), ncols=len(sizes))
     return figure, data

@@ -12,7 +12,7 @@ from matplotlib.patches import Patch, Rectangle
 from build_tools._types import RunSummary
 from build_tools.readers import counted_phases
 
-from ._common import INK, PAPER, colour, new_figure, shade_heat_pauses
+from ._common import INK, PAPER, colour, figure_legend, new_figure, shade_heat_pauses
 
 ALT = ("Three panels of one timeline: above, the first clean steps of one baseline seed, in one row for its one "
        "GPU; below, two close-ups of the first step: in each step the rollout comes first, then scoring, log "
@@ -83,5 +83,5 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     handles = [Patch(facecolor=colour(role), edgecolor=PAPER, hatch=hatch or None, label=text)
                for text, role, hatch in PHASES.values()]
     # A figure legend "outside" the axes is one that constrained layout makes room for.
-    figure.legend(handles=handles, ncols=4, loc="outside lower center")
+    figure_legend(figure, handles, [str(handle.get_label()) for handle in handles], ncols=4)
     return figure, data

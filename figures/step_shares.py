@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._exceptions import MissingValue
 from build_tools._types import RunSummary
 
-from ._common import colour, new_figure, seed_label
+from ._common import colour, figure_legend, new_figure, seed_label
 
 ALT = ("Stacked bars, one per seed, splitting the median clean step into rollout, training, the hand-offs and "
        "the rest, on a share axis that ends at the whole step: rollout and training fill almost the whole bar, "
@@ -72,5 +72,5 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     ax.set_xlabel("median share of a clean step (%)")
     ax.invert_yaxis()
     ax.grid(axis="y", visible=False)
-    figure.legend(*ax.get_legend_handles_labels(), ncols=2, loc="outside lower center")
+    figure_legend(figure, *ax.get_legend_handles_labels(), ncols=2)
     return figure, data

@@ -61,7 +61,10 @@
   function open(link) {
     close();
     opener = link;
-    var image = link.querySelector("img");
+    // The image the page shows: the figure in the reader's colour scheme (the other one is not displayed).
+    var image = Array.prototype.find.call(link.querySelectorAll("img"), function (img) {
+      return img.getClientRects().length > 0;
+    }) || link.querySelector("img");
     var caption = captionOf(link);
     var id = "manual-zoom-title";
 
@@ -83,7 +86,7 @@
 
     var frame = element("div", "manual-zoom-dialog__frame");
     var full = document.createElement("img");
-    full.src = link.getAttribute("href");
+    full.src = (image && image.getAttribute("data-manual-full")) || link.getAttribute("href");
     full.alt = image ? image.alt : "";
     var ratio = function (img) {
       if (img && img.naturalWidth > 0 && img.naturalHeight > 0) {
