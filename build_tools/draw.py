@@ -561,3 +561,16 @@ def _describe(error: Exception, job: _Job) -> str:
     if isinstance(error, KeyError):
         return f"{where} found no {error.args[0]!r}{runs}"
     return f"{where} raised {type(error).__name__}: {error}{runs}"
+
+
+def drawn_screens(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
+                  layout: Layout) -> dict[str, list[legibility.Collision]]:
+    """Each screen's labels of one figure that overlap or leave the figure (legibility.collisions), its
+    layout as the build draws it; the dark variants have their light one's layout."""
+    job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
+               Path(), _module_file(layout, block.module) or Path(), layout)
+    from matplotlib import rc_context
+
+    with _figures_package(layout.figures_src), palette.using(layout), rc_context(palette.rc_params(layout)):
+        figures, _ = _draw_screens(_load(block.module, job.module_file), job, _provenance(job))
+        return {screen: legibility.collisions(figure) for screen, figure in figures.items()}

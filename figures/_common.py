@@ -8,6 +8,7 @@ not leak into each other. The style (rcParams) is applied by build_tools/draw.py
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -66,6 +67,11 @@ def _stacked(mosaic: list[HashableList[str]]) -> list[HashableList[str]]:
     """A mosaic's panels one per row, in reading order."""
     names = list(dict.fromkeys(name for row in mosaic for name in row))
     return [[name] for name in names]
+
+
+def fitted(text: str, chars: int = 36) -> str:
+    """A title or label on the screen being drawn: on a phone, wrapped at about `chars` characters a line."""
+    return textwrap.fill(text, chars, break_long_words=False, break_on_hyphens=False) if on_phone() else text
 
 
 def on_phone() -> bool:
