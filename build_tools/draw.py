@@ -394,7 +394,7 @@ def _fewer_ticks(figure: Figure, most: int) -> None:
         for axis in (ax.xaxis, ax.yaxis):
             locator = axis.get_major_locator()
             if isinstance(locator, AutoLocator) or type(locator) is MaxNLocator:
-                axis.set_major_locator(MaxNLocator(nbins=most, steps=[1, 2, 2.5, 5, 10]))
+                axis.set_major_locator(MaxNLocator(nbins=most, steps=[1, 2, 5, 10]))
             elif isinstance(locator, FixedLocator) and not isinstance(axis.get_major_formatter(), FixedFormatter):
                 ticks = list(locator.locs)
                 if len(ticks) > most + 1:

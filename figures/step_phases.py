@@ -77,6 +77,14 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     for step, group in data.groupby("step"):
         ax.annotate(f"step {step}", xy=(group["t0"].min(), 1.0), xytext=(0, 2), textcoords="offset points",
                     va="bottom")
+    # Close-up A's empty stretch: the time between the rollout's end and the next phase Miles times.
+    after = float(first.loc[first["t0"] >= end_of["rollout"], "t0"].min())
+    untimed = after - end_of["rollout"]
+    close_up = panels["after_rollout"]
+    close_up.annotate("", xy=(end_of["rollout"], 0.5), xytext=(after, 0.5),
+                      arrowprops={"arrowstyle": "<->", "color": INK, "lw": 0.8, "shrinkA": 0, "shrinkB": 0})
+    close_up.text((end_of["rollout"] + after) / 2, 0.55, f"{untimed:.1f} s\nno phase\ntimed", ha="center",
+                  va="bottom", linespacing=1.1)
     ax.set_title(f"{summary.run_id}: the first {len(shown)} clean steps")
     ax.set_xlim(0, float(data["t1"].max()))
     ax.set_xlabel("time since the first step began (s)")
@@ -84,4 +92,5 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
                for text, role, hatch in PHASES.values()]
     # A figure legend "outside" the axes is one that constrained layout makes room for.
     figure_legend(figure, handles, [str(handle.get_label()) for handle in handles], ncols=4)
-    return figure, data
+    untimed_row = {"step": int(first["step"].iloc[0]), "phase": "untimed", "t0": end_of["rollout"], "t1": after}
+    return figure, pd.concat([data, pd.DataFrame([untimed_row])], ignore_index=True)
