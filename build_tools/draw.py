@@ -20,9 +20,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-import io
 import importlib.util
 import inspect
+import io
 import json
 import os
 import re

@@ -12,6 +12,7 @@ import textwrap
 from typing import Any
 
 from matplotlib.axes import Axes
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.typing import HashableList
 
@@ -84,6 +85,16 @@ def colour(role: str) -> str:
     return role_color(role)
 
 
+def shaded(role: str, alpha: float = SHADE_ALPHA) -> dict[str, Any]:
+    """The keywords of an area shaded in a role's colour (a span, a band, a box): a translucent fill inside an
+    opaque outline of the role's colour, which gives the area its 3:1 contrast on either scheme's background
+    (build_tools/palette_check.py, low_contrast)."""
+    return {"facecolor": to_rgba(colour(role), alpha), "edgecolor": colour(role), "linewidth": OUTLINE}
+
+
+OUTLINE = 0.8  # the outline of a shaded area, in points
+
+
 def text_on(fill: str) -> str:
     """The neutral (INK or PAPER) that reads best on a fill colour "#rrggbb" in both schemes: the higher of
     the lower WCAG contrasts, the dark variant's colours being the dark shades of the light ones."""
@@ -110,8 +121,8 @@ def shade_heat_pauses(ax: Axes, summary: RunSummary, origin: float, scale: float
     """Shade the heat-guard pauses on a time axis (x = (ts - origin) / scale); returns how many."""
     pauses = events_of(summary, "heat_pause", required=False)
     for index, (_, pause) in enumerate(pauses.iterrows()):
-        ax.axvspan((pause["t0"] - origin) / scale, (pause["t1"] - origin) / scale, color=colour("outside"),
-                   alpha=SHADE_ALPHA * 2, lw=0, label="heat-guard pause" if labelled and index == 0 else None)
+        ax.axvspan((pause["t0"] - origin) / scale, (pause["t1"] - origin) / scale, **shaded("outside", SHADE_ALPHA * 2),
+                   label="heat-guard pause" if labelled and index == 0 else None)
     return len(pauses)
 
 

@@ -39,7 +39,8 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         of_kind = [run_id for run_id in dict.fromkeys(per_step["run"]) if _deterministic(run_id) == deterministic]
         for index, run_id in enumerate(of_kind):
             run_data = per_step[per_step["run"] == run_id]
-            ax.plot(run_data["step"], run_data["gap"], color=INK if role is None else colour(role), marker=MARKERS[index % len(MARKERS)],
+            ax.plot(run_data["step"], run_data["gap"], color=INK if role is None else colour(role),
+                    marker=MARKERS[index % len(MARKERS)],
                     ms=6, lw=1.2, ls="-" if index == 0 else (0, (4, 2)), mfc=None if index == 0 else PAPER,
                     label=str(run_id))
         ax.axhline(mean, color=INK, lw=1.0, ls=(0, (1, 2)), label=f"mean of the {len(runs)} runs: {mean:.4f}")

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import counted_phases, series_of, step_values
 
-from ._common import SHADE_ALPHA, colour, fitted, label, legend, new_figure, on_phone, shade_heat_pauses
+from ._common import SHADE_ALPHA, colour, fitted, label, legend, new_figure, on_phone, shade_heat_pauses, shaded
 
 ALT = ("GPU memory held by the trainer and by the rollout engine over two steps: one side holds the memory "
        "while the other holds almost none, and they swap during the short shaded hand-offs; the seconds "
@@ -42,14 +42,13 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     figure, ax = new_figure(height=3.4)
     for side, role in (("trainer", "trainer"), ("engine", "engine")):
         samples = data[data["series"] == side]
-        ax.fill_between(samples["t0_s"], samples["gib"], step="post", color=colour(role), alpha=SHADE_ALPHA * 1.5,
-                        lw=0)
+        ax.fill_between(samples["t0_s"], samples["gib"], step="post", **shaded(role, SHADE_ALPHA * 1.5))
         ax.step(samples["t0_s"], samples["gib"], where="post", color=colour(role), lw=1.3, label=label(role))
     spans = data[data["series"].isin(HAND_OFFS)]
     # The data and the hand-offs stay below `band_top` of the axes; the labels are above it, on white.
     band_top = 0.62 if on_phone() else 0.72
     for index, row in enumerate(spans.itertuples()):
-        ax.axvspan(row.t0_s, row.t1_s, ymax=band_top, color=colour("lifecycle"), alpha=0.45, lw=0,
+        ax.axvspan(row.t0_s, row.t1_s, ymax=band_top, color=colour("lifecycle"), lw=0,
                    label="hand-off (sleep, wake-up, weight update)" if index == 0 else None)
     # Each step shown: its hand-offs added up, over the middle of the step.
     for step, of_step in spans.groupby("step"):

@@ -65,9 +65,9 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     figure, (top, bottom) = new_figure(2, 1, height=5.0, sharex=True, height_ratios=(3, 2))
     for run_id, run_data in per_run.groupby("run", sort=False):
         first = run_id == per_run["run"].iloc[0]
-        top.plot(run_data["step"], run_data["response_length"], color=colour("data"), alpha=0.45, lw=0.8,
+        top.plot(run_data["step"], run_data["response_length"], color=colour("data"), lw=0.6,
                  label="one seed" if first else None)
-        bottom.plot(run_data["step"], run_data["truncated_pct"], color=colour("data"), alpha=0.45, lw=0.8)
+        bottom.plot(run_data["step"], run_data["truncated_pct"], color=colour("data"), lw=0.6)
     top.plot(mean["step"], mean["response_length"], color=colour("data"), lw=2.0, label="mean of the seeds")
     bottom.plot(mean["step"], mean["truncated_pct"], color=colour("data"), lw=2.0)
     top.axhline(cap, color=INK, ls="--", lw=1.0, label=f"length cap ({cap:,} tokens)")

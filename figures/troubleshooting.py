@@ -12,7 +12,7 @@ from matplotlib.patches import FancyBboxPatch
 
 from build_tools._types import RunSummary
 
-from ._common import INK, SHADE_ALPHA, colour, new_figure, on_phone
+from ._common import INK, new_figure, on_phone, shaded
 
 ALT = ("A quick-reference chart of the symptoms, one row each: a symptom in a rose box leads by an arrow to "
        "one first check in an amber box, and from there to one fix in a box outlined in the text colour, each "
@@ -64,13 +64,9 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         for index, row in enumerate(rows):
             # On a phone each row is its three boxes one above the other, each named at its left.
             y = -(index * (len(COLUMNS) + 0.5) + column + 0.5) * ROW_HEIGHT if phone else -(index + 0.5) * ROW_HEIGHT
-            if role is not None:
-                ax.add_patch(FancyBboxPatch((x, y - 0.43 * ROW_HEIGHT), BOX_WIDTH, 0.86 * ROW_HEIGHT,
-                                            boxstyle="round,pad=0,rounding_size=0.08", facecolor=colour(role),
-                                            alpha=SHADE_ALPHA, lw=0))
+            box = {"facecolor": "none", "edgecolor": INK, "linewidth": 1.0} if role is None else shaded(role)
             ax.add_patch(FancyBboxPatch((x, y - 0.43 * ROW_HEIGHT), BOX_WIDTH, 0.86 * ROW_HEIGHT,
-                                        boxstyle="round,pad=0,rounding_size=0.08", facecolor="none",
-                                        edgecolor=INK if role is None else colour(role), lw=1.0))
+                                        boxstyle="round,pad=0,rounding_size=0.08", **box))
             text = textwrap.fill(row[f"short_{key}"], WRAP, break_long_words=False, break_on_hyphens=False)
             ax.text(x + 0.12, y, text, ha="left", va="center", color=INK, linespacing=1.15)
             if phone:
