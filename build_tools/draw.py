@@ -145,15 +145,21 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
 
 
 def _check_variants(block: FigureBlock, stem: Path, role_palette: palette.Palette) -> list[Problem]:
-    """The palette and legibility checks of every variant: its scheme's colours, its text at the width the
-    page shows it at (a problem names the variant's file when it is not the figure's own SVG)."""
+    """The palette and legibility checks of every variant: its scheme's colours (the first variant with a
+    colour off the palette is reported, the others being drawn alike), its text at the width the page shows
+    it at (a dark variant has its light one's text). A problem names the variant when it is not the figure's
+    own SVG ("phone", "dark scheme")."""
     problems: list[Problem] = []
     for screen in variants.SCREENS:
+        light = stem.with_suffix(variants.suffix(screen, "light"))
+        problems += legibility.check_figures([(block, light)], screen.content_px,
+                                             variant=variants.describe(screen, "light"))
+    for screen in variants.SCREENS:
         for scheme in palette.SCHEMES:
-            checked = [(block, stem.with_suffix(variants.suffix(screen, scheme)))]
-            name = variants.describe(screen, scheme)
-            problems += (palette_check.check_figures(checked, role_palette, scheme, variant=name)
-                         + legibility.check_figures(checked, screen.content_px, variant=name))
+            off = palette_check.check_figures([(block, stem.with_suffix(variants.suffix(screen, scheme)))],
+                                              role_palette, scheme, variant=variants.describe(screen, scheme))
+            if off:
+                return problems + off
     return problems
 
 
