@@ -311,7 +311,7 @@ def test_a_project_draws_with_its_own_figures_package_and_palette(sample_figures
 def test_every_figure_has_a_phone_layout_and_a_dark_variant(sample_figures, tmp_path):
     import xml.etree.ElementTree as ET
 
-    from build_tools import legibility, palette_check, variants
+    from build_tools import legibility, palette, palette_check, variants
 
     runs = {"run-a": fake_summary("run-a", [0.5, 0.6]), "run-b": fake_summary("run-b", [0.4, 0.7])}
     draw.draw_figures([block("1.1", "two_panels", ("run-a", "run-b"))], runs, {}, tmp_path / "out",
