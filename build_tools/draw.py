@@ -402,7 +402,7 @@ def _fewer_ticks(figure: Figure, most: int) -> None:
             if isinstance(locator, AutoLocator) or type(locator) is MaxNLocator:
                 axis.set_major_locator(MaxNLocator(nbins=most, steps=[1, 2, 5, 10]))
             elif isinstance(locator, FixedLocator) and not isinstance(axis.get_major_formatter(), FixedFormatter):
-                ticks = list(locator.locs)
+                ticks = list(locator())  # its locations
                 if len(ticks) > most + 1:
                     every = -(-len(ticks) // most)
                     axis.set_major_locator(FixedLocator(ticks[::every]))

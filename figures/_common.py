@@ -109,7 +109,7 @@ def text_on(fill: str) -> str:
 
     dark = load_palette().dark_colours()
     return max((INK, PAPER), key=lambda text: min(contrast(text, fill),
-                                                  contrast(dark.get(text, text), dark.get(fill, fill))))
+                                                  contrast(dark.get(text) or text, dark.get(fill) or fill)))
 
 
 def label(role: str) -> str:

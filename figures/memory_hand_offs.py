@@ -51,9 +51,10 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         ax.axvspan(row.t0_s, row.t1_s, ymax=band_top, color=colour("lifecycle"), lw=0,
                    label="hand-off (sleep, wake-up, weight update)" if index == 0 else None)
     # Each step shown: its hand-offs added up, over the middle of the step.
-    for step, of_step in spans.groupby("step"):
+    for step in shown:
+        of_step = spans[spans["step"] == step]
         total = float((of_step["t1_s"] - of_step["t0_s"]).sum())
-        middle = (float(window.loc[step, "t0"]) + float(window.loc[step, "t1"])) / 2 - t0
+        middle = float(window.loc[step, ["t0", "t1"]].astype(float).mean()) - t0
         ax.annotate(f"step {int(step)}: {total:.1f} s", xy=(middle, band_top), xycoords=("data", "axes fraction"),
                     xytext=(0, 3), textcoords="offset points", ha="center", va="bottom")
     # The caption's "about 2 s of each step": the run's typical step, as the claim's check reads it, the median

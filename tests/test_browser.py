@@ -261,7 +261,8 @@ def test_figure_text_is_at_least_12_px_at_every_width_in_both_schemes(built_manu
             const out = [];
             for (const img of document.querySelectorAll('figure.manual-figure img')) {
                 if (!img.getClientRects().length) continue;  // the other scheme's
-                const svg = new DOMParser().parseFromString(await (await fetch(img.currentSrc)).text(), 'image/svg+xml');
+                const text = await (await fetch(img.currentSrc)).text();
+                const svg = new DOMParser().parseFromString(text, 'image/svg+xml');
                 const viewBox = svg.documentElement.getAttribute('viewBox').split(/[ ,]+/).map(Number);
                 const column = img.closest('.md-content__inner').getBoundingClientRect().width;
                 const shown = img.getBoundingClientRect().width;

@@ -181,8 +181,9 @@ def test_figure_code_names_roles_never_colours():
 def test_every_served_figure_draws_its_roles_at_3_to_1_against_its_background(built_manual):
     """Every variant of every figure, as the site serves it: each mark of a role colour stands out from the
     figure's own background by 3:1 (a shaded area by its outline), and the dark variants are dark."""
-    from build_tools import palette_check, variants
     from conftest import manual_blocks
+
+    from build_tools import palette_check, variants
 
     loaded = palette.load_palette(built_manual / "figures" / "palette.yml")
     folder = built_manual / "site" / "figures"
