@@ -47,7 +47,8 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
                          "t0": (chosen["t0"] - origin).to_numpy(), "t1": (chosen["t1"] - origin).to_numpy()})
 
     # The whole steps above; below, two close-ups of the first step's short phases, which are slivers above.
-    figure, panels = new_figure(height=4.6, mosaic=[["all", "all"], ["after_rollout", "after_training"]])
+    figure, panels = new_figure(height=4.6, mosaic=[["all", "all"], ["after_rollout", "after_training"]],
+                                phone_height=6.4)
     ax = panels["all"]
     first = data[data["step"] == data["step"].min()]
     following = data[data["step"] > data["step"].min()]
