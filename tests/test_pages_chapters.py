@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import ROOT
 
+from build_tools._escape import html_attribute
 from build_tools.pages.chapters import figure_markup, figure_source
 
 
@@ -65,7 +66,7 @@ def test_a_figure_is_served_for_each_scheme_with_the_phones_layout_below_45em(bl
     block = blocks[0]
     markup = figure_markup(block, None, None)
     image = next(line for line in markup.splitlines() if line.startswith('<a class="manual-zoom"'))
-    alt = block.alt.replace('"', "&quot;")
+    alt = html_attribute(block.alt)
     media = '<source media="(max-width: 44.984375em)" srcset="figures/{}">'
     assert image == (
         f'<a class="manual-zoom" href="figures/{block.id}.svg" title="Open Figure {block.number} full size">'
@@ -79,7 +80,8 @@ def test_a_figure_is_served_for_each_scheme_with_the_phones_layout_below_45em(bl
 def test_an_alt_text_reaches_the_html_escaped(blocks):
     from dataclasses import replace
 
-    block = replace(blocks[0], alt='a "quoted" <b>bold</b> & more')
+    block = replace(blocks[0], alt='a "quoted" <b>bold</b> & [link](x) `code` C:\\temp')
     markup = figure_markup(block, None, None)
-    assert markup.count('alt="a &quot;quoted&quot; &lt;b&gt;bold&lt;/b&gt; &amp; more"') == 2
+    assert markup.count('alt="a &quot;quoted&quot; &lt;b&gt;bold&lt;/b&gt; &amp; &#91;link&#93;(x) &#96;code&#96; '
+                        'C:&#92;temp"') == 2
     assert "<b>" not in markup

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import claims, reader_note
-from .._escape import html_text, md_text
+from .._escape import html_attribute, html_text, md_text
 from .._exceptions import ChapterError, Problem, display_path
 from .._layout import CHAPTER, METRICS_PAGE
 from .._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
@@ -95,7 +95,7 @@ def figure_image(stem: str, alt: str, number: str) -> str:
         sources = "".join(f'<source media="{screen.media}" srcset="figures/{stem}{suffix(screen, scheme)}">'
                           for screen in SCREENS if screen.media)
         desktop = f"figures/{stem}{suffix(DESKTOP, scheme)}"
-        pictures.append(f'<picture class="manual-{scheme}">{sources}<img src="{desktop}" alt="{html_text(alt)}" '
+        pictures.append(f'<picture class="manual-{scheme}">{sources}<img src="{desktop}" alt="{html_attribute(alt)}" '
                         f'data-manual-full="{desktop}"></picture>')
     return (f'<a class="manual-zoom" href="figures/{stem}.svg" title="Open Figure {number} full size">'
             + "".join(pictures) + "</a>")
