@@ -569,7 +569,7 @@ def _describe(error: Exception, job: _Job) -> str:
     return f"{where} raised {type(error).__name__}: {error}{runs}"
 
 
-def drawn_screens(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
+def screen_collisions(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
                   layout: Layout) -> dict[str, list[legibility.Collision]]:
     """Each screen's labels of one figure that overlap or leave the figure (legibility.collisions), its
     layout as the build draws it; the dark variants have their light one's layout."""

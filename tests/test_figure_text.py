@@ -126,7 +126,7 @@ def test_no_label_of_any_variant_overlaps_another_or_leaves_the_figure(example_s
     """Every screen's layout, measured by matplotlib's renderer (a dark variant has its light one's layout)."""
     block = next(block for block in manual_blocks() if block.id == figure_id)
     tables = load_tables(ROOT / "docs" / "data")
-    found = draw.drawn_screens(block, example_summaries, tables, PROJECT)
+    found = draw.screen_collisions(block, example_summaries, tables, PROJECT)
     assert sorted(found) == sorted(screen.name for screen in variants.SCREENS)
     assert {screen: [str(c) for c in collisions] for screen, collisions in found.items()} == \
         {screen.name: [] for screen in variants.SCREENS}
