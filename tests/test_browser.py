@@ -178,6 +178,14 @@ def test_the_zoom_by_keyboard_fits_the_screen_and_gives_focus_back(server, sized
         # Fitted to the screen: filling its width or its height, and larger than the SVG's own size.
         assert width >= state["view"][0] - 40 or height >= state["view"][1] * 0.6, state
         assert width > state["natural"], state
+        # Wider than a phone's screen, the frame scrolls sideways, and says so; on a desktop it fits, silently.
+        hint = sized.evaluate("""() => { const d = document.querySelector('dialog.manual-zoom-dialog');
+            const frame = d.querySelector('.manual-zoom-dialog__frame');
+            const hint = d.querySelector('.manual-zoom-dialog__hint');
+            return {scrolls: frame.scrollWidth > frame.clientWidth + 1, shown: !hint.hidden,
+                    text: hint.textContent}; }""")
+        assert hint == {"scrolls": width > state["view"][0], "shown": width > state["view"][0],
+                        "text": "Scroll sideways to see the whole figure."}, number
         sized.keyboard.press("Escape")
         assert sized.locator("dialog.manual-zoom-dialog").count() == 0
         assert sized.evaluate("i => document.activeElement === document.querySelectorAll('a.manual-zoom')[i]",

@@ -93,10 +93,17 @@
         frame.style.setProperty("--ratio", String(img.naturalWidth / img.naturalHeight));
       }
     };
+    // Where the figure is wider than the screen (a phone held upright), the frame scrolls sideways: say so.
+    var hint = element("p", "manual-zoom-dialog__hint", "Scroll sideways to see the whole figure.");
+    hint.hidden = true;
+    var overflows = function () {
+      hint.hidden = frame.scrollWidth <= frame.clientWidth + 1;
+    };
     ratio(image);
-    full.addEventListener("load", function () { ratio(full); });
+    full.addEventListener("load", function () { ratio(full); overflows(); });
     frame.appendChild(full);
     dialog.appendChild(bar);
+    dialog.appendChild(hint);
     dialog.appendChild(frame);
 
     // A click outside the figure (on the backdrop or the frame around the image) closes.
