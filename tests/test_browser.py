@@ -95,9 +95,12 @@ def test_every_page_loads_cleanly(built_manual, server, visit):
         visit.goto(urljoin(server, name), wait_until="load")
         images = visit.evaluate("""() => Array.from(document.images).map(img => ({
             src: img.currentSrc || img.src, complete: img.complete, width: img.naturalWidth,
+            shown: img.getClientRects().length > 0, lazy: img.loading === 'lazy',
             figure: !!img.closest('figure.manual-figure') && img.getClientRects().length > 0}))""")
-        broken = [image["src"] for image in images if not image["complete"] or image["width"] == 0]
+        broken = [image["src"] for image in images if image["shown"] and (not image["complete"] or image["width"] == 0)]
         assert broken == [], f"{name}: images that did not load"
+        # The dark scheme's figures, lazy and not shown, are never fetched on a light page.
+        assert all(image["lazy"] and image["width"] == 0 for image in images if not image["shown"]), name
         figures_seen += sum(image["figure"] for image in images)  # the one shown of each figure
         footer = visit.locator("footer .md-copyright").inner_text()
         assert STAMP in footer, name
@@ -269,6 +272,8 @@ def test_figure_text_is_at_least_12_px_at_every_width_in_both_schemes(built_manu
             const out = [];
             for (const img of document.querySelectorAll('figure.manual-figure img')) {
                 if (!img.getClientRects().length) continue;  // the other scheme's
+                img.scrollIntoView();  // a lazy image (the dark scheme's) loads when shown
+                while (!img.complete || !img.currentSrc) await new Promise(done => setTimeout(done, 50));
                 const text = await (await fetch(img.currentSrc)).text();
                 const svg = new DOMParser().parseFromString(text, 'image/svg+xml');
                 const viewBox = svg.documentElement.getAttribute('viewBox').split(/[ ,]+/).map(Number);
@@ -298,8 +303,17 @@ def test_the_scheme_toggle_swaps_every_figure_and_its_zoom(server, visit):
     visit.goto(urljoin(server, "08-on-policy.html"), wait_until="load")
 
     def shown() -> list[str]:
-        return visit.evaluate("""() => Array.from(document.querySelectorAll('figure.manual-figure img'))
-            .filter(img => img.getClientRects().length).map(img => img.currentSrc.split('/').pop())""")
+        return visit.evaluate("""async () => {
+            const out = [];
+            for (const img of document.querySelectorAll('figure.manual-figure img')) {
+                if (!img.getClientRects().length) continue;
+                img.scrollIntoView();  // a lazy image (the dark scheme's) loads when shown
+                while (!img.complete || !img.currentSrc) await new Promise(done => setTimeout(done, 50));
+                out.push(img.currentSrc.split('/').pop());
+            }
+            window.scrollTo(0, 0);
+            return out;
+        }""")
 
     light = shown()
     assert light and all(name.endswith(".svg") and ".dark." not in name for name in light)

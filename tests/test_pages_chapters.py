@@ -73,7 +73,8 @@ def test_a_figure_is_served_for_each_scheme_with_the_phones_layout_below_45em(bl
         f'<picture class="manual-light">{media.format(block.id + ".phone.svg")}'
         f'<img src="figures/{block.id}.svg" alt="{alt}" data-manual-full="figures/{block.id}.svg"></picture>'
         f'<picture class="manual-dark">{media.format(block.id + ".phone.dark.svg")}'
-        f'<img src="figures/{block.id}.dark.svg" alt="{alt}" data-manual-full="figures/{block.id}.dark.svg">'
+        f'<img src="figures/{block.id}.dark.svg" alt="{alt}" data-manual-full="figures/{block.id}.dark.svg" '
+        'loading="lazy">'
         "</picture></a>")
 
 

@@ -89,14 +89,18 @@ def figure_image(stem: str, alt: str, number: str) -> str:
     """The figure's variants (build_tools/variants.py) as the page serves them: a <picture> for each colour
     scheme, of which the page shows the one of the scheme its reader chose (manual.css: Material's palette
     toggle sets `data-md-color-scheme`, offline, with no request), each choosing the phone's layout below the
-    phone's breakpoint (`<source media>`). The zoom link opens the desktop figure; zoom.js the scheme's."""
+    phone's breakpoint (`<source media>`). The light image loads with the page (the one shown without
+    JavaScript and in print), the dark one lazily, so a light page never fetches it. The zoom link opens the
+    desktop figure; zoom.js the scheme's."""
     pictures = []
     for scheme in SCHEMES:
         sources = "".join(f'<source media="{screen.media}" srcset="figures/{stem}{suffix(screen, scheme)}">'
                           for screen in SCREENS if screen.media)
         desktop = f"figures/{stem}{suffix(DESKTOP, scheme)}"
+        # The dark scheme's image loads when shown (lazy): a reader of the light scheme never fetches it.
+        lazy = ' loading="lazy"' if scheme == "dark" else ""
         pictures.append(f'<picture class="manual-{scheme}">{sources}<img src="{desktop}" alt="{html_attribute(alt)}" '
-                        f'data-manual-full="{desktop}"></picture>')
+                        f'data-manual-full="{desktop}"{lazy}></picture>')
     return (f'<a class="manual-zoom" href="figures/{stem}.svg" title="Open Figure {number} full size">'
             + "".join(pictures) + "</a>")
 
