@@ -5,10 +5,14 @@ and every alt text names only what its figure draws, in as many panels as it say
 from __future__ import annotations
 
 import importlib
+import io
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from conftest import manual_blocks
 from matplotlib import rc_context
@@ -166,3 +170,46 @@ def test_a_figure_with_small_text_is_reported_with_the_size_it_needs(tmp_path):
     assert legibility.check_figures([(block, svg)]) == [Problem(
         "docs/09-x.md", 7, None, "fig 9.1 (fig-x): text 'tinier' (and 1 more) is drawn 9.3 px high in a 688 px "
         "column (expected at least 12 px: a font size of at least 9.04 in this figure)")]
+
+
+# --- each figure shows its claim's number as its check measured it -------------------------------------------
+
+
+def _figure_csv(built: Path, figure_id: str) -> pd.DataFrame:
+    lines = (built / "build" / "docs" / "figures" / f"{figure_id}.csv").read_text(encoding="utf-8").splitlines()
+    return pd.read_csv(io.StringIO("\n".join(line for line in lines if not line.startswith("#"))))
+
+
+def _observed(built: Path, figure_id: str, check: str) -> Any:
+    claims = json.loads((built / "build" / "claims.json").read_text(encoding="utf-8"))
+    figure = next(figure for figure in claims["figures"] if figure["id"] == figure_id)
+    return next(result["observed"] for result in figure["checks"] if result["name"] == check)
+
+
+def test_fig_1_2_draws_the_share_its_check_measured(built_manual):
+    data = _figure_csv(built_manual, "fig-step-shares")
+    pooled = data[(data["run"] == "all") & (data["part"] == "rollout + training")]["share"]
+    observed = _observed(built_manual, "fig-step-shares", "share")
+    assert round(float(pooled.iloc[0]), 9) == round(float(observed), 9)
+    svg = (built_manual / "site" / "figures" / "fig-step-shares.svg").read_text(encoding="utf-8")
+    assert f"rollout + training: {float(observed):.3f} of a clean step" in svg
+    assert "95 %" not in svg
+
+
+def test_fig_8_2_labels_the_median_hand_off_its_check_measured(built_manual):
+    data = _figure_csv(built_manual, "fig-memory-hand-offs")
+    median = data[data["series"] == "median_hand_offs_per_clean_step"]["seconds"]
+    observed = float(_observed(built_manual, "fig-memory-hand-offs", "about"))
+    assert round(float(median.iloc[0]), 6) == round(observed, 6)
+    for name in ("fig-memory-hand-offs.svg", "fig-memory-hand-offs.phone.svg"):
+        texts = [t.text for t in legibility.texts(built_manual / "site" / "figures" / name)]
+        assert any(f"clean steps: {observed:.1f} s a step" in " ".join(texts[i:i + 2]) for i in range(len(texts)))
+
+
+def test_fig_4_2_reads_from_zero_and_says_the_equal_gaps_once(built_manual):
+    svg = (built_manual / "site" / "figures" / "fig-deterministic-gap.svg").read_text(encoding="utf-8")
+    observed = _observed(built_manual, "fig-deterministic-gap", "equal_at_step")
+    value = f"{next(iter(observed.values())):.5f}"
+    assert f"step 0: both {value}" in svg and f"{value} = {value}" not in svg
+    texts = [t.text for t in legibility.texts(built_manual / "site" / "figures" / "fig-deterministic-gap.svg")]
+    assert "0.000" in texts  # the gap axis starts at zero
