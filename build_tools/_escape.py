@@ -12,6 +12,7 @@
 - `terminal_text`: text for a terminal, without the control characters and escape sequences a log line or a
   file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line); every output
   of the command line passes through it (cli.py's consoles, build warnings, `manual record`).
+- `workflow_command`: a GitHub workflow command (`manual check --format github`), its data percent-encoded.
 
 The return type `Markdown` marks text that is already safe Markdown, so escaping twice changes nothing; the
 page templates escape every value that is not (build_tools/render.py, `finalize`).
@@ -107,6 +108,22 @@ _TERMINAL_CONTROL = re.compile(
     r"|\x1b[ -/]*[0-~]?"  # any other escape
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"  # the other C0 and C1 controls, DEL
 )
+
+
+_WORKFLOW_DATA = {"%": "%25", "\r": "%0D", "\n": "%0A"}
+_WORKFLOW_PROPERTY = {**_WORKFLOW_DATA, ":": "%3A", ",": "%2C"}
+
+
+def _encoded(text: str, table: dict[str, str]) -> str:
+    return "".join(table.get(ch, ch) for ch in text)
+
+
+def workflow_command(kind: str, message: Any, properties: dict[str, str]) -> str:
+    """A GitHub workflow command line, `::error file=docs/01-step.md,line=53,title=Fig 1.3::message`: the message
+    and the properties percent-encoded as the runner reads them (a newline, a comma or a `::` in data cannot end
+    the command or add a property), and terminal controls removed."""
+    props = ",".join(f"{key}={_encoded(terminal_text(value), _WORKFLOW_PROPERTY)}" for key, value in properties.items())
+    return f"::{kind}{' ' + props if props else ''}::{_encoded(terminal_text(message), _WORKFLOW_DATA)}"
 
 
 def terminal_text(value: Any) -> str:

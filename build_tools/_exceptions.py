@@ -20,6 +20,8 @@ EXIT_CLAIM_FAILED = 3
 EXIT_DIFFERS = 4
 # `make bench` only: every measurement ran, and at least one missed its goal (the table says which).
 EXIT_GOAL_MISSED = 5
+# `manual check --strict` only: every claim holds, but at least one's margin is below the warning threshold.
+EXIT_MARGIN = 6
 
 
 @dataclass(frozen=True, order=True)
@@ -127,9 +129,18 @@ class FigureError(ProblemsError):
     hint = "each line names the figure, the run and the metric it could not draw"
 
 
+class FigureFilesError(FigureError):
+    """What every figure is drawn with is missing or wrong: the palette, the style, the figures package."""
+
+    what = "files every figure is drawn with"
+    hint = ("figures/ needs palette.yml, base.mplstyle, __init__.py and _common.py (git checkout -- figures/ "
+            "restores them); CONTRIBUTING.md, 'Change the palette', says what palette.yml holds")
+
+
 class ChapterError(ProblemsError):
     what = "chapters"
-    hint = "fix the figure blocks named above; docs/README.md documents their fields"
+    hint = ("fix the lines named above; docs/README.md documents the figure blocks' fields and the addresses "
+            "a chapter may name")
 
 
 class EditionFileError(ProblemsError):
@@ -172,6 +183,32 @@ class ClaimsFailed(ManualError):
 
 
 @dataclass(eq=False)
+class MarginsBelow(ManualError):
+    """`manual check --strict`: claims hold, but some with less margin than the threshold (each warned above)."""
+
+    count: int
+    threshold: float
+    exit_code = EXIT_MARGIN
+    hint = "widen the claim's words or look at the runs named in the warnings; without --strict they only warn"
+
+    def __str__(self) -> str:
+        claims = "1 claim holds" if self.count == 1 else f"{self.count} claims hold"
+        return f"{claims} with a margin fraction below {self.threshold:g} (--strict)"
+
+
+@dataclass(eq=False)
+class StrictWithoutThreshold(ManualError):
+    """`--strict` with no margin to warn below: neither --warn-margin nor warn_margin in edition.yml."""
+
+    edition_yml: str  # as the user would type it
+    hint = "e.g. manual check --warn-margin 0.2 --strict"
+
+    def __str__(self) -> str:
+        return (f"--strict: no margin to hold the claims to: pass --warn-margin F or set warn_margin in "
+                f"{self.edition_yml}")
+
+
+@dataclass(eq=False)
 class CommitMismatch(ManualError):
     """Runs made with another Miles build than the edition describes: their numbers belong to another edition."""
 
@@ -209,6 +246,15 @@ class SiteError(ManualError):
         noun = "problem" if count == 1 else "problems"
         return (f"mkdocs build --strict found {count} {noun} in the pages:\n"
                 + "\n".join(f"  {message}" for message in self.messages))
+
+
+class PrintEditionError(ProblemsError):
+    """Addresses the print edition would read from outside the built site: refused before WeasyPrint runs (or,
+    failing that, by its URL fetcher); no PDF is written."""
+
+    what = "print edition"
+    hint = ("the print edition reads only the files of the built site (site/): remove each address named above "
+            "or make it a page or figure of the manual")
 
 
 class PdfError(ManualError):
@@ -311,6 +357,15 @@ class NotAFlag(MakeVariableError):
 
     def __str__(self) -> str:
         return f"{_variable(self.name, self.value)} is not a yes or no: write {self.name}=1 (or leave it out)"
+
+
+@dataclass(eq=False)
+class NotAFormat(MakeVariableError):
+    value: str
+
+    def __str__(self) -> str:
+        return (f"{_variable('FORMAT', self.value)} is not a report format: write FORMAT=github (workflow commands "
+                "for GitHub) or leave it out")
 
 
 @dataclass(eq=False)

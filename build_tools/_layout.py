@@ -8,6 +8,20 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+# --- the files of a run folder (runs/README.md): what the loader and the source readers look for ---
+JSONL = re.compile(r"^(?P<stream>[a-z_]+)\.jsonl(\.gz)?$")
+
+# The streams of each folder of a run; Miles splits the high-rate ones into hourly files
+# {stream}/{YYYYMMDD_HH}.jsonl, and an older flat {stream}.jsonl is the same stream as one partition.
+DASHBOARD_STREAMS = ("metrics", "phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
+                     "topology", "data_buffer")
+PARTITIONED = frozenset({"phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
+                         # `manual record` writes these two as Miles writes its high-rate streams
+                         "host_memory", "gpu_temp"})
+LAB_STREAMS = ("events", "host_memory", "gpu_temp", "held_memory", "sampling", "repeat_probe")
+# Written once as whole JSON documents, not JSON Lines.
+DASHBOARD_DOCUMENTS = ("meta.json", "lane_catalog.json")
+
 # The pages the render stage writes into the pages folder (mkdocs' docs_dir).
 CHAPTER = re.compile(r"^(?P<n>\d\d)-[\w.-]+\.md$")  # docs/NN-name.md: chapter NN
 INDEX_PAGE = "index.md"  # the front matter
@@ -16,6 +30,7 @@ FIGURES_PAGE = "figures.md"  # the Index of figures, generated
 MANIFEST_PAGE = "manifest.md"  # the edition's record: what it is built from
 CHANGES_PAGE = "changes.md"  # the edition's record: what changed
 RECORD_PAGES = (MANIFEST_PAGE, CHANGES_PAGE)
+CLAIM_HEALTH_PAGE = "claim-health.md"  # every claim's margin; publishing adds the editions' history
 SITE_SETTINGS = ".manual.yml"  # what the site stage adds to mkdocs.yml (a dotfile: mkdocs does not publish it)
 
 
@@ -90,6 +105,12 @@ class Layout:
     @property
     def edition_yml(self) -> Path:
         return self.root / "edition.yml"
+
+    def page_source(self, page: str) -> str:
+        """What a rendered page (`01-step.md`) is made from, as the author would edit it; "" when not known."""
+        generated = {METRICS_PAGE: "templates/metrics.md.j2 and docs/data/metrics.yml",
+                     FIGURES_PAGE: "templates/figures.md.j2 and the figure blocks"}
+        return generated.get(page) or (f"docs/{page}" if (self.docs / page).is_file() else "")
 
 
 # The project this code was installed from: what figure code and the tests read when no build says otherwise.

@@ -1,6 +1,7 @@
 """make's door into the command line: make variables arrive as values, are checked, and become single arguments.
 
-The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH, REPLACE, SRC, ID, RAY and ALL to the
+The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH, REPLACE, SRC, ID, RAY, ALL, WARN_MARGIN,
+STRICT and FORMAT to the
 environment as the exact text typed, and runs `python -m build_tools._make TARGET`; no variable is ever written
 into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
@@ -19,9 +20,11 @@ from ._exceptions import (
     EXIT_CLAIM_FAILED,
     EXIT_DIFFERS,
     EXIT_GOAL_MISSED,
+    EXIT_MARGIN,
     ManualError,
     MissingMakeVariable,
     NotAFlag,
+    NotAFormat,
     NotAnEditionVariable,
     NotAPort,
     NotARunId,
@@ -34,6 +37,7 @@ OUTCOMES = {
     EXIT_CLAIM_FAILED: "a claim failed",
     EXIT_DIFFERS: "verify found a difference",
     EXIT_GOAL_MISSED: "a benchmark goal was missed",
+    EXIT_MARGIN: "a claim's margin is below the warning threshold (STRICT=1)",
     130: "interrupted",
     143: "terminated",
 }
@@ -109,6 +113,15 @@ def _run_id(env: Mapping[str, str]) -> list[str]:
     return [f"--id={value}"] if value else []
 
 
+def _margin_options(env: Mapping[str, str]) -> list[str]:
+    """WARN_MARGIN (checked by the command, as --warn-margin), STRICT=1 and FORMAT=text|github."""
+    value = env.get("FORMAT", "")
+    if value and value not in ("text", "github"):
+        raise NotAFormat(value)
+    return [*([f"--warn-margin={env['WARN_MARGIN']}"] if env.get("WARN_MARGIN") else []),
+            *(["--strict"] if _flag(env, "STRICT") else []), *([f"--format={value}"] if value else [])]
+
+
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
     """The command line for a make target, from checked make variables (MakeVariableError when one is wrong)."""
     simple = {"build": ["build"], "bench": ["bench"], "pdf": ["pdf"]}
@@ -118,7 +131,7 @@ def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
         "serve": lambda: ["serve", *_port(env)],
         # RAY: auto or a head's HOST:PORT, checked by the command before anything starts; ALL=1: every run summarised
         "check": lambda: ["check", *([f"--ray={env['RAY']}"] if env.get("RAY") else []),
-                          *(["--all"] if _flag(env, "ALL") else [])],
+                          *(["--all"] if _flag(env, "ALL") else []), *_margin_options(env)],
         "compare": lambda: ["compare", "--", *_run(env)],
         "add-run": lambda: ["add-run", *_run_id(env), "--", *_source(env)],
         "publish": lambda: _publish(env, root),

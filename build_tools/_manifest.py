@@ -17,9 +17,10 @@ from typing import Any
 
 import yaml
 
-from . import _fingerprint
 from ._escape import html_text, md_code, md_text
 from ._layout import Layout
+from ._numbers import fmt
+from .store import fingerprint
 
 Manifest = dict[str, Any]
 
@@ -40,7 +41,7 @@ def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, sour
         "source_date_epoch": source_date_epoch,
         # The tools whose versions decide the published bytes (the libraries every cache key reads); an edition
         # rebuilt with others may differ.
-        "tools": _fingerprint.tool_versions(),
+        "tools": fingerprint.tool_versions(),
         "runs": runs_section(layout.runs),
         "figures": figures_section(layout.pages / "figures"),
         "claims": claims_section(layout.build / "claims.json"),
@@ -78,9 +79,12 @@ def runs_section(runs: Path) -> dict[str, Any]:
     for folder in sorted(p for p in runs.iterdir() if (p / "run.yaml").is_file()) if runs.is_dir() else []:
         # BaseLoader: values stay as written (a date stays "2026-10-01"), which is what provenance means.
         config = yaml.load((folder / "run.yaml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
+        files = _files(folder)
         section[folder.name] = {
             "sha256": run_hash(folder),
-            "files": len(_files(folder)),
+            "files": len(files),
+            # Each file's own hash, so that a diff names the files that changed (manifests before it lack it).
+            "file_sha256": {path.relative_to(folder).as_posix(): _sha256(path) for path in files},
             "provenance": {key: config[key] for key in PROVENANCE_FIELDS if key in config},
         }
     return section
@@ -103,21 +107,25 @@ def figures_section(figures: Path) -> dict[str, Any]:
 
 
 def claims_section(claims_json: Path) -> dict[str, Any]:
-    """Every claim's verdict and the values its checks observed, keyed by figure id (from build/claims.json)."""
+    """Every claim's verdict, the values its checks observed and their words and margins, keyed by figure id (from
+    build/claims.json)."""
     if not claims_json.is_file():
         return {}
     document = json.loads(claims_json.read_text(encoding="utf-8"))
     section: dict[str, Any] = {}
     for entry in document.get("figures", []):
         observed: dict[str, Any] = {}
+        checks: dict[str, Any] = {}
         for check in entry.get("checks", []):
             # A claim may use one check twice; the second keeps its place as 'name (2)'.
             name, count = str(check.get("name")), 1
             while (name if count == 1 else f"{name} ({count})") in observed:
                 count += 1
-            observed[name if count == 1 else f"{name} ({count})"] = check.get("observed")
+            key = name if count == 1 else f"{name} ({count})"
+            observed[key] = check.get("observed")
+            checks[key] = {"says": check.get("says"), "margin": check.get("margin")}
         section[str(entry["id"])] = {"number": entry.get("number"), "claim": entry.get("claim"),
-                                     "verdict": entry.get("status"), "observed": observed}
+                                     "verdict": entry.get("status"), "observed": observed, "checks": checks}
     return section
 
 
@@ -286,29 +294,108 @@ def _changed_fields(old: Mapping[str, Any], new: Mapping[str, Any],
 
 
 def _run_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    changed = _changed_fields(old, new, (("files", "sha256"), ("provenance", "provenance")))
-    return _added_removed(old, new, "run") + [f"run {run} changed ({' and '.join(what)})"
-                                              for run, what in changed.items()]
-
-
-def _claim_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    lines = _added_removed(old, new, "claim")
-    for claim in sorted(set(old) & set(new)):
-        before, after = old[claim], new[claim]
-        if before.get("verdict") != after.get("verdict"):
-            lines.append(f"claim {claim}: verdict {before.get('verdict')} → {after.get('verdict')}")
-        lines += [f"claim {claim}: {line}" for line in _value_moves(before.get("observed"), after.get("observed"))]
+    lines = _added_removed(old, new, "run")
+    for run in sorted(set(old) & set(new)):
+        before, after = old[run], new[run]
+        files = _file_changes(before.get("file_sha256"), after.get("file_sha256"))
+        if files is None:  # a manifest from before files were hashed one by one: only that some changed
+            files = ["files"] if before.get("sha256") != after.get("sha256") else []
+        provenance = _provenance_changes(before.get("provenance"), after.get("provenance"))
+        what = files + ([f"provenance ({', '.join(provenance)})"] if provenance else [])
+        if what:
+            lines.append(f"run {run} changed ({'; '.join(what)})" if files == ["files"]
+                         else f"run {run}: {'; '.join(what)}")
     return lines
 
 
-def _value_moves(old: Any, new: Any) -> list[str]:
-    """'check.field: old → new' for every observed value that moved."""
+def _file_changes(old: Any, new: Any) -> list[str] | None:
+    """'lab/events.jsonl changed', 'x added', 'y removed' for a run's files; None when a manifest lacks them."""
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return None
+    changed = [name for name in sorted(set(old) & set(new)) if old[name] != new[name]]
+    return ([f"{name} changed" for name in changed] + [f"{name} added" for name in sorted(set(new) - set(old))]
+            + [f"{name} removed" for name in sorted(set(old) - set(new))])
+
+
+def _provenance_changes(old: Any, new: Any) -> list[str]:
+    before = old if isinstance(old, Mapping) else {}
+    after = new if isinstance(new, Mapping) else {}
+    return [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+
+
+def _figure_name(claim_id: str, *entries: Mapping[str, Any]) -> str:
+    """'Fig 1.3', by the figure's number in the newer edition (else the older), or its id when it has none."""
+    number = next((e.get("number") for e in entries if e.get("number")), None)
+    return f"Fig {number}" if number else f"claim {claim_id}"
+
+
+def _says(key: str, *entries: Mapping[str, Any]) -> str:
+    """The words of a claim a check proves, quoted: " 'left the job running for 63 minutes'"; empty if unknown."""
+    for entry in entries:
+        checks = entry.get("checks")
+        says = checks.get(key, {}).get("says") if isinstance(checks, Mapping) else None
+        if isinstance(says, str) and says:
+            return f" '{says}'"
+    return ""
+
+
+def _claim_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    lines = ([f"{_figure_name(c, new[c])} ({c}) added" if new[c].get("number") else f"claim {c} added"
+              for c in sorted(set(new) - set(old))]
+             + [f"{_figure_name(c, old[c])} ({c}) removed" if old[c].get("number") else f"claim {c} removed"
+                for c in sorted(set(old) - set(new))])
+    lines += margin_changes(old, new)
+    for claim in sorted(set(old) & set(new)):
+        before, after = old[claim], new[claim]
+        name = _figure_name(claim, after, before)
+        if before.get("verdict") != after.get("verdict"):
+            lines.append(f"{name}: verdict {before.get('verdict')} → {after.get('verdict')}")
+        lines += [f"{name}{_says(path.split('.')[0], after, before)}: {path}: {moved}"
+                  for path, moved in _value_moves(before.get("observed"), after.get("observed"))]
+    return lines
+
+
+def _margin_of(entry: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    checks = entry.get("checks")
+    margin = checks.get(key, {}).get("margin") if isinstance(checks, Mapping) else None
+    return margin if isinstance(margin, Mapping) and isinstance(margin.get("headroom"), int | float) else None
+
+
+def _shrink(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[int, float]:
+    """How much a margin shrank, most first: by fraction where both have one, else (after those) by headroom."""
+    if isinstance(old.get("fraction"), int | float) and isinstance(new.get("fraction"), int | float):
+        return 0, new["fraction"] - old["fraction"]
+    return 1, new["headroom"] - old["headroom"]
+
+
+def margin_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """"Fig 1.3 'left the job running for 63 minutes': headroom 0.3 -> 0.1 min (fraction 0.6 -> 0.2)" for each
+    check whose margin moved between the editions, the one that shrank most first (older manifests: none)."""
+    moved = []
+    for claim in sorted(set(old) & set(new)):
+        keys = new[claim].get("checks") if isinstance(new[claim].get("checks"), Mapping) else {}
+        for key in keys:
+            before, after = _margin_of(old[claim], key), _margin_of(new[claim], key)
+            if before is None or after is None or (before["headroom"], before.get("edge")) == (
+                    after["headroom"], after.get("edge")):
+                continue
+            unit = f" {after['unit']}" if after.get("unit") else ""
+            fraction = (f" (fraction {fmt(before['fraction'])} -> {fmt(after['fraction'])})"
+                        if _shrink(before, after)[0] == 0 else "")
+            text = (f"{_figure_name(claim, new[claim], old[claim])}{_says(key, new[claim], old[claim])}: headroom "
+                    f"{fmt(before['headroom'])} -> {fmt(after['headroom'])}{unit}{fraction}")
+            moved.append((_shrink(before, after), text))
+    return [text for _, text in sorted(moved, key=lambda item: item[0])]
+
+
+def _value_moves(old: Any, new: Any) -> list[tuple[str, str]]:
+    """('check.field', 'old → new') for every observed value that moved."""
     before, after = dict(_leaves(old)), dict(_leaves(new))
     lines = []
     for path in sorted(set(before) | set(after)):
         if before.get(path) != after.get(path):
             name = ".".join(path) or "observed"
-            lines.append(f"{name}: {_show(before.get(path))} → {_show(after.get(path))}")
+            lines.append((name, f"{_show(before.get(path))} → {_show(after.get(path))}"))
     return lines
 
 

@@ -2,7 +2,7 @@
 
 Each run folder the cache does not hold becomes one Ray task that reads and summarises it on a worker
 (`summary.load_and_summarise`, the local path's own function) and sends the summary back as Parquet tables
-and a JSON body (`_summary_wire`); the driver rebuilds the summaries in the order of the folders, so the
+and a JSON body (`summary_wire`); the driver rebuilds the summaries in the order of the folders, so the
 claims are those of the local path, byte for byte. The workers must see the run folders at the same paths
 (one machine, or shared storage).
 
@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
-from . import _fingerprint
 from ._exceptions import (
     Problem,
     RayBadAddress,
@@ -40,6 +39,7 @@ from ._exceptions import (
     display_path,
 )
 from ._types import RunSummary
+from .store import fingerprint
 from .summary import Summariser, load_and_summarise
 
 AUTO = "auto"
@@ -64,23 +64,23 @@ def ray_summariser(address: str) -> Summariser:
 
 def _summarise_task(path: str, cwd: str) -> tuple[tuple[dict[str, bytes], str] | None, list[Problem], str]:
     """On a worker: one run to (its summary as bytes, or None; its problems; the worker's code digest)."""
-    from . import _summary_wire
+    from .store import summary_wire
 
     if os.path.isdir(cwd):  # problems name files as the user typed them: relative to the driver's folder
         os.chdir(cwd)
     summary, problems = load_and_summarise(Path(path))
-    return (None if summary is None else _summary_wire.encode(summary)), problems, code_digest()
+    return (None if summary is None else summary_wire.encode(summary)), problems, code_digest()
 
 
 def code_digest() -> str:
-    """A key of the build_tools code, the Python version and the pinned libraries' versions (`_fingerprint`): a
+    """A key of the build_tools code, the Python version and the pinned libraries' versions (`fingerprint`): a
     worker with other code, or other libraries, would cache other summaries under our keys."""
     here = Path(__file__).parent
-    return _fingerprint.Key("ray worker").files(here, sorted(here.rglob("*.py"))).hexdigest()
+    return fingerprint.Key("ray worker").files(here, sorted(here.rglob("*.py"))).hexdigest()
 
 
 def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
-    from . import _summary_wire
+    from .store import summary_wire
 
     task = ray.remote(_summarise_task)
     refs = [task.remote(os.path.abspath(path), os.getcwd()) for path in paths]
@@ -102,7 +102,7 @@ def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | N
         # A worker that could not enter the driver's folder wrote absolute paths: show them as the user would.
         problems = [Problem(display_path(p.file), p.line, p.field, p.message) if os.path.isabs(p.file) else p
                     for p in problems]
-        results.append((None if encoded is None else _summary_wire.decode(encoded), problems))
+        results.append((None if encoded is None else summary_wire.decode(encoded), problems))
     return results
 
 

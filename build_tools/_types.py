@@ -55,11 +55,17 @@ class RunData:
     root: Path
     config: dict[str, Any]
     meta: dict[str, Any]
+    # How the loader holds a stream; a reader of the run reaches every stream one way, whichever reader read
+    # its lines: load.records(run, stream) (every record, as written), or the summary's columns where it has them.
     # Lines read one by one (small files, lines the columns could not accept, the other sources' records).
     streams: dict[str, list[Record]] = field(default_factory=dict)
-    # Lines read as columns, in file order (_columnar.py). A stream of `_columnar.NESTED_STREAMS` (metrics,
-    # phases) is all records or all columns; a sampled stream may have both.
+    # Lines read as columns, in file order (_columnar.py). Each file is read one way, all lines or all columns; a
+    # stream of `_columnar.NESTED_STREAMS` (metrics, phases) is all records or all columns.
     tables: dict[str, list[Columns]] = field(default_factory=dict)
+    # The files of each stream read from the run's folders, in the order they were read.
+    files: dict[str, list[Path]] = field(default_factory=dict)
+    # Sampled streams whose columns the summary took as it made their frames (a stream is never held twice).
+    taken: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     # A run only validated (load_run keep=False) keeps no sampled stream, only each one's last sample time.
     last_samples: dict[str, float] = field(default_factory=dict)
@@ -115,6 +121,25 @@ class DrawnFigure:
 
 
 @dataclass(frozen=True)
+class Margin:
+    """How far a check's observed number is from failing it (build_tools/checks/_margin.py computes it).
+
+    headroom: how far the value can move, in `unit`, before the check fails (negative when it fails);
+    edge: the value at which it fails (the nearer edge); fraction: headroom over the tolerance's half-width,
+    or over the limit for a one-sided one (None where there is no such scale: an exact count, a limit of 0);
+    value: the observed value at the worst place; worst: what that place is (a run, a run's step, a sample),
+    None for one statistic pooled over the runs.
+    """
+
+    headroom: float
+    edge: float
+    unit: str
+    fraction: float | None
+    value: float
+    worst: str | None = None
+
+
+@dataclass(frozen=True)
 class CheckResult:
     name: str  # the check's registered name
     status: Status
@@ -122,6 +147,7 @@ class CheckResult:
     expected: str  # what the claim needs, with its tolerance, in words
     message: str  # one line for a human, e.g. 'first-window mean is 655 tokens, expected 720 +/- 36'
     binds: tuple[str, ...] = ()  # the numbers of the claim text this check accounts for
+    margin: Margin | None = None  # None for a check that compares no number (a setting equals)
 
 
 @dataclass(frozen=True)
@@ -138,13 +164,16 @@ class RunSummary:
 
     run_id: str
     config: dict[str, Any]
-    steps: pd.DataFrame  # index `step`; metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
+    steps: pd.DataFrame  # index `step` (rollout id); metric keys, `phase/<name>` seconds, `t0`, `t1`, `heat_touched`
     phases: pd.DataFrame  # name, t0, t1, step, role, rank, node, gpus
     events: pd.DataFrame  # kind, t0, t1, detail
     series: dict[str, pd.DataFrame]  # the sampled streams (gpu_util, host_memory, held_memory, ...)
     facts: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     source_hash: str = ""
+    # The step axes not merged into `steps` (eval/step; train/step when a rollout has several optimizer steps),
+    # by step key: index `step` (that axis' own), `rollout` (the rollout id of `steps` it joins), its metrics.
+    axes: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def clean_steps(self) -> pd.DataFrame:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 # The flags of run.yaml the manual reads (runs/README.md), copied from the launch arguments when found.
 FLAGS = ("n_samples_per_prompt", "rollout_batch_size", "over_sampling_batch_size", "rollout_max_response_len",
-         "num_rollout", "colocate", "offload_train", "offload_rollout", "rollout_top_p", "rollout_top_k",
+         "num_rollout", "num_steps_per_rollout", "global_batch_size", "wandb_always_use_train_step", "colocate",
+         "offload_train", "offload_rollout", "rollout_top_p", "rollout_top_k",
          "deterministic_mode", "true_on_policy_mode", "sglang_enable_deterministic_inference",
          "sglang_attention_backend", "dynamic_sampling_filter_path", "use_fault_tolerance")
 STREAM_NAMES = ("gpu_util", "host_memory", "held_memory", "gpu_temp", "sampling", "repeat_probe", "engine_series",
@@ -43,8 +44,9 @@ PHASE_NAMES = ("train_wait", "train", "data_preprocess", "log_probs", "ref_log_p
 EVENT_KINDS = ("heat_pause", "engine_death", "watchdog_kill", "ray_oom_kill", "job_end")
 
 
-def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
-    """Copy the sources at src into runs/<id>/ and write its run.yaml; the lines to print.
+def add_run(root: Path, src: Path, run_id: str | None = None) -> tuple[list[str], list[str]]:
+    """Copy the sources at src into runs/<id>/ and write its run.yaml; the lines to print, and the warnings of
+    reading the sources (for stderr; the lines end with their count).
 
     Nothing is read before SRC is checked whole, and nothing is written unless everything is right: the run
     is staged in a folder of its own and renamed into runs/ whole, run.yaml included."""
@@ -58,7 +60,7 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
         raise RunDataError(unsafe)
     problems: list[Problem] = []
     run, found = load.load_path(src, problems)
-    run_id = _run_id(run, found, run_id, problems)
+    run_id = _run_id(run, layout.runs, run_id, problems)
     target = layout.runs / run_id
     plan = _plan(found, src, target, problems)
     summary = summarise(run, problems) if not problems else None
@@ -68,25 +70,37 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> list[str]:
     config, filled, missing = run_yaml(run_id, run, summary)
     _stage(layout, src, target, plan, _yaml_text(config))
     lines = [f"Added {display_path(target)} from {display_path(src)}:"]
+    named = run.meta.get("run_name") if "dashboard" in found else None
+    if isinstance(named, str) and named != run_id:
+        lines[0] = f"Added {display_path(target)} from {display_path(src)} (Miles' run_name {named!r}, kept in " \
+                   f"meta.json):"
     lines += [f"  {kind:<12} {len(copies)} file{'s' if len(copies) != 1 else ''} -> {display_path(target / kind)}/"
               for kind, copies in plan.items()]
     lines += ["", f"run.yaml: filled from the sources: {', '.join(filled) or 'nothing'}",
               f"  to fill in by hand ({len(missing)} fields; `make check` reports each until it is): "
               f"{', '.join(missing)}"]
     lines += ["", *feeds(layout, summary)]
-    return lines
+    warnings = summary.warnings
+    if warnings:
+        lines += ["", f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} reading the sources (on stderr; "
+                      f"`manual show {run_id}` lists them)"]
+    return lines, warnings
 
 
-def _run_id(run: RunData, found: dict[str, list[Path]], given: str | None, problems: list[Problem]) -> str:
-    """The id given, else the dump's run_name or the source's name made plain; what is wrong with it, in problems."""
-    dump_name = run.meta.get("run_name") if "dashboard" in found else None
-    if given and dump_name and given != dump_name:
-        problems.append(Problem("ID", None, None, f"is {given!r}, but the dump's meta.json names the run "
-                                                  f"{dump_name!r}: leave ID out, or use that name"))
-    run_id = given or _plain_id(str(run.meta.get("run_name") or run.run_id))
-    if not load_run_id_ok(run_id):
-        problems.append(Problem("ID", None, None, f"{run_id!r} is not a plain run id (lower-case letters, "
-                                                  "digits, '.', '-')"))
+def _run_id(run: RunData, runs: Path, given: str | None, problems: list[Problem]) -> str:
+    """The id given, else the dump's run_name or the source's name made plain, numbered (`-2`, `-3`, ...) past
+    the runs that already have it (Miles names every run without a wandb group `miles-run`); what is wrong
+    with a given one, in problems."""
+    if given:
+        if not load_run_id_ok(given):
+            problems.append(Problem("ID", None, None, f"{given!r} is not a plain run id (lower-case letters, "
+                                                      "digits, '.', '-')"))
+        return given
+    run_id = _plain_id(str(run.meta.get("run_name") or run.run_id))
+    taken, number = run_id, 1
+    while os.path.lexists(runs / run_id):
+        number += 1
+        run_id = f"{taken}-{number}"
     return run_id
 
 
@@ -126,7 +140,7 @@ def _plan(found: dict[str, list[Path]], src: Path, target: Path,
     two files that would have one name in the run are problems, naming both."""
     plan: dict[str, list[_Copy]] = {}
     for kind, paths in found.items():
-        if kind == "dashboard":
+        if kind in ("dashboard", "lab"):  # a folder copied whole (lab/: what `manual record` wrote)
             dump = paths[0]
             plan[kind] = [_copy_of(src, file, Path(kind, file.relative_to(dump)),
                                    compress=file.name not in ("meta.json", "lane_catalog.json"))
@@ -293,16 +307,17 @@ def _yaml_text(config: dict[str, Any]) -> str:
 def feeds(layout: Layout, summary: RunSummary) -> list[str]:
     """Which Metrics-page rows and figures the run has the data for, and what the others miss."""
     from . import blocks, metrics_table
+    from .readers import table_of
 
     lines = ["Metrics page rows (a row reads the runs of its run set; tag the run to join it):"]
     spec = metrics_table.load_spec(layout.metrics_yml)
     sets = spec.get("run_sets") or {}
-    steps = summary.steps
     for table in spec["tables"]:
         for row in table.get("rows") or []:
             metric = str(row.get("metric"))
             if not table.get("column"):
                 continue
+            steps = table_of(summary, metric)  # the steps of the metric's own axis
             present = int(steps[metric].notna().sum()) if metric in steps.columns else 0
             need = _run_set_words(sets.get(row.get("runs")) or {})
             state = f"has it at {present} of {len(steps)} steps" if present else "missing: no source logs it"
@@ -347,13 +362,20 @@ def _figure_needs(module: Path) -> list[str]:
 
 
 def _has(summary: RunSummary, need: str) -> bool:
+    from ._exceptions import MissingValue
+    from .readers import series_of, table_of
+
     if need.startswith("series "):
-        return need[7:] in summary.series and len(summary.series[need[7:]]) > 0
+        try:  # as the figure reads it (GPU utilisation: gpu_util or lab/gpu_temp)
+            return len(series_of(summary, need[7:], *(("util",) if need == "series gpu_util" else ()))) > 0
+        except MissingValue:
+            return False
     if need.startswith("events "):
         return bool(len(summary.events)) and need[7:] in set(summary.events["kind"])
     if need.startswith("phase "):
         return bool(len(summary.phases)) and need[6:] in set(summary.phases["name"])
-    return need in summary.steps.columns and bool(summary.steps[need].notna().any())
+    steps = table_of(summary, need)
+    return need in steps.columns and bool(steps[need].notna().any())
 
 
 def _tags_of(layout: Layout, run_ids: tuple[str, ...]) -> list[str]:

@@ -3,6 +3,7 @@
 A figure block is a fenced code block with the info string `figure` in a chapter `docs/NN-name.md`; it
 holds YAML (fields in docs/README.md). Its number is the chapter's NN and its position in the chapter.
 A cross reference is a link with empty text to the figure's id, `[](#fig-dead-engine)`, in any page.
+Each page's links and what it loads stay inside the manual (`boundary.chapter_problems`).
 Every problem of every chapter is collected, then ChapterError is raised once.
 """
 
@@ -14,10 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import _figure_modules, schemas
+from . import _figure_modules, boundary, schemas
 from ._exceptions import ChapterError, InputProblem, Problem
 from ._files import check_tree, read_text
-from ._layout import CHAPTER
+from ._layout import CHAPTER, INDEX_PAGE
 from ._types import FigureBlock
 from ._yaml import parse_yaml
 from .checks import validate
@@ -104,6 +105,7 @@ def read_blocks(docs_dir: Path, figures_dir: Path) -> list[FigureBlock]:
     problems += check_tree(docs_dir, docs_dir.resolve().parent)
     if problems:  # a link out of the project, a FIFO: nothing under docs/ is read
         raise ChapterError(problems)
+    render = boundary.markdown_renderer(docs_dir.parent / "mkdocs.yml")
     for path in sorted(docs_dir.glob("*.md")):
         shown = f"{docs_dir.name}/{path.name}"
         try:
@@ -112,6 +114,8 @@ def read_blocks(docs_dir: Path, figures_dir: Path) -> list[FigureBlock]:
             problems.append(error.problem)
             continue
         chapter = CHAPTER.match(path.name)
+        if chapter or path.name == INDEX_PAGE:  # a page of the site: what it links to and loads
+            problems += boundary.chapter_problems(shown, text, render)
         position = 0
         for fenced in fenced_blocks(text):
             if fenced.info != "figure":

@@ -12,7 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import _uptodate
 from . import blocks as blocks_stage
 from . import claims as claims_stage
 from ._exceptions import ChapterError, EditionFileError, MetricsSpecError, Problem, RunDataError, display_path
@@ -23,6 +22,7 @@ from ._settings import Settings
 from ._staging import clean_leftovers, staging, temporary_prefix
 from ._types import BuildResult, FigureBlock, Stamp, ValidatedRun
 from .stamp import check_commits, load_stamp
+from .store import uptodate
 from .summary import Wanted, summarise_runs
 
 
@@ -76,8 +76,8 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     site = settings.site
     progress = Progress(quiet=settings.quiet, stages=(6 if settings.edition else 5) if site else 2)
     if site:  # `make check` leaves site/ alone: a site built from these same inputs stays current
-        _uptodate.forget(layout)
-    _uptodate.forget_check(layout)  # the claims reports are written again
+        uptodate.forget(layout)
+    uptodate.forget_check(layout)  # the claims reports are written again
 
     # 1-3. Read the figure blocks of the chapters and the data tables, first: they say which runs are read.
     #    Load and summarise those, validate the others; an unchanged run comes from the cache. No run may end
@@ -154,7 +154,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         with progress.stage("Writing the print edition"):
             pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch)
     if settings.trust_state:  # an edition's build leaves no key: the next everyday build starts afresh
-        _uptodate.record(layout, settings)
+        uptodate.record(layout, settings)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result
 

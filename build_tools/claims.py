@@ -18,6 +18,7 @@ from ._exceptions import ChapterError, ClaimsFailed, Problem
 from ._staging import write_atomic
 from ._types import CheckResult, ClaimVerdict, FigureBlock, RunSummary
 from .checks import claim_numbers, evaluate, runs_text, validate
+from .checks._margin import as_json
 
 
 def check_claims(blocks: Sequence[FigureBlock], summaries: dict[str, RunSummary],
@@ -100,7 +101,7 @@ def report_lines(verdicts: Sequence[ClaimVerdict]) -> list[str]:
 def _check_record(block: FigureBlock, params: dict[str, Any], result: CheckResult) -> dict[str, Any]:
     return {"name": result.name, "status": result.status, "says": says(block, params),
             "observed": result.observed, "expected": result.expected, "message": result.message,
-            "binds": list(result.binds), "runs": _check_runs(block, params)}
+            "binds": list(result.binds), "runs": _check_runs(block, params), "margin": as_json(result.margin)}
 
 
 def report_data(verdicts: Sequence[ClaimVerdict]) -> dict[str, Any]:
@@ -126,6 +127,7 @@ def junit_xml(verdicts: Sequence[ClaimVerdict]) -> bytes:
         block = verdict.block
         case = ET.SubElement(suite, "testcase", classname=block.chapter_file,
                              name=f"fig {block.number} {block.id}", file=block.chapter_file, line=str(block.line))
+        _margin_properties(case, verdict)
         ET.SubElement(case, "system-out").text = block.claim
         if verdict.status == "fail":
             lines = report_lines([verdict])
@@ -136,6 +138,23 @@ def junit_xml(verdicts: Sequence[ClaimVerdict]) -> bytes:
     ET.indent(root)
     xml: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)  # bytes for any encoding but "unicode"
     return xml + b"\n"
+
+
+def _margin_properties(case: ET.Element, verdict: ClaimVerdict) -> None:
+    """The margins as JUnit properties: `margin`, the claim's smallest fraction, and one `margin check N (name)`
+    per check that has one ("headroom 0.3 min, edge 63.5, fraction 0.6, worst no-watchdog")."""
+    found = [(index, result.name, result.margin) for index, result in enumerate(verdict.checks, start=1)
+             if result.margin is not None]
+    if not found:
+        return
+    properties = ET.SubElement(case, "properties")
+    fractions = [m.fraction for _, _, m in found if m.fraction is not None]
+    if fractions:
+        ET.SubElement(properties, "property", name="margin", value=repr(min(fractions)))
+    for index, name, m in found:
+        text = (f"headroom {m.headroom!r}{' ' + m.unit if m.unit else ''}, edge {m.edge!r}, fraction "
+                f"{'none' if m.fraction is None else repr(m.fraction)}" + (f", worst {m.worst}" if m.worst else ""))
+        ET.SubElement(properties, "property", name=f"margin check {index} ({name})", value=text)
 
 
 def write_reports(verdicts: Sequence[ClaimVerdict], build_dir: Path) -> tuple[Path, Path]:

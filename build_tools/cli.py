@@ -31,7 +31,9 @@ EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EPILOG = """exit codes: 0 done, 2 bad input (the message names the file), 3 a claim no longer holds,
-4 verify found a difference, 1 a bug (the traceback is saved under build/), 130 interrupted, 143 terminated"""
+4 verify found a difference, 5 bench missed a goal, 6 check --strict found a claim whose margin is below
+--warn-margin (or edition.yml's warn_margin), 1 a bug (the traceback is saved under build/), 130 interrupted,
+143 terminated"""
 
 
 class _Console:
@@ -73,15 +75,15 @@ def _settings(**options: Any) -> Settings:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from . import _uptodate
     from ._lock import build_lock
+    from .store import uptodate
 
     settings = _settings(jobs=args.jobs)
     layout = Layout(args.root.resolve())
     # Under the lock: a build that waited for another finds the site that one built up to date.
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
         # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
-        if not args.force and _uptodate.is_current(layout, settings):
+        if not args.force and uptodate.is_current(layout, settings):
             sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
             return 0
         from .build import build
@@ -91,16 +93,17 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from . import _uptodate
+    from .store import uptodate
 
+    threshold = None if args.warn_margin is None else _fraction(args.warn_margin)
     settings = _settings(all_runs=args.all)
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
-    last = _uptodate.last_check(layout, settings) if not args.ray else _uptodate.LastCheck(None, None)
+    last = uptodate.last_check(layout, settings) if not args.ray else uptodate.LastCheck(None, None)
     if last.report is not None:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
         _out.print(last.report, markup=False)
-        return 0
+        return _margins(layout, args, threshold, [])
     from .build import check, skipped_line
     from .summary import describe
 
@@ -113,13 +116,57 @@ def _cmd_check(args: argparse.Namespace) -> int:
     except ClaimsFailed as error:
         # A false claim still prints the runs and every figure's line before the error.
         _out.print("\n".join(error.report_lines), markup=False)
+        if args.format == "github":
+            from . import margins
+
+            report_data = margins.read_report(layout.build / "claims.json")
+            _out.print("\n".join(margins.failure_commands(report_data)), markup=False)
         raise
     lines = [describe(summary) for summary in result.summaries.values()]
     lines += [skipped_line(len(result.validated))] if result.validated else []
     report = "\n".join([*lines, *result.report_lines])
     _out.print(report, markup=False)
     if not args.ray and not result.warnings:
-        _uptodate.record_check(layout, settings, report, last.key)
+        uptodate.record_check(layout, settings, report, last.key)
+    return _margins(layout, args, threshold, result.warnings)
+
+
+def _fraction(text: str) -> float:
+    """--warn-margin: a finite fraction of the tolerance above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise BadOption("--warn-margin", text, "a number above 0 (a fraction of the tolerance)", "--warn-margin 0.2")
+    return value
+
+
+def _margins(layout: Layout, args: argparse.Namespace, threshold: float | None, data_warnings: Sequence[str]) -> int:
+    """After every claim held: the claims closest to failing, a warning for each below the threshold (the option's,
+    else edition.yml's), and with --strict exit 6 when there is one."""
+    from . import margins
+    from ._exceptions import MarginsBelow, StrictWithoutThreshold, display_path
+
+    report_data = margins.read_report(layout.build / "claims.json")
+    _out.print("\n".join(margins.closest_lines(report_data)), markup=False)
+    if threshold is None:
+        threshold = margins.threshold_of(layout.edition_yml)
+    if threshold is None and args.strict:
+        raise StrictWithoutThreshold(display_path(layout.edition_yml))
+    weak = margins.below(report_data, threshold) if threshold is not None else []
+    if args.format == "github":  # workflow commands, on stderr as every warning: the runner reads both streams
+        for line in margins.data_warning_commands(data_warnings):
+            _err.print(line, markup=False)
+    if threshold is None:
+        return 0
+    for claim in weak:
+        if args.format == "github":
+            _err.print(margins.warning_commands([claim], threshold)[0], markup=False)
+        else:
+            _err.print(f"[yellow]WARNING[/yellow] {escape(margins.warning_text(claim, threshold))}")
+    if args.strict and weak:
+        raise MarginsBelow(len(weak), threshold)
     return 0
 
 
@@ -128,10 +175,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ._lock import build_lock
 
     yours = compare.load_reader_run(args.run)
+    _warn(yours.warnings)  # what reading your run skipped or doubted, on stderr
     layout = Layout(args.root.resolve())
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
         setup, comparisons = compare.compare(layout, yours)
-    _out.print("\n".join(compare.report(setup, comparisons, yours)), markup=False)
+        claims = compare.claims_on(layout, yours)
+    _out.print("\n".join(compare.report(setup, comparisons, yours, claims)), markup=False)
     return 0
 
 
@@ -140,17 +189,26 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     path = show.resolve(args.root.resolve(), args.run)
     run, summary, found = show.load(path)
-    if args.csv:
-        sys.stdout.write(terminal_text(show.as_csv(run)))
+    if args.csv or args.long:
+        sys.stdout.write(terminal_text(show.as_csv(run) if args.csv else show.as_long(run)))
+        _warn([*run.warnings, *show.csv_warnings(run, long=args.long)])
     else:
         _out.print("\n".join(show.report(run, summary, found, path)), markup=False)
     return 0
 
 
+def _warn(warnings: list[str]) -> None:
+    """Warnings on stderr, one a line, as the build prints them."""
+    for warning in warnings:
+        _err.print(f"[yellow]WARNING[/yellow] {escape(warning)}")
+
+
 def _cmd_add_run(args: argparse.Namespace) -> int:
     from .add_run import add_run
 
-    _out.print("\n".join(add_run(args.root.resolve(), args.src, args.id or None)), markup=False)
+    lines, warnings = add_run(args.root.resolve(), args.src, args.id or None)
+    _warn(warnings)
+    _out.print("\n".join(lines), markup=False)
     return 0
 
 
@@ -279,13 +337,25 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--ray", metavar="ADDRESS", default=None,
                        help="summarise the runs as Ray tasks on the cluster at ADDRESS (HOST:PORT), "
                             "or on a local Ray instance started for the command (auto)")
+    check.add_argument("--warn-margin", metavar="F", default=None,
+                       help="warn of each claim whose margin, as a fraction of its tolerance, is below F "
+                            "(default: warn_margin in edition.yml, else no warning)")
+    check.add_argument("--strict", action="store_true",
+                       help="exit 6 when a claim's margin is below the warning threshold")
+    check.add_argument("--format", choices=("text", "github"), default="text",
+                       help="github: also print each failing claim and each warning as a GitHub workflow command, "
+                            "shown on the caption's line in a pull request")
     add("serve", _cmd_serve, "build, then serve the site on 127.0.0.1:8000").add_argument(
         "--port", type=_port, default=8000, help="the port to serve on (default: 8000)")
     add("compare", _cmd_compare, "set your own run beside the ranges of the Metrics page").add_argument(
         "run", type=Path, help="your run: a Miles dashboard dump (meta.json, metrics.jsonl, ...) or a run folder")
     show = add("show", _cmd_show, "print what the manual reads from a run: sources, setup, steps, phases, events")
     show.add_argument("run", help="a run id of runs/, or a path holding any Miles output")
-    show.add_argument("--csv", action="store_true", help="print the whole per-step table as CSV")
+    table = show.add_mutually_exclusive_group()
+    table.add_argument("--csv", action="store_true",
+                       help="print the whole per-step table as CSV: a row per step key and step, a column per metric")
+    table.add_argument("--long", action="store_true",
+                       help="print every value as CSV, one a line: step_key,step,metric,value")
     add_run = add("add-run", _cmd_add_run, "copy a Miles job's outputs into runs/<id>/ and write its run.yaml")
     add_run.add_argument("src", type=Path, help="a dump, a log, a wandb export, a TensorBoard folder, or a folder")
     add_run.add_argument("--id", default="", help="the run id (default: from the sources)")

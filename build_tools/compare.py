@@ -2,7 +2,9 @@
 
 The reader's run is a Miles dashboard dump (or a run folder of runs/). Each row of the Metrics page is
 computed for it with the same statistic, and set beside the manual's cell with a verdict. The manual's
-ranges hold for its setup, so the setup facts that differ are listed first.
+ranges hold for its setup, so the setup facts that differ are listed first. Then each claim whose runs share
+the reader's setup is checked on the reader's run alone, with its margin (`claims_on`): the checks that
+compare the manual's runs with one another, or count them, are left out.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from typing import Any
 
 import pandas as pd
 
+from . import blocks as blocks_stage
 from . import metrics_table
-from ._exceptions import Problem, RunDataError, display_path
+from ._exceptions import ChapterError, Problem, RunDataError, display_path
 from ._layout import Layout
-from ._types import RunSummary
-from .readers import config_value, events_of
+from ._numbers import fmt
+from ._types import FigureBlock, Margin, RunSummary
+from .axes import join_of_summary
+from .readers import config_value, events_of, table_of
 from .sources._common import RENAMED
 from .summary import Wanted, summarise, summarise_runs
 from .wording import number
@@ -26,6 +31,17 @@ from .wording import number
 # The setup facts the Metrics page's intro names, and how a reader's run records them.
 SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
          ("prompts per step", "flags.rollout_batch_size"), ("length limit", "flags.rollout_max_response_len"))
+
+
+@dataclass(frozen=True)
+class ClaimOnYours:
+    """A claim of the manual checked on the reader's run: holds or not, and its closest check's margin."""
+
+    number: str
+    says: str  # the words of its closest (or first failing) check
+    holds: bool | None  # None: the reader's run lacks what the claim reads
+    detail: str  # the margin, the failure, or what is missing
+    margin: Margin | None = None
 
 
 @dataclass(frozen=True)
@@ -39,7 +55,7 @@ class Comparison:
 def load_reader_run(path: Path) -> RunSummary:
     """A run folder (with run.yaml), a dashboard dump, or a bare path holding any Miles output, summarised."""
     from . import load, sources
-    from .show import readable
+    from .load import readable
 
     problems: list[Problem] = []
     with readable(path):
@@ -61,13 +77,70 @@ def compare(layout: Layout, yours: RunSummary) -> tuple[list[str], list[Comparis
     """The setup facts that differ, and one comparison per row of the Metrics page that has a value."""
     spec = metrics_table.load_spec(layout.metrics_yml)
     # Only the runs the Metrics page reads are summarised; the others are validated, as `make` does.
-    ours = summarise_runs(layout.runs, layout.cache / "summaries", wanted=Wanted(by_config=metrics_table.reads(spec)))
+    ours = _our_runs(layout, metrics_table.reads(spec))
     sets = spec.get("run_sets") or {}
     rows = [row for table in spec["tables"] if table.get("column") for row in table.get("rows") or []]
     intro_runs = metrics_table.select(ours, sets.get(spec.get("intro_runs")) or {})
     comparisons = [_compare_row(row, metrics_table.select(ours, sets.get(row.get("runs")) or {}), yours, ours, spec)
                    for row in rows]
     return _setup_differences(intro_runs, yours), [c for c in comparisons if c is not None]
+
+
+def _our_runs(layout: Layout, by_config: Any, ids: frozenset[str] = frozenset()) -> dict[str, RunSummary]:
+    return summarise_runs(layout.runs, layout.cache / "summaries", wanted=Wanted(ids, by_config=by_config))
+
+
+# Checks that compare the manual's runs with one another, or count them: they say nothing of one reader's run.
+# (`gain_within` reads the reference runs; `equal_at_step` needs two runs.)
+ACROSS_RUNS = {"ratio", "compare_runs", "paired_difference", "gain_within", "run_count", "runs_matching",
+               "equal_at_step"}
+
+
+def claims_on(layout: Layout, yours: RunSummary) -> list[ClaimOnYours]:
+    """Each claim whose runs all share the reader's setup (SETUP's facts), checked on the reader's run alone."""
+    from .checks import evaluate, validate
+
+    try:
+        blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
+        tables = blocks_stage.load_tables(layout.data)
+    except ChapterError:
+        return []  # the chapters' problems are `make check`'s to report
+    ours = _our_runs(layout, None, frozenset(run for block in blocks for run in block.runs))
+    found = []
+    for block in blocks:
+        if not block.runs or not all(r in ours and not _setup_differences([ours[r]], yours) for r in block.runs):
+            continue
+        mine = FigureBlock(**{**block.__dict__, "runs": (yours.run_id,), "checks": ()})
+        # A check of some of the block's runs (`runs:`) is about those runs, not about any run of the setup.
+        checks = [c for c in block.checks if c["check"] not in ACROSS_RUNS and not c.get("runs")]
+        results = [(c, evaluate(validate(c, mine, i)[0], mine, {yours.run_id: yours}, tables, block.prose))
+                   for i, c in enumerate(checks, start=1)]
+        if results:
+            found.append(_judged(block, results))
+    return found
+
+
+def _judged(block: FigureBlock, results: list[tuple[dict[str, Any], Any]]) -> ClaimOnYours:
+    from .checks._margin import worst
+    from .claims import says
+
+    missing = [(c, r) for c, r in results if r.status == "fail" and r.observed is None]
+    failing = [(c, r) for c, r in results if r.status == "fail" and r.observed is not None]
+    if missing:
+        return ClaimOnYours(block.number, says(block, missing[0][0]), None, missing[0][1].message)
+    if failing:
+        return ClaimOnYours(block.number, says(block, failing[0][0]), False, failing[0][1].message)
+    closest = worst(r.margin for _, r in results)
+    chosen = next(((c, r) for c, r in results if closest is not None and r.margin is closest), results[0])
+    return ClaimOnYours(block.number, says(block, chosen[0]), True, _margin_text(closest), closest)
+
+
+def _margin_text(margin: Margin | None) -> str:
+    if margin is None:
+        return "no number to hold it to"
+    unit = f" {margin.unit}" if margin.unit else ""
+    fraction = f", fraction {fmt(margin.fraction)}" if margin.fraction is not None else ""
+    return f"headroom {fmt(margin.headroom)}{unit} (edge {fmt(margin.edge)}{fraction})"
 
 
 def _setup_differences(ours: list[RunSummary], yours: RunSummary) -> list[str]:
@@ -126,13 +199,14 @@ def verdict(setup: list[str], comparisons: list[Comparison]) -> str:
 def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunSummary,
                  ours: Mapping[str, RunSummary], spec: Mapping[str, Any]) -> Comparison | None:
     metric = str(row.get("metric"))
-    if not our_runs or not any(metric in run.steps.columns for run in our_runs):
+    if not our_runs or not any(metric in table_of(run, metric).columns for run in our_runs):
         return None
     # The manual's cell, exactly as the Metrics page computes it.
     cell = metrics_table.build_tables({"run_sets": spec.get("run_sets"), "tables": [
         {"title": "", "column": "value", "rows": [row]}]}, ours, "docs/data/metrics.yml", {})
     our_cell = cell[0].rows[0].value or ""
-    if metric not in yours.steps.columns or yours.steps[metric].dropna().empty:
+    table = table_of(yours, metric)  # the metric's own step axis
+    if metric not in table.columns or table[metric].dropna().empty:
         return Comparison(metric, our_cell, "not logged", "cannot compare: your run does not log it")
     decimals = int(row.get("decimals", 2))
     mine = metrics_table.row_values([yours], row)
@@ -147,15 +221,15 @@ def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunS
                           f"not 0 at {nonzero} of {len(mine)} steps",
                           "as in the manual's runs" if not nonzero else "differs: the manual's runs log 0")
     if stat == "first_step":
-        first = float(yours.steps[metric].dropna().iloc[0])
-        return Comparison(metric, our_cell, f"{number(first, decimals)} at step {int(yours.steps.index[0])}",
+        first = float(table[metric].dropna().iloc[0])
+        return Comparison(metric, our_cell, f"{number(first, decimals)} at step {int(table.index[0])}",
                           "as in a healthy run" if first == 0 else "differs: a healthy run starts at 0")
     if stat in ("median", "median_head"):
         median, our_median = float(mine.median()), float(theirs.median())
         ratio = f"{median / our_median:.2f} times the manual's" if our_median else "the manual's is 0"
         return Comparison(metric, our_cell, f"{number(median, decimals)} s median of {len(mine)} steps", ratio)
     if stat == "every_step":
-        present, total = int(yours.steps[metric].notna().sum()), len(yours.steps)
+        present, total = int(table[metric].notna().sum()), len(table)
         return Comparison(metric, our_cell, f"logged in {present} of {total} steps",
                           "as in the manual's runs" if present == total else "missing at some steps")
     return None
@@ -171,13 +245,30 @@ def _range_verdict(values: pd.Series, low: float, high: float, decimals: int) ->
     return f"{' and '.join(parts)} the manual's range, of {len(values)} steps"
 
 
-def report(setup: list[str], comparisons: list[Comparison], yours: RunSummary) -> list[str]:
+def claims_lines(claims: list[ClaimOnYours]) -> list[str]:
+    """The section of the claims whose runs share your setup: does your run support each, with what margin."""
+    if not claims:
+        return ["", "No claim of the manual reads runs of your setup: none to check on your run."]
+    held = sum(c.holds is True for c in claims)
+    lines = ["", f"The claims whose runs share your setup, checked on your run alone ({held} of {len(claims)} "
+                 "supported):"]
+    words = {True: "supported", False: "not supported", None: "cannot check"}
+    lines += [f'  fig {c.number} "{c.says}": {words[c.holds]}, {c.detail}' for c in claims]
+    return lines
+
+
+def report(setup: list[str], comparisons: list[Comparison], yours: RunSummary,
+           claims: list[ClaimOnYours] | None = None) -> list[str]:
     """The lines `make compare` prints."""
     steps = f"{len(yours.steps)} step" + ("" if len(yours.steps) == 1 else "s")
     lines = [f"Your run {yours.run_id} ({steps}) against the manual's Metrics page"]
     if setup:
         lines += ["", "Your setup differs from the one the manual's ranges hold for:"]
         lines += [f"  {line}" for line in setup]
+    if yours.axes:  # each row reads its metric on its own step axis
+        lines += ["", f"Your run's steps by axis: {len(yours.steps)} rollouts (rollout/step), "
+                      + ", ".join(f"{len(frame)} {axis}" for axis, frame in yours.axes.items())
+                      + f"; {join_of_summary(yours.facts, yours.config).sentence()}"]
     if events_of(yours, "heat_pause", required=False).empty:
         lines += ["", "Your run has no heat-guard record: every step counts as clean for the time rows."]
     width = max(len(c.metric) for c in comparisons) if comparisons else 0
@@ -185,5 +276,6 @@ def report(setup: list[str], comparisons: list[Comparison], yours: RunSummary) -
     for c in comparisons:
         lines += [f"{c.metric:<{width}}  yours: {c.yours}", f"{'':<{width}}  ours:  {c.ours}",
                   f"{'':<{width}}  -> {c.verdict}"]
+    lines += claims_lines(claims) if claims is not None else []
     lines += ["", verdict(setup, comparisons)]
     return lines

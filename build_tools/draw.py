@@ -37,11 +37,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import _figure_modules, _fingerprint, _workers, legibility, palette, palette_check, variants
-from ._exceptions import FigureError, MissingValue, Problem
+from . import _figure_modules, _workers, legibility, palette, palette_check, variants
+from ._exceptions import FigureError, FigureFilesError, MissingValue, Problem, display_path
 from ._layout import Layout
 from ._staging import atomic_file, write_atomic
 from ._types import DrawnFigure, FigureBlock, RunSummary
+from .store import fingerprint
 
 if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are cached never needs them
     import pandas as pd
@@ -95,7 +96,9 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
     A damaged cache entry is redrawn and said in `warnings`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    problems: list[Problem] = []
+    problems = _shared_problems(layout)
+    if problems:
+        raise FigureFilesError(problems)
     shared = _shared_digest(layout)
     to_draw: list[tuple[_Job, str, dict[str, Any] | None]] = []
     ready: dict[str, bool] = {}  # block id -> redrawn
@@ -186,6 +189,18 @@ def figure_files(layout: Layout) -> tuple[Path, ...]:
             layout.style_file)
 
 
+def _shared_problems(layout: Layout) -> list[Problem]:
+    """What every figure is drawn with, checked before any of it is hashed: a file that is not there is one line
+    naming it (palette.py words what is wrong with the palette), not a crash while a figure's key is made."""
+    problems = [Problem(display_path(path), None, None, "file not found: every figure is drawn with it")
+                for path in figure_files(layout) if path != layout.palette_yml and not path.is_file()]
+    try:
+        palette.load_palette(layout.palette_yml)
+    except FigureError as error:
+        problems += error.problems
+    return problems
+
+
 @contextmanager
 def _figures_package(figures_dir: Path) -> Iterator[None]:
     """The package `figures` (so `figures._common`, which figure modules import) as figures_dir holds it.
@@ -240,7 +255,7 @@ def _load(name: str, path: Path) -> ModuleType:
 def _shared_digest(layout: Layout) -> str:
     """Hash of what every figure depends on: the drawing code, the project's figure helpers, palette and style,
     Python and library versions."""
-    key = _fingerprint.Key("figures")
+    key = fingerprint.Key("figures")
     for path in (*CODE_FILES, *figure_files(layout)):
         key.file(path, path.name)
     return key.hexdigest()
@@ -249,7 +264,7 @@ def _shared_digest(layout: Layout) -> str:
 def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
               layout: Layout, shared: str | None = None) -> str:
     """Hash of everything one figure's files depend on."""
-    key = _fingerprint.Key("figure inputs").add(shared or _shared_digest(layout))
+    key = fingerprint.Key("figure inputs").add(shared or _shared_digest(layout))
     module_file = _module_file(layout, block.module)
     key.add(module_file.read_bytes() if module_file else b"no module")
     for run_id in block.runs:
@@ -283,7 +298,7 @@ def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | 
     except FileNotFoundError:
         if not key_file.exists():
             return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
     if isinstance(entry, dict) and entry.get("key") != key:
         return None  # inputs changed anyway: redrawn without a word, as a figure whose runs changed
@@ -412,7 +427,7 @@ def drawing_key(job: _Job, csv: str, figures: Mapping[str, Figure], alt: str) ->
     """Hash of what one drawing shows, known before it is rendered: the numbers of its CSV and what the
     figure holds on each screen (texts, line data, collections, patches, axes limits), with the code, palette
     and style."""
-    key = _fingerprint.Key("figure drawing").add(job.shared or _shared_digest(job.layout))
+    key = fingerprint.Key("figure drawing").add(job.shared or _shared_digest(job.layout))
     module_file = _module_file(job.layout, job.block.module)
     key.add(module_file.read_bytes() if module_file else b"no module")
     block = job.block

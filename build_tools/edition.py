@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -55,6 +55,7 @@ from ._manifest import Manifest
 from ._settings import EPOCH_ENV, PUBLISH_ENV, Settings
 from ._staging import checkpoint, clean_leftovers, temporary_prefix
 from ._types import Stamp
+from .pages import claim_health
 from .stamp import load_stamp
 
 EDITION_NUMBER = re.compile(r"^(\d{4})\.(0[1-9]|1[0-2])$")
@@ -195,12 +196,13 @@ def _publish(root: Path, edition: str, stamp: Stamp, *, branch: str, tag: str, r
     commit = git.rev(root, "HEAD") or ""
     manifest = manifest_.compute(root, edition=_stamp_fields(stamp), project_commit=commit, source_date_epoch=epoch)
     previous = _previous_manifest(root, branch, edition)
+    history = [*_older_manifests(root, branch, edition), manifest]
     branch_ref, tag_ref = f"refs/heads/{branch}", f"refs/tags/{tag}"
     before = {branch_ref: git.ref_sha(root, branch_ref), tag_ref: git.ref_sha(root, tag_ref)}
     # The temporary folder is in build/ under this process's id: removed on exit, SIGINT and SIGTERM, and by
     # the next build when a kill left it.
     with tempfile.TemporaryDirectory(prefix=temporary_prefix("publish"), dir=_build_dir(root)) as tmp:
-        staged = _stage_site(Layout(root).site, Path(tmp) / "site", manifest, previous)
+        staged = _stage_site(Layout(root).site, Path(tmp) / "site", manifest, previous, history)
         checkpoint("staged")
         with _work_branch(root, branch) as work:
             changed = _deploy(root, staged, edition, work, commit)
@@ -420,8 +422,16 @@ def _previous_manifest(root: Path, branch: str, edition: str) -> Manifest | None
     return published_manifest(root, branch, older[-1]) if older else None
 
 
-def _stage_site(site: Path, staged: Path, manifest: Manifest, previous: Manifest | None) -> Path:
-    """The built site plus the edition's own pages: manifest.json, manifest.html and changes.html."""
+def _older_manifests(root: Path, branch: str, edition: str) -> list[Manifest]:
+    """The manifests of the published editions older than this one, oldest first (an edition without one: left out)."""
+    older = [e for e in published_editions(root, branch) if edition_key(e) < edition_key(edition)]
+    return [m for e in older if (m := published_manifest(root, branch, e)) is not None]
+
+
+def _stage_site(site: Path, staged: Path, manifest: Manifest, previous: Manifest | None,
+                history: Sequence[Manifest] = ()) -> Path:
+    """The built site plus the edition's own pages: manifest.json, manifest.html and changes.html; and the
+    Claim health page's margins across the editions (history: the published ones, oldest first, then this)."""
     shutil.copytree(site, staged, symlinks=True)
     (staged / "manifest.json").write_text(manifest_.dumps(manifest), encoding="utf-8")
     # The themed record pages the build made are filled in (edition_pages.py).
@@ -432,6 +442,8 @@ def _stage_site(site: Path, staged: Path, manifest: Manifest, previous: Manifest
         edition_pages.write_record(staged / "changes.html", title, manifest_.changes_markdown(previous, manifest))
     elif (staged / "changes.html").is_file():
         edition_pages.fill(staged / "changes.html", edition_pages.first_edition_changes(manifest["edition"]))
+    edition_pages.fill(staged / "claim-health.html", claim_health.history_markdown(history or [manifest]),
+                       (claim_health.MARK_START, claim_health.MARK_END))
     return staged
 
 

@@ -49,17 +49,21 @@ def record_pages(edition: str) -> dict[str, str]:
     }
 
 
-def fill(page: Path, markdown_text: str) -> bool:
-    """Put a record (Markdown) into a built record page's marked place; False when the page has none."""
+def fill(page: Path, markdown_text: str, marks: tuple[str, str] = (MARK_START, MARK_END)) -> bool:
+    """Put a record (Markdown) into a built page's marked place (the record pages' unless `marks` says another);
+    False when the page has none."""
     import markdown
 
     if not page.is_file():
         return False
     text = page.read_text(encoding="utf-8")
-    if not _MARKED.search(text):
+    start, end = marks
+    marked = _MARKED if marks == (MARK_START, MARK_END) else re.compile(re.escape(start) + r".*?" + re.escape(end),
+                                                                         re.S)
+    if not marked.search(text):
         return False
     body = markdown.markdown(_without_title(markdown_text), extensions=["tables", "build_tools.markdown_wbr"])
-    filled = _MARKED.sub(lambda _: f"{MARK_START}\n{body}\n{MARK_END}", text, count=1)
+    filled = marked.sub(lambda _: f"{start}\n{body}\n{end}", text, count=1)
     page.write_text(filled, encoding="utf-8")
     return True
 

@@ -6,6 +6,7 @@ collected; the stage then fails once with the whole list.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import json
@@ -36,25 +37,14 @@ from ._files import (
     read_text,
     scan_tree,
 )
+from ._layout import DASHBOARD_DOCUMENTS, DASHBOARD_STREAMS, JSONL, LAB_STREAMS, PARTITIONED
 from ._types import Columns, Record, RunData
 from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 PARTITION = re.compile(r"^(?P<hour>\d{8}_\d{2})\.jsonl(\.gz)?$")
-JSONL = re.compile(r"^(?P<stream>[a-z_]+)\.jsonl(\.gz)?$")
-
-# The streams of each folder of a run; Miles splits the high-rate ones into hourly files
-# {stream}/{YYYYMMDD_HH}.jsonl, and an older flat {stream}.jsonl is the same stream as one partition.
-DASHBOARD_STREAMS = ("metrics", "phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
-                     "topology", "data_buffer")
-PARTITIONED = frozenset({"phases", "gpu_util", "gpu_processes", "engine_series", "trajectories",
-                         # `manual record` writes these two as Miles writes its high-rate streams
-                         "host_memory", "gpu_temp"})
-LAB_STREAMS = ("events", "host_memory", "gpu_temp", "held_memory", "sampling", "repeat_probe")
-# Written once as whole JSON documents, not JSON Lines.
-DASHBOARD_DOCUMENTS = ("meta.json", "lane_catalog.json")
-# Deeper than any record Miles writes (topology: engines -> engine -> gpus -> [node, gpu]).
-MAX_JSON_DEPTH = 8
+LAB_ONLY = "{}: only lab/, no Miles output (a dashboard dump, a log, ...): the run has no steps"
+MAX_JSON_DEPTH = _columnar.MAX_JSON_DEPTH
 # A run's records may start a little before the day its run.yaml names (a job launched before midnight).
 DATE_SLACK = dt.timedelta(days=1)
 
@@ -89,12 +79,14 @@ def load_runs(runs_dir: Path) -> list[RunData]:
     return runs
 
 
-def load_run(root: Path, problems: list[Problem], *, records: bool = False, keep: bool = True) -> RunData:
-    """Load one run directory, appending what is wrong with it to problems. `records`: metrics and phases as
-    records, for a reader of each record (`manual show`, `make compare`); a run with other sources than the dump
-    has them as records anyway (sources.merge checks each against the other sources'). `keep=False` is for a run
+def load_run(root: Path, problems: list[Problem], *, keep: bool = True, columns_from: float | None = None) -> RunData:
+    """Load one run directory, appending what is wrong with it to problems. Its streams are reached through
+    `records` (every record) whichever reader read them; a run with other sources than the dump has its metrics
+    and phases as records (sources.merge checks each against the other sources'). `keep=False` is for a run
     only validated: every line is checked, but of a sampled stream (_columnar.FLAT_STREAMS) only the time of its
-    last sample is kept (memory bounded by a batch, not by the run's hours of telemetry)."""
+    last sample is kept (memory bounded by a batch, not by the run's hours of telemetry). `columns_from`: the
+    bytes of a stream from which it is read as columns (None: _columnar.FAST_FROM_BYTES; 0: every stream that
+    can be; math.inf: none), the same records and problems either way."""
     run_id = root.name
     if not RUN_ID.match(run_id):
         problems.append(Problem(display_path(root), None, None,
@@ -102,11 +94,16 @@ def load_run(root: Path, problems: list[Problem], *, records: bool = False, keep
     from . import sources  # log/, tensorboard/, wandb/, ci_history/, events/ (build_tools/sources/)
 
     config, lines = _load_run_yaml(root / "run.yaml", run_id, problems)
-    meta = _load_meta(root / "dashboard" / "meta.json", run_id, problems) if sources.has_dump(root) else {}
+    # What `manual record` wrote, and no Miles output yet: read, and said.
+    lab_only = (root / "lab").is_dir() and not (root / "dashboard").is_dir() and not sources.source_files(root)
+    meta = _load_meta(root / "dashboard" / "meta.json", problems) if sources.has_dump(root) and not lab_only else {}
     run = RunData(run_id=run_id, root=root, config=config, meta=meta)
+    if lab_only:
+        run.warnings.append(LAB_ONLY.format(display_path(root)))
     _check_flags_agree(root, config, lines, meta, problems)
-    by_line = _columnar.NESTED_STREAMS if records or sources.source_files(root) else ()
-    _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems, by_line, keep)
+    by_line = _columnar.NESTED_STREAMS if sources.source_files(root) else ()
+    _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems, by_line, keep,
+                  columns_from)
     sources.add_streams(run, problems)  # the other sources' streams, checked against the dump's
     return run
 
@@ -120,7 +117,7 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     problems += check_tree(dashboard, dashboard)
     if problems:
         return RunData(run_id=dashboard.name, root=dashboard, config={}, meta={})
-    meta = _load_meta(dashboard / "meta.json", None, problems)
+    meta = _load_meta(dashboard / "meta.json", problems)
     recorded = meta.get("args")
     args = recorded if isinstance(recorded, dict) else {}
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
@@ -129,6 +126,20 @@ def load_dump(dashboard: Path, problems: list[Problem]) -> RunData:
     run = RunData(run_id=config["run_id"], root=dashboard, config=config, meta=meta)
     _read_streams(run, {dashboard: DASHBOARD_STREAMS}, problems, _columnar.NESTED_STREAMS)
     return run
+
+
+@contextlib.contextmanager
+def readable(path: Path) -> Iterator[None]:
+    """A bare path the sources cannot be looked for in (/proc, a folder it may not enter) is one problem naming
+    it and what could not be read, never a traceback (`manual show`, `make compare`)."""
+    try:
+        yield
+    except OSError as error:
+        what = display_path(error.filename) if error.filename else display_path(path)
+        reason = error.strerror or type(error).__name__
+        raise RunDataError([Problem(display_path(path), None, None,
+                                    f"cannot read {what} ({reason}): expected a run id of runs/, a run folder, or "
+                                    "a file or folder of Miles output that can be read")]) from None
 
 
 def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
@@ -142,11 +153,12 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
         found.update({k: v for k, v in sources.source_files(path).items() if v})
         return run, found
     found = sources.classify(path, warnings)
-    if not found:
+    lab = path / "lab" if path.is_dir() and (path / "lab").is_dir() else None  # what `manual record` writes
+    if not found and lab is None:
         problems.append(Problem(display_path(path), None, None,
                                 "found no Miles output: expected a dashboard dump (meta.json), a log (*.log, *.txt), "
-                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record or "
-                                "--dump-details event files"))
+                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record, "
+                                "--dump-details event files, or a lab/ folder `manual record` wrote"))
         run = RunData(run_id=path.name, root=path, config=_bare_config(path.name, {}), meta={})
         return run, found
     if "dashboard" in found:
@@ -155,6 +167,11 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
         run_id = path.name.split(".")[0] if path.is_file() else path.name
         run = RunData(run_id=run_id, root=path, config={}, meta={})
     run.warnings += warnings
+    if lab is not None:
+        _read_streams(run, {lab: LAB_STREAMS}, problems)
+        if not found:
+            run.warnings.append(LAB_ONLY.format(display_path(path)))
+        found["lab"] = [lab]
     founds = [read(found[name], problems, run.warnings) for name, read in sources.READERS.items() if found.get(name)]
     sources.merge(run, founds, problems)
     if "dashboard" not in found:
@@ -168,14 +185,30 @@ def _bare_config(run_id: str, args: dict[str, Any]) -> dict[str, Any]:
             "model": {"name": checkpoint.rsplit("/", 1)[-1] or "not recorded"}, "flags": dict(args), "lab": {}}
 
 
-def lines_of(run: RunData, stream: str) -> list[Record]:
-    """A stream of a run folder read again line by line: for the rare summary that needs each line as written
-    (the order of its keys, an integer the columns hold as a float)."""
-    folders = {run.root / "dashboard": DASHBOARD_STREAMS, run.root / "lab": LAB_STREAMS}
-    for name, files in _stream_files(folders, []):
-        if name == stream:
-            return [record for path in files for record in _read_stream(path, stream, [], [])]
-    return []
+def records(run: RunData, stream: str) -> list[Record]:
+    """Every record of a stream in file order, whichever reader read its lines: the one way to a run's records
+    (`manual show`, the summary's record path). A file read as columns is read again line by line, so that each
+    value is as written (an integer the columns hold as a float, the order of a line's metrics); the columns
+    accepted its every line, so it has no problem to tell."""
+    if stream in run.taken:  # a bug: its records are asked for after the summary freed them
+        raise RuntimeError(f"the summary of {run.run_id} took its {stream} stream; read its records before")
+    batches = run.tables.get(stream)
+    kept = run.streams.get(stream, [])
+    if not batches:
+        return kept
+    as_columns = {path for columns in batches for path in columns.files}
+    by_file: dict[str, list[Record]] = {}
+    for record in kept:
+        by_file.setdefault(record.file, []).append(record)
+    found: list[Record] = []
+    for path in run.files.get(stream, []):
+        found += _read_stream(path, stream, [], []) if path in as_columns else by_file.pop(display_path(path), [])
+    return found + [record for records in by_file.values() for record in records]  # not from a file of its own
+
+
+def stream_names(run: RunData) -> list[str]:
+    """The streams the run has, however they were read, in the order they were read."""
+    return list(dict.fromkeys([*run.streams, *run.tables]))
 
 
 def time_problems(where: str, config: dict[str, Any], first: float, last: float,
@@ -197,12 +230,14 @@ def time_problems(where: str, config: dict[str, Any], first: float, last: float,
 
 
 def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: list[Problem],
-                  by_line: tuple[str, ...] = (), keep: bool = True) -> None:
+                  by_line: tuple[str, ...] = (), keep: bool = True, columns_from: float | None = None) -> None:
     """Every stream of the folders into run: as columns where it can be (_columnar.py), else line by line."""
+    fast_from = _columnar.FAST_FROM_BYTES if columns_from is None else columns_from
     for name, files in _stream_files(folders, problems):
         run.streams[name] = []
-        if _columnar.columnar(name) and name not in by_line:
-            _ColumnReader(run, name, problems, keep).read(files)
+        run.files[name] = files
+        if _columnar.columnar(name) and name not in by_line and math.isfinite(fast_from):
+            _ColumnReader(run, name, problems, keep, fast_from).read(files)
         else:
             for path in files:
                 run.streams[name] += _read_stream(path, name, problems, run.warnings)
@@ -250,8 +285,9 @@ class _ColumnReader:
     and warnings come in file order, as the record path gives them. A nested stream (metrics, phases) is read
     all as columns or, if any file needs the record path, all line by line: its summary reads it in file order."""
 
-    def __init__(self, run: RunData, stream: str, problems: list[Problem], keep: bool = True) -> None:
-        self.run, self.stream, self.problems, self.keep = run, stream, problems, keep
+    def __init__(self, run: RunData, stream: str, problems: list[Problem], keep: bool = True,
+                 fast_from: float = _columnar.FAST_FROM_BYTES) -> None:
+        self.run, self.stream, self.problems, self.keep, self.fast_from = run, stream, problems, keep, fast_from
         self.pending: list[_Piece] = []
         self.pending_bytes = 0
         self.batches = 0  # batches given to the column reader
@@ -328,7 +364,7 @@ class _ColumnReader:
         pieces, size, self.pending, self.pending_bytes = self.pending, self.pending_bytes, [], 0
         if not pieces:
             return
-        if final and not self.run.tables.get(self.stream) and not self.fell_back and size < _columnar.FAST_FROM_BYTES:
+        if final and not self.run.tables.get(self.stream) and not self.fell_back and size < self.fast_from:
             for piece in pieces:  # too few lines to be worth the columns
                 self._read_lines(piece)
             return
@@ -460,7 +496,9 @@ def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[di
     return doc.value, doc
 
 
-def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[str, Any]:
+def _load_meta(path: Path, problems: list[Problem]) -> dict[str, Any]:
+    """meta.json as written; its run_name is Miles' (`wandb_group or "miles-run"`), kept and shown, never the run
+    id (the run's folder name)."""
     where = display_path(path)
     if not path.is_file():
         problems.append(Problem(where, None, None, "missing: copy the run's Miles dashboard dump into dashboard/"))
@@ -475,9 +513,6 @@ def _load_meta(path: Path, run_id: str | None, problems: list[Problem]) -> dict[
         return {}
     _, found = schemas.validate(schemas.Meta, meta, where, lambda loc: None)
     problems += found
-    if run_id is not None and isinstance(meta.get("run_name"), str) and meta["run_name"] != run_id:
-        problems.append(Problem(where, None, "run_name",
-                                f"is {meta['run_name']!r}, but the run directory is {run_id!r}"))
     return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
 
 
@@ -605,26 +640,20 @@ _DECODER = json.JSONDecoder(parse_int=_parse_int,
 
 
 def _parse_json(text: str, where: str, line: int) -> Any:
-    """One JSON value; bare NaN and Infinity (as Python's json writes them) stay non-finite floats."""
+    """One JSON value; bare NaN and Infinity (as Python's json writes them) stay non-finite floats. Its depth is
+    told before it is parsed: a parser recurses once a level (pyarrow's crashes at 100,000)."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _columnar.nesting(text) > MAX_JSON_DEPTH:
+        raise _too_deep(where, line)
     try:
-        value = _DECODER.decode(text)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as err:
         raise InputProblem(Problem(where, line + err.lineno - 1, None, f"not valid JSON: {err.msg}")) from None
     except ValueError as err:
         raise InputProblem(Problem(where, line, None, f"not valid JSON: {err}")) from None
-    except RecursionError:
-        raise InputProblem(Problem(where, line, None, "not valid JSON: nested too deeply")) from None
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
-        raise InputProblem(Problem(where, line, None,
-                                   f"nested more than {MAX_JSON_DEPTH} levels deep, deeper than any Miles record"))
-    return value
+    except RecursionError:  # not reached: nesting() bounds the depth json recurses to
+        raise _too_deep(where, line) from None
 
 
-def _depth(value: Any, level: int = 0) -> int:
-    if level > MAX_JSON_DEPTH:
-        return level
-    if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
-    return level
+def _too_deep(where: str, line: int) -> InputProblem:
+    return InputProblem(Problem(where, line, None,
+                                f"nested more than {MAX_JSON_DEPTH} levels deep, deeper than any Miles record"))

@@ -20,7 +20,7 @@ from ._escape import Markdown, md_part, md_text
 from ._exceptions import InputProblem, MetricsSpecError, MissingValue, Problem, display_path
 from ._types import RunSummary
 from .blocks import read_table
-from .readers import config_value, dotted_field, require_finite, steps_for
+from .readers import config_value, dotted_field, require_finite, steps_for, table_of
 from .schemas import same_setting
 from .wording import join, number, words
 
@@ -78,7 +78,7 @@ def row_values(runs: list[RunSummary], row: Mapping[str, Any]) -> pd.Series:
 
 
 def _values(runs: list[RunSummary], metric: str) -> pd.Series:
-    parts = [steps_for(run, metric)[metric].dropna() for run in runs if metric in run.steps.columns]
+    parts = [steps_for(run, metric)[metric].dropna() for run in runs if metric in table_of(run, metric).columns]
     return pd.concat(parts) if parts else pd.Series(dtype=float)
 
 
@@ -103,7 +103,8 @@ def _stat_all_zero(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool
 
 
 def _stat_first_step(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    firsts = [run.steps[row["metric"]].dropna() for run in runs if row["metric"] in run.steps.columns]
+    firsts = [table_of(run, row["metric"])[row["metric"]].dropna() for run in runs
+              if row["metric"] in table_of(run, row["metric"]).columns]
     values = pd.Series([first.iloc[0] for first in firsts if len(first)], dtype=float)
     steps = sorted({int(first.index[0]) for first in firsts if len(first)})
     decimals = int(row.get("decimals", 2))
@@ -124,7 +125,7 @@ def _stat_median(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, 
     run = _one_run(runs, row)
     values = steps_for(run, row["metric"])[row["metric"]].dropna()
     return True, {"value": number(values.median(), int(row.get("decimals", 2))), "steps": number(len(values)),
-                  "run_steps": number(len(run.steps))}
+                  "run_steps": number(len(table_of(run, row["metric"])))}
 
 
 def _stat_median_head(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
@@ -134,7 +135,7 @@ def _stat_median_head(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[b
     frame = steps_for(run, row["metric"])
     head = frame[row["metric"]].dropna().head(count)
     # The first steps of the run, unless a pause touched one: then the first clean ones, and it says so.
-    first = list(head.index) == list(run.steps.index[:count])
+    first = list(head.index) == list(table_of(run, row["metric"]).index[:count])
     decimals = int(row.get("head_decimals", row.get("decimals", 2)))
     shown |= {"low": number(head.min(), decimals), "high": number(head.max(), decimals),
               "head": f"first {words(count)} steps" if first else f"first {words(count)} clean steps"}
@@ -142,8 +143,9 @@ def _stat_median_head(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[b
 
 
 def _stat_every_step(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    total = sum(len(run.steps) for run in runs)
-    present = sum(int(run.steps[row["metric"]].notna().sum()) for run in runs if row["metric"] in run.steps)
+    tables = [table_of(run, row["metric"]) for run in runs]
+    total = sum(len(table) for table in tables)
+    present = sum(int(table[row["metric"]].notna().sum()) for table in tables if row["metric"] in table)
     return present == total, {"present": number(present), "total": number(total)}
 
 
@@ -199,7 +201,7 @@ def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[st
     runs = select(summaries, sets[row["runs"]] or {})
     if not runs:
         raise ValueError(f"run set {row['runs']!r} matches no run")
-    if not any(row["metric"] in run.steps.columns for run in runs):
+    if not any(row["metric"] in table_of(run, row["metric"]).columns for run in runs):
         raise ValueError(f"no run of {row['runs']!r} logs {row['metric']}")
     for run in runs:  # a NaN or an infinity in the runs is never dropped from a range silently
         require_finite(run, [row["metric"]])

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import schemas
-from ._exceptions import FigureError, InputProblem, Problem, display_path
+from ._exceptions import FigureFilesError, InputProblem, Problem, display_path
 from ._files import read_text
 from ._layout import PROJECT, Layout
 from ._yaml import YamlDoc, parse_yaml
@@ -119,8 +119,8 @@ def using(layout: Layout) -> Iterator[None]:
 
 
 def load_palette(path: Path | None = None) -> Palette:
-    """Read and validate a palette.yml (by default the one figure code reads, see `using`); FigureError lists
-    every problem with its line and field."""
+    """Read and validate a palette.yml (by default the one figure code reads, see `using`); FigureFilesError
+    lists every problem with its line and field."""
     path = _active.palette_yml if path is None else path
     return _load_cached(path.resolve(), path.stat().st_mtime_ns if path.exists() else 0)
 
@@ -132,7 +132,7 @@ def _load_cached(path: Path, _mtime: int) -> Palette:
     doc = _read_yaml(path, where, problems)
     palette = _validate(doc, path, where, problems) if doc is not None else None
     if problems or palette is None:
-        raise FigureError(problems)
+        raise FigureFilesError(problems)
     return palette
 
 

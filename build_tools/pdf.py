@@ -6,7 +6,9 @@ stamp and where the data comes from, a table of contents with page numbers, then
 chapters (the figures as vectors, with their numbers and captions; the Metrics tables) and the Index of
 figures, in the order of the site's navigation; every page carries the stamp, the provenance line and its
 number. It is the same bytes on every rebuild: its dates are the edition's (or SOURCE_DATE_EPOCH's), its
-identifier a hash of its source, and only files of the built site are read (no outside request).
+identifier a hash of its source, and only files of the built site are read (no outside request): every
+address the book would load from elsewhere is refused before WeasyPrint runs (`boundary.outside_site`), and its
+URL fetcher serves only regular files inside the site (`site_fetcher`).
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import html
+import mimetypes
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from ._exceptions import PageWithoutArticle, SiteNotBuilt, WeasyPrintMissing
-from ._layout import RECORD_PAGES, SITE_SETTINGS
+from . import boundary
+from ._exceptions import PageWithoutArticle, PrintEditionError, Problem, SiteNotBuilt, WeasyPrintMissing, display_path
+from ._layout import RECORD_PAGES, SITE_SETTINGS, Layout
 from ._settings import library_environment, print_environment
+from ._staging import atomic_file
 from ._yaml import load_yaml
 
 _ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
@@ -31,40 +37,101 @@ def pdf_name(edition: str) -> str:
 
 
 def write_pdf(pages: Path, site: Path, *, epoch: int | None = None) -> Path:
-    """site/<edition>.pdf from the built site, dated epoch when given (an edition's); returns its path."""
+    """site/<edition>.pdf from the built site, dated epoch when given (an edition's); returns its path. Every address
+    the book would load from outside the site is refused first, all at once (PrintEditionError, no PDF written); the
+    URL fetcher refuses them too."""
     try:
-        from weasyprint import HTML, URLFetcher
+        from weasyprint import HTML
     except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
         raise WeasyPrintMissing(str(error).splitlines()[0]) from None
     settings_file = pages / SITE_SETTINGS  # the nav, stamp and provenance note the render stage wrote
     settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else None
     if not settings or not (site / "index.html").is_file():
         raise SiteNotBuilt(site)
-    document = book(site, settings, epoch)
+    sections = book_sections(site, settings)
+    problems = boundary.outside_site(_scanned(site, settings, sections), site)
+    if problems:
+        raise PrintEditionError(problems)
+    document = book(site, settings, sections, epoch)
     target = site / pdf_name(str(settings["extra"]["edition"]))
-    fetcher = URLFetcher(allowed_protocols=("file", "data"), fail_on_errors=True)
+    fetcher = site_fetcher(site)
     identifier = hashlib.sha256(document.encode("utf-8")).hexdigest()[:32].encode()
-    with library_environment(print_environment(epoch)):  # the embedded fonts' date, else the time of printing
+    # Replaced only when whole and nothing was refused; the embedded fonts dated by the edition (fontTools reads the
+    # date from the environment only), else by the time of printing.
+    with atomic_file(target) as written, library_environment(print_environment(epoch)):
         HTML(string=document, base_url=str(site.resolve()) + "/", url_fetcher=fetcher).write_pdf(
-            str(target), pdf_identifier=identifier, uncompressed_pdf=False)
+            str(written), pdf_identifier=identifier, uncompressed_pdf=False)
+        if fetcher.refused:
+            raise PrintEditionError([Problem(display_path(site), None, None, f"WeasyPrint asked for {refused}: the "
+                                             "print edition reads only the files of the built site")
+                                     for refused in fetcher.refused])
     return target
 
 
-def book(site: Path, settings: dict[str, Any], epoch: int | None = None) -> str:
-    """The whole manual as one HTML document, ready for WeasyPrint."""
-    extra = settings.get("extra", {})
-    stamp, note = str(settings.get("copyright", "")), str(extra.get("provenance_note", ""))
+def site_fetcher(site: Path) -> Any:
+    """WeasyPrint's URL fetcher for the book: it serves only regular files inside site, after resolving their
+    links and `..` (boundary.read_site_file), and refuses every other address, keeping each in `refused`.
+    data: is refused too: WeasyPrint's own stylesheets are strings, and the manual names no data: address."""
+    from weasyprint import URLFetcher
+    from weasyprint.urls import URLFetcherResponse  # type: ignore[import-untyped]
+
+    class SiteFetcher(URLFetcher):  # type: ignore[misc]  # WeasyPrint has no type hints
+        def __init__(self) -> None:
+            # A refusal is an exception WeasyPrint catches and logs; the build reads `refused` once it is done.
+            super().__init__(allowed_protocols=("file",), fail_on_errors=False)
+            self.refused: list[str] = []
+
+        def fetch(self, url: str, headers: Any = None) -> Any:
+            try:
+                body = boundary.read_site_file(url, site)
+            except boundary.Refused as refused:
+                self.refused.append(f"{boundary.quoted(url)}, {refused}")
+                raise
+            kind = mimetypes.guess_type(urlsplit(url).path)[0] or "application/octet-stream"
+            return URLFetcherResponse(url, body, {"Content-Type": kind})
+
+    return SiteFetcher()
+
+
+def book_sections(site: Path, settings: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(title, page name, the page's article made part of the book) of every page of the book, in nav order."""
     entries = [(str(title), str(name)) for item in settings.get("nav", []) for title, name in item.items()
                if name not in RECORD_PAGES]  # filled at publishing, not part of the book
-    sections, contents = [], []
+    keys = {Path(name).stem for _, name in entries}
+    sections = []
     for title, name in entries:
         page = site / (Path(name).stem + ".html")
         match = _ARTICLE.search(page.read_text(encoding="utf-8")) if page.is_file() else None
         if not match:
             raise PageWithoutArticle(page)
+        sections.append((title, name, _local(match.group(1), Path(name).stem, keys)))
+    return sections
+
+
+def _scanned(site: Path, settings: dict[str, Any], sections: list[tuple[str, str, str]]) -> list[
+        tuple[str, str, list[str]]]:
+    """What the book loads from, for boundary.outside_site: each page's article named by its source (the
+    chapter, with its lines), and the rest of the book (title page, contents, style) by the files it comes from."""
+    layout = Layout(site.parent)
+    scanned = []
+    for _, name, body in sections:
+        source = layout.page_source(name)
+        chapter = layout.docs / name
+        lines = chapter.read_text(encoding="utf-8", errors="replace").splitlines() if source == f"docs/{name}" else []
+        scanned.append((source or f"{site.name}/{Path(name).stem}.html", body, lines))
+    frame = book(site, settings, [])
+    scanned.append((f"edition.yml and {site.name}/assets/palette.css (the title page and style)", frame, []))
+    return scanned
+
+
+def book(site: Path, settings: dict[str, Any], sections: list[tuple[str, str, str]], epoch: int | None = None) -> str:
+    """The whole manual as one HTML document, ready for WeasyPrint."""
+    extra = settings.get("extra", {})
+    stamp, note = str(settings.get("copyright", "")), str(extra.get("provenance_note", ""))
+    pages, contents = [], []
+    for title, name, body in sections:
         key = Path(name).stem
-        keys = {Path(other).stem for _, other in entries}
-        sections.append(f'<section class="page" id="{key}">\n{_local(match.group(1), key, keys)}\n</section>')
+        pages.append(f'<section class="page" id="{key}">\n{body}\n</section>')
         shown = "Front matter" if name == "index.md" else title
         contents.append(f'<li><a href="#{key}">{html.escape(shown)}</a></li>')
     date = _date(str(settings.get("extra", {}).get("edition", "")), stamp, epoch)
@@ -80,7 +147,7 @@ def book(site: Path, settings: dict[str, Any], epoch: int | None = None) -> str:
             f'<meta name="description" content="{html.escape(_description(site))}">\n'
             f'<meta name="dcterms.created" content="{date}">\n<meta name="dcterms.modified" content="{date}">\n'
             f"<style>\n{_palette(site)}{_stylesheet(stamp, note)}\n</style>\n</head>\n<body>\n{title_page}"
-            + "\n".join(sections) + "\n</body>\n</html>\n")
+            + "\n".join(pages) + "\n</body>\n</html>\n")
 
 
 def _date(edition: str, stamp: str, epoch: int | None) -> str:
@@ -136,7 +203,9 @@ def _palette(site: Path) -> str:
 
 
 def _css_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """Text as a CSS string: a quote, a backslash, a line break or a `<` (which could close the <style>) escaped."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ").replace("<", "\\3c ")
+    return '"' + escaped + '"'
 
 
 def _stylesheet(stamp: str, note: str) -> str:

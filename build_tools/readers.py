@@ -1,8 +1,9 @@
 """The one place figures, checks, the Metrics page, `compare` and `show` read a run summary's values from.
 
 - `config_value`: a field of run.yaml by dotted name;
-- `step_values`: a metric (or `<series>.<field>`) per step, under the heat rule (`use_clean`: a time value,
-  `summary.is_time`, holds only for the steps no heat-guard pause touched);
+- `step_values`: a metric (or `<series>.<field>`) per step of its own step axis (axes.py; `table_of`), under the
+  heat rule (`use_clean`: a time value, `summary.is_time`, holds only for the steps no heat-guard pause touched);
+  values of two axes joined onto the rollout ids through the run's num_steps_per_rollout (`join_note` says so);
 - `events_of`, `event_interval`: a run's events of one kind, and the span from one event to the next of another;
 - `series_of`, `series_between`: a sampled stream, and its samples between two events;
 - `counted_phases`, `start_ts`, `trend_line`: the phases counted once per step, the origin of a time axis,
@@ -21,12 +22,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import axes
 from ._exceptions import MissingValue
 from ._types import RunSummary
 from .summary import COUNTED_RANKS, is_time
 
 _REQUIRED: Any = object()  # no default: a missing field raises
 _SHOWN_NON_FINITE = 3  # non-finite values named in a message; the rest counted
+RECORDED_UTIL = {"ts", "gpu", "util", "power_w"}  # what lab/gpu_temp holds of gpu_util (`manual record`)
 
 
 # --- run.yaml ------------------------------------------------------------------------------------
@@ -73,37 +76,103 @@ def use_clean(metric: str | Sequence[str], steps: str = "auto") -> bool:
     return steps == "clean" or (steps == "auto" and any(is_time(n) for n in names_of(metric)))
 
 
+def table_of(run: RunSummary, metric: str) -> pd.DataFrame:
+    """The table a metric is on: the per-step table (by rollout id), or the table of its own step axis when the run
+    has it apart (`RunSummary.axes`); the per-step table when the run lacks the metric."""
+    if metric in run.steps.columns:
+        return run.steps
+    return next((frame for frame in run.axes.values() if metric in frame.columns), run.steps)
+
+
 def steps_for(run: RunSummary, metric: str | Sequence[str], steps: str = "auto") -> pd.DataFrame:
-    """The rows of the step table a value is read from under the heat rule."""
-    return run.clean_steps if use_clean(metric, steps) else run.steps
+    """The rows of the metric's table (table_of; the first name's for a list) a value is read from under the heat
+    rule: a step of another axis is clean when its rollout is."""
+    table = table_of(run, names_of(metric)[0])
+    if not use_clean(metric, steps):
+        return table
+    return run.clean_steps if table is run.steps else table[table["rollout"].isin(run.clean_steps.index)]
 
 
-def step_values(run: RunSummary, metric: str | Sequence[str], steps: str = "auto") -> pd.Series:
+def step_values(run: RunSummary, metric: str | Sequence[str], steps: str = "auto", *,
+                joined: bool = False) -> pd.Series:
     """A value per step, by step (a list of names is summed), on the clean steps when the heat rule says so.
-    A step that did not log the value is left out; one that logged NaN or an infinity raises MissingValue."""
-    parts = [_column(run, name) for name in names_of(metric)]
-    values = parts[0]
-    for part in parts[1:]:
-        values = values.add(part, fill_value=math.nan)
+    A step that did not log the value is left out; one that logged NaN or an infinity raises MissingValue.
+
+    Each name is read on its own step axis (axes.py): the per-step table, by rollout id, or another axis of the
+    run (eval/step; train/step when a rollout has several optimizer steps), whose step is clean when its rollout
+    is. Names on different axes, or `joined`, are joined onto the rollout ids (a rollout's values averaged;
+    `join_note` says how)."""
+    names = names_of(metric)
     clean = use_clean(metric, steps)
+    parts = [_column(run, name) for name in names]
     if clean:
-        values = values[values.index.isin(run.clean_steps.index)]
-    require_finite(run, names_of(metric), values.index)
+        parts = [(part[_rollouts(run, axis, part.index).isin(run.clean_steps.index)], axis) for part, axis in parts]
+    on = {axis for _, axis in parts}
+    if len(on) > 1 or (joined and on != {""}):
+        for (part, _), name in zip(parts, names, strict=True):
+            require_finite(run, [name], part.index)  # at the steps of its own axis
+        parts = [(_on_rollouts(run, part, axis), "") for part, axis in parts]
+        on = set()
+    values = parts[0][0]
+    for part, _ in parts[1:]:
+        values = values.add(part, fill_value=math.nan)
+    if on:
+        require_finite(run, names, values.index)
     values = values.dropna()
     if values.empty:
         raise MissingValue(run.run_id, f"{'clean ' if clean else ''}steps with {label_of(metric)}")
     return values
 
 
-def _column(run: RunSummary, name: str) -> pd.Series:
-    """A column of the step table, or `<series>.<field>` of a series that has a step column."""
+def heat_touched(run: RunSummary, metric: str | Sequence[str], steps: pd.Index) -> pd.Series:
+    """Whether a heat-guard pause touched each step of a value's axis (a step of another axis: its rollout)."""
+    axis = _column(run, names_of(metric)[0])[1]
+    rollouts = _rollouts(run, axis, steps)
+    return pd.Series(run.steps["heat_touched"].reindex(rollouts).astype(bool).to_numpy(), index=steps)
+
+
+def value_axes(run: RunSummary, names: Iterable[str]) -> set[str]:
+    """The step axes the named values are on ("" for the per-step table); a name the run lacks counts none."""
+    found = set()
+    for name in names:
+        if name in run.steps.columns:
+            found.add("")
+        found |= {axis for axis, frame in run.axes.items() if name in frame.columns}
+    return found
+
+
+def join_note(run: RunSummary) -> str:
+    """How the run's step axes are joined, for an output that joins them."""
+    return axes.join_of_summary(run.facts, run.config).sentence() + "; a rollout's values averaged"
+
+
+def _column(run: RunSummary, name: str) -> tuple[pd.Series, str]:
+    """A column of the step table, of another step axis, or `<series>.<field>` of a series that has a step
+    column; with its axis ("" for the step table and the series: their steps are rollout ids)."""
     if name in run.steps.columns:
-        return run.steps[name].astype(float)
+        return run.steps[name].astype(float), ""
+    for axis, frame in run.axes.items():
+        if name in frame.columns and name != "rollout":
+            return frame[name].astype(float), axis
     series_name, _, field = name.partition(".")
-    frame = run.series.get(series_name)
-    if field and frame is not None and field in frame.columns and "step" in frame.columns:
-        return frame.groupby("step")[field].last().astype(float)
+    series = run.series.get(series_name)
+    if field and series is not None and field in series.columns and "step" in series.columns:
+        return series.groupby("step")[field].last().astype(float), ""
     raise MissingValue(run.run_id, f"per-step value {name!r}")
+
+
+def _rollouts(run: RunSummary, axis: str, steps: pd.Index) -> pd.Index:
+    """The rollout id of each step of an axis."""
+    return steps if not axis else pd.Index(run.axes[axis]["rollout"].reindex(steps))
+
+
+def _on_rollouts(run: RunSummary, values: pd.Series, axis: str) -> pd.Series:
+    """An axis' values by rollout id, the values of one rollout averaged."""
+    if not axis:
+        return values
+    joined = values.groupby(_rollouts(run, axis, values.index).to_numpy()).mean()
+    joined.index.name = "step"
+    return joined
 
 
 def require_finite(run: RunSummary, names: Iterable[str], steps: Iterable[int] | None = None) -> None:
@@ -157,14 +226,31 @@ def event_interval(run: RunSummary, start: str, end: str) -> tuple[float, float]
 
 
 def series_of(run: RunSummary, name: str, *fields: str) -> pd.DataFrame:
-    """A sampled series (gpu_util, host_memory, held_memory, ...) that holds values of every field named."""
+    """A sampled series (gpu_util, host_memory, held_memory, ...) that holds values of every field named.
+
+    GPU utilisation and power are read from `gpu_util` or, when the run has none (a GB10: NVML's memory query is
+    not supported on unified memory, and Miles' sampler drops the whole sample), from `lab/gpu_temp`, where
+    `manual record` writes them: whichever the run has."""
     frame = run.series.get(name)
+    if name == "gpu_util" and _lacks(frame, fields) and set(fields) <= RECORDED_UTIL:
+        recorded = run.series.get("gpu_temp")
+        if recorded is not None and not _lacks(recorded, fields):
+            return recorded
+        if _lacks(frame, ()):
+            raise MissingValue(run.run_id, "gpu_util series (nor GPU utilisation in lab/gpu_temp, which "
+                                           "`manual record` writes)")
     if frame is None or frame.empty:
         raise MissingValue(run.run_id, f"{name} series")
     for field in fields:
         if field not in frame.columns or frame[field].isna().all():
             raise MissingValue(run.run_id, f"{name} series with {field!r}")
     return frame
+
+
+def _lacks(frame: pd.DataFrame | None, fields: Sequence[str]) -> bool:
+    """Whether a series is absent, empty, or holds no value of one of the fields."""
+    return frame is None or frame.empty or any(field not in frame.columns or frame[field].isna().all()
+                                               for field in fields)
 
 
 def series_between(run: RunSummary, name: str, field: str, start: str, end: str) -> pd.Series:

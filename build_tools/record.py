@@ -5,8 +5,9 @@ into `lab/host_memory/`, and each GPU's temperature, utilisation and power from 
 `lab/gpu_temp/`. Like Miles' dashboard writer, streams are append-only JSON Lines split into hourly files
 (`{stream}/{YYYYMMDD_HH}.jsonl`, UTC) and only complete lines are written, every few seconds, so a kill loses
 at most the last flush interval. SIGINT and SIGTERM stop it cleanly (a last flush). When nvidia-smi fails, it
-says so once and goes on recording host memory. `--until-exit PID` stops it when that process ends and
-records the job's end in `lab/events.jsonl`.
+says so once, quoting nvidia-smi's own message, and goes on recording host memory; a GPU whose temperature
+it reports as "[N/A]" is a warning, its samples left out and counted. `--until-exit PID` stops it when that
+process ends and records the job's end in `lab/events.jsonl`.
 
 What it writes, the next `make check` accepts: each record is checked against the lab schema (the loader's own
 rules, build_tools/schemas.py) before it is written, and an impossible reading (NaN, infinite, out of range,
@@ -55,6 +56,7 @@ class Recorder:
     _pending: dict[Path, list[str]] = field(default_factory=dict)
     _gpu_failed: bool = False
     _missing: Counter[str] = field(default_factory=Counter)  # "stream.field" -> impossible readings
+    _unreported: Counter[str] = field(default_factory=Counter)  # "gpu_temp.temp_c of GPU n" -> samples left out
 
     def run(self) -> int:
         lab = self.out / "lab"
@@ -85,12 +87,17 @@ class Recorder:
         return 0
 
     def _missing_summary(self) -> str:
-        """'; 3 impossible readings recorded as missing (gpu_temp.power_w 2, ...)', or nothing."""
-        total = sum(self._missing.values())
-        if not total:
-            return ""
-        counts = ", ".join(f"{name} {count}" for name, count in sorted(self._missing.items()))
-        return f"; {total} impossible reading{'s' if total != 1 else ''} recorded as missing ({counts})"
+        """'; 3 impossible readings recorded as missing (gpu_temp.power_w 2, ...)', the samples left out for want
+        of a temperature, or nothing."""
+        said = ""
+        if total := sum(self._missing.values()):
+            counts = ", ".join(f"{name} {count}" for name, count in sorted(self._missing.items()))
+            said += f"; {total} impossible reading{'s' if total != 1 else ''} recorded as missing ({counts})"
+        if total := sum(self._unreported.values()):
+            counts = ", ".join(f"{name.removeprefix('gpu_temp.temp_c of ')} {count}"
+                               for name, count in sorted(self._unreported.items()))
+            said += f"; {total} GPU sample{'s' if total != 1 else ''} without a temperature left out ({counts})"
+        return said
 
     def sample(self, ts: float) -> None:
         lab = self.out / "lab"
@@ -106,14 +113,26 @@ class Recorder:
             result = subprocess.run([self.nvidia_smi, *GPU_QUERY], capture_output=True, text=True, timeout=5,
                                     check=False)
             if result.returncode != 0:
-                raise OSError(result.stderr.strip() or f"exit status {result.returncode}")
+                raise OSError(_failure(result))
             gpus = [_gpu_line(line) for line in result.stdout.splitlines() if line.strip()]
         except (OSError, subprocess.TimeoutExpired, ValueError) as err:
             if not self._gpu_failed:
                 self.say(f"the GPU query ({self.nvidia_smi}) failed: {err}; recording host memory only")
                 self._gpu_failed = True
             return []
-        return [gpu for gpu in gpus if gpu is not None]
+        for gpu in gpus:
+            if gpu["temp_c"] is None:
+                self._no_temperature(gpu)
+        return [gpu for gpu in gpus if gpu["temp_c"] is not None]
+
+    def _no_temperature(self, gpu: dict[str, Any]) -> None:
+        """A GPU whose temperature nvidia-smi does not report ("[N/A]"): its sample is left out, said once per GPU
+        and counted in the closing summary (temp_c is what gpu_temp records)."""
+        name = f"gpu_temp.temp_c of GPU {gpu['gpu']}"
+        if not self._unreported[name]:
+            self.say(f"WARNING {name}: nvidia-smi reports {gpu['temp_text']!r}, not a temperature; the sample is left "
+                     "out (the closing summary counts every one)")
+        self._unreported[name] += 1
 
     def _append(self, path: Path, stream: str, record: dict[str, Any]) -> None:
         kept = self._checked(stream, record)
@@ -209,8 +228,16 @@ def read_meminfo(path: Path) -> dict[str, int] | None:
     return {"total_kib": values["MemTotal"], "available_kib": values["MemAvailable"]}
 
 
-def _gpu_line(line: str) -> dict[str, Any] | None:
-    """One line of `nvidia-smi --query-gpu=index,temperature.gpu,utilization.gpu,power.draw`; "[N/A]" is None."""
+def _failure(result: subprocess.CompletedProcess[str]) -> str:
+    """What a failing nvidia-smi said: it prints its own errors ("Failed to initialize NVML: Driver/library version
+    mismatch") on standard output, others on standard error; every line of both, and the exit status."""
+    said = [line.strip() for line in (result.stderr + "\n" + result.stdout).splitlines() if line.strip()]
+    return f"{'; '.join(said)} (exit status {result.returncode})" if said else f"exit status {result.returncode}"
+
+
+def _gpu_line(line: str) -> dict[str, Any]:
+    """One line of `nvidia-smi --query-gpu=index,temperature.gpu,utilization.gpu,power.draw`; "[N/A]" is None (a
+    missing temperature keeps its text, temp_text, for the warning; the caller leaves that sample out)."""
     cells = [cell.strip() for cell in line.split(",")]
     if len(cells) != 4:
         raise ValueError(f"unexpected line {line!r}")
@@ -223,7 +250,7 @@ def _gpu_line(line: str) -> dict[str, Any] | None:
 
     temp = number(cells[1])
     if temp is None:
-        return None
+        return {"gpu": int(cells[0]), "temp_c": None, "temp_text": cells[1]}
     return {"gpu": int(cells[0]), "temp_c": temp, "util": number(cells[2]), "power_w": number(cells[3])}
 
 

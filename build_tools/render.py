@@ -2,7 +2,8 @@
 
 Each kind of page is a module of build_tools/pages/: the chapters of docs/ (`chapters`, with the
 troubleshooting table of `troubleshooting`), the Metrics page (`metrics`), the Index of figures
-(`figure_index`), the front matter (`front_matter`), the edition's record pages (`edition_pages`), and
+(`figure_index`), the front matter (`front_matter`), the claims' margins (`claim_health`), the edition's record
+pages (`edition_pages`), and
 `.manual.yml`, what the site stage adds to mkdocs.yml (`nav`). This module only puts them in order.
 """
 
@@ -14,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import edition_pages, metrics_table, palette
 from ._exceptions import display_path
-from ._layout import FIGURES_PAGE, INDEX_PAGE, METRICS_PAGE
+from ._layout import CLAIM_HEALTH_PAGE, FIGURES_PAGE, INDEX_PAGE, METRICS_PAGE
 from .pages import chapters as chapter_pages
-from .pages import figure_index, front_matter
+from .pages import claim_health, figure_index, front_matter
 from .pages import metrics as metrics_page
 from .pages._common import environment, resolve
 from .pages.nav import nav_order, numbered, write_page, write_site_settings
@@ -57,6 +58,7 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     index = front_matter.render_index(layout.index_md, result.summaries, role_palette, written, read_by, stamp.edition,
                                       published=edition)
     written.insert(0, write_page(pages, INDEX_PAGE, resolve(index, result.blocks, Path(INDEX_PAGE))))
+    written.append(write_page(pages, CLAIM_HEALTH_PAGE, claim_health.render_claim_health(result.verdicts)))
     for name, text in edition_pages.record_pages(stamp.edition).items():
         written.append(write_page(pages, name, text))
     (pages / "assets").mkdir(parents=True, exist_ok=True)

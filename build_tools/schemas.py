@@ -36,6 +36,9 @@ from ._exceptions import Problem
 NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 EVENT_KINDS = ("heat_pause", "engine_death", "watchdog_kill", "ray_oom_kill", "job_end")
 PROVENANCES = ("measured", "example")
+# Every time of a run falls between the epoch and the end of the last year an edition may carry (_edition):
+# a later one is no run of this manual, and past year 9999 not even a date Python can show.
+LATEST_TIME = dt.datetime(2201, 1, 1, tzinfo=dt.UTC).timestamp()
 
 
 # --- value types ------------------------------------------------------------------------------
@@ -45,10 +48,27 @@ class WrittenNonFinite(float):
     """A NaN or infinity written as such (bare, as Python's json writes it), not a number that overflowed."""
 
 
+# A decimal number, as JSON or Python would print one (surrounding spaces allowed, as float() allows them).
+_NUMBER_TEXT = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
+def number_in_text(text: str) -> bool:
+    """A number written as a string ("0.5"): refused where a mapping may hold text (a metric), never read as a
+    text and so as no value. The markers "NaN", "Infinity" and "-Infinity" are how Miles writes those numbers."""
+    return _NUMBER_TEXT.fullmatch(text) is not None
+
+
+def _number_text(text: str) -> PydanticCustomError:
+    return PydanticCustomError("number_text", "expected a number, found the string {found} (write the number without "
+                                              "quotes)", {"found": _shown(text)})
+
+
 def _number(value: Any) -> int | float:
     """An int or float, never a bool; the NaN/Infinity markers become floats (kept, never dropped)."""
     if isinstance(value, str) and value in NON_FINITE:
         return NON_FINITE[value]
+    if isinstance(value, str) and number_in_text(value):
+        raise _number_text(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PydanticCustomError("number", "expected a number, found {found}", {"found": _shown(value)})
     if isinstance(value, float):
@@ -56,7 +76,15 @@ def _number(value: Any) -> int | float:
             return float(value)
         if math.isinf(value):  # json reads 1e999 as an infinity: a number beyond a double's range
             raise PydanticCustomError("range", "is a number beyond the range of a double")
-    elif not -(2**63) <= value < 2**63:
+    else:
+        _int64(value)
+    return value
+
+
+def _int64(value: int) -> int:
+    """An integer within 64 bits: the dump's JSON reader refuses a longer one (load._parse_int); a source reader
+    that reads text itself (a log, a CSV) checks it here."""
+    if not -(2**63) <= value < 2**63:
         raise PydanticCustomError("range", "is an integer beyond 64 bits")
     return value
 
@@ -66,6 +94,28 @@ def _time(value: Any) -> float | int:
     number = _number(value)
     if not math.isfinite(number) or number < 0:
         raise PydanticCustomError("time", "expected a time in seconds, finite and not negative, found {found}",
+                                  {"found": _shown(value)})
+    if number >= LATEST_TIME:
+        raise PydanticCustomError("time", "expected a time in seconds before the year 2201 (at most "
+                                  f"{LATEST_TIME:.0f}), found {{found}}", {"found": _shown(value)})
+    return number
+
+
+def is_time(value: Any) -> bool:
+    """Whether value is a time the schemas accept (epoch seconds inside the window)."""
+    try:
+        _time(value)
+    except PydanticCustomError:
+        return False
+    return True
+
+
+def _duration(value: Any) -> float | int:
+    """Seconds something lasted: finite, not negative, and no longer than the window every time falls in."""
+    number = _number(value)
+    if not (math.isfinite(number) and 0 <= number < LATEST_TIME):
+        raise PydanticCustomError("duration", "expected a duration in seconds, finite, not negative and shorter "
+                                  f"than {LATEST_TIME:.0f} (the epoch to 2201), found {{found}}",
                                   {"found": _shown(value)})
     return number
 
@@ -80,6 +130,14 @@ def _iso_date(value: Any) -> str:
             pass
     raise PydanticCustomError("date", "expected a real date written YYYY-MM-DD, found {found}",
                               {"found": _shown(value)})
+
+
+def _positive(value: Any) -> float | int:
+    """A finite number above 0 (a margin's fraction to warn below)."""
+    number = _number(value)
+    if not math.isfinite(number) or number <= 0:
+        raise PydanticCustomError("positive", "expected a number above 0, found {found}", {"found": _shown(value)})
+    return number
 
 
 def _non_empty(value: str) -> str:
@@ -107,10 +165,12 @@ def _commit(value: Any) -> str:
 
 Number = Annotated[int | float, PlainValidator(_number)]
 Time = Annotated[int | float, PlainValidator(_time)]
+Positive = Annotated[int | float, PlainValidator(_positive)]
 IsoDate = Annotated[str, PlainValidator(_iso_date)]
 Text = Annotated[str, AfterValidator(_non_empty)]
 Count = Annotated[int, Field(ge=0)]
 Step = Annotated[int, Field(ge=0)]
+Duration = Annotated[int | float, PlainValidator(_duration)]
 Edition = Annotated[str, PlainValidator(_edition)]
 Commit = Annotated[str, PlainValidator(_commit)]
 # A phase still open when written has t1 == -1; any other end is a time.
@@ -168,6 +228,9 @@ class Flags(Schema):
     over_sampling_batch_size: Annotated[int, Field(ge=1)] | None = None
     rollout_max_response_len: Annotated[int, Field(ge=1)] | None = None
     num_rollout: Annotated[int, Field(ge=1)] | None = None
+    num_steps_per_rollout: Annotated[int, Field(ge=1)] | None = None
+    global_batch_size: Annotated[int, Field(ge=1)] | None = None
+    wandb_always_use_train_step: bool | None = None
     colocate: bool | None = None
     offload_train: bool | None = None
     offload_rollout: bool | None = None
@@ -203,7 +266,7 @@ class Lab(Schema):
 class RunYaml(Schema):
     """runs/<run-id>/run.yaml: what the run was."""
 
-    run_id: Text  # must be the run folder's name (checked by the loader)
+    run_id: Text  # must be the run folder's name (checked by the loader); Miles' run_name may be anything
     provenance: Literal["measured", "example"]
     title: Text
     date: IsoDate
@@ -237,8 +300,11 @@ def _record(**fields: Any) -> type:
 
 
 def _scalar(value: Any) -> int | float | str | bool:
-    return NON_FINITE.get(value, value) if isinstance(value, str) else value if isinstance(value, bool) \
-        else _number(value)
+    if isinstance(value, str):
+        if number_in_text(value):
+            raise _number_text(value)
+        return NON_FINITE.get(value, value)
+    return value if isinstance(value, bool) else _number(value)
 
 
 Scalar = Annotated[int | float | str | bool, PlainValidator(_scalar)]
@@ -288,17 +354,65 @@ _BATCH_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(list[record]) 
                                                 for name, record in STREAM_RECORDS.items()}
 
 
-def validate_records(stream: str, records: list[Any], where: str,
-                     lines: list[int]) -> tuple[list[dict[str, Any] | None], list[Problem]]:
-    """Every record of a file against its stream's schema and rules, at once: the valid ones (None for a
-    record with a problem), and one problem per wrong field, at its line."""
+# --- what the other sources yield (build_tools/sources/) ----------------------------------------
+
+
+def _source_time(value: Any) -> float | int:
+    """A time a source gives, or NaN where it printed none (a CSV, a log line before any timestamp); a NaN
+    written as the time itself (WrittenNonFinite) is refused as the dump refuses it."""
+    if isinstance(value, float) and math.isnan(value) and not isinstance(value, WrittenNonFinite):
+        return value
+    return _time(value)
+
+
+# A source reads its own text (a log, a CSV), not through the dump's JSON reader that refuses an integer
+# beyond 64 bits: its whole numbers are checked here.
+SourceStep = Annotated[Step, AfterValidator(_int64)]
+SourceCount = Annotated[Count, AfterValidator(_int64)]
+
+
+def _source_record(stream: str) -> type:
+    """The dump's record type of a stream, with the two things a source may do differently: a time it did
+    not print (NaN), and a step it read from text (checked within 64 bits)."""
+    fields = dict(STREAM_RECORDS[stream].__annotations__)
+    if "ts" in fields:
+        fields["ts"] = Annotated[int | float, PlainValidator(_source_time)]
+    if "step" in fields:
+        fields["step"] = SourceStep
+    return _record(**fields)
+
+
+SOURCE_RECORDS: dict[str, type] = {name: _source_record(name) for name in ("metrics", "phases", "events")}
+_SOURCE_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(record) for name, record in SOURCE_RECORDS.items()}
+_SOURCE_BATCH_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(list[record])  # type: ignore[valid-type]
+                                                       for name, record in SOURCE_RECORDS.items()}
+# The fields of an event file's metric line (sources/events.py) besides its metrics; null is "not given".
+EVENT_LINE = _record(rollout_id=NotRequired[SourceStep | None], attempt=NotRequired[SourceCount | None])
+_EVENT_LINE: TypeAdapter[Any] = TypeAdapter(EVENT_LINE)
+
+
+def validate_event_line(data: dict[str, Any], where: str, line: int) -> list[Problem]:
+    """An event file's rollout_id and attempt, exactly typed: one problem per wrong field."""
     try:
-        valid: list[dict[str, Any] | None] = list(_BATCH_ADAPTERS[stream].validate_python(records))
+        _EVENT_LINE.validate_python(data)
+    except ValidationError as error:
+        return problems_of(error, where, lambda _loc: line, EVENT_LINE)
+    return []
+
+
+def validate_records(stream: str, records: list[Any], where: str, lines: list[int],
+                     source: bool = False) -> tuple[list[dict[str, Any] | None], list[Problem]]:
+    """Every record of a file against its stream's schema and rules, at once: the valid ones (None for a
+    record with a problem), and one problem per wrong field, at its line. `source`: records a source reader
+    made (SOURCE_RECORDS), not lines of the dump."""
+    try:
+        batch = (_SOURCE_BATCH_ADAPTERS if source else _BATCH_ADAPTERS)[stream]
+        valid: list[dict[str, Any] | None] = list(batch.validate_python(records))
         problems: list[Problem] = []
     except ValidationError:  # rare: find which records, one at a time, for their messages
         valid, problems = [], []
         for record, line in zip(records, lines, strict=True):
-            one, found = validate_record(stream, record, where, line)
+            one, found = validate_record(stream, record, where, line, source)
             valid.append(one)
             problems += found
         return valid, problems
@@ -310,15 +424,30 @@ def validate_records(stream: str, records: list[Any], where: str,
     return valid, problems
 
 
-def validate_record(stream: str, data: Any, where: str, line: int) -> tuple[dict[str, Any] | None, list[Problem]]:
+def validate_record(stream: str, data: Any, where: str, line: int,
+                    source: bool = False) -> tuple[dict[str, Any] | None, list[Problem]]:
     """One stream record checked against its schema and rules: (the record, []) or (None, problems)."""
     try:
-        record = _ADAPTERS[stream].validate_python(data)
+        record = (_SOURCE_ADAPTERS if source else _ADAPTERS)[stream].validate_python(data)
     except ValidationError as error:
-        return None, problems_of(error, where, lambda _loc: line, STREAM_RECORDS[stream])
+        schema = (SOURCE_RECORDS if source else STREAM_RECORDS)[stream]
+        return None, problems_of(error, where, lambda _loc: line, schema)
     problems = [Problem(where, line, field, message.format(**record))
                 for ok, field, message in RECORD_RULES.get(stream, ()) if not ok(record)]
     return (None, problems) if problems else (record, [])
+
+
+_VALUE_ADAPTERS: dict[str, TypeAdapter[Any]] = {"time": TypeAdapter(Time), "duration": TypeAdapter(Duration),
+                                                "step": TypeAdapter(SourceStep)}
+
+
+def value_problem(kind: str, value: Any) -> str | None:
+    """What is wrong with one value of a kind of these schemas ("time", "duration", "step"), or None."""
+    try:
+        _VALUE_ADAPTERS[kind].validate_python(value)
+    except ValidationError as error:
+        return _message(error.errors(include_url=False)[0], (), None)
+    return None
 
 
 # --- the manual's own files -------------------------------------------------------------------
@@ -337,6 +466,7 @@ class EditionYaml(Schema):
     edition: Edition
     date: IsoDate
     miles: MilesStamp
+    warn_margin: Positive | None = None  # `manual check` warns of a claim whose margin's fraction is below it
 
 
 class RunSet(Schema):
@@ -629,7 +759,9 @@ def describe(annotation: Any) -> str:
 _VALIDATOR_WORDS: dict[Callable[..., Any], str] = {
     _number: "a number", _time: "a time (epoch seconds)", _iso_date: "a date YYYY-MM-DD", _edition: "YEAR.MONTH",
     _commit: "text of 7 to 40 hex digits", _non_empty: "a non-empty string", _phase_end: "a time, or -1 while open",
-    _scalar: "a number, string or true/false", _hex: "a colour #rrggbb", _grey: "a grey #rrggbb",
+    _scalar: "a number, string or true/false", _duration: "a duration in seconds",
+    _source_time: "a time (epoch seconds), or NaN where none was printed", _hex: "a colour #rrggbb",
+    _grey: "a grey #rrggbb",
 }
 
 

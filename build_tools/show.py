@@ -1,23 +1,24 @@
-"""`manual show RUN_ID_OR_PATH [--csv]`: what the manual reads from a run, source by source.
+"""`manual show RUN_ID_OR_PATH [--csv | --long]`: what the manual reads from a run, source by source.
 
 Works on a run id of runs/ and on a bare path holding any of the sources (no run.yaml needed). Values are
-printed as their source printed them (the text of the number in the file), not as the summary rounds them.
+printed as their source printed them (the text of the number in the file), not as the summary rounds them, each
+at its own step key and step (`--long`: one value a line; `--csv`: a row per step key and step).
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as dt
 import io
 import math
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
-from .load import load_path
+from .axes import TRAIN, axis_order, join_of_summary
+from .load import load_path, readable, records
+from .schemas import NON_FINITE
 from .sources._common import STEP_KEYS, MetricRecord, number_text
 
 if TYPE_CHECKING:
@@ -34,20 +35,6 @@ def resolve(root: Path, what: str) -> Path:
     if "/" not in what and candidate.is_dir():
         return candidate
     return Path(what)
-
-
-@contextlib.contextmanager
-def readable(path: Path) -> Iterator[None]:
-    """A bare path the sources cannot be looked for in (/proc, a folder it may not enter) is one problem naming
-    it and what could not be read, never a traceback (`manual show`, `make compare`)."""
-    try:
-        yield
-    except OSError as error:
-        what = display_path(error.filename) if error.filename else display_path(path)
-        reason = error.strerror or type(error).__name__
-        raise RunDataError([Problem(display_path(path), None, None,
-                                    f"cannot read {what} ({reason}): expected a run id of runs/, a run folder, or "
-                                    "a file or folder of Miles output that can be read")]) from None
 
 
 def load(path: Path) -> tuple[RunData, RunSummary, dict[str, list[Path]]]:
@@ -67,31 +54,89 @@ def load(path: Path) -> tuple[RunData, RunSummary, dict[str, list[Path]]]:
     return run, summary, found
 
 
-def step_table(run: RunData) -> tuple[list[str], dict[int, dict[str, str]]]:
-    """One row per step (rollout and train steps merged, as the summary does), each value's text as printed."""
-    rows: dict[int, dict[str, str]] = {}
-    keys: dict[str, None] = {}
-    for record in run.streams.get("metrics", []):
+class Value(NamedTuple):
+    """One value a run logged: its step key and step (empty when logged without one), its metric, its text."""
+
+    step_key: str
+    step: int | None
+    metric: str
+    text: str
+    number: bool  # a number, not a text metric (which is no value of a step)
+
+
+def values(run: RunData) -> list[Value]:
+    """Every value of the run's metrics, once per (step key, step, metric) (the trainer's and the rollout
+    manager's lines merged), by axis, step and metric; the values logged without a step last, in file order.
+    Text metrics are kept as written; a number's text is as its source printed it (nan, inf, -inf for the
+    non-finite)."""
+    stepped: dict[tuple[str, int, str], tuple[str, bool]] = {}
+    unstepped: list[Value] = []
+    for record in records(run, "metrics"):
         data = record.data
-        if data.get("step_key") not in ("rollout/step", "train/step") or not isinstance(data.get("step"), int):
-            continue
+        key, step = data.get("step_key"), data.get("step")
         texts = record.texts if isinstance(record, MetricRecord) else {}
-        row = rows.setdefault(data["step"], {})
-        for key, value in data["metrics"].items():
-            if key in STEP_KEYS or isinstance(value, str):
+        for metric, value in data["metrics"].items():
+            if metric in STEP_KEYS:
                 continue
-            keys[key] = None
-            row.setdefault(key, texts.get(key, number_text(value)))
-    return sorted(keys), dict(sorted(rows.items()))
+            text, number = _text(texts.get(metric), value), _is_number(value)
+            if isinstance(key, str) and isinstance(step, int):
+                stepped.setdefault((key, step, metric), (text, number))
+            else:  # its step key kept when it has one
+                unstepped.append(Value(key if isinstance(key, str) else "", None, metric, text, number))
+    ordered = sorted(stepped.items(), key=lambda item: (axis_order(item[0][0]), item[0][1], item[0][2]))
+    return [Value(key, step, metric, *found) for (key, step, metric), found in ordered] + unstepped
+
+
+def _is_number(value: object) -> bool:
+    return not isinstance(value, str) or value in NON_FINITE
+
+
+def _text(printed: str | None, value: object) -> str:
+    """A value's text as its source printed it; a non-finite number as Python prints it (nan, inf, -inf)."""
+    text = printed if printed is not None else number_text(value)
+    if not _is_number(value):
+        return text
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return text if math.isfinite(number) else repr(number)
+
+
+def step_table(run: RunData) -> dict[str, tuple[list[str], dict[int, dict[str, str]]]]:
+    """Per step key: its metrics and one row per step, each value's text as printed (text metrics left out)."""
+    axes: dict[str, tuple[list[str], dict[int, dict[str, str]]]] = {}
+    for value in values(run):
+        if value.step is None or not value.number:
+            continue
+        keys, rows = axes.setdefault(value.step_key, ([], {}))
+        if value.metric not in keys:
+            keys.append(value.metric)
+        rows.setdefault(value.step, {})[value.metric] = value.text
+    return {axis: (sorted(keys), rows) for axis, (keys, rows) in axes.items()}
 
 
 def as_csv(run: RunData) -> str:
-    keys, rows = step_table(run)
+    """The wide table: one row per (step key, step), a column per metric, empty where the step logged none."""
+    tables = step_table(run)
+    keys = sorted({key for columns, _ in tables.values() for key in columns})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["step", *keys])
-    for step, row in rows.items():
-        writer.writerow([step, *(row.get(key, "") for key in keys)])
+    writer.writerow(["step_key", "step", *keys])
+    for axis, (_, rows) in tables.items():
+        for step, row in rows.items():
+            writer.writerow([axis, step, *(row.get(key, "") for key in keys)])
+    return out.getvalue()
+
+
+def as_long(run: RunData) -> str:
+    """The tidy table: `step_key,step,metric,value`, one row per value (a value logged without a step has an
+    empty step key and step)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["step_key", "step", "metric", "value"])
+    for value in values(run):
+        writer.writerow([value.step_key, "" if value.step is None else value.step, value.metric, value.text])
     return out.getvalue()
 
 
@@ -114,12 +159,12 @@ def report(run: RunData, summary: RunSummary, found: dict[str, list[Path]], path
     nodes = {node for node, _ in gpus}
     lines.append(f"  {'GPUs':<20} " + (f"{len(gpus)} on {len(nodes)} node{'s' if len(nodes) != 1 else ''}" if gpus
                                         else "not recorded (no phase, GPU sample or topology names one)"))
+    if "dashboard" in found and isinstance(run.meta.get("run_name"), str):  # wandb_group or "miles-run"
+        lines.append(f"  {'Miles run_name':<20} {run.meta['run_name']}")
     start = facts.get("start_ts")
     if isinstance(start, float) and not math.isnan(start):
         lines.append(f"  {'started':<20} {dt.datetime.fromtimestamp(start, dt.UTC):%Y-%m-%d %H:%M:%S} UTC")
-    keys, rows = step_table(run)
-    lines += ["", f"Per-step table: {len(rows)} steps, {len(keys)} metrics (--csv prints all of it)"]
-    lines += _table(keys, rows)
+    lines += ["", *_steps_section(run, summary)]
     lines += ["", "Phases:"]
     if len(summary.phases):
         durations = (summary.phases["t1"] - summary.phases["t0"]).groupby(summary.phases["name"])
@@ -138,17 +183,42 @@ def report(run: RunData, summary: RunSummary, found: dict[str, list[Path]], path
     return lines
 
 
-def _table(keys: list[str], rows: dict[int, dict[str, str]], shown: int = 6) -> list[str]:
+def _steps_section(run: RunData, summary: RunSummary) -> list[str]:
+    """The per-step table, axis by axis, and how the axes are joined when the run has more than one."""
+    tables = step_table(run)
+    metrics = {key for keys, _ in tables.values() for key in keys}
+    lines = [f"Per-step table: {len(metrics)} metrics on {len(tables)} step "
+             f"ax{'is' if len(tables) == 1 else 'es'} (--csv prints all of it, --long one value a line)"]
+    if TRAIN in tables and len(tables) > 1:
+        lines.append(f"  {join_of_summary(summary.facts, summary.config).sentence()}")
+    if not tables:
+        return [*lines, "  no steps"]
+    for axis, (keys, rows) in tables.items():
+        lines += [f"  {axis}: {len(rows)} steps, {len(keys)} metrics", *_table(axis, keys, rows)]
+    return lines
+
+
+def _table(axis: str, keys: list[str], rows: dict[int, dict[str, str]], shown: int = 6) -> list[str]:
     """A few metrics per step, as text: the first columns of the table, each as wide as its longest value."""
-    if not rows:
-        return ["  no steps"]
     lines = []
+    width = max(len(axis), *(len(str(step)) for step in rows))
     for start in range(0, len(keys), shown):
         part = keys[start:start + shown]
         widths = [max(len(k), *(len(r.get(k, "")) for r in rows.values())) for k in part]
-        lines.append("  " + "step".rjust(5) + "  " + "  ".join(k.rjust(w) for k, w in zip(part, widths, strict=True)))
+        lines.append("  " + axis.rjust(width) + "  "
+                     + "  ".join(k.rjust(w) for k, w in zip(part, widths, strict=True)))
         for step, row in rows.items():
-            lines.append("  " + str(step).rjust(5) + "  "
+            lines.append("  " + str(step).rjust(width) + "  "
                          + "  ".join(row.get(k, "-").rjust(w) for k, w in zip(part, widths, strict=True)))
         lines.append("")
     return lines[:-1]
+
+
+def csv_warnings(run: RunData, *, long: bool) -> list[str]:
+    """What the wide table (--csv) leaves out, said: values logged without a step, text metrics."""
+    if long:
+        return []
+    left = [value for value in values(run) if value.step is None or not value.number]
+    many = len(left) != 1
+    return [f"{len(left)} value{'s' if many else ''} logged without a step or as text {'are' if many else 'is'} "
+            "not in the wide table (--long lists every value)"] if left else []

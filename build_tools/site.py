@@ -23,12 +23,12 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from . import _fingerprint
 from ._exceptions import ManualError, SiteError
-from ._layout import FIGURES_PAGE, METRICS_PAGE, SITE_SETTINGS, Layout
+from ._layout import SITE_SETTINGS, Layout
 from ._settings import Settings, library_environment, site_environment
 from ._staging import staging
 from ._yaml import load_yaml
+from .store import fingerprint
 
 GENERATED_CONFIG = "mkdocs.yml"  # in the build folder (the pages' parent)
 KEY_FILE = "site.key"
@@ -48,7 +48,8 @@ def build_site(mkdocs_yml: Path, pages: Path, site: Path, settings: Settings | N
     build_dir = pages.parent
     key = site_key(mkdocs_yml, pages, settings)
     key_file = build_dir / KEY_FILE
-    if settings.trust_state and site.is_dir() and any(site.iterdir()) and _fingerprint.recorded(key_file) == key:
+    unchanged = site.is_dir() and any(site.iterdir()) and fingerprint.recorded(key_file) == key.hexdigest()
+    if settings.trust_state and unchanged:
         return False
     key_file.unlink(missing_ok=True)
     zensical = settings.engine == "zensical"
@@ -62,7 +63,7 @@ def build_site(mkdocs_yml: Path, pages: Path, site: Path, settings: Settings | N
         except SiteError as error:
             raise SiteError([_with_source(message, mkdocs_yml.parent) for message in error.messages]) from None
     if settings.trust_state:
-        _fingerprint.remember(key_file, key)
+        fingerprint.remember(key_file, key)
     return True
 
 
@@ -114,10 +115,7 @@ def _with_source(message: str, root: Path) -> str:
     match = re.match(r"Doc file '([^']+)'", message)
     if not match:
         return message
-    page = match.group(1)
-    sources = {METRICS_PAGE: "templates/metrics.md.j2 and docs/data/metrics.yml",
-               FIGURES_PAGE: "templates/figures.md.j2 and the figure blocks"}
-    source = sources.get(page) or (f"docs/{page}" if (Layout(root).docs / page).is_file() else "")
+    source = Layout(root).page_source(match.group(1))
     return f"{message} (rendered from {source})" if source else message
 
 
@@ -189,15 +187,15 @@ def run_mkdocs(config_file: Path, site_dir: Path) -> None:
         raise SiteError(collected.messages)
 
 
-def site_key(mkdocs_yml: Path, pages: Path, settings: Settings) -> str:
-    """Hash of everything the site is made from: pages, config, theme overrides, this code, library versions, and
-    the settings that change it (the address in mkdocs.yml's site_url, the date, the engine)."""
-    key = _fingerprint.Key("site").file(Path(__file__), "site.py")
+def site_key(mkdocs_yml: Path, pages: Path, settings: Settings) -> fingerprint.Key:
+    """Everything the site is made from: pages, config, theme overrides, this code, library versions, and the
+    settings that change it (the address in mkdocs.yml's site_url, the date, the engine)."""
+    key = fingerprint.Key("site").file(Path(__file__), "site.py")
     key.add(f"site_url={settings.site_url}", f"epoch={settings.epoch}", f"engine={settings.engine}")
     key.add(mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b"")
     for folder in (pages, mkdocs_yml.parent / "overrides"):
         key.files(folder.parent, sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [])
-    return key.hexdigest()
+    return key
 
 
 # --- make serve -------------------------------------------------------------------------------

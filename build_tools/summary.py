@@ -23,12 +23,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _columnar, _summary_cache, _workers, load
+from . import _columnar, _workers, axes, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, read_text, scan_tree
-from ._run_hash import input_hash, memo_stale, present, read_memo, write_memo
 from ._types import Columns, Record, RunData, RunSummary, ValidatedRun
 from ._yaml import load_yaml
+from .store import summary_cache
+from .store.run_hash import input_hash, memo_stale, present, read_memo, write_memo
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
 COUNTED_RANKS = (0, -1)
@@ -159,7 +160,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
         records = _records(known, digests, {job.path.name for job in to_read}, runs)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
-            _summary_cache.write_validated(cache_dir, records)
+            summary_cache.write_validated(cache_dir, records)
     shown = Path(display_path(runs_dir))
     for path in paths:  # every problem in the order of the runs, each run's dates checked
         problems += found.get(path.name, [])
@@ -252,7 +253,7 @@ class _Runs:
         if kept is not None:
             return kept
         if isinstance(result, Written):  # gone between the worker's writing and this reading
-            raise CacheChanged(_summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
+            raise CacheChanged(summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
         return result
 
 
@@ -328,35 +329,43 @@ def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     """Reduce one loaded run; merge conflicts are appended to problems."""
-    phases, (metric_steps, metrics, non_finite) = _apply_rules(run, problems)
-    events = _frame(run.streams.get("events", []), ["kind", "t0", "t1", "detail"])
+    join = _join(run)
+    phases, ((metric_steps, metrics, non_finite), others) = _apply_rules(run, problems, join)
+    events = _frame(load.records(run, "events"), ["kind", "t0", "t1", "detail"])
     phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
-    series = {name: _series(records, run.tables.get(name, [])) for name, records in run.streams.items()
-              if name not in ("metrics", "phases", "events")}
+    sampled = [name for name in load.stream_names(run) if name not in ("metrics", "phases", "events")]
+    run.taken.update(name for name in sampled if run.tables.get(name))
+    series = {name: _series(run.streams.get(name, []), run.tables.get(name, [])) for name in sampled}
     if "host_memory" in series:
         series["host_memory"] = _host_memory(series["host_memory"])
     summary = RunSummary(run.run_id, run.config, steps, _phase_frame(phases, phase_steps), events, series,
-                         warnings=list(run.warnings))
+                         warnings=list(run.warnings), axes=_axis_frames(others, join))
+    for _, _, more in others.values():  # each value's steps are those of its own axis
+        for name, at in more.items():
+            non_finite.setdefault(name, {}).update(at)
     summary.facts = _facts(summary, run, phases) | {"non_finite": non_finite}
+    if join != axes.join_of(run.config):  # taken from the steps
+        summary.facts["join"] = {"per_rollout": join.per_rollout, "source": join.source,
+                                 "train_scaled": join.train_scaled}
     return summary
 
 
-def _apply_rules(run: RunData, problems: list[Problem], *,
-                 rules_only: bool = False) -> tuple[dict[str, np.ndarray], MetricTable]:
+def _apply_rules(run: RunData, problems: list[Problem], join: axes.Join, *,
+                 rules_only: bool = False) -> tuple[dict[str, np.ndarray], tuple[MetricTable, dict[str, MetricTable]]]:
     """Every rule of the summary applied: the closed phases (a phase never closed is warned of) and the metric
     table (a step logged twice with different values is a problem). A run only validated stops here
     (`rules_only`: the phases' times alone, in no order, and no metric table: only its rules are applied)."""
     # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
-    deaths = [float(rec.data["t0"]) for rec in run.streams.get("events", []) if rec.data.get("kind") == "engine_death"]
+    deaths = [float(rec.data["t0"]) for rec in load.records(run, "events") if rec.data.get("kind") == "engine_death"]
     phases = _phase_columns(run, deaths, times_only=rules_only)
-    return phases, _metric_table(run, problems, rules_only=rules_only)
+    return phases, _metric_tables(run, problems, join, rules_only=rules_only)
 
 
 def validate(run: RunData, problems: list[Problem]) -> tuple[float, float]:
     """Every rule of the summary applied to a run, without making its tables: the run's start and end, as its
     summary's facts give them (its sampled streams' last times among them, kept by the loader)."""
-    phases, _ = _apply_rules(run, problems, rules_only=True)
+    phases, _ = _apply_rules(run, problems, _join(run), rules_only=True)
     return _window(run, phases, run.last_samples.values())
 
 
@@ -365,7 +374,7 @@ def _window(run: RunData, phases: dict[str, np.ndarray], lasts: Iterable[float])
     idle job still samples its GPU after the last step). Each sampled stream counts by its last sample."""
     times = [float(values.min()) for values in (phases["t0"], phases["t1"]) if len(values)]
     ends = [float(values.max()) for values in (phases["t0"], phases["t1"]) if len(values)]
-    if event_ends := [float(rec.data["t1"]) for rec in run.streams.get("events", [])]:
+    if event_ends := [float(rec.data["t1"]) for rec in load.records(run, "events")]:
         times.append(min(event_ends))
         ends.append(max(event_ends))
     for last in lasts:
@@ -377,39 +386,91 @@ def _window(run: RunData, phases: dict[str, np.ndarray], lasts: Iterable[float])
 
 # --- metrics ----------------------------------------------------------------------------------
 
-STEP_KEYS = ("rollout/step", "train/step")
+STEP_KEYS = axes.AXES  # never a metric of a step: the step itself
 # One step's metrics: the steps (ascending), each metric's value at each of them (NaN where not logged), and
 # where a logged value was not finite (metric -> step -> "NaN" / "Infinity" / "-Infinity").
 MetricTable = tuple[np.ndarray, dict[str, np.ndarray], dict[str, dict[str, str]]]
 NO_METRICS: MetricTable = (np.zeros(0, dtype=np.int64), {}, {})
 
 
-def _metric_table(run: RunData, problems: list[Problem], *, rules_only: bool = False) -> MetricTable:
-    """One row per step: the trainer's and the rollout manager's lines for the step merged.
+def _metric_tables(run: RunData, problems: list[Problem], join: axes.Join, *,
+                   rules_only: bool = False) -> tuple[MetricTable, dict[str, MetricTable]]:
+    """The per-step table's metrics, by rollout id, and a table of each other step axis that has values.
 
-    `rollout/*` and `perf/*` are logged against `rollout/step`, `train/*` against `train/step`; with one
-    optimizer step per rollout (as in every run of this manual) both count the same steps. Read from the
-    columns when the stream was (_metric_columns); a step logged twice with different values, which must be
-    worded line by line, reads the lines again.
+    `rollout/*` and `perf/*` are logged against `rollout/step`, `train/*` against `train/step`, `eval/*` against
+    `eval/step` (axes.py). With one optimizer step per rollout (as in every example run) rollout/step and
+    train/step count the same steps and are merged into one table, the trainer's and the rollout manager's lines
+    for a step together; with more, train/step is an axis of its own, each step joined to its rollout.
     """
-    if run.tables.get("metrics"):
-        table = _metric_columns(run.tables["metrics"], rules_only=rules_only)
-        if table is not None:
-            return table
-        records = load.lines_of(run, "metrics")
-    else:
-        records = run.streams.get("metrics", [])
-    return _metric_rows(records, problems)
+    groups: list[tuple[str, ...]] = [(axes.ROLLOUT, axes.TRAIN)] if join.identity else [(axes.ROLLOUT,),
+                                                                                         (axes.TRAIN,)]
+    groups.append((axes.EVAL,))
+    columns = run.tables.get("metrics")
+    found = [_metric_columns(columns, keys, rules_only=rules_only) if columns else None for keys in groups]
+    if any(table is None for table in found):  # read line by line, once for every axis that must be
+        lines = load.records(run, "metrics")
+        found = [table if table is not None else _metric_rows(lines, problems, keys)
+                 for table, keys in zip(found, groups, strict=True)]
+    tables = [table for table in found if table is not None]
+    main = _by_rollout(tables[0], join) if join.train_scaled else tables[0]
+    return main, {keys[0]: table for keys, table in zip(groups[1:], tables[1:], strict=True) if len(table[0])}
 
 
-def _metric_rows(records: Iterable[Record], problems: list[Problem]) -> MetricTable:
-    """The metric table from records, one at a time."""
+def _join(run: RunData) -> axes.Join:
+    """How the run's step axes join: its configuration's num_steps_per_rollout, else what its steps show (a warning
+    then says so: Miles' dump does not record it)."""
+    join = axes.join_of(run.config)
+    if join.source != axes.NOT_RECORDED:
+        return join
+    counts = _axis_counts(run)
+    taken = axes.inferred(join, counts.get(axes.TRAIN, 0), counts.get(axes.ROLLOUT, 0))
+    if taken != join:
+        run.warnings.append(f"{display_path(run.root)}: num_steps_per_rollout is {taken.source}, so "
+                            f"{taken.per_rollout} (set flags.num_steps_per_rollout in run.yaml, or pass the log "
+                            "that prints the launch arguments); train/step is read as an axis of its own")
+    return taken
+
+
+def _axis_counts(run: RunData) -> dict[str, int]:
+    """How many distinct steps each step key logs."""
+    keyed = [columns.table.select(["step_key", "step"]) for columns in run.tables.get("metrics", [])]
+    keyed = [table for table in keyed if not any(pa.types.is_null(kind) for kind in table.schema.types)]
+    pairs = {(record.data.get("step_key"), record.data.get("step"))  # the records not read as columns
+             for record in run.streams.get("metrics", [])}
+    if keyed:
+        table = pa.concat_tables(keyed, promote_options="permissive").drop_null()
+        pairs |= set(zip(*(table.group_by(["step_key", "step"]).aggregate([]).column(name).to_pylist()
+                           for name in ("step_key", "step")), strict=True))
+    return dict(collections.Counter(key for key, step in pairs if key is not None and step is not None))
+
+
+def _by_rollout(table: MetricTable, join: axes.Join) -> MetricTable:
+    """rollout/step counted in train steps (--wandb-always-use-train-step) made the rollout id."""
+    steps, metrics, non_finite = table
+    rollouts = steps // join.per_rollout
+    if len(np.unique(rollouts)) < len(rollouts):
+        return table  # not whole rollouts: the steps kept as logged
+    return rollouts, metrics, {name: {str(int(step) // join.per_rollout): marker for step, marker in at.items()}
+                               for name, at in non_finite.items()}
+
+
+def _axis_frames(tables: dict[str, MetricTable], join: axes.Join) -> dict[str, pd.DataFrame]:
+    """A frame per other step axis: index `step` (that axis' own), `rollout` (the rollout id it joins), metrics."""
+    frames = {}
+    for axis, (steps, metrics, _) in tables.items():
+        rollout = np.array([join.rollout_of(axis, int(step)) for step in steps], dtype=np.int64)
+        frames[axis] = pd.DataFrame({"rollout": rollout, **metrics}, index=pd.Index(steps, name="step"))
+    return frames
+
+
+def _metric_rows(records: Iterable[Record], problems: list[Problem], keys: tuple[str, ...]) -> MetricTable:
+    """The metric table of the records logged against `keys`, one at a time."""
     rows: dict[int, dict[str, Any]] = {}
     origin: dict[tuple[int, str], tuple[str, int]] = {}
     non_finite: dict[str, dict[str, str]] = {}
     for rec in records:
         key, step = rec.data["step_key"], rec.data["step"]
-        if key not in STEP_KEYS or step is None:
+        if key not in keys or step is None:
             continue
         row = rows.setdefault(step, {})
         for name, value in rec.data["metrics"].items():
@@ -437,7 +498,8 @@ def _metric_rows(records: Iterable[Record], problems: list[Problem]) -> MetricTa
     return steps, metrics, non_finite
 
 
-def _metric_columns(tables: list[Columns], *, rules_only: bool = False) -> MetricTable | None:
+def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
+                    rules_only: bool = False) -> MetricTable | None:
     """The metric table from the stream's columns, or None when it must be read line by line: a step logged
     twice with different values, or two metrics a step first logs on one line whose order there the columns
     cannot tell. With `rules_only`, NO_METRICS once no step is logged twice with different values."""
@@ -448,7 +510,7 @@ def _metric_columns(tables: list[Columns], *, rules_only: bool = False) -> Metri
         table = columns.table
         key, steps = table.column("step_key"), table.column("step")
         counted = np.zeros(table.num_rows, dtype=bool) if pa.types.is_null(key.type) or pa.types.is_null(
-            steps.type) else (pc.fill_null(pc.is_in(key, pa.array(STEP_KEYS)), False).to_numpy(zero_copy_only=False)
+            steps.type) else (pc.fill_null(pc.is_in(key, pa.array(keys)), False).to_numpy(zero_copy_only=False)
                               & steps.is_valid().to_numpy(zero_copy_only=False))
         steps = pc.fill_null(steps, 0).to_numpy(zero_copy_only=False) if counted.any() else \
             np.zeros(table.num_rows, dtype=np.int64)
@@ -548,10 +610,7 @@ def _phase_columns(run: RunData, deaths: Sequence[float], *, times_only: bool = 
         columns = _closed_phases(tables, run.warnings, deaths, times_only=times_only)
         if columns is not None:
             return columns
-        records = load.lines_of(run, "phases")
-    else:
-        records = run.streams.get("phases", [])
-    frame = _phases(records, run.warnings, deaths)
+    frame = _phases(load.records(run, "phases"), run.warnings, deaths)
     return {name: frame[name].to_numpy() for name in PHASE_COLUMNS}
 
 
@@ -832,11 +891,11 @@ def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> 
 # --- cache ------------------------------------------------------------------------------------
 
 def _read_validated(cache_dir: Path | None, warnings: list[str]) -> dict[str, dict[str, Any]]:
-    """The runs that passed before, by run id (_summary_cache.read_validated); empty when damaged or absent."""
+    """The runs that passed before, by run id (summary_cache.read_validated); empty when damaged or absent."""
     if cache_dir is None:
         return {}
     try:
-        return _summary_cache.read_validated(cache_dir)
+        return summary_cache.read_validated(cache_dir)
     except ValueError as error:
         warnings.append(f"build/cache: a damaged cache file was discarded and the runs it held are validated "
                         f"again ({error})")
@@ -875,8 +934,11 @@ class _CachedSummary(RunSummary):
             setattr(self, name, self.__dict__["_tables"](name.__eq__)[name])
             return getattr(self, name)
         if name == "series" and "_tables" in self.__dict__:
-            self.series = _summary_cache.series_of(self.__dict__["_tables"](lambda table: table.startswith("series/")))
+            self.series = summary_cache.series_of(self.__dict__["_tables"](lambda table: table.startswith("series/")))
             return self.series
+        if name == "axes" and "_tables" in self.__dict__:
+            self.axes = summary_cache.axes_of(self.__dict__["_tables"](lambda table: table.startswith("axis/")))
+            return self.axes
         raise AttributeError(name)
 
 
@@ -884,7 +946,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
     if cache_dir is None:
         return None
     try:
-        entry = _summary_cache.read_entry(cache_dir, run_dir.name, digest)
+        entry = summary_cache.read_entry(cache_dir, run_dir.name, digest)
     except ValueError as error:
         warnings.append(f"build/cache: a damaged cache entry was discarded and the run read again ({error})")
         return None
@@ -892,7 +954,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
         return None
     tables, body = entry
     summary = _CachedSummary.__new__(_CachedSummary)
-    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=_summary_cache.facts_of(body),
+    summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=summary_cache.facts_of(body),
                             warnings=list(body["warnings"]), source_hash=digest, _tables=tables)
     return summary
 
@@ -900,7 +962,7 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
 def _write_cache(cache_dir: Path | None, run_dir: Path, digest: str, summary: RunSummary) -> None:
     if cache_dir is None:
         return
-    _summary_cache.write_entry(cache_dir, run_dir.name, digest, *_summary_cache.summary_parts(summary))
+    summary_cache.write_entry(cache_dir, run_dir.name, digest, *summary_cache.summary_parts(summary))
 
 
 def describe(summary: RunSummary) -> str:

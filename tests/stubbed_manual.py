@@ -4,6 +4,7 @@ A process that kills itself (MANUAL_TEST_KILL_AT) cannot be the test's own: this
 exactly as `.venv/bin/manual` does, only with the tiny stub build in place of the real one.
 """
 
+import signal
 import sys
 from pathlib import Path
 
@@ -14,6 +15,9 @@ import test_edition  # noqa: E402
 from build_tools import edition  # noqa: E402
 from build_tools.cli import main  # noqa: E402
 
+# Ctrl-C as in a terminal: a shell that starts a job in the background (as a CI runner's may) starts it with
+# SIGINT ignored, and Python then raises no KeyboardInterrupt.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 edition.run_build = test_edition.stub_build
 edition.rebuild = test_edition.stub_rebuild
 sys.exit(main(sys.argv[1:]))

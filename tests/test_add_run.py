@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import json
 import os
 import re
 import shlex
@@ -137,9 +138,18 @@ def test_a_folder_holding_several_sources(project: Path, tmp_path: Path, monkeyp
     assert written["flags"] == {"n_samples_per_prompt": 8, "rollout_batch_size": 32, "rollout_max_response_len": 1024,
                                 "num_rollout": 3, "colocate": True}
     assert written["hardware"]["gpus"] == 1 and str(written["date"]) == "2026-09-21"
-    # Added once: the same id again is refused.
-    assert main(["--root", str(project), "add-run", str(job)]) == EXIT_BAD_INPUT
+    # The same id given again is refused; derived again, it is numbered past the run that has it.
+    assert main(["--root", str(project), "add-run", str(job), "--id", "sample-run"]) == EXIT_BAD_INPUT
     assert "runs/sample-run: already exists: choose another ID=, or remove the folder first" in capsys.readouterr().err
+    assert main(["--root", str(project), "add-run", str(job)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == (f"Added runs/sample-run-2 from {job} (Miles' run_name 'sample-run', kept "
+                                            "in meta.json):")
+    assert captured.out.splitlines()[-1] == ("1 warning reading the sources (on stderr; `manual show sample-run-2` "
+                                             "lists them)")
+    assert captured.err == (f"WARNING {job}/log/job.log:28: perf/total_train_time read as perf/step_time (its name "
+                            "in older Miles versions)\n")
+    shutil.rmtree(project / "runs" / "sample-run-2")
 
 
 def test_show_on_a_bare_log_prints_sources_setup_steps_and_events(monkeypatch, capsys) -> None:
@@ -165,10 +175,20 @@ def test_show_on_a_bare_log_prints_sources_setup_steps_and_events(monkeypatch, c
                                                 "'raysubmit_4Xk2' failed"
 
 
-def test_an_id_other_than_the_dumps_run_name_is_refused(project: Path, capsys) -> None:
-    assert main(["--root", str(project), "add-run", str(SOURCES / "dump"), "--id", "other"]) == EXIT_BAD_INPUT
-    assert "ID: is 'other', but the dump's meta.json names the run 'sample-run': leave ID out, or use that name" \
-        in capsys.readouterr().err
+def test_an_id_other_than_the_dumps_run_name_is_the_run_id(project: Path, monkeypatch, capsys) -> None:
+    """The folder is the run id; Miles' run_name (`wandb_group or "miles-run"`) is kept as written and shown."""
+    monkeypatch.chdir(project)
+    assert main(["--root", str(project), "add-run", str(SOURCES / "dump"), "--id", "other"]) == 0
+    assert capsys.readouterr().out.startswith(f"Added runs/other from {SOURCES / 'dump'} (Miles' run_name "
+                                              "'sample-run', kept in meta.json):\n")
+    meta = json.loads((project / "runs" / "other" / "dashboard" / "meta.json").read_text())
+    assert meta["run_name"] == "sample-run"
+    problems: list = []
+    load.load_run(project / "runs" / "other", problems)
+    assert all(p.file.endswith("run.yaml") for p in problems)  # only the fields a person fills in
+    assert main(["--root", str(project), "show", "other"]) == 0
+    assert "  Miles run_name       sample-run" in capsys.readouterr().out.splitlines()
+    shutil.rmtree(project / "runs" / "other")
 
 
 def test_show_of_nothing_is_bad_input(tmp_path: Path, capsys) -> None:

@@ -134,3 +134,11 @@ def test_a_failed_repeat_stops_the_measurement_with_its_exit_code(monkeypatch, t
     monkeypatch.setattr(bench_scale, "measure", lambda what, work, command: bench_scale.Measurement(
         what, 1.0, 1.0, 1.0, next(calls), [1.0]))
     assert bench_scale.repeated("warm check", tmp_path, "check").exit_code == 2
+
+
+def test_a_busy_machine_gets_no_verdict(monkeypatch) -> None:
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    assert bench_scale.busy_machine(1.5, 1.9) is None
+    assert bench_scale.busy_machine(3.1, 1.0) == (
+        "no verdict: the load average (3.10) exceeded this machine's 2 cores while measuring, so the times say more "
+        "about the other work than about the build; run make bench on a quiet machine")

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from conftest import copy_project, manual_blocks
 
-from build_tools import _uptodate
 from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools._layout import Layout
 from build_tools._settings import Settings
 from build_tools.build import build
 from build_tools.cli import main
+from build_tools.store import uptodate
 
 
 @pytest.fixture()
@@ -29,9 +29,11 @@ def test_check_prints_one_line_per_run_and_per_figure(project: Path, capsys: pyt
     lines = capsys.readouterr().out.splitlines()
     runs = sorted(p.name for p in (project / "runs").iterdir() if p.is_dir())
     assert [line.split()[0] for line in lines[:len(runs)]] == runs
-    figures = lines[len(runs):]
-    assert len(figures) == len(manual_blocks(project))
+    blocks = len(manual_blocks(project))
+    figures, closest = lines[len(runs):len(runs) + blocks], lines[len(runs) + blocks:]
+    assert all(" fig " in line for line in figures)
     assert figures[0].startswith("docs/01-step.md:8 fig 1.1 pass  ")
+    assert closest[0].startswith("Closest to failing (5 of ") and len(closest) == 6  # the five smallest margins
     assert (project / "build" / "claims.json").is_file() and not (project / "site").exists()
 
 
@@ -68,13 +70,13 @@ def test_a_no_op_build_stops_before_any_work(built_copy: Path, capsys: pytest.Ca
 
 
 def test_a_changed_input_is_built_again(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _uptodate.is_current(Layout(built_copy), Settings())
+    assert uptodate.is_current(Layout(built_copy), Settings())
     chapter = built_copy / "docs" / "05-heat.md"
     chapter.write_text(chapter.read_text() + "\nOne more sentence.\n")
-    assert not _uptodate.is_current(Layout(built_copy), Settings())
+    assert not uptodate.is_current(Layout(built_copy), Settings())
     assert main(["build"]) == 0
     assert "One more sentence." in (built_copy / "site" / "05-heat.html").read_text()
-    assert _uptodate.is_current(Layout(built_copy), Settings())
+    assert uptodate.is_current(Layout(built_copy), Settings())
 
 
 def test_a_failed_build_is_not_current(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,13 +84,13 @@ def test_a_failed_build_is_not_current(built_copy: Path, capsys: pytest.CaptureF
     run_yaml.write_text(run_yaml.read_text().replace("commit: 08752a1", "commit: 1a2b3c4"))
     assert main(["build"]) == EXIT_BAD_INPUT
     run_yaml.write_text(run_yaml.read_text().replace("commit: 1a2b3c4", "commit: 08752a1"))
-    assert not _uptodate.is_current(Layout(built_copy), Settings())  # back to the old inputs, but the key was dropped
+    assert not uptodate.is_current(Layout(built_copy), Settings())  # back to the old inputs, but the key was dropped
 
 
 def test_make_check_then_make_does_not_build_again(built_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     site_before = (built_copy / "site" / "index.html").stat().st_mtime_ns
     assert main(["check"]) == 0
-    assert _uptodate.is_current(Layout(built_copy), Settings())
+    assert uptodate.is_current(Layout(built_copy), Settings())
     capsys.readouterr()
     assert main(["build"]) == 0
     assert capsys.readouterr().err.strip() == (
@@ -101,7 +103,7 @@ def test_a_check_of_changed_inputs_leaves_the_site_to_be_built(built_copy: Path,
     chapter = built_copy / "docs" / "05-heat.md"
     chapter.write_text(chapter.read_text() + "\nOne more sentence.\n")
     assert main(["check"]) == 0
-    assert not _uptodate.is_current(Layout(built_copy), Settings())
+    assert not uptodate.is_current(Layout(built_copy), Settings())
     assert main(["build"]) == 0
     assert "One more sentence." in (built_copy / "site" / "05-heat.html").read_text()
 

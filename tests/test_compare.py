@@ -85,3 +85,23 @@ def test_a_four_gpu_dump_and_a_bare_log_are_compared_with_a_verdict(project, cap
     assert lines[0] == "Your run job (3 steps) against the manual's Metrics page"
     assert lines[-1] == ("Verdict: 3 of 17 rows as in the manual's runs, 6 differ, 3 compared as a ratio, "
                          "5 not logged by your run")
+
+
+def test_claims_of_the_same_setup_are_checked_on_your_run_with_their_margin(project, capsys):
+    lines = run_compare(project, project / "runs" / "baseline-seed1", capsys)
+    start = lines.index("The claims whose runs share your setup, checked on your run alone (6 of 10 supported):")
+    section = lines[start + 1:lines.index("", start)]
+    assert section[1] == ('  fig 1.2 "Training and rollout take almost all of a step": supported, headroom 0.07 '
+                          "(edge 0.9, fraction 0.0778)")
+    assert section[2] == ('  fig 1.3 "left the job running for 63 minutes": cannot check, run baseline-seed1 has no '
+                          "engine_death event")
+    # Checks of some of a block's runs, or across its runs (fig 2.2's paired difference, fig 4.1's runs): left out.
+    assert not any(line.startswith(("  fig 2.2 ", "  fig 4.1 ", "  fig 2.4 ")) for line in section)
+    assert lines[-1].startswith("Verdict: ")
+
+
+def test_a_claim_your_run_does_not_support_says_why(project, tmp_path, capsys):
+    lines = run_compare(project, scaled_dump(project, tmp_path / "slow", "perf/step_time", 1.5), capsys)
+    line = next(line for line in lines if line.startswith("  fig 1.2 "))
+    assert line.startswith('  fig 1.2 "Training and rollout take almost all of a step": not supported, median share '
+                           "of step_time is 0.6")

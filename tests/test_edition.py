@@ -19,13 +19,13 @@ import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools import _git, _manifest, edition
-from build_tools._exceptions import EXIT_DIFFERS, ClaimsFailed, EditionError, PushFailed
-from build_tools._fingerprint import LIBRARIES
+from build_tools._exceptions import EXIT_DIFFERS, ClaimsFailed, EditionClaimsFailed, EditionError, PushFailed
 from build_tools._layout import PROJECT_INPUTS
 from build_tools._settings import Settings, from_environment
 from build_tools._staging import staging
 from build_tools.cli import main
 from build_tools.stamp import load_stamp
+from build_tools.store.fingerprint import LIBRARIES
 
 # --- a tiny project and a stub build -----------------------------------------------------------------------
 
@@ -99,9 +99,11 @@ def stub_build(root: Path, settings: Settings | None = None) -> None:
     """What the real build leaves behind, in miniature: claims.json, a figure, the Metrics page, a site."""
     value = float((root / "runs" / "demo" / "value.txt").read_text())
     status = "pass" if value < LIMIT else "fail"
+    margin = {"headroom": LIMIT - value, "edge": LIMIT, "unit": "", "fraction": (LIMIT - value) / LIMIT,
+              "value": value, "worst": "demo"}
     claims = {"figures": [{"id": "fig-demo", "number": "1.1", "claim": f"The value stays below {LIMIT:g}.",
-                          "status": status, "checks": [{"name": "below", "status": status,
-                                                        "observed": {"value": value}}]}]}
+                          "status": status, "checks": [{"name": "below", "status": status, "says": "stays below 10",
+                                                        "observed": {"value": value}, "margin": margin}]}]}
     (root / "build" / "docs" / "figures").mkdir(parents=True, exist_ok=True)
     (root / "build" / "claims.json").write_text(json.dumps(claims), encoding="utf-8")
     if status == "fail":
@@ -217,7 +219,8 @@ def test_manifest_and_changes_have_readable_pages(two_editions: Path) -> None:
     assert "changes.html" not in git(two_editions, "ls-tree", "--name-only", "gh-pages", "2026.10/")
     changes = show(two_editions, "2026.11/changes.html")
     assert "What changed from edition 2026.10 to 2026.11" in changes
-    assert "run demo changed" in changes and "4.0 → 5.5" in changes
+    assert "run demo: value.txt changed" in changes and "4.0 → 5.5" in changes
+    assert "headroom 6 -&gt; 4.5" in changes
 
 
 def test_the_stub_build_saw_the_edition_date_as_source_date_epoch(two_editions: Path) -> None:
@@ -231,8 +234,9 @@ def test_diff_names_the_changed_run_and_the_moved_claim_values(two_editions: Pat
     assert main(["--root", str(two_editions), "diff", "2026.10", "2026.11"]) == 0
     text = capsys.readouterr().out
     assert text.splitlines()[0] == "Edition 2026.10 → 2026.11"
-    assert "  run demo changed (files)" in text
-    assert "  claim fig-demo: below.value: 4.0 → 5.5" in text
+    assert "  run demo: value.txt changed" in text
+    assert "  Fig 1.1 'stays below 10': headroom 6 -> 4.5 (fraction 0.6 -> 0.45)" in text
+    assert "  Fig 1.1 'stays below 10': below.value: 4.0 → 5.5" in text
     assert "  figure fig-demo: data (CSV) and image (SVG) changed" in text
     assert "  Metrics row Rollout › demo/value, Our range: 4.0 → 5.5" in text
 
@@ -509,6 +513,15 @@ def nudge_a_run(root: Path) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
+def stop_later(root: Path, seconds: float) -> None:
+    """The no-watchdog job stopped `seconds` later: fig 1.3's dead engine left it running that much longer."""
+    path = root / "runs" / "no-watchdog" / "lab" / "events.jsonl"
+    events = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    end = round(events[1]["t0"] + seconds, 3)
+    events[0]["t1"], events[1]["t0"], events[1]["t1"] = end, end, end
+    path.write_text("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events), encoding="utf-8")
+
+
 def write_edition_file(root: Path, number: str, date: str) -> None:
     """Change the edition and its date in the real edition.yml, keeping its comments and Miles fields."""
     path = root / "edition.yml"
@@ -518,13 +531,15 @@ def write_edition_file(root: Path, number: str, date: str) -> None:
 
 @pytest.fixture(scope="module")
 def real_editions(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real manual published as 2026.10, then as 2026.11 after one run moved a little (two full builds)."""
+    """The real manual published as 2026.10, then as 2026.11 after one run moved a little and the no-watchdog job
+    stopped 12 s later (two full builds)."""
     root = real_project(tmp_path_factory.mktemp("real") / "manual")
     with real_pipeline():
         edition.publish(root, "2026.10", quiet=True, say=lambda line: None)
         write_edition_file(root, "2026.11", "2026-11-15")
         nudge_a_run(root)
-        commit_all(root, f"edition 2026.11: {NUDGED_RUN} re-measured")
+        stop_later(root, 12)
+        commit_all(root, f"edition 2026.11: {NUDGED_RUN} re-measured, no-watchdog stopped 12 s later")
         edition.publish(root, "2026.11", quiet=True, say=lambda line: None)
     return root
 
@@ -553,14 +568,22 @@ def test_real_manifest_covers_every_run_figure_claim_and_metrics_row(real_editio
 
 def test_real_diff_names_the_nudged_run_and_the_moved_claim(real_editions: Path) -> None:
     text = edition.diff(real_editions, "2026.10", "2026.11")
-    assert f"  run {NUDGED_RUN} changed (files)" in text
-    moved = re.search(r"  claim fig-response-length: falls_from\.first: (720\.\d+) → (721\.\d+)\n", text)
+    assert f"  run {NUDGED_RUN}: dashboard/metrics.jsonl changed" in text
+    assert "  run no-watchdog: lab/events.jsonl changed" in text
+    assert "  Fig 1.3 'left the job running for 63 minutes': headroom 0.3 -> 0.1 min (fraction 0.6 -> 0.2)" in text
+    moved = re.search(r"  Fig 1\.5 'falls from about 720 to about 460 tokens': falls_from\.first: (720\.\d+) → "
+                      r"(721\.\d+)\n", text)
     assert moved, text
     assert "  figure fig-response-length: data (CSV) and image (SVG) changed" in text
     assert re.search(rf"  Metrics row Rollout › `{NUDGED_METRIC}`, Our range: \d+ to 787 → \d+ to 791\n", text)
     assert "run baseline-seed2" not in text and "fig-reward-curves" not in text  # only what moved is listed
     page = show(real_editions, "2026.11/changes.html")
-    assert f"claim fig-response-length: falls_from.first: {moved[1]} → {moved[2]}" in page
+    assert f"falls_from.first: {moved[1]} → {moved[2]}" in page
+    health = show(real_editions, "2026.11/claim-health.html")  # margins across the editions, filled by publishing
+    assert "<th>edition 2026.10</th>" in health and "<th>edition 2026.11</th>" in health
+    row = next(r for r in health.split("<tr>") if "left the job running for 63 minutes" in r and "<svg" in r)
+    assert "<td>0.3 min</td>" in row and "<td>0.1 min</td>" in row and "<td>shrank</td>" in row
+    assert "This build is not a published edition" not in health.split("<h2")[-1]
 
 
 def test_real_edition_rebuilds_byte_identically_from_its_tag(real_editions: Path) -> None:
@@ -685,3 +708,30 @@ def test_verify_refuses_a_tag_that_names_no_commit(kind: str, copy_of: Path,
     assert refuse(copy_of, ["verify", "2026.10"], capsys) == (
         f"tag edition-2026.10 names a {kind}, not a commit: an edition's tag names the commit it was built from "
         "(project_commit in its manifest): point it there (git tag -f edition-2026.10 COMMIT) and verify again")
+
+
+def test_an_edit_with_its_mtime_put_back_is_never_published_stale(real_editions: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The issue's case: no-watchdog's end moved 400 s (fig 1.3 then fails), its size kept and its mtime put back,
+    with the memo made to vouch for the old data as well; an everyday check trusts the memo, publishing does not."""
+    from test_run_hash import EARLIER, EVENTS, KEPT, rewrite_keeping_times
+
+    from build_tools.store import fingerprint, run_hash
+
+    root = tmp_path / "manual"
+    shutil.copytree(real_editions, root, symlinks=True)
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)
+    assert main(["--root", str(root), "check"]) == 0
+    memo_file = root / "build" / "cache" / "summaries" / run_hash.MEMO
+    memo = json.loads(memo_file.read_text())
+    rewrite_keeping_times(root / EVENTS, KEPT, EARLIER)
+    run = root / EVENTS.parents[1]
+    (key,) = [key for key in memo if key.endswith("/no-watchdog")]
+    memo[key]["stats"] = run_hash.stats_of(run_hash.scan_tree(run, run.resolve())[1])
+    memo_file.write_text(json.dumps(memo))
+    write_edition_file(root, "2026.12", "2026-12-15")
+    commit_all(root, "edition 2026.12: no-watchdog stopped earlier")
+    before = refs(root)
+    with real_pipeline(), pytest.raises(EditionClaimsFailed) as failed:
+        edition.publish(root, "2026.12", quiet=True, say=lambda line: None)
+    assert list(failed.value.claims) == ["fig-dead-engine"] and refs(root) == before

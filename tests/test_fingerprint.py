@@ -1,9 +1,10 @@
-"""build_tools/_fingerprint.py: one list of libraries whose versions matter, read by every cache key and the
+"""build_tools/fingerprint.py: one list of libraries whose versions matter, read by every cache key and the
 edition's manifest; files hashed once per process while they stay as they were; key files read safely."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -14,10 +15,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from build_tools import _fingerprint, _manifest, _ray, _run_hash, _uptodate, draw, site, summary
-from build_tools._fingerprint import LIBRARIES
+from build_tools import _manifest, _ray, draw, site, summary
 from build_tools._layout import PROJECT, Layout
 from build_tools._settings import Settings
+from build_tools.store import fingerprint, run_hash, uptodate
+from build_tools.store.fingerprint import LIBRARIES
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RUN = Path(__file__).resolve().parent / "samples" / "load" / "good"
@@ -28,7 +30,7 @@ def test_the_versions_are_the_ones_importlib_finds() -> None:
     listed library is installed, so no name in the list is misspelt."""
     from importlib import metadata
 
-    assert _fingerprint.library_versions() == {name: metadata.version(name) for name in LIBRARIES}
+    assert fingerprint.library_versions() == {name: metadata.version(name) for name in LIBRARIES}
 
 
 def test_the_manifest_records_python_and_every_listed_library(tmp_path: Path) -> None:
@@ -49,13 +51,13 @@ def _project(tmp_path: Path) -> Layout:
 
 
 def _every_key(layout: Layout) -> dict[str, str]:
-    _run_hash.code_digest.cache_clear()  # kept for the process: recomputed under the versions of this test
+    run_hash.code_digest.cache_clear()  # kept for the process: recomputed under the versions of this test
     manifest = _manifest.compute(layout.root, edition={"edition": "2026.10", "date": "2026-10-01", "image": "i",
                                                        "branch": "b", "commit": "c", "commit_date": "d"},
                                  project_commit="p", source_date_epoch=0)
     return {
-        "no-op build": _uptodate.inputs_key(layout, Settings()),
-        "site": site.site_key(layout.mkdocs_yml, layout.pages, Settings()),
+        "no-op build": uptodate.inputs_key(layout, Settings()),
+        "site": site.site_key(layout.mkdocs_yml, layout.pages, Settings()).hexdigest(),
         "figures": draw._shared_digest(PROJECT),  # the figure helpers, palette and style of this project
         "run summary": summary.input_hash(layout.runs / "tiny-run"),
         "ray worker": _ray.code_digest(),  # a worker with other library versions is refused
@@ -68,11 +70,11 @@ def test_every_cache_key_and_the_manifest_change_with_each_listed_library(librar
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     layout = _project(tmp_path)
     before = _every_key(layout)
-    upgraded = {**_fingerprint.library_versions(), library: "99.0"}
-    monkeypatch.setattr(_fingerprint, "library_versions", lambda: upgraded)
+    upgraded = {**fingerprint.library_versions(), library: "99.0"}
+    monkeypatch.setattr(fingerprint, "library_versions", lambda: upgraded)
     after = _every_key(layout)
     monkeypatch.undo()
-    _run_hash.code_digest.cache_clear()
+    run_hash.code_digest.cache_clear()
     assert [name for name in before if before[name] == after[name]] == []
 
 
@@ -81,7 +83,7 @@ def test_no_module_but_the_fingerprint_reads_library_versions() -> None:
     readers = []
     for path in sorted((ROOT / "build_tools").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if path.name != "_fingerprint.py" and any(word in text for word in ("metadata.version", ".dist-info",
+        if path.name != "fingerprint.py" and any(word in text for word in ("metadata.version", ".dist-info",
                                                                             "LIBRARIES", "python_version")):
             readers.append(path.relative_to(ROOT).as_posix())
     assert readers == []
@@ -92,8 +94,8 @@ def test_no_module_but_the_fingerprint_reads_library_versions() -> None:
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
-    real: Callable = _fingerprint._sha256
-    monkeypatch.setattr(_fingerprint, "_sha256", lambda path, size: reads.append(str(path)) or real(path, size))
+    real: Callable = fingerprint._sha256
+    monkeypatch.setattr(fingerprint, "_sha256", lambda path, size: reads.append(str(path)) or real(path, size))
     return reads
 
 
@@ -101,11 +103,11 @@ def test_a_cold_build_reads_each_run_file_once_for_its_keys(tmp_path: Path, monk
     """The summary cache's key, then the no-op key the build records: the run's files are hashed for the first
     and their digests reused for the second."""
     layout = _project(tmp_path)
-    monkeypatch.setattr(_fingerprint, "SETTLED_NS", -1)  # the copy was just written: count it settled
-    monkeypatch.setattr(_fingerprint, "_digests", {})
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)  # the copy was just written: count it settled
+    monkeypatch.setattr(fingerprint, "_digests", {})
     reads = _count_reads(monkeypatch)
     summary.summarise_runs(layout.runs, layout.cache / "summaries")
-    _uptodate.inputs_key(layout, Settings())
+    uptodate.inputs_key(layout, Settings())
     run_files = sorted(str(p) for p in (layout.runs / "tiny-run").rglob("*") if p.is_file())
     assert sorted(r for r in reads if r.startswith(str(layout.runs))) == run_files
 
@@ -121,18 +123,18 @@ def test_a_file_rewritten_within_one_clock_tick_is_read_again(tmp_path: Path, mo
     path = tmp_path / "run.yaml"
     path.write_text("seed: 1\n")
     _fake_stat(monkeypatch, time.time_ns())
-    first = _fingerprint.file_digest(path)
+    first = fingerprint.file_digest(path)
     path.write_text("seed: 2\n")
-    assert _fingerprint.file_digest(path) != first == hashlib.sha256(b"seed: 1\n").digest()
+    assert fingerprint.file_digest(path) != first == hashlib.sha256(b"seed: 1\n").digest()
 
 
 def test_a_settled_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "run.yaml"
     path.write_text("seed: 1\n")
     _fake_stat(monkeypatch, time.time_ns() - 3_000_000_000)
-    monkeypatch.setattr(_fingerprint, "_digests", {})
+    monkeypatch.setattr(fingerprint, "_digests", {})
     reads = _count_reads(monkeypatch)
-    assert _fingerprint.file_digest(path) == _fingerprint.file_digest(path) == hashlib.sha256(b"seed: 1\n").digest()
+    assert fingerprint.file_digest(path) == fingerprint.file_digest(path) == hashlib.sha256(b"seed: 1\n").digest()
     assert reads == [str(path)]
 
 
@@ -140,38 +142,52 @@ def test_a_large_file_is_hashed_in_chunks_never_whole(tmp_path: Path, monkeypatc
     path = tmp_path / "metrics.jsonl"
     data = bytes(range(256)) * 1200
     path.write_bytes(data)
-    monkeypatch.setattr(_fingerprint, "ONE_READ", 1000)
+    monkeypatch.setattr(fingerprint, "ONE_READ", 1000)
 
     def whole(self: Path) -> bytes:
         raise AssertionError(f"{self} read whole")
 
     monkeypatch.setattr(Path, "read_bytes", whole)
-    assert _fingerprint.file_digest(path) == hashlib.sha256(data).digest()
+    assert fingerprint.file_digest(path) == hashlib.sha256(data).digest()
 
 
 # --- keys ---------------------------------------------------------------------------------------------
 
 
 def test_a_key_tells_apart_what_plain_concatenation_would_not(tmp_path: Path) -> None:
-    assert _fingerprint.Key("k").add("ab", "c").hexdigest() != _fingerprint.Key("k").add("a", "bc").hexdigest()
+    assert fingerprint.Key("k").add("ab", "c").hexdigest() != fingerprint.Key("k").add("a", "bc").hexdigest()
     (tmp_path / "a").write_text("same")
     (tmp_path / "b").write_text("same")
-    named_a = _fingerprint.Key("k").files(tmp_path, [tmp_path / "a"]).hexdigest()
-    assert named_a != _fingerprint.Key("k").files(tmp_path, [tmp_path / "b"]).hexdigest()  # a rename counts
+    named_a = fingerprint.Key("k").files(tmp_path, [tmp_path / "a"]).hexdigest()
+    assert named_a != fingerprint.Key("k").files(tmp_path, [tmp_path / "b"]).hexdigest()  # a rename counts
 
 
-@pytest.mark.parametrize("content", [b"\xff\xfe not text", None])
+@pytest.mark.parametrize("content", [b"\xff\xfe not text", b"[[[[", b"{\"key\": 5}", None])
 def test_a_damaged_or_missing_key_file_is_no_key(content: bytes | None, tmp_path: Path) -> None:
     key_file = tmp_path / "build" / "inputs.key"
     if content is not None:
         key_file.parent.mkdir()
         key_file.write_bytes(content)
-    assert _fingerprint.recorded(key_file) is None
-    assert not _uptodate.is_current(Layout(tmp_path), Settings())
+    assert fingerprint.recorded(key_file) is None
+    assert not uptodate.is_current(Layout(tmp_path), Settings())
 
 
 def test_a_remembered_key_is_read_back_and_leaves_no_temporary_file(tmp_path: Path) -> None:
-    _fingerprint.remember(tmp_path / "site.key", "abc")
-    _fingerprint.remember(tmp_path / "site.key", "def")
-    assert _fingerprint.recorded(tmp_path / "site.key") == "def"
+    first, second = fingerprint.Key("site").add("a"), fingerprint.Key("site").add("b")
+    fingerprint.remember(tmp_path / "site.key", first)
+    fingerprint.remember(tmp_path / "site.key", second)
+    assert fingerprint.recorded(tmp_path / "site.key") == second.hexdigest() != first.hexdigest()
     assert [p.name for p in tmp_path.iterdir()] == ["site.key"]
+
+
+def test_each_output_records_what_it_was_made_from(built_manual: Path) -> None:
+    """build/inputs.key names every input file and every run with its digest, and the tools' versions."""
+    record = json.loads((built_manual / "build" / "inputs.key").read_text())
+    assert record["kind"] == "inputs" and record["tools"] == fingerprint.tool_versions()
+    made_from = record["made_from"]
+    assert made_from["runs/no-watchdog/"] == summary.input_hash(built_manual / "runs" / "no-watchdog")
+    chapter = built_manual / "docs" / "01-step.md"
+    assert made_from["docs/01-step.md"] == hashlib.sha256(chapter.read_bytes()).hexdigest()
+    assert "build_tools/store/fingerprint.py" in made_from
+    site_record = json.loads((built_manual / "build" / "site.key").read_text())
+    assert site_record["kind"] == "site" and "docs/index.md" in site_record["made_from"]

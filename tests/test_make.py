@@ -71,7 +71,8 @@ def test_a_valid_value_reaches_the_program_as_one_argument() -> None:
 
 
 @pytest.mark.parametrize(("code", "outcome"), [(1, "a bug"), (2, "bad input"), (3, "a claim failed"),
-                                               (4, "verify found a difference")])
+                                               (4, "verify found a difference"),
+                                               (6, "a claim's margin is below the warning threshold (STRICT=1)")])
 def test_a_failure_says_which_outcome_it_was(code: int, outcome: str, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     import build_tools.cli
@@ -96,6 +97,12 @@ def test_make_variables_become_single_arguments() -> None:
     assert _make.arguments("check", env, ROOT) == ["check"]
     assert _make.arguments("check", {"ALL": "1", "RAY": "auto"}, ROOT) == ["check", "--ray=auto", "--all"]
     assert _make.arguments("check", {"ALL": "0"}, ROOT) == ["check"]
+    assert _make.arguments("check", {"WARN_MARGIN": "0.2", "STRICT": "1", "FORMAT": "github"}, ROOT) == [
+        "check", "--warn-margin=0.2", "--strict", "--format=github"]
+    with pytest.raises(_make.NotAFormat) as error:
+        _make.arguments("check", {"FORMAT": "github --all"}, ROOT)
+    assert str(error.value) == ("FORMAT='github --all' is not a report format: write FORMAT=github (workflow "
+                                "commands for GitHub) or leave it out")
 
 
 RAY_EXPECTED = "(expected HOST:PORT, ray://HOST:PORT or auto)"

@@ -123,7 +123,7 @@ def test_a_bad_colour_gives_one_line_naming_file_line_and_field(monkeypatch):
     with pytest.raises(FigureError) as caught:
         palette.load_palette(SAMPLES / "bad_hex" / "palette.yml")
     assert str(caught.value) == (
-        "1 problem in the figures:\n"
+        "1 problem in the files every figure is drawn with:\n"
         "  tests/samples/palette/bad_hex/palette.yml:20: roles[0].hex: expected a colour as #rrggbb, found 'blue'")
 
 

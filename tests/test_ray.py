@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 from conftest import ROOT, copy_project, manual_blocks
 
-from build_tools import _ray, _summary_wire
+from build_tools import _ray
 from build_tools._exceptions import RayError, RunDataError
 from build_tools.cli import main
+from build_tools.store import summary_wire
 from build_tools.summary import summarise_runs, summarise_serially
 
 # What `--ray auto` sets before the command imports Ray (Ray reads it once, at import): loopback only.
@@ -27,7 +28,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.
 
 def test_a_summary_crosses_the_wire_unchanged(example_summaries: dict) -> None:
     for run_id, summary in example_summaries.items():
-        back = _summary_wire.decode(_summary_wire.encode(summary))
+        back = summary_wire.decode(summary_wire.encode(summary))
         assert back.run_id == run_id and back.config == summary.config and back.warnings == summary.warnings
         assert json.dumps(back.facts, sort_keys=True) == json.dumps(summary.facts, sort_keys=True)
         assert back.facts["gpus_used"] == summary.facts["gpus_used"]  # tuples again, as the summary has them

@@ -40,7 +40,7 @@ def streams_of(run: Path) -> dict[str, list]:
     data = load.RunData("x", run, {}, {})
     load._read_streams(data, {run / "lab": LAB_STREAMS}, problems)
     assert problems == [] and data.warnings == []
-    return data.streams
+    return {name: load.records(data, name) for name in load.stream_names(data)}  # however each was read
 
 
 def test_it_writes_hourly_lab_streams_the_loader_accepts(tmp_path: Path) -> None:
@@ -61,9 +61,34 @@ def test_a_failing_gpu_query_is_said_once_and_host_memory_goes_on(tmp_path: Path
     result = run_record(tmp_path / "run", env, "--samples", "4")
     assert result.returncode == 0
     said = [line for line in result.stderr.splitlines() if "GPU query" in line]
-    assert said == ["the GPU query (nvidia-smi) failed: NVIDIA-SMI has failed; recording host memory only"]
+    assert said == ["the GPU query (nvidia-smi) failed: NVIDIA-SMI has failed (exit status 9); recording host "
+                    "memory only"]
     streams = streams_of(tmp_path / "run")
     assert len(streams["host_memory"]) == 4 and "gpu_temp" not in streams
+
+
+def test_nvidia_smis_own_message_on_standard_output_is_kept(tmp_path: Path) -> None:
+    """nvidia-smi prints its own failure on standard output (a driver updated under a running system)."""
+    env = fake_nvidia_smi(tmp_path / "bin", 'echo "Failed to initialize NVML: Driver/library version mismatch"; '
+                                            'echo "NVML library version: 580.95"; exit 18')
+    result = run_record(tmp_path / "run", env, "--samples", "2")
+    assert result.returncode == 0
+    assert [line for line in result.stderr.splitlines() if "GPU query" in line] == [
+        "the GPU query (nvidia-smi) failed: Failed to initialize NVML: Driver/library version mismatch; NVML library "
+        "version: 580.95 (exit status 18); recording host memory only"]
+
+
+def test_a_gpu_without_a_temperature_is_a_warning_and_counted(tmp_path: Path) -> None:
+    env = fake_nvidia_smi(tmp_path / "bin", 'echo "0, [N/A], 93, 31.20"; echo "1, 47, 90, [N/A]"')
+    result = run_record(tmp_path / "run", env, "--samples", "3")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[1:] == [
+        "WARNING gpu_temp.temp_c of GPU 0: nvidia-smi reports '[N/A]', not a temperature; the sample is left out (the "
+        "closing summary counts every one)",
+        "stopped after 3 samples; 3 GPU samples without a temperature left out (GPU 0 3)"]
+    gpus = [(g["gpu"], g["temp_c"], g["util"], g["power_w"]) for g in
+            (r.data for r in streams_of(tmp_path / "run")["gpu_temp"])]
+    assert gpus == [(1, 47.0, 90.0, None)] * 3
 
 
 def test_until_exit_records_the_job_end(tmp_path: Path) -> None:

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import copy_project
 
-from build_tools import _fingerprint, _run_hash
 from build_tools._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ClaimsFailed
 from build_tools._files import scan_tree
 from build_tools._settings import Settings
 from build_tools.build import check
 from build_tools.cli import main
+from build_tools.store import fingerprint, run_hash
 
 EVENTS = Path("runs/no-watchdog/lab/events.jsonl")
 # Fig 1.3: the no-watchdog job left running 63 minutes; its end 400 s earlier makes it 69.9 (the claim fails).
@@ -28,7 +28,7 @@ KEPT, EARLIER = '"t0":1790949548.3,', '"t0":1790949148.3,'
 @pytest.fixture()
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the project whose files count as settled at once (the memo remembers them)."""
-    monkeypatch.setattr(_fingerprint, "SETTLED_NS", -1)
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)
     return copy_project(tmp_path / "manual")
 
 
@@ -77,30 +77,30 @@ def test_the_memo_keys_on_ctime_inode_and_device(project: Path) -> None:
     info = (run / "lab" / "events.jsonl").stat()
     assert stat == ("lab/events.jsonl", info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
     memo: dict = {}
-    _run_hash.input_hash(run, memo, files, key="run")
+    run_hash.input_hash(run, memo, files, key="run")
     rewrite_keeping_times(run / EVENTS.relative_to("runs/no-watchdog"), KEPT, EARLIER)
-    assert _run_hash.memo_stale(memo, "run", scan_tree(run, run.resolve())[1])
+    assert run_hash.memo_stale(memo, "run", scan_tree(run, run.resolve())[1])
 
 
 def test_a_racy_file_is_not_remembered(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file whose mtime or ctime is within the last two seconds could change again unseen: not remembered."""
-    monkeypatch.setattr(_fingerprint, "SETTLED_NS", 2_000_000_000)
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", 2_000_000_000)
     run = project / "runs" / "no-watchdog"
     (run / "run.yaml").touch()  # ctime and mtime: now
     memo: dict = {}
-    _run_hash.input_hash(run, memo, key="run")
+    run_hash.input_hash(run, memo, key="run")
     assert memo == {}
 
 
 def _poison_memo(project: Path) -> None:
     """The memo vouches for the edited run with the old digest under the new file data: what a file system whose
     times cannot tell the edit apart would leave. An everyday check trusts it; an edition's must not."""
-    memo_file = project / "build" / "cache" / "summaries" / _run_hash.MEMO
+    memo_file = project / "build" / "cache" / "summaries" / run_hash.MEMO
     memo = json.loads(memo_file.read_text())
     run = project / "runs" / "no-watchdog"
     (key,) = [key for key in memo if key.endswith("/no-watchdog")]
     rewrite_keeping_times(project / EVENTS, KEPT, EARLIER)
-    memo[key]["stats"] = _run_hash.stats_of(scan_tree(run, run.resolve())[1])
+    memo[key]["stats"] = run_hash.stats_of(scan_tree(run, run.resolve())[1])
     memo_file.write_text(json.dumps(memo))
 
 

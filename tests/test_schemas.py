@@ -33,7 +33,7 @@ def test_every_stream_has_a_schema_and_a_folder() -> None:
     ({"kind": "heat_pause", "t0": True, "t1": 2.0, "detail": "x"},
      "f:3: t0: expected a number, found True"),
     ({"kind": "heat_pause", "t0": "3", "t1": 2.0, "detail": "x"},
-     "f:3: t0: expected a number, found '3'"),
+     "f:3: t0: expected a number, found the string '3' (write the number without quotes)"),
     ({"kind": "heat_pause", "t0": 1.0, "t1": 2.0},
      "f:3: detail: missing (expected a string)"),
 ])

@@ -151,8 +151,8 @@ def test_nav_is_in_chapter_order(built_manual):
 
     config = yaml.safe_load((built_manual / "build" / "mkdocs.yml").read_text(encoding="utf-8"))
     files = [next(iter(item.values())) for item in config["nav"]]
-    assert files[0] == "index.md" and files[-3:] == ["figures.md", "manifest.md", "changes.md"]
-    assert [name[:2] for name in files[1:-3]] == ["01", "02", "03", "04", "05", "06", "07", "08"]
+    assert files[0] == "index.md" and files[-4:] == ["figures.md", "claim-health.md", "manifest.md", "changes.md"]
+    assert [name[:2] for name in files[1:-4]] == ["01", "02", "03", "04", "05", "06", "07", "08"]
     assert files[6] == "06-metrics.md"
     titles = [next(iter(item)) for item in config["nav"]]
     assert titles[1] == "1. A step on one GPU" and titles[6] == "6. Metrics"  # numbered as the figures are

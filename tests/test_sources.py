@@ -6,6 +6,7 @@ import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import SAMPLES
@@ -68,8 +69,8 @@ def test_dirty_log_warns_about_every_line_it_cannot_read(monkeypatch: pytest.Mon
         "dirty/log/job.log:15: last line has no newline (cut off when the job ended); skipped",
         "dirty/log/job.log:3: step 1: payload not readable (it does not end with '}': wrapped, cut off, or another "
         "process's output inside it); its values are not read",
-        "dirty/log/job.log:5: looks like a metrics line but is not 'perf|rollout|step|eval N: {...}' (a wrapped, "
-        "misread or interleaved line); its values are not read",
+        "dirty/log/job.log:5: looks like a metrics line but is not 'perf|rollout|multi_turn|step|eval N: {...}' (a "
+        "wrapped, misread or interleaved line); its values are not read",
         "dirty/log/job.log:6: key 'rollout/raw_rewarrd' looks like a misreading of 'rollout/raw_reward'; kept under "
         "the name it has, not read as that key",
         "dirty/log/job.log:7: rollout 1: payload not readable (it does not end with '}': wrapped, cut off, or another "
@@ -101,15 +102,17 @@ def test_kills_deaths_and_the_end_become_lab_events_quoting_the_line(monkeypatch
     ]
 
 
-@pytest.mark.parametrize(("payload", "expected"), [
+@pytest.mark.parametrize(("payload", "expected", "text"), [
     ("{'a/b': np.float64(0.5), 'a/c': np.int64(-3), 'a/d': -inf, 'a/e': False}",
-     {"a/b": 0.5, "a/c": -3, "a/d": -math.inf, "a/e": False}),
-    ("{'a/b': numpy.float32(1e-05), 'a/c': None, 'a/d': 'text'}", {"a/b": 1e-05, "a/c": None, "a/d": "text"}),
+     {"a/b": 0.5, "a/c": -3, "a/d": -math.inf, "a/e": False}, "0.5"),
+    # np.float32 prints its shortest text: the value is that float32's, as the trackers got it.
+    ("{'a/b': numpy.float32(1e-05), 'a/c': None, 'a/d': 'text'}",
+     {"a/b": float(np.float32(1e-05)), "a/c": None, "a/d": "text"}, repr(float(np.float32(1e-05)))),
 ])
-def test_payloads_are_read_as_literals(payload: str, expected: dict) -> None:
+def test_payloads_are_read_as_literals(payload: str, expected: dict, text: str) -> None:
     values, texts = log.parse_payload(payload)
     assert values == expected
-    assert texts["a/b"] == str(expected["a/b"])
+    assert texts["a/b"] == text
 
 
 @pytest.mark.parametrize(("payload", "reason"), [
@@ -158,7 +161,7 @@ def test_two_sources_that_disagree_are_an_error_naming_both(tmp_path: Path, monk
     # Megatron printed the step line twice: both copies disagree with the dump.
     assert [str(p) for p in problems] == [
         f"sample-run/log/job.log:{line}: metrics.train/grad_norm: step 0 is 0.39 here but 0.375 in "
-        "sample-run/dashboard/metrics.jsonl:2; two sources of one run must agree within the precision they print"
+        "sample-run/dashboard/metrics.jsonl:2; two sources of one run must agree within the precision they keep"
         for line in (15, 16)
     ]
 
@@ -179,7 +182,7 @@ def test_values_agree_within_the_precision_the_less_precise_source_prints(tmp_pa
     load.load_run(root, problems)
     assert [str(p) for p in problems] == [
         "sample-run/log/job.log:1: metrics.perf/cpu_memory_after_train_gb: step 0 is 37.43 here but 37.4213 in "
-        "sample-run/dashboard/metrics.jsonl:10; two sources of one run must agree within the precision they print",
+        "sample-run/dashboard/metrics.jsonl:10; two sources of one run must agree within the precision they keep",
     ]
 
 
@@ -215,12 +218,12 @@ def test_run_yaml_flags_must_agree_with_the_arguments_a_log_printed(tmp_path: Pa
 
 
 def test_tensorboard_float32_agrees_with_the_dump_it_rounds() -> None:
-    from build_tools.sources._common import agree
+    from build_tools.sources._common import agree, float32_unit, precision
 
     stored = float(__import__("numpy").float32(0.53))  # 0.5299999713897705
-    assert agree(0.53, "0.53", stored, "0.53")
-    assert not agree(0.53, "0.53", 0.54, "0.54")
-    assert agree(math.nan, "nan", math.nan, "NaN") and not agree(math.inf, "inf", 1e308, "1e308")
+    assert agree(0.53, precision("0.53"), stored, float32_unit(stored))
+    assert not agree(0.53, precision("0.53"), 0.54, precision("0.54"))
+    assert agree(math.nan, 0.0, math.nan, 0.0) and not agree(math.inf, 0.0, 1e308, 0.5e308)
 
 
 @pytest.mark.parametrize("name", ["log", "tensorboard", "wandb", "ci_history", "events"])
@@ -267,6 +270,8 @@ def test_exports_keep_only_what_was_logged(monkeypatch: pytest.MonkeyPatch) -> N
     assert [str(p) for p in problems] == [
         "ci_history/4242-aa.jsonl:2: train/ppo_kl: expected [step, number], found [0, 'high']"]
     assert warnings == [
+        "events/actor_cell0_rank0.jsonl:1: rollout 0 attempt 0 was retried (attempt 1, line 2): its train/step 0 "
+        "values are not read",
         "events/actor_cell0_rank0.jsonl: skipped records of types not read here: 1 cell_reconfigure, "
         "1 witness_allocate_id",
         "ci_history/4242-aa.jsonl:1: train/grad_norm: 1 value(s) with no step; not read",

@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import MILES_SAMPLES, ROOT, SAMPLES
 
-from build_tools import _columnar, _summary_cache, load, readers, summary
+from build_tools import _columnar, load, readers, summary
 from build_tools._exceptions import CacheChanged, RunDataError
 from build_tools._files import scan_tree
+from build_tools.store import fingerprint, run_hash, summary_cache
 from build_tools.summary import summarise_runs
 
 GOOD = SAMPLES / "load" / "good"
@@ -143,6 +144,8 @@ def test_a_cached_summary_not_yet_decoded_travels_to_a_worker(tmp_path: Path) ->
 def test_an_unchanged_run_is_not_read_to_be_hashed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = tmp_path / "runs"
     shutil.copytree(GOOD, runs)
+    # The copy's ctimes are now: count them settled (a file changed in the last two seconds is never remembered).
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)
     first = summarise_runs(runs, tmp_path / "cache")["tiny-run"]
     read: list[Path] = []
     real = Path.read_bytes
@@ -201,6 +204,7 @@ def test_a_run_the_cache_knows_nothing_of_is_hashed_by_its_reader(tmp_path: Path
     """A cold check hashes each run in the task that reads it (not first in the parent); what it remembers is
     the hash the parent would have made, so a second check reads nothing."""
     runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)  # the copy's ctimes are now: count them settled
     hashed_by: list[tuple[str, bool]] = []
     real_hash, real_read = summary.input_hash, summary._read_run
     reading: list[bool] = [False]
@@ -221,7 +225,7 @@ def test_a_run_the_cache_knows_nothing_of_is_hashed_by_its_reader(tmp_path: Path
     summarise_runs(runs, cache, wanted=READ)
     assert hashed_by == [("baseline-seed1", True), ("no-watchdog", True)]
     expected = {run_id: real_hash(runs / run_id) for run_id in ("baseline-seed1", "no-watchdog")}
-    assert _summary_cache.read_validated(cache)["no-watchdog"]["digest"] == expected["no-watchdog"]
+    assert summary_cache.read_validated(cache)["no-watchdog"]["digest"] == expected["no-watchdog"]
     memo = json.loads((cache / "input-hashes.json").read_text())
     assert {key.rsplit("/", 1)[1]: entry["digest"] for key, entry in memo.items()} == expected
     hashed_by.clear()
@@ -244,6 +248,8 @@ def test_a_worker_writes_the_summary_it_made_and_hands_back_only_that_it_did(tmp
 def test_a_summary_gone_from_the_cache_before_it_is_read_back_is_one_error(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)  # the copy's ctimes are now: count them settled
+
     def written_then_removed(job: summary.Job) -> summary.Read:
         memo: dict = {}
         summary.input_hash(job.path, memo, job.listing, key="run")
@@ -298,7 +304,7 @@ def test_a_long_frame_is_cached_a_row_group_at_a_time_byte_for_byte(index: pd.Ra
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The cache writes a frame of millions of samples one row group at a time (memory); the file is the one
     pq.write_table writes."""
-    monkeypatch.setattr(_summary_cache, "ROW_GROUP", 1000)
+    monkeypatch.setattr(summary_cache, "ROW_GROUP", 1000)
     frame = pd.DataFrame({"ts": np.arange(2500) * 0.5, "node": np.array(["a", "b"] * 1250, dtype=object),
                           "gpu": np.arange(2500), "mem_mb": np.array([None] * 2500, dtype=object),
                           "power_w": np.where(np.arange(2500) % 3 == 0, np.nan, 60.0)}, index=index)
@@ -307,10 +313,10 @@ def test_a_long_frame_is_cached_a_row_group_at_a_time_byte_for_byte(index: pd.Ra
     pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"manual_json_columns": b"[]"}),
                    expected, row_group_size=1000)
     written = io.BytesIO()
-    _summary_cache._write_frame(frame, written)
+    summary_cache._write_frame(frame, written)
     assert written.getvalue() == expected.getvalue()
     assert pq.ParquetFile(io.BytesIO(written.getvalue())).metadata.num_row_groups == 3
-    assert _summary_cache._read_frame(io.BytesIO(written.getvalue())).equals(frame)
+    assert summary_cache._read_frame(io.BytesIO(written.getvalue())).equals(frame)
 
 
 def test_a_validated_run_has_its_summarys_window_without_keeping_its_samples() -> None:
@@ -347,21 +353,27 @@ def test_a_run_whose_last_record_is_a_sample_ends_with_it_when_only_validated(tm
     assert validated.end_ts == later == summary.load_and_summarise(run_dir)[0].facts["end_ts"]
 
 
-def test_a_run_changed_a_moment_ago_is_hashed_but_not_remembered(tmp_path: Path) -> None:
-    """Its file could change again within one tick of the file system's clock, size and time unchanged (git's
-    racily clean entries): the memo remembers it only once its files have settled."""
+def test_a_run_changed_a_moment_ago_is_hashed_but_not_remembered(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its file could change again within one tick of the file system's clock, size and times unchanged (git's
+    racily clean entries): the memo remembers it only once its files have settled, by mtime and by ctime (which
+    no one can set back: putting the mtime back does not settle a file)."""
     import os
     import time
 
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", 500_000_000)
     runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    time.sleep(0.6)  # the copy settles
     run_yaml = runs / "no-watchdog" / "run.yaml"
     run_yaml.write_text(run_yaml.read_text().replace("title: ", "title: touched, "))  # now
+    os.utime(run_yaml, (time.time() - 60, time.time() - 60))  # its mtime put back: its ctime stays now
+    written = run_yaml.stat().st_ctime_ns
+    monkeypatch.setattr(run_hash, "_now", lambda: written + 250_000_000)  # a quarter second after the write
     summarise_runs(runs, cache, wanted=READ)
     memo = json.loads((cache / "input-hashes.json").read_text())
     assert [key.rsplit("/", 1)[1] for key in memo] == ["baseline-seed1"]
-    assert _summary_cache.read_validated(cache)["no-watchdog"]["digest"] == summary.input_hash(runs / "no-watchdog")
-    settled = time.time() - 60
-    os.utime(run_yaml, (settled, settled))
+    assert summary_cache.read_validated(cache)["no-watchdog"]["digest"] == summary.input_hash(runs / "no-watchdog")
+    monkeypatch.setattr(run_hash, "_now", lambda: written + 1_000_000_000)  # a second after: settled
     summarise_runs(runs, cache, wanted=READ)
     memo = json.loads((cache / "input-hashes.json").read_text())
     assert sorted(key.rsplit("/", 1)[1] for key in memo) == ["baseline-seed1", "no-watchdog"]

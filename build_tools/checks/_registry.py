@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._exceptions import MissingValue
-from .._types import CheckResult, FigureBlock, RunSummary
+from .._types import CheckResult, FigureBlock, Margin, RunSummary
 from ._numbers import Token, claim_numbers, same_number
 from ._words import Expectation, expect, fmt
 
@@ -43,6 +43,7 @@ class Outcome:
     fields: dict[str, Any]  # fills the check's template: the observation in words
     failure: str | None = None  # a fuller failure text than "<observation>, expected <expected>"
     off_by: str = ""  # by how much the observation misses, for a failure ("11 too low")
+    margin: Margin | None = None  # how far from failing (checks/_margin.py); None where no number is compared
 
 
 @dataclass
@@ -229,7 +230,7 @@ def evaluate(params: dict[str, Any], block: FigureBlock, summaries: dict[str, Ru
     if not out.ok and out.off_by:
         message += f", {out.off_by}"
     return CheckResult(spec.name, "pass" if out.ok else "fail", _jsonable(out.observed), out.expected,
-                       message, binds)
+                       message, binds, out.margin)
 
 
 def _jsonable(value: Any) -> Any:

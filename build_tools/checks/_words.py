@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .._numbers import fmt as fmt  # re-exported: the checks write numbers with it
 from .._yaml import load_yaml
 
 WORDS_FILE = Path(__file__).with_name("words.yml")
@@ -35,21 +36,6 @@ def half_unit(written: str) -> float:
         return 0.0
     decimals = len(text.split(".")[1]) if "." in text else 0
     return 0.5 * 10.0 ** (-decimals)
-
-
-def fmt(x: Any) -> str:
-    """A number for a message: three significant digits, no trailing zeros, big numbers whole."""
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return str(x)
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if x == 0:
-        return "0"
-    size = abs(x)
-    text = f"{x:.0f}" if size >= 100 else f"{x:.1f}" if size >= 10 else f"{x:.2f}" if size >= 1 else f"{x:.3g}"
-    if "." in text and "e" not in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
 
 
 @dataclass(frozen=True)

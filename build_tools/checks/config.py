@@ -8,6 +8,7 @@ from .._exceptions import MissingValue
 from .._types import RunSummary
 from ..readers import config_value
 from ..schemas import same_setting
+from . import _margin
 from ._registry import Ctx, Outcome, Param, register
 
 
@@ -41,14 +42,16 @@ def runs_matching(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     found = [r for r, s in ctx.runs.items() if matches(s)]
     label = ", ".join(f"{f} = {show(v)}" for f, v in p["where"].items())
     return Outcome(len(found) == p["count"], {"count": len(found), "runs": found}, f"exactly {p['count']}",
-                   {"label": label, "value": f"{len(found)} ({', '.join(found) or 'none'})"})
+                   {"label": label, "value": f"{len(found)} ({', '.join(found) or 'none'})"},
+                   margin=_margin.of_count(len(found), p["count"], "runs"))
 
 
 @register("run_count", "runs read: {value}", "the check reads exactly `count` runs (\"both\", \"four runs\")",
           ("count",), count=Param("int", True))
 def run_count(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     n = len(ctx.runs)
-    return Outcome(n == p["count"], n, f"exactly {p['count']}", {"value": n})
+    return Outcome(n == p["count"], n, f"exactly {p['count']}", {"value": n},
+                   margin=_margin.of_count(n, p["count"], "runs"))
 
 
 @register("step_count", "steps per run: {value}", "every run of the check has exactly `count` steps",
@@ -57,7 +60,8 @@ def step_count(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     counts = {r: len(s.steps) for r, s in ctx.runs.items()}
     ok = bool(counts) and all(n == p["count"] for n in counts.values())
     text = ", ".join(sorted({str(n) for n in counts.values()}))
-    return Outcome(ok, counts, f"exactly {p['count']} in every run", {"value": text})
+    margin = _margin.worst(_margin.of_count(n, p["count"], "steps", r) for r, n in counts.items())
+    return Outcome(ok, counts, f"exactly {p['count']} in every run", {"value": text}, margin=margin)
 
 
 @register("gpu_count", "GPUs used: {value}", "every run's phases ran on exactly `count` GPUs (node, index)",
@@ -70,7 +74,8 @@ def gpu_count(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         counts[run_id] = len(pairs)
     ok = bool(counts) and all(n == p["count"] for n in counts.values())
     return Outcome(ok, counts, f"exactly {p['count']} in every run",
-                   {"value": ", ".join(sorted({str(n) for n in counts.values()}))})
+                   {"value": ", ".join(sorted({str(n) for n in counts.values()}))},
+                   margin=_margin.worst(_margin.of_count(n, p["count"], "GPUs", r) for r, n in counts.items()))
 
 
 @register("table_rows", "{label}: {value}",
@@ -92,4 +97,4 @@ def table_rows(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     single = f", one {' and one '.join(p['single'])} each" if p["single"] else ""
     text = f"{len(rows)} rows" + (f" (not one value: {', '.join(bad[:4])})" if bad else "")
     return Outcome(ok, {"rows": len(rows), "not_single": bad}, f"exactly {p['count']} rows{single}",
-                   {"label": p["table"], "value": text})
+                   {"label": p["table"], "value": text}, margin=_margin.of_count(len(rows), p["count"], "rows"))

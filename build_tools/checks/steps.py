@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from .._exceptions import MissingValue
-from .._types import RunSummary
-from ..readers import label_of, step_values, use_clean
+from .._types import Margin, RunSummary
+from ..readers import join_note, label_of, names_of, step_values, use_clean, value_axes
+from . import _margin
 from ._numbers import as_number
 from ._registry import STEP_MODES, Ctx, Outcome, Param, register
 from ._words import fmt
@@ -25,11 +27,50 @@ OF = Param("int", doc="the number of steps compared, exactly (binds e.g. the 12 
 STEPS = Param("str", default="auto", choices=STEP_MODES)
 
 
+# How far a step's left value is inside its comparison (positive) or outside it: left minus right for
+# above / at least, right minus left for below / at most; equal is never inside by more than 0.
+SIGNED: dict[str, Callable[[float, float], float]] = {
+    "above": operator.sub, "at_least": operator.sub, "below": lambda a, b: b - a, "at_most": lambda a, b: b - a,
+    "equal": lambda a, b: -abs(a - b)}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One compared step: its name for a report, how far its left value is inside the comparison, both values."""
+
+    name: str
+    inside: float
+    left: float
+    right: float
+
+
+def _flip_margin(compared: list[Step], holds: pd.Series, want: Any, unit: str, fixed: bool) -> Margin | None:
+    """How far a value can move before the count changes: for `every` (or `none`) the step nearest to failing
+    (to holding); for exactly k, the step nearest to flipping either way, since any flip changes the count. A
+    count already wrong: minus the nearest flip that would bring it one step closer. A fraction (over the
+    limit) only when the right side is a number of the claim (`fixed`), not another observed value."""
+    def at(step: Step, headroom: float) -> Margin | None:
+        return _margin.make(headroom, step.right, unit, abs(step.right) if fixed else None, step.left, step.name)
+
+    k, n = int(holds.sum()), len(compared)
+    if want == "every":
+        return _margin.worst(at(c, c.inside) for c in compared)
+    if want == "none":
+        return _margin.worst(at(c, -c.inside) for c in compared)
+    flags = list(holds)
+    if k == int(want):
+        return _margin.worst(at(c, abs(c.inside)) for c in compared)
+    # One step on the side with too many must flip: the nearest one says how far the count is from holding.
+    surplus = [m for c, h in zip(compared, flags, strict=True) if h == (k > int(want))
+               if (m := at(c, -abs(c.inside))) is not None]
+    return max(surplus, key=lambda m: m.headroom) if surplus and n else None
+
+
 def _count_bind(p: dict[str, Any]) -> list[Any]:
     return [v for v in (p.get("count"), p.get("of")) if isinstance(v, int) and not isinstance(v, bool)]
 
 
-def _judge_count(holds: pd.Series, p: dict[str, Any], what: str) -> Outcome:
+def _judge_count(holds: pd.Series, p: dict[str, Any], what: str, compared: list[Step], fixed: bool = False) -> Outcome:
     """Compare how many steps hold with `count` (every / none / k) and their number with `of`."""
     k, n = int(holds.sum()), len(holds)
     want = p["count"]
@@ -44,12 +85,20 @@ def _judge_count(holds: pd.Series, p: dict[str, Any], what: str) -> Outcome:
     observed = {"holds": k, "steps": n, "exceptions": failing}
     extra = f" (not at steps {failing[:8]})" if want == "every" and failing else (
         f" (at steps {failing[:8]})" if want == "none" and failing else "")
-    return Outcome(ok, observed, expected, {"label": what, "value": f"{k} of {n} steps{extra}"})
+    margin = _flip_margin(compared, holds, want, "", fixed)
+    if p["of"] is not None and n != p["of"]:
+        margin = _margin.of_count(n, p["of"], "steps")
+    return Outcome(ok, observed, expected, {"label": what, "value": f"{k} of {n} steps{extra}"}, margin=margin)
 
 
-def _operand(summary: RunSummary, value: Any, mode: str) -> pd.Series | float:
+def _operand(summary: RunSummary, value: Any, mode: str, joined: bool = False) -> pd.Series | float:
     number = as_number(value) if not isinstance(value, str) else None
-    return float(number) if number is not None else step_values(summary, value, mode)
+    return float(number) if number is not None else step_values(summary, value, mode, joined=joined)
+
+
+def _joined(summary: RunSummary, *values: Any) -> bool:
+    """Whether values compared step by step are on different step axes of the run: then both are read by rollout."""
+    return len(value_axes(summary, [n for v in values if isinstance(v, str) for n in names_of(v)])) > 1
 
 
 @register("count_steps", "{label}: {value}",
@@ -58,19 +107,26 @@ def _operand(summary: RunSummary, value: Any, mode: str) -> pd.Series | float:
           count=COUNT, of=OF, steps=STEPS)
 def count_steps(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     fn, words = OPS[p["op"]]
-    parts = []
-    for summary in ctx.runs.values():
+    parts, compared, notes = [], [], []
+    for run_id, summary in ctx.runs.items():
         mode = "clean" if use_clean([p["left"], *([p["right"]] if isinstance(p["right"], str) else [])],
                                     p["steps"]) else "all"
-        left = step_values(summary, p["left"], mode)
-        right = _operand(summary, p["right"], mode)
+        joined = _joined(summary, p["left"], p["right"])
+        notes += [f"{summary.run_id}: {join_note(summary)}"] if joined else []
+        left = step_values(summary, p["left"], mode, joined=joined)
+        right = _operand(summary, p["right"], mode, joined)
         if isinstance(right, pd.Series):
             left, right = left.align(right, join="inner")
-        parts.append(pd.Series([fn(a, b) for a, b in zip(left, right if isinstance(right, pd.Series)
-                                                          else [right] * len(left), strict=True)],
-                               index=left.index))
+        rights = list(right) if isinstance(right, pd.Series) else [right] * len(left)
+        parts.append(pd.Series([fn(a, b) for a, b in zip(left, rights, strict=True)], index=left.index))
+        compared += [Step(f"{run_id} step {int(s)}", SIGNED[p["op"]](float(a), float(b)), float(a), float(b))
+                     for s, a, b in zip(left.index, left, rights, strict=True)]
     holds = pd.concat(parts)
-    return _judge_count(holds, p, f"{label_of(p['left'])} {words} {label_of(str(p['right']))}")
+    outcome = _judge_count(holds, p, f"{label_of(p['left'])} {words} {label_of(str(p['right']))}", compared,
+                           fixed=not isinstance(p["right"], str))
+    if notes:  # said in the output: two step axes joined
+        outcome.fields["value"] += f" ({'; '.join(notes)})"
+    return outcome
 
 
 @register("compare_runs", "{label}: {value}",
@@ -84,7 +140,9 @@ def compare_runs(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     right = step_values(ctx.run(p["than"]), p["metric"], p["steps"])
     left, right = left.align(right, join="inner")
     holds = pd.Series([fn(a, b) for a, b in zip(left, right, strict=True)], index=left.index, dtype=bool)
-    return _judge_count(holds, p, f"{label_of(p['metric'])} of {p['run']} {words} {p['than']}")
+    compared = [Step(f"{p['run']} step {int(s)}", SIGNED[p["op"]](float(a), float(b)), float(a), float(b))
+                for s, a, b in zip(left.index, left, right, strict=True)]
+    return _judge_count(holds, p, f"{label_of(p['metric'])} of {p['run']} {words} {p['than']}", compared)
 
 
 @register("step_rule", "{label}: {value}",
@@ -94,12 +152,20 @@ def compare_runs(ctx: Ctx, p: dict[str, Any]) -> Outcome:
 def step_rule(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     bad: list[str] = []
     total = 0
+    margins: list[Margin | None] = []
+    notes = []
     for run_id, summary in ctx.runs.items():
-        cause, effect = step_values(summary, p["metric"], "all").align(step_values(summary, p["value"], "all"),
-                                                                         join="inner")
+        joined = _joined(summary, p["metric"], p["value"])
+        notes += [f"{run_id}: {join_note(summary)}"] if joined else []
+        cause, effect = step_values(summary, p["metric"], "all", joined=joined).align(
+            step_values(summary, p["value"], "all", joined=joined), join="inner")
         for step, (c, e) in enumerate(zip(cause, effect, strict=True)):
             total += 1
             want = p["then"] if c <= p["at_most"] else p["otherwise"]
+            # The cause may move up to at_most (or down to just above it) before the rule asks another value.
+            room = abs(float(c) - p["at_most"])
+            margins.append(_margin.make(room if e == want else -room, p["at_most"], "", abs(p["at_most"]), float(c),
+                                        f"{run_id} step {int(cause.index[step])}"))
             if e != want:
                 bad.append(f"{run_id} step {int(cause.index[step])}: {fmt(c)} -> {fmt(e)}")
     if total == 0:
@@ -107,8 +173,9 @@ def step_rule(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     expected = (f"{label_of(p['value'])} {fmt(p['then'])} when {label_of(p['metric'])} <= {fmt(p['at_most'])}, "
                 f"else {fmt(p['otherwise'])}, at every step")
     text = f"rule holds at {total - len(bad)} of {total} steps" + (f" (not {'; '.join(bad[:4])})" if bad else "")
+    text += f" ({'; '.join(notes)})" if notes else ""  # said in the output: two step axes joined
     return Outcome(not bad, {"steps": total, "exceptions": bad}, expected,
-                   {"label": label_of(p["value"]), "value": text})
+                   {"label": label_of(p["value"]), "value": text}, margin=_margin.worst(margins))
 
 
 @register("equal_at_step", "{label} at step {step}: {value}", "the runs' values at one step are equal",
@@ -125,7 +192,9 @@ def equal_at_step(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     ok = len(values) >= 2 and spread <= p["tolerance"]
     text = ", ".join(f"{r} {v:.6g}" for r, v in values.items())
     expected = "equal" + (f" within {fmt(p['tolerance'])}" if p["tolerance"] else "")
-    return Outcome(ok, values, expected, {"label": label_of(p["metric"]), "step": p["step"], "value": text})
+    margin = _margin.of_limit(spread, float(p["tolerance"]), above=False)
+    return Outcome(ok, values, expected, {"label": label_of(p["metric"]), "step": p["step"], "value": text},
+                   margin=margin)
 
 
 @register("paired_difference", "{label}: {value}",
@@ -149,5 +218,9 @@ def paired_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
                 for name, x, e in (("smallest", lo, exp_lo), ("largest", hi, exp_hi)) if not e.holds(x)]
     fields = {"label": f"{label_of(p['metric'])} {p['run']} minus {p['minus']}",
               "value": f"{fmt(lo)} to {fmt(hi)}{unit} over {len(diff)} paired steps"}
+    margin = _margin.worst([
+        _margin.of_interval(lo, exp_lo, p["unit"], f"smallest difference, step {int(diff.idxmin())}"),
+        _margin.of_interval(hi, exp_hi, p["unit"], f"largest difference, step {int(diff.idxmax())}")])
     return Outcome(not failures, {"min": lo, "max": hi, "steps": [int(s) for s in diff.index]},
-                   f"smallest {exp_lo.text}, largest {exp_hi.text}", fields, "; ".join(failures) or None)
+                   f"smallest {exp_lo.text}, largest {exp_hi.text}", fields, "; ".join(failures) or None,
+                   margin=margin)

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from .._exceptions import MissingValue
-from .._types import RunSummary
+from .._types import Margin, RunSummary
 from ..readers import config_value, counted_phases, event_interval, events_of, series_between, series_of
+from . import _margin
 from ._registry import Ctx, Outcome, Param, register
 from ._words import fmt, setting
 
@@ -42,18 +43,30 @@ def phase_order(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     spans = p["spans"] or {}
     bad: list[str] = []
     total = 0
+    margins: list[Margin | None] = []
     for run_id, summary in ctx.runs.items():
         for step, iv in _step_intervals(summary, p["order"], spans).items():
             total += 1
             problem = _order_problem(iv, p["order"])
             if problem:
                 bad.append(f"{run_id} step {step}: {problem}")
+            margins += [_margin.of_limit(gap, 0.0, above=True, unit="s", worst=f"{run_id} step {step}, {what}")
+                        for gap, what in _order_gaps(iv, p["order"])]
     if total == 0:
         raise MissingValue(None, "steps with phases")
     order = " -> ".join(p["order"])
     text = f"{order} in order at {total - len(bad)} of {total} steps" + (f" ({'; '.join(bad[:3])})" if bad else "")
     return Outcome(not bad, {"steps": total, "exceptions": bad}, f"{order}, without overlap, at every step",
-                   {"value": text})
+                   {"value": text}, margin=_margin.worst(margins))
+
+
+def _order_gaps(iv: dict[str, tuple[float, float] | None], order: list[str]) -> list[tuple[float, str]]:
+    """The times in seconds that must stay above 0: each phase's length, each pause between two in order."""
+    spans = [(name, iv[name]) for name in order]
+    gaps = [(span[1] - span[0], f"{name} length") for name, span in spans if span is not None]
+    gaps += [(b[0] - a[1], f"{na} to {nb}") for (na, a), (nb, b) in zip(spans, spans[1:], strict=False)
+             if a is not None and b is not None]
+    return gaps
 
 
 def _order_problem(iv: dict[str, tuple[float, float] | None], order: list[str]) -> str | None:
@@ -89,7 +102,9 @@ def event_span(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     ok = all(exp.holds(x) for x in spans.values())
     text = ", ".join(f"{fmt(x)} {p['unit']}" for x in spans.values())
     misses = "; ".join(exp.off_by(x) for x in spans.values() if exp.off_by(x))
-    return Outcome(ok, spans, exp.text, {"label": f"{p['from']} to {p['to']}", "value": text}, off_by=misses)
+    margin = _margin.worst(_margin.of_interval(x, exp, p["unit"], r) for r, x in spans.items())
+    return Outcome(ok, spans, exp.text, {"label": f"{p['from']} to {p['to']}", "value": text}, off_by=misses,
+                   margin=margin)
 
 
 @register("series_during", "{label} {value}",
@@ -107,18 +122,27 @@ def series_during(ctx: Ctx, p: dict[str, Any]) -> Outcome:
             raise MissingValue(None, f"`value` for series_during with word {p['word']}")
         bound, above = float(p["value"]), p["word"] == "at_least"
         expected = f"{p['word'].replace('_', ' ')} {fmt(bound)}{p['unit'] and ' ' + p['unit']} in every sample"
-    observed, ok = {}, True
+    observed, ok, margins = {}, True, []
     for run_id, summary in ctx.runs.items():
         t0, t1 = event_interval(summary, p["from"], p["to"])
         inside = series_between(summary, p["series"], p["field"], p["from"], p["to"])
         worst = float(inside.min() if above else inside.max())
         ok &= worst >= bound if above else worst <= bound
         observed[run_id] = {"worst": worst, "samples": len(inside), "minutes": (t1 - t0) / 60}
+        at = _sample_time(summary, p, inside.idxmin() if above else inside.idxmax(), t0)
+        margins.append(_margin.of_limit(worst, bound, above=above, unit=p["unit"], worst=f"{run_id}, {at}"))
     first = next(iter(observed.values()))
     text = (f"{'min' if above else 'max'} {fmt(first['worst'])}{p['unit'] and ' ' + p['unit']} "
             f"over {first['samples']} samples "
             f"({fmt(first['minutes'])} min)")
-    return Outcome(ok, observed, expected, {"label": f"{p['series']} {p['field']}", "value": text})
+    return Outcome(ok, observed, expected, {"label": f"{p['series']} {p['field']}", "value": text},
+                   margin=_margin.worst(margins))
+
+
+def _sample_time(summary: RunSummary, p: dict[str, Any], index: Any, t0: float) -> str:
+    """Where a sample lies, for naming the worst one: "the sample 12.5 min after engine_death"."""
+    ts = float(series_of(summary, p["series"], p["field"]).loc[index, "ts"])
+    return f"the sample {fmt((ts - t0) / 60)} min after {p['from']}"
 
 
 @register("series_at_event", "{label} at {event}: {value}",
@@ -127,7 +151,7 @@ def series_during(ctx: Ctx, p: dict[str, Any]) -> Outcome:
           series=Param("str", True), field=Param("str", True), event=Param("str", True),
           at_least=Param("limit", True))
 def series_at_event(ctx: Ctx, p: dict[str, Any]) -> Outcome:
-    observed, ok = {}, True
+    observed, ok, margins = {}, True, []
     for run_id, summary in ctx.runs.items():
         t0 = float(events_of(summary, p["event"])["t0"].iloc[0])
         frame = series_of(summary, p["series"], p["field"])
@@ -138,10 +162,12 @@ def series_at_event(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         limit = float(config_value(summary, p["at_least"])) if isinstance(p["at_least"], str) else float(p["at_least"])
         ok &= value >= limit
         observed[run_id] = {"value": value, "limit": limit}
+        margins.append(_margin.of_limit(value, limit, above=True, worst=run_id))
     text = ", ".join(f"{fmt(v['value'])} (limit {fmt(v['limit'])})" for v in observed.values())
     limit_text = p["at_least"] if isinstance(p["at_least"], str) else fmt(p["at_least"])
     return Outcome(ok, observed, f"at least {limit_text} in every run",
-                   {"label": f"{p['series']} {p['field']}", "event": p["event"], "value": text})
+                   {"label": f"{p['series']} {p['field']}", "event": p["event"], "value": text},
+                   margin=_margin.worst(margins))
 
 
 @register("held_by_one_side", "{value}",
@@ -152,7 +178,7 @@ def series_at_event(ctx: Ctx, p: dict[str, Any]) -> Outcome:
                         doc="phases whose intervals are skipped (memory moves during them)"))
 def held_by_one_side(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     observed: dict[str, dict[str, Any]] = {}  # the report's JSON
-    ok = True
+    ok, margins = True, []
     for run_id, summary in ctx.runs.items():
         frame = series_of(summary, "held_memory", "gib")
         wide = frame.pivot_table(index="ts", columns="side", values="gib", aggfunc="max").fillna(0.0)
@@ -168,12 +194,28 @@ def held_by_one_side(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         ok &= worst <= p["at_most_sides"] and not never and len(wide.columns) >= 2
         observed[run_id] = {"max_sides": worst, "samples": int(len(sides)),
                             "both": int((sides > p["at_most_sides"]).sum()), "never_holding": never}
+        margins += _holding_margins(run_id, wide[~skip], p)
     first = next(iter(observed.values()))
     text = (f"at most {first['max_sides']} side holding over {first['samples']} samples"
             + (f", {first['both']} with more" if first["both"] else "")
             + (f"; never holding: {', '.join(first['never_holding'])}" if first["never_holding"] else ""))
     return Outcome(ok, observed, f"at most {p['at_most_sides']} side above {fmt(p['holding_gib'])} GiB at a time, "
-                   "each side holding at some time", {"value": text})
+                   "each side holding at some time", {"value": text}, margin=_margin.worst(margins))
+
+
+def _holding_margins(run_id: str, wide: Any, p: dict[str, Any]) -> list[Margin | None]:
+    """The one-side rule's margin in GiB: the most memory a side beyond `at_most_sides` held at one sample (it
+    may grow up to `holding_gib`), and each side's largest hold (it must stay above `holding_gib` once)."""
+    limit, k = float(p["holding_gib"]), int(p["at_most_sides"])
+    margins: list[Margin | None] = [_margin.of_limit(float(wide[side].max()), limit, above=True, unit="GiB",
+                                                     worst=f"{run_id}, side {side} at its largest")
+                                    for side in wide.columns]
+    if len(wide.columns) > k and len(wide):
+        extra = np.sort(wide.to_numpy(dtype=float), axis=1)[:, ::-1][:, k]  # the (k+1)-th largest at each sample
+        at = int(np.argmax(extra))
+        margins.append(_margin.of_limit(float(extra[at]), limit, above=False, unit="GiB",
+                                        worst=f"{run_id}, sample at {fmt(float(wide.index[at]))}"))
+    return margins
 
 
 @register("repeats_identical", "{value}",

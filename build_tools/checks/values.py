@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from .._exceptions import MissingValue
-from ..readers import config_value, label_of, step_values, trend_line
+from ..readers import config_value, heat_touched, label_of, step_values, trend_line
+from . import _margin
 from ._data import statistic
 from ._registry import STATS, STEP_MODES, CheckFn, Ctx, Outcome, Param, register
 from ._words import fmt, setting
@@ -23,12 +24,21 @@ TOL = {"tolerance": Param("num", doc="an absolute tolerance instead of the word'
        "relative": Param("num", doc="a relative tolerance instead of the word's")}
 
 
-def _pooled(ctx: Ctx, p: dict[str, Any]) -> dict[str, pd.Series]:
+def _by_run(ctx: Ctx, p: dict[str, Any]) -> dict[str, pd.Series]:
+    return {run_id: step_values(s, p["metric"], p["steps"]) for run_id, s in ctx.runs.items()}
+
+
+def _pooled(values: dict[str, pd.Series], p: dict[str, Any]) -> dict[str, pd.Series]:
     """The values of each run, or all runs pooled into one group."""
-    values = {run_id: step_values(s, p["metric"], p["steps"]) for run_id, s in ctx.runs.items()}
     if p.get("per", "pooled") == "pooled":
         return {"pooled": pd.concat(list(values.values()))}
     return values
+
+
+def _each_margin(values: dict[str, pd.Series], exp: Any, unit: str) -> Any:
+    """Every value must hold: the margin of the worst step of any run, named by its run and step."""
+    return _margin.worst(_margin.of_interval(float(v), exp, unit, f"{run_id} step {int(s)}")
+                         for run_id, series in values.items() for s, v in zip(series.index, series, strict=True))
 
 
 def _missed(key: str, off_by: str) -> str:
@@ -45,8 +55,9 @@ def _value_check(word: str) -> CheckFn:
         exp = ctx.expect(word, p["value"], p)
         unit = f" {p['unit']}" if p["unit"] else ""
         observed: dict[str, Any] = {}
-        parts, misses, ok = [], [], True
-        for key, values in _pooled(ctx, p).items():
+        parts, misses, ok, margins = [], [], True, []
+        by_run = _by_run(ctx, p)
+        for key, values in _pooled(by_run, p).items():
             if p["stat"] == "each":
                 bad = [int(s) for s, v in zip(values.index, values, strict=True) if not exp.holds(float(v))]
                 ok &= not bad
@@ -56,14 +67,17 @@ def _value_check(word: str) -> CheckFn:
             else:
                 x = statistic(values, p["stat"])
                 ok &= exp.holds(x)
+                margins.append(_margin.of_interval(x, exp, p["unit"], None if key == "pooled" else key))
                 misses.append(_missed(key, exp.off_by(x)))
                 observed[key] = x
                 parts.append(f"{fmt(x)}{unit}")
         shown = observed.get("pooled", observed)
         stat = "every value" if p["stat"] == "each" else p["stat"]
         where = "" if "pooled" in observed else " (" + ", ".join(observed) + ")"
+        margin = _each_margin(by_run, exp, p["unit"]) if p["stat"] == "each" else _margin.worst(margins)
         return Outcome(ok, shown, exp.text, {"label": f"{stat} {label_of(p['metric'])}",
-                                             "value": "; ".join(parts) + where}, off_by=_join(misses))
+                                             "value": "; ".join(parts) + where}, off_by=_join(misses),
+                       margin=margin)
     return check
 
 
@@ -92,12 +106,12 @@ for _word, _name, _doc in (
           value=Param("num", doc="the share the claim states (not for `almost_all`)"),
           at_least=Param("num", doc="override the share `almost all` means"), **TOL)
 def share(ctx: Ctx, p: dict[str, Any]) -> Outcome:
-    shares = []
-    for summary in ctx.runs.values():
+    shares = {}
+    for run_id, summary in ctx.runs.items():
         parts = step_values(summary, p["parts"], p["steps"])
         whole = step_values(summary, p["whole"], p["steps"])
-        shares.append((parts / whole).dropna())
-    pooled = pd.concat(shares)
+        shares[run_id] = (parts / whole).dropna()
+    pooled = pd.concat(list(shares.values()))
     if p["word"] != "almost_all" and p["value"] is None:
         raise MissingValue(None, f"`value` for share with word {p['word']}")
     exp = ctx.expect(p["word"], p["value"] if p["value"] is not None else 0.0, p)
@@ -105,10 +119,11 @@ def share(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         x = float(pooled.min())
         return Outcome(exp.holds(x), {"min": x, "steps": len(pooled)}, exp.text,
                        {"label": f"smallest share of {p['whole'].rsplit('/', 1)[-1]}", "value": fmt(x)},
-                       off_by=exp.off_by(x))
+                       off_by=exp.off_by(x), margin=_each_margin(shares, exp, ""))
     x = statistic(pooled, p["stat"])
     return Outcome(exp.holds(x), x, exp.text,
-                   {"label": f"{p['stat']} share of {label_of(p['whole'])}", "value": fmt(x)}, off_by=exp.off_by(x))
+                   {"label": f"{p['stat']} share of {label_of(p['whole'])}", "value": fmt(x)}, off_by=exp.off_by(x),
+                   margin=_margin.of_interval(x, exp))
 
 
 @register("trend", "{label} least-squares slope per step {value}",
@@ -128,7 +143,9 @@ def trend(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         ok = all(v < bound for v in slopes.values())
         expected = f"below {fmt(bound)} for every run (goes down)"
     text = ", ".join(f"{r} {v:+.3g}" for r, v in slopes.items())
-    return Outcome(ok, slopes, expected, {"label": label_of(p["metric"]), "value": text})
+    margin = _margin.worst(_margin.of_limit(v, bound, above=p["direction"] == "up", unit="per step", worst=r)
+                           for r, v in slopes.items())
+    return Outcome(ok, slopes, expected, {"label": label_of(p["metric"]), "value": text}, margin=margin)
 
 
 @register("jumps_around", "{label} median step-to-step change over trend per step: {value}",
@@ -144,8 +161,9 @@ def jumps_around(ctx: Ctx, p: dict[str, Any]) -> Outcome:
         ratios[run_id] = change / trend_step if trend_step > 0 else float("inf")
     ok = all(r >= factor for r in ratios.values())
     text = ", ".join(f"{r} {fmt(v)}" for r, v in ratios.items())
+    margin = _margin.worst(_margin.of_limit(v, factor, above=True, worst=r) for r, v in ratios.items())
     return Outcome(ok, ratios, f"at least {fmt(factor)} for every run (jumps around)",
-                   {"label": label_of(p["metric"]), "value": text})
+                   {"label": label_of(p["metric"]), "value": text}, margin=margin)
 
 
 def _windows(ctx: Ctx, p: dict[str, Any], window: int) -> tuple[float, float]:
@@ -166,10 +184,15 @@ def _falls_or_rises(direction: str) -> CheckFn:
         first, last = _windows(ctx, p, window)
         unit = f" {p['unit']}" if p["unit"] else ""
         failures, expected = [], []
+        # The direction's edge is the last-window mean: the first one may move to it, not past it.
+        margins = [_margin.of_limit(first, last, above=direction == "falls", unit=p["unit"],
+                                    worst=f"first-window mean {'above' if direction == 'falls' else 'below'} the last",
+                                    observed=True)]
         for name, x, target in (("first", first, p["first"]), ("last", last, p["last"])):
             if target is None:
                 continue
             exp = ctx.expect("about", target, p)
+            margins.append(_margin.of_interval(x, exp, p["unit"], f"{name}-window mean"))
             expected.append(f"{name}-window mean {exp.text}")
             if not exp.holds(x):
                 failures.append(f"{name}-window mean is {fmt(x)}{unit}, expected {exp.text}, {exp.off_by(x)}")
@@ -182,7 +205,7 @@ def _falls_or_rises(direction: str) -> CheckFn:
         fields = {"label": label_of(p["metric"]),
                   "value": f"first-window mean is {fmt(first)}{unit}, last-window mean is {fmt(last)}{unit}"}
         return Outcome(not failures, {"first": first, "last": last, "window": window}, "; ".join(expected),
-                       fields, "; ".join(failures) or None)
+                       fields, "; ".join(failures) or None, margin=_margin.worst(margins))
     return check
 
 
@@ -209,7 +232,7 @@ def ratio(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     fields = {"label": f"{p['stat']} {label_of(p['metric'])}",
               "value": f"{p['run']} / {p['over']} is {fmt(x)} ({fmt(top)} / {fmt(bottom)})"}
     return Outcome(exp.holds(x), {"ratio": x, "numerator": top, "denominator": bottom}, exp.text, fields,
-                   off_by=exp.off_by(x))
+                   off_by=exp.off_by(x), margin=_margin.of_interval(x, exp))
 
 
 @register("config_ratio", "{label} is {value}",
@@ -229,7 +252,8 @@ def config_ratio(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     text = ", ".join(f"{fmt(x)} ({r})" for r, x in ratios.items())
     label = " x ".join(p["numerator"]) + " / " + " x ".join(p["denominator"])
     misses = _join(_missed(r, exp.off_by(x)) for r, x in ratios.items())
-    return Outcome(ok, ratios, exp.text, {"label": label, "value": text}, off_by=misses)
+    margin = _margin.worst(_margin.of_interval(x, exp, worst=r) for r, x in ratios.items())
+    return Outcome(ok, ratios, exp.text, {"label": label, "value": text}, off_by=misses, margin=margin)
 
 
 @register("heat_difference", "{label} is {value}",
@@ -240,7 +264,7 @@ def heat_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     touched, clean = [], []
     for summary in ctx.runs.values():
         values = step_values(summary, p["metric"], "all")
-        flags = summary.steps["heat_touched"].reindex(values.index).astype(bool)
+        flags = heat_touched(summary, p["metric"], values.index)  # a step of another axis: its rollout's
         touched.append(values[flags])
         clean.append(values[~flags])
     hot, cool = pd.concat(touched), pd.concat(clean)
@@ -252,7 +276,7 @@ def heat_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     fields = {"label": f"{p['stat']} {label_of(p['metric'])} touched minus clean",
               "value": f"{fmt(diff)}{unit} ({len(hot)} touched, {len(cool)} clean steps)"}
     return Outcome(exp.holds(diff), {"difference": diff, "touched": len(hot), "clean": len(cool)}, exp.text, fields,
-                   off_by=exp.off_by(diff))
+                   off_by=exp.off_by(diff), margin=_margin.of_interval(diff, exp, p["unit"]))
 
 
 @register("gain_within", "{label} gains {value}",
@@ -273,5 +297,6 @@ def gain_within(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     low, high = min(refs.values()), max(refs.values())
     ok = bool(gains) and all(low <= g <= high for g in gains.values())
     text = ", ".join(f"{r} {fmt(g)}" for r, g in gains.items())
+    margin = _margin.worst(_margin.of_range(g, low, high, worst=r) for r, g in gains.items())
     return Outcome(ok, {"gains": gains, "reference": refs}, f"within [{fmt(low)}, {fmt(high)}] (reference gains)",
-                   {"label": label_of(p["metric"]), "value": text})
+                   {"label": label_of(p["metric"]), "value": text}, margin=margin)

@@ -5,6 +5,7 @@
 - `metrics`: the Metrics page (chapter 6) from templates/metrics.md.j2 and docs/data/metrics.yml;
 - `figure_index`: the Index of figures from the blocks;
 - `front_matter`: docs/index.md with its markers filled (contents, palette legend, provenance, runs);
+- `claim_health`: every claim's margin, and the place publishing fills with the editions' history;
 - `nav`: each page's title and place in the nav, and the site settings (`.manual.yml`) that carry them;
 - the edition's record pages are `build_tools/edition_pages.py`'s.
 """

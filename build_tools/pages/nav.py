@@ -11,7 +11,7 @@ import yaml
 
 from .. import edition_pages
 from .._escape import html_text
-from .._layout import CHAPTER, FIGURES_PAGE, INDEX_PAGE, RECORD_PAGES, SITE_SETTINGS
+from .._layout import CHAPTER, CLAIM_HEALTH_PAGE, FIGURES_PAGE, INDEX_PAGE, RECORD_PAGES, SITE_SETTINGS
 from .._types import Stamp
 from ..wording import Provenance
 
@@ -51,14 +51,15 @@ def numbered(text: str, name: str) -> str:
 
 
 def nav_order(written: Sequence[Page]) -> list[Page]:
-    """index first, the chapters by number (the Metrics page is chapter 6), the Index of figures, then the
-    edition's record pages (manifest, changes)."""
+    """index first, the chapters by number (the Metrics page is chapter 6), the Index of figures, Claim health,
+    then the edition's record pages (manifest, changes)."""
     def key(page: Page) -> tuple[int, str]:
         if page.name == INDEX_PAGE:
             return (0, "")
         if page.name in RECORD_PAGES:  # the edition's record: manifest, then changes
             return (3, str(RECORD_PAGES.index(page.name)))
-        return (2, page.name) if page.name == FIGURES_PAGE else (1, page.name)
+        after_chapters = {FIGURES_PAGE: "0", CLAIM_HEALTH_PAGE: "1"}
+        return (2, after_chapters[page.name]) if page.name in after_chapters else (1, page.name)
     return sorted(written, key=key)
 
 

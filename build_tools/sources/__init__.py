@@ -7,14 +7,16 @@ A run folder may hold, beside `dashboard/` and `lab/`, any of these sub-folders 
 | `events/` | `events.py` | the `--dump-details` event files, `{proc}.jsonl` |
 | `log/` | `log.py` | standard output and error, `*.log`, `*.txt` |
 | `ci_history/` | `ci_history.py` | the CI history record, `{pid}-{uuid}.jsonl` |
-| `wandb/` | `wandb.py` | a wandb chart's CSV, or JSON lines of `run.scan_history()` |
+| `wandb/` | `wandb.py` | a chart's CSV, `scan_history()` or `history()` rows, an offline run's `run-<id>.wandb` |
 | `tensorboard/` | `tensorboard.py` | `events.out.tfevents.*` |
 
 Each reader yields the records the dashboard reader yields (`metrics`, `phases`, lab `events`), so nothing
-after the loader knows where a value came from. `add_streams` adds them to a loaded run: a metric a more
-precise source already holds for the same step is checked against it (within the printing precision of the
-less precise one) and not added twice; phases come from the dump when it has any; an event already in
-`lab/events` (same kind within a minute) is not added again.
+after the loader knows where a value came from, each checked by the dump's rules (`_common.checked`,
+`schemas.SOURCE_RECORDS`): what they refuse is a problem naming the file, the line and the field.
+`add_streams` adds them to a loaded run: a metric a source already holds for the same step is checked against
+it, within the precision the less precise one keeps (its printed digits; half a float32 ulp for TensorBoard; 10
+decimals for a history to_json wrote), and not added twice: the more precise value is kept; phases come
+from the dump when it has any; an event already in `lab/events` (same kind within a minute) is not added again.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._exceptions import Problem, display_path
 from .._types import Record, RunData
 from . import ci_history, events, log, tensorboard, wandb
-from ._common import RENAMED, STEP_KEYS, Found, MetricRecord, agree, number_text, read_text
+from ._common import RENAMED, STEP_KEYS, Found, MetricRecord, agree, number_text, read_text, tolerance
 
 Reader = Callable[[list[Path], list[Problem], list[str]], Found]
 
@@ -39,7 +42,7 @@ FILES = {
     "events": re.compile(r"\.jsonl(\.gz)?$"),
     "log": re.compile(r"\.(log|txt)(\.gz)?$"),
     "ci_history": re.compile(r"\.jsonl(\.gz)?$"),
-    "wandb": re.compile(r"\.(csv|jsonl)(\.gz)?$"),
+    "wandb": re.compile(r"\.(csv|jsonl)(\.gz)?$|^run-.*\.wandb(\.gz)?$"),
     "tensorboard": re.compile(r"(^|\.)tfevents\.|^events\.out\."),
 }
 SAME_EVENT_WITHIN_S = 60.0
@@ -68,11 +71,32 @@ def has_dump(root: Path) -> bool:
 def add_streams(run: RunData, problems: list[Problem]) -> None:
     """Read the run folder's other sources into run.streams, checked against what is already there."""
     check_placeholders(run.root / "run.yaml", run.config, problems)
+    warn_loose_files(run.root, run.warnings)
     files = source_files(run.root, run.warnings)
     if not files:
         return
     founds = [READERS[name](paths, problems, run.warnings) for name, paths in files.items() if paths]
     merge(run, founds, problems)
+
+
+# What each kind of file is called in the warning about one left at a run's top level.
+KIND_WORDS = {"log": "log", "wandb": "wandb export", "tensorboard": "TensorBoard event file",
+              "ci_history": "CI history record", "events": "--dump-details event file",
+              "dashboard": "dashboard stream", "lab": "lab stream"}
+
+
+def warn_loose_files(root: Path, warnings: list[str]) -> None:
+    """A source file directly in a run folder is read by no one (the loader reads a source only from its own
+    sub-folder, the dump only from dashboard/ and lab/): a warning names it and where it belongs."""
+    from .._layout import DASHBOARD_STREAMS, JSONL, LAB_STREAMS
+
+    for path in sorted(p for p in root.iterdir() if p.name != "run.yaml" and p.is_file()):
+        stream = JSONL.match(path.name)
+        kind = ("dashboard" if stream and stream["stream"] in DASHBOARD_STREAMS else
+                "lab" if stream and stream["stream"] in LAB_STREAMS else _kind_of_file(path))
+        if kind is not None:
+            warnings.append(f"{display_path(path)}: a {KIND_WORDS[kind]} at the run's top level is not read; move it "
+                            f"into {display_path(root / kind)}/")
 
 
 PLACEHOLDER = "FILL IN"  # how `make add-run` marks a run.yaml field it could not know
@@ -108,16 +132,27 @@ def check_placeholders(path: Path, config: dict[str, Any], problems: list[Proble
 # --- merging ----------------------------------------------------------------------------------
 
 
+@dataclass
+class _Kept:
+    """The value kept for one (step group, step, key): where it is and how far it may lie from what was logged."""
+
+    value: float
+    text: str
+    tolerance: float
+    unit: float | None  # set where the source lost precision: a later, more precise value replaces it
+    record: Record
+
+
 def merge(run: RunData, founds: list[Found], problems: list[Problem]) -> None:
-    """Add what the sources found to the run: each value once, every repeat checked."""
-    seen: dict[tuple[str, int, str], tuple[float, str, str, int]] = {}
+    """Add what the sources found to the run: each value once, every repeat checked, the most precise kept."""
+    seen: dict[tuple[str, int, str], _Kept] = {}
     for record in run.streams.get("metrics", []):
         _remember(record, seen)
     renamed: set[tuple[str, str]] = set()
     for found in founds:
         added = []
         for record in found.streams.get("metrics", []):
-            kept = _new_values(record, seen, renamed, problems, run.warnings)
+            kept = _new_values(record, seen, renamed, problems, run.warnings, found.unit)
             if kept is not None:
                 added.append(kept)
         if added:
@@ -127,7 +162,7 @@ def merge(run: RunData, founds: list[Found], problems: list[Problem]) -> None:
     _merge_meta(run, founds, problems)
 
 
-def _remember(record: Record, seen: dict[tuple[str, int, str], tuple[float, str, str, int]]) -> None:
+def _remember(record: Record, seen: dict[tuple[str, int, str], _Kept]) -> None:
     data = record.data
     if data.get("step_key") not in STEP_KEYS or not isinstance(data.get("step"), int):
         return
@@ -135,23 +170,25 @@ def _remember(record: Record, seen: dict[tuple[str, int, str], tuple[float, str,
         if key in STEP_KEYS or not isinstance(value, int | float):
             continue
         texts = record.texts if isinstance(record, MetricRecord) else {}
+        units = record.units if isinstance(record, MetricRecord) else {}
+        text = texts.get(key, number_text(value))
         seen.setdefault((_group(data["step_key"]), data["step"], key),
-                        (float(value), texts.get(key, number_text(value)), record.file, record.line))
+                        _Kept(float(value), text, tolerance(text, units.get(key)), units.get(key), record))
 
 
 def _group(step_key: str) -> str:
-    # The summary merges rollout/step and train/step into one row per step; eval steps are their own.
-    return "eval" if step_key == "eval/step" else "main"
+    # A value is one logged number at its own step axis: train/step 3 is not rollout/step 3.
+    return step_key
 
 
-def _new_values(record: Record, seen: dict[tuple[str, int, str], tuple[float, str, str, int]],
-                renamed: set[tuple[str, str]], problems: list[Problem], warnings: list[str]) -> Record | None:
+def _new_values(record: Record, seen: dict[tuple[str, int, str], _Kept], renamed: set[tuple[str, str]],
+                problems: list[Problem], warnings: list[str], unit_word: str = "line") -> Record | None:
     data = record.data
     texts = record.texts if isinstance(record, MetricRecord) else {}
-    metrics: dict[str, Any] = {}
-    kept_texts: dict[str, str] = {}
+    units = record.units if isinstance(record, MetricRecord) else {}
+    out = MetricRecord({**data, "metrics": {}}, record.file, record.line)  # what is new in it, as seen refers to it
     for key, value in data["metrics"].items():
-        text = texts.get(key, number_text(value))
+        text, unit = texts.get(key, number_text(value)), units.get(key)
         if key in RENAMED:
             if (record.file, key) not in renamed:
                 renamed.add((record.file, key))
@@ -160,19 +197,36 @@ def _new_values(record: Record, seen: dict[tuple[str, int, str], tuple[float, st
             key = RENAMED[key]
         where = (_group(data["step_key"]), data["step"], key)
         if key in STEP_KEYS or not isinstance(value, int | float) or where not in seen:
-            metrics[key] = value
-            kept_texts[key] = text
+            out.data["metrics"][key] = value
+            out.texts[key] = text
+            if unit is not None:
+                out.units[key] = unit
             if key not in STEP_KEYS and isinstance(value, int | float):
-                seen[where] = (float(value), text, record.file, record.line)
+                seen[where] = _Kept(float(value), text, tolerance(text, unit), unit, out)
             continue
-        old, old_text, old_file, old_line = seen[where]
-        if not agree(old, old_text, float(value), text):
-            problems.append(Problem(record.file, record.line, f"metrics.{key}",
-                                    f"step {data['step']} is {text} here but {old_text} in {old_file}:{old_line}; "
-                                    "two sources of one run must agree within the precision they print"))
-    if not any(key not in STEP_KEYS for key in metrics):
-        return None
-    return MetricRecord({**data, "metrics": metrics}, record.file, record.line, kept_texts)
+        old = seen[where]
+        if not agree(old.value, old.tolerance, float(value), tolerance(text, unit)):
+            line, field = ((record.line, f"metrics.{key}") if unit_word == "line" else  # a binary file: its record
+                           (None, f"{unit_word} {record.line}: metrics.{key}"))
+            problems.append(Problem(record.file, line, field,
+                                    f"step {data['step']} is {text} here but {old.text} in {old.record.file}:"
+                                    f"{old.record.line}; two sources of one run must agree within the precision "
+                                    "they keep"))
+        elif old.unit is not None and (unit is None or unit < old.unit):
+            _replace(old, key, value, text, unit)
+    return out if any(key not in STEP_KEYS for key in out.data["metrics"]) else None
+
+
+def _replace(old: _Kept, key: str, value: Any, text: str, unit: float | None) -> None:
+    """A value a lossy source gave first (a float32, a to_json number, a :.2f line) gives way to a more precise one."""
+    old.record.data["metrics"][key] = value
+    old.value, old.text, old.tolerance, old.unit = float(value), text, tolerance(text, unit), unit
+    if isinstance(old.record, MetricRecord):
+        old.record.texts[key] = text
+        if unit is None:
+            old.record.units.pop(key, None)
+        else:
+            old.record.units[key] = unit
 
 
 def _merge_phases(run: RunData, founds: list[Found]) -> None:
@@ -260,7 +314,7 @@ def _kind_of_file(path: Path) -> str | None:
         return "tensorboard"
     if re.search(r"\.(log|txt)$", name):
         return "log"
-    if name.endswith(".csv"):
+    if name.endswith(".csv") or re.fullmatch(r"run-.*\.wandb", name):
         return "wandb"
     if name.endswith(".jsonl"):
         return _sniff_jsonl(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import math
 from collections.abc import Iterator
@@ -11,7 +12,9 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from .. import _files
+import numpy as np
+
+from .. import _files, schemas
 from .._exceptions import InputProblem, Problem, display_path
 from .._types import Record
 from ._json import loads
@@ -36,6 +39,11 @@ class MetricRecord(Record):
     """A `metrics` record (ts, step_key, step, metrics) with each value's text as its source printed it."""
 
     texts: dict[str, str] = field(default_factory=dict)
+    # A field's name in the source, for messages: step -> Step; "metrics" words a value: "{key} value"
+    names: dict[str, str] = field(default_factory=dict)
+    # Half the unit a value was stored with, where the source is known to lose precision (a float32, a number
+    # to_json cut to 10 decimals, a log line's :.2f): key -> half unit. Any other value is a printed double.
+    units: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -47,13 +55,105 @@ class Found:
     args: dict[str, tuple[Any, str, int]] = field(default_factory=dict)  # name -> (value, file, line)
     start_ts: float | None = None
     files: list[str] = field(default_factory=list)
+    blank: set[str] = field(default_factory=set)  # files read that hold nothing but white space
+    unplaced: dict[str, set[str]] = field(default_factory=dict)  # file -> numeric keys of no known step key
+    unit: str = "line"  # what a record's number counts: a line of a text file, a record of a binary one
 
     def add(self, stream: str, record: Record) -> None:
         self.streams.setdefault(stream, []).append(record)
 
     def saw_time(self, ts: float | None) -> None:
-        if ts is not None and math.isfinite(ts) and (self.start_ts is None or ts < self.start_ts):
+        if ts is not None and schemas.is_time(ts) and (self.start_ts is None or ts < self.start_ts):
             self.start_ts = ts
+
+    def unplaced_key(self, where: str, key: str) -> None:
+        """A number logged under a key whose prefix has no step key Miles defines: not read, told per file."""
+        if key and not key.startswith("_"):
+            self.unplaced.setdefault(where, set()).add(key)
+
+    def read_file(self, where: str, empty: bool) -> None:
+        self.files.append(where)
+        if empty:
+            self.blank.add(where)
+
+
+def checked(found: Found, problems: list[Problem], warnings: list[str]) -> Found:
+    """What a reader found, each record checked by the dump's rules for its stream (schemas.SOURCE_RECORDS): a
+    record with a wrong field is dropped, with a problem naming its file, line and field. A file that gave
+    nothing and was reported nowhere is a warning: an empty or unreadable source is never silence."""
+    for stream, records in found.streams.items():
+        kept: list[Record] = []
+        for where, group in itertools.groupby(records, key=lambda record: record.file):
+            batch = list(group)
+            valid, _ = schemas.validate_records(stream, [r.data for r in batch], where, [r.line for r in batch],
+                                                source=True)
+            for record, data in zip(batch, valid, strict=True):
+                if data is None:  # again on its own, for its problems in the source's words
+                    problems += [_worded(problem, record, found.unit) for problem in
+                                 schemas.validate_record(stream, record.data, where, record.line, source=True)[1]]
+                else:
+                    record.data = data
+                    kept.append(record)
+        found.streams[stream] = kept
+    prefixes = ", ".join(f"{prefix}/" for prefix in STEP_KEY_OF_PREFIX)
+    for where, keys in sorted(found.unplaced.items()):
+        shown = ", ".join(sorted(keys)[:5]) + (", ..." if len(keys) > 5 else "")
+        warnings.append(f"{where}: {len(keys)} key(s) under no prefix Miles gives a step key ({prefixes}) not read: "
+                        f"{shown}")
+    _warn_silent_files(found, problems, warnings)
+    return found
+
+
+def _worded(problem: Problem, record: Record, unit: str) -> Problem:
+    """A problem with the field as the source names it (Step, _timestamp), and in a binary file at its record:
+    `file: record 3: step: ...`."""
+    names = record.names if isinstance(record, MetricRecord) else {}
+    field_name = names.get(problem.field or "", problem.field)
+    if field_name and field_name.startswith("metrics.") and "metrics" in names:  # a value, under the key's name
+        field_name = names["metrics"].format(key=field_name.removeprefix("metrics."))
+    if unit == "line":
+        return Problem(problem.file, problem.line, field_name, problem.message)
+    return Problem(problem.file, None, f"{unit} {problem.line}" + (f": {field_name}" if field_name else ""),
+                   problem.message)
+
+
+def _warn_silent_files(found: Found, problems: list[Problem], warnings: list[str]) -> None:
+    gave = {record.file for records in found.streams.values() for record in records}
+    gave |= {file for _, file, _ in found.args.values()}
+    gave |= {problem.file for problem in problems}
+    gave |= {warning.split(":", 1)[0] for warning in warnings}
+    for where in found.files:
+        if where in gave:
+            continue
+        if where in found.blank:
+            warnings.append(f"{where}: empty; nothing read from it")
+        else:
+            warnings.append(f"{where}: nothing read from it: no {WHAT_IS_READ[found.source]} (not a file of this "
+                            "source, or one from before anything was logged)")
+
+
+# What a source's reader reads, for the warning about a file it read nothing from.
+WHAT_IS_READ = {"log": "metrics, Timer, [CPU memory], event or argument line",
+                "events": "metric record with a known key", "ci_history": "series of a known key",
+                "wandb": "value of a known key with its step", "tensorboard": "scalar of a known key"}
+
+
+def number_of_text(text: str) -> float | None:
+    """A number printed as text (a CSV cell): nan and inf as written, a number beyond a double as a plain infinity
+    (the schema refuses it); None for what is not a number."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    if "_" in text:  # Python reads 1_000; no exporter writes it
+        return None
+    return written(number) if text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity") else number
+
+
+def written(number: float) -> float:
+    """A non-finite number as its source wrote it (nan, inf, a float32 infinity): kept, as the dump keeps a
+    bare NaN, and told from a number too large for a double, which the schema refuses."""
+    return number if math.isfinite(number) else schemas.WrittenNonFinite(number)
 
 
 def read_bytes(path: Path, problems: list[Problem]) -> bytes | None:
@@ -79,7 +179,7 @@ def text_files(files: list[Path], problems: list[Problem], found: Found) -> Iter
         if lines is None:
             continue
         where = display_path(path)
-        found.files.append(where)
+        found.read_file(where, not any(line.strip() for line in lines))
         yield path, where, lines
 
 
@@ -127,13 +227,28 @@ def precision(text: str) -> float:
     return 0.5 * 10.0 ** exponent
 
 
-def agree(a: float, a_text: str, b: float, b_text: str) -> bool:
-    """Two printings of one value agree within the precision of the less precise one."""
+def float32_unit(value: float) -> float:
+    """Half a float32 ulp at a value stored as float32: how far the float64 it came from may lie."""
+    return float(np.spacing(np.float32(abs(value)))) / 2 if math.isfinite(value) else 0.0
+
+
+def json_decimals_unit(value: float, decimals: int = 10) -> float:
+    """Half the last decimal pandas' to_json (double_precision=10) prints, or half a double's ulp if coarser."""
+    return max(0.5 * 10.0 ** -decimals, math.ulp(value) / 2) if math.isfinite(value) else 0.0
+
+
+def tolerance(text: str, unit: float | None = None) -> float:
+    """How far a value may lie from what was logged: its stored unit where known, else its printed precision."""
+    return unit if unit is not None else precision(text)
+
+
+def agree(a: float, a_tolerance: float, b: float, b_tolerance: float) -> bool:
+    """Two values of one logged number agree within the tolerance of the less precise one."""
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
         return a == b
-    tolerance = max(precision(a_text), precision(b_text))
+    tolerance = max(a_tolerance, b_tolerance)
     return abs(a - b) <= tolerance * (1 + 1e-9) + 1e-12 * max(abs(a), abs(b))
 
 

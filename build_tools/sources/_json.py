@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
+
+from .. import schemas
+
+NON_FINITE = {name: schemas.WrittenNonFinite(number) for name, number in schemas.NON_FINITE.items()}
 
 
 class Number(str):
@@ -19,18 +22,36 @@ def loads(text: str) -> Any:
 
 
 def value(item: Any) -> tuple[Any, str] | None:
-    """A number (or the markers "NaN", "Infinity", "-Infinity") and its text; None for anything else."""
+    """A number (or the markers "NaN", "Infinity", "-Infinity", kept as written non-finite numbers) and its text;
+    None for anything else. A number too large for a double reads as a plain infinity, which the schema refuses."""
+    if isinstance(item, str) and item in NON_FINITE:
+        return NON_FINITE[item], str(item)
     if isinstance(item, Number):
         text = str(item)
-        if text in ("NaN", "Infinity", "-Infinity"):
-            return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[text], text
-        number = float(text)
-        return (int(text) if number.is_integer() and "." not in text and "e" not in text.lower() else number), text
+        return (whole(text) if text.lstrip("-").isdigit() else float(text)), text
     if isinstance(item, bool):
         return item, str(int(item))
-    if isinstance(item, str) and item in ("NaN", "Infinity", "-Infinity"):
-        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[item], item
     return None
+
+
+class TooLong(int):
+    """A whole number too long for Python to convert (4300 digits): as far beyond 64 bits as the schema's check
+    needs to refuse it, and shown by its length."""
+
+    digits: int
+
+    def __new__(cls, text: str) -> TooLong:
+        number = super().__new__(cls, -(2**64) if text.startswith("-") else 2**64)
+        number.digits = len(text.lstrip("-"))
+        return number
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+
+def whole(text: str) -> int:
+    """A whole number's text as an int."""
+    return int(text) if len(text) <= 4000 else TooLong(text)
 
 
 def plain(item: Any) -> Any:

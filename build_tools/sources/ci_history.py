@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import Problem
-from ._common import Found, MetricRecord, json_lines, step_key_of, text_files
+from ._common import Found, MetricRecord, checked, json_lines, step_key_of, text_files
 from ._json import plain, value
 
 
@@ -23,7 +23,7 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
         for number, doc in json_lines(lines, where, problems, warnings,
                                       'a JSON object {"metric": key, "series": [[step, value], ...]}'):
             _read_line(doc, where, number, found, problems, warnings)
-    return found
+    return checked(found, problems, warnings)
 
 
 def _read_line(doc: dict[str, Any], where: str, number: int, found: Found, problems: list[Problem],
@@ -41,12 +41,13 @@ def _read_line(doc: dict[str, Any], where: str, number: int, found: Found, probl
         parsed = value(point[1]) if isinstance(point, list) and len(point) == 2 else None
         step = value(point[0]) if isinstance(point, list) and len(point) == 2 and point[0] is not None else None
         if parsed is None or (point[0] is not None and (step is None or not isinstance(step[0], int))):
-            problems.append(Problem(where, number, metric, f"expected [step, number], found {plain(point)!r}"))
+            problems.append(Problem(where, number, metric, f"expected [step, number], found {repr(plain(point))[:60]}"))
             continue
         if step is None:
             unplaced += 1
             continue
         data = {"ts": math.nan, "step_key": step_key, "step": step[0], "metrics": {metric: parsed[0]}}
-        found.add("metrics", MetricRecord(data, where, number, {metric: parsed[1]}))
+        names = {"step": f"{metric} step", "metrics": "{key} value"}
+        found.add("metrics", MetricRecord(data, where, number, {metric: parsed[1]}, names))
     if unplaced:
         warnings.append(f"{where}:{number}: {metric}: {unplaced} value(s) with no step; not read")

@@ -22,22 +22,31 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .. import schemas
 from .._exceptions import Problem, display_path
 from .._types import Record
-from ._common import Found, MetricRecord, misread_of, read_text
+from ._common import Found, MetricRecord, checked, misread_of, precision, read_text, written
+from ._json import whole
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Ray's prefix on a line an actor printed: "(RolloutManager pid=4243)", "(raylet, ip=10.0.6.140)".
 RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:\-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
-REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+# Every pattern that `search`es a line starts at a literal or the first digit of a number, and bounds what it
+# skips: a search that could start anywhere and scan to the end is quadratic, minutes on a long line.
+REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
 # "[2026-08-21 18:09:36.123 actor_cell0_rank0]" (Miles), "[2026-08-21 18:09:36]" (older slime, SGLang),
 # "[2025-03-29 18:56:25 TP0]" (SGLang), "[2023-04-09 07:23:59,445 E 395 395]" (the raylet).
 STAMP = re.compile(r"\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
                    r"(?: (?P<proc>[^\]]*))?\]\s?")
 SOURCE = re.compile(r"^(?P<file>[\w.]+\.py):\d+ - ")
-METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|step|eval) (?P<n>-?\d+): (?P<payload>\{.*)$")
-LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|step|eval)\W?\S*\s*:\s*\{")
-STEP_KEY = {"perf": "rollout/step", "rollout": "rollout/step", "step": "train/step", "eval": "eval/step"}
+METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|multi_turn|step|eval) (?P<n>-?\d+): "
+                     r"(?P<payload>\{.*)$")
+LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|multi_turn|step|eval)\W?\S{0,60}\s{0,20}:\s*\{")
+# multi_turn N: the trainer's --log-multi-turn means (training_utils/log_utils.py gather_log_data), on rollout/step.
+STEP_KEY = {"perf": "rollout/step", "rollout": "rollout/step", "multi_turn": "rollout/step", "step": "train/step",
+            "eval": "eval/step"}
 TIMER_START = re.compile(r"^Timer (?P<name>\S+) start$")
 TIMER_END = re.compile(r"^Timer (?P<name>\S+) end \(elapsed: (?P<elapsed>[0-9.]+)s\)$")
 CPU_MEMORY = re.compile(r"^\[CPU memory\] (?P<label>.+?): (?P<gb>[0-9.]+) GB "
@@ -57,11 +66,13 @@ EVENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "(raylet) node_manager.cc:3040: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers
     # crashed due to other reasons at node (ID: ..., IP: ...) over the last time period." as shown in
     # ray-project/ray doc/source/ray-core/scheduling/ray-oom-prevention.rst.
-    ("ray_oom_kill", re.compile(r"(?P<count>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)")),
+    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) Workers \(tasks / actors\) killed due to memory pressure "
+                                r"\(OOM\)")),
     # The error a caller gets (ray.exceptions.OutOfMemoryError), same .rst: "Task was killed due to the node
     # running low on memory." and the newer form "1 worker(s) were killed due to the node running low on memory."
     ("ray_oom_kill", re.compile(r"Task was killed due to the node running low on memory\.")),
-    ("ray_oom_kill", re.compile(r"(?P<count>\d+) worker\(s\) were killed due to the node running low on memory")),
+    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) worker\(s\) were killed due to the node running low on "
+                                r"memory")),
     # SGLang, python/sglang/srt/managers/scheduler.py run_scheduler_process: logger.error(f"Scheduler hit an
     # exception: {traceback}"), then it sends SIGQUIT to its parent.
     ("engine_death", re.compile(r"Scheduler hit an exception: ")),
@@ -88,7 +99,7 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
     found = Found("log")
     for path in files:
         _read_file(path, found, problems, warnings)
-    return found
+    return checked(found, problems, warnings)
 
 
 def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list[str]) -> None:
@@ -96,7 +107,7 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
     if lines is None:
         return
     where = display_path(path)
-    found.files.append(where)
+    found.read_file(where, not any(line.strip() for line in lines))
     if lines[-1].strip():
         warnings.append(f"{where}:{len(lines)}: last line has no newline (cut off when the job ended); skipped")
     last_ts: float | None = None
@@ -109,7 +120,7 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         prefix = RAY_PREFIX.match(text)
         ip = prefix["ip"] if prefix else None
         process = f"{prefix['actor']}:{prefix['pid']}" if prefix else ""
-        body = REPEATED.sub("", text[prefix.end():] if prefix else text)
+        body = _without_repeat(text[prefix.end():] if prefix else text)
         stamp = STAMP.match(body)
         ts = None
         if stamp:
@@ -117,6 +128,9 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
             if ts is None:
                 warnings.append(f"{where}:{number}: timestamp {stamp.group(0).strip()} is not a valid date; "
                                 "line skipped")
+                continue
+            if (wrong := schemas.value_problem("time", ts)) is not None:
+                problems.append(Problem(where, number, "timestamp", f"{stamp.group(0).strip()}: {wrong}"))
                 continue
             last_ts = ts
             found.saw_time(ts)
@@ -140,15 +154,16 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         if match := METRICS.match(message):
             _metrics_line(match, ts if ts is not None else last_ts, where, number, found, warnings)
         elif match := TIMER_END.match(message):
-            _timer_end(match, ts, open_timers, process, ip, where, number, found, warnings)
+            _timer_end(match, ts, open_timers, process, ip, where, number, found, problems, warnings)
         elif match := TIMER_START.match(message):
             if ts is not None:
                 open_timers[(process, match["name"])] = ts
         elif match := CPU_MEMORY.match(message):
-            _cpu_memory(match, ts if ts is not None else last_ts, where, number, found)
+            _cpu_memory(match, ts if ts is not None else last_ts, where, number, found, warnings)
         elif LOOKS_LIKE_METRICS.search(message):
-            warnings.append(f"{where}:{number}: looks like a metrics line but is not 'perf|rollout|step|eval N: "
-                            "{...}' (a wrapped, misread or interleaved line); its values are not read")
+            warnings.append(f"{where}:{number}: looks like a metrics line but is not "
+                            "'perf|rollout|multi_turn|step|eval N: {...}' (a wrapped, misread or interleaved line); "
+                            "its values are not read")
         else:
             for kind, pattern in EVENT_PATTERNS:
                 event = pattern.search(message)
@@ -158,6 +173,12 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
     _add_events(events, last_ts, where, found, warnings)
     for name, item in launched.items():  # the resolved arguments Megatron prints win over the command line
         found.args.setdefault(name, item)
+
+
+def _without_repeat(text: str) -> str:
+    """The line without Ray's "[repeated 2x across cluster]" note at its end."""
+    note = REPEATED.search(text)
+    return text[:note.start()].rstrip() if note else text
 
 
 def _launch_args(text: str) -> dict[str, Any]:
@@ -192,7 +213,7 @@ def _timestamp(stamp: re.Match[str]) -> float | None:
 
 def _metrics_line(match: re.Match[str], ts: float | None, where: str, number: int, found: Found,
                   warnings: list[str]) -> None:
-    kind, step = match["kind"], int(match["n"])
+    kind, step = match["kind"], whole(match["n"])
     try:
         values, texts = parse_payload(match["payload"])
     except PayloadError as err:
@@ -241,6 +262,9 @@ def parse_payload(text: str) -> tuple[dict[str, Any], dict[str, str]]:
         values[key_node.value] = _literal(value_node)
         inner = _innermost(value_node)
         texts[key_node.value] = encoded[inner.col_offset:inner.end_col_offset].decode("utf-8")
+        if isinstance(value_node, ast.Call) and isinstance(values[key_node.value], float) and \
+                texts[key_node.value] != repr(values[key_node.value]) and _narrow(value_node):
+            texts[key_node.value] = repr(values[key_node.value])  # np.float32(0.53): 0.5299999713897705
     return values, texts
 
 
@@ -258,16 +282,25 @@ def _literal(node: ast.expr) -> Any:
         value = _literal(node.operand)
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise PayloadError("a sign before something that is not a number")
-        return -value if isinstance(node.op, ast.USub) else value
+        return written(-value) if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.Name) and node.id in ("nan", "inf", "NaN", "Infinity"):
-        return math.nan if node.id.lower() == "nan" else math.inf
+        return written(math.nan if node.id.lower() == "nan" else math.inf)
     if (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
             and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
             and node.func.value.id in ("np", "numpy") and NUMPY_SCALARS.match(node.func.attr)):
-        return _literal(node.args[0])
+        value = _literal(node.args[0])
+        # np.float32(0.53) prints its shortest text; the value the trackers got is that float32's.
+        narrow = node.func.attr in ("float32", "float16")
+        if narrow and isinstance(value, float) and math.isfinite(value):
+            return float(getattr(np, node.func.attr)(value))
+        return value
     if isinstance(node, ast.List | ast.Tuple):
         return [_literal(item) for item in node.elts]
     raise PayloadError(f"{ast.unparse(node)[:40]!r} is not a plain value")
+
+
+def _narrow(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Attribute) and node.func.attr in ("float32", "float16")
 
 
 def _arg_value(text: str) -> Any:
@@ -279,7 +312,8 @@ def _arg_value(text: str) -> Any:
 
 
 def _timer_end(match: re.Match[str], ts: float | None, open_timers: dict[tuple[str, str], float], process: str,
-               ip: str | None, where: str, number: int, found: Found, warnings: list[str]) -> None:
+               ip: str | None, where: str, number: int, found: Found, problems: list[Problem],
+               warnings: list[str]) -> None:
     name = match["name"]
     if ts is None:
         warnings.append(f"{where}:{number}: Timer {name} end has no timestamp; phase not read")
@@ -288,6 +322,9 @@ def _timer_end(match: re.Match[str], ts: float | None, open_timers: dict[tuple[s
         elapsed = float(match["elapsed"])
     except ValueError:
         warnings.append(f"{where}:{number}: Timer {name} end: elapsed {match['elapsed']!r} is not a number")
+        return
+    if (wrong := schemas.value_problem("duration", elapsed)) is not None:
+        problems.append(Problem(where, number, f"Timer {name} elapsed", wrong))
         return
     start = open_timers.pop((process, name), None)
     # The start line's time is exact to the millisecond; the printed elapsed only to a tenth of a second.
@@ -298,12 +335,19 @@ def _timer_end(match: re.Match[str], ts: float | None, open_timers: dict[tuple[s
     found.add("phases", Record(data, where, number))
 
 
-def _cpu_memory(match: re.Match[str], ts: float | None, where: str, number: int, found: Found) -> None:
+def _cpu_memory(match: re.Match[str], ts: float | None, where: str, number: int, found: Found,
+                warnings: list[str]) -> None:
     # Miles logs the same number to the trackers as perf/cpu_memory_{label}_gb against rollout/step.
     key = f"perf/cpu_memory_{match['label']}_gb"
-    data = {"ts": ts if ts is not None else math.nan, "step_key": "rollout/step", "step": int(match["step"]),
-            "metrics": {key: float(match["gb"])}}
-    found.add("metrics", MetricRecord(data, where, number, {key: match["gb"]}))
+    try:
+        gb = float(match["gb"])
+    except ValueError:
+        warnings.append(f"{where}:{number}: [CPU memory] {match['gb']!r} GB is not a number; not read")
+        return
+    data = {"ts": ts if ts is not None else math.nan, "step_key": "rollout/step", "step": whole(match["step"]),
+            "metrics": {key: gb}}
+    # Printed with :.2f, the number the trackers got to full precision: a more precise source's value is kept.
+    found.add("metrics", MetricRecord(data, where, number, {key: match["gb"]}, units={key: precision(match["gb"])}))
 
 
 def _add_events(events: list[tuple[str, float | None, str, int]], last_ts: float | None, where: str, found: Found,

@@ -1,69 +1,147 @@
-"""TensorBoard event files (`tensorboard/`: `events.out.tfevents.*`, plain or gzipped), read with TensorBoard's
-own event reader (never a home-made protobuf parser).
+"""TensorBoard event files (`tensorboard/`: `events.out.tfevents.*`, plain or gzipped), each event parsed by
+TensorBoard's own protobuf classes (never a home-made protobuf parser).
+
+The file is a TFRecord stream: each record is its length (8 bytes, little-endian), the masked CRC-32C of the
+length, the event, and the masked CRC-32C of the event. TensorBoard's own loader stops quietly at a record that
+fails its check, so the framing is read here, with TensorBoard's CRC: a file that ends early or fails a check
+is a warning naming it and how many records were read before, never a silent loss.
 
 Miles writes every logged key with `add_scalar(key, value, step)`, the step being the value of the key's step
-key (miles/utils/tracking_utils/tensorboard_utils.py). A scalar is a 32-bit float: its text, for the agreement
-check, is the shortest text that reads back as that float32.
+key (miles/utils/tracking_utils/tensorboard_utils.py). A scalar is a 32-bit float, read as the float64 of that
+float32 exactly (its text the shortest that reads back as it, 0.5299999713897705 for 0.53): it agrees with
+another source within half a float32 ulp of its value (the most the float64 Miles logged can lie from it), and
+where another source holds the float64, that one is kept.
 """
 
 from __future__ import annotations
 
-import tempfile
+import math
+import struct
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .._exceptions import Problem, display_path
-from ._common import STEP_KEYS, Found, MetricRecord, read_bytes, step_key_of
+from ._common import STEP_KEYS, Found, MetricRecord, checked, float32_unit, read_bytes, step_key_of, written
+
+
+class Damaged(Exception):
+    """Where reading a TFRecord stream stopped: after how many whole records, and why."""
+
+    def __init__(self, records: int, why: str) -> None:
+        super().__init__(why)
+        self.records, self.why = records, why
 
 
 def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Found:
-    found = Found("tensorboard")
+    found = Found("tensorboard", unit="record")
     for path in files:
-        where = display_path(path)
-        found.files.append(where)
-        unpacked = read_bytes(path, problems) if path.name.endswith(".gz") else None
-        if path.name.endswith(".gz") and unpacked is None:
+        data = read_bytes(path, problems)  # gunzipped, size-limited
+        if data is None:
             continue  # truncated, corrupt or too large: the problem names it
+        where = display_path(path)
+        found.read_file(where, not data)
         try:
-            _read_file(path, where, found, warnings, unpacked)
-        except Exception as err:  # noqa: BLE001 - a damaged file is a problem to report, never a crash
-            problems.append(Problem(where, None, None, f"not a readable TensorBoard event file: {err}"))
-    return found
+            _read_events(data, where, found)
+        except Damaged as damage:
+            warnings.append(f"{where}: not a TensorBoard event file ({damage.why} at its first record); nothing read"
+                            if not damage.records else f"{where}: {damage.why} after {damage.records} whole "
+                            "record(s); only those are read (a file cut off or damaged)")
+    problems += _two_jobs(found)
+    return checked(found, problems, warnings)
 
 
-def _read_file(path: Path, where: str, found: Found, warnings: list[str], unpacked: bytes | None) -> None:
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+def _two_jobs(found: Found) -> list[Problem]:
+    """One problem per pair of event files that both hold a key at one step: Miles' writer opens one file per job,
+    so the folder holds two jobs' files (a reused --tensorboard-dir), and which value is the run's cannot be told."""
+    first: dict[tuple[str, str, int], tuple[str, int]] = {}
+    clashes: dict[tuple[str, str], tuple[str, str, int, int]] = {}
+    for record in found.streams.get("metrics", []):
+        data = record.data
+        for key in data["metrics"]:
+            place = (key, data["step_key"], data["step"])
+            seen = first.setdefault(place, (record.file, record.line))
+            if seen[0] != record.file:
+                clashes.setdefault((seen[0], record.file), (key, data["step_key"], data["step"], seen[1]))
+    return [Problem(later, None, None, f"holds {key} at {step_key} {step}, as {earlier} does (record {line}): two "
+                    "jobs wrote into one TensorBoard folder, and which value is this run's cannot be told; give each "
+                    "job its own --tensorboard-dir and copy only this job's event file")
+            for (earlier, later), (key, step_key, step, line) in clashes.items()]
+
+
+def records(data: bytes) -> Iterator[bytes]:
+    """The payload of each record of a TFRecord stream; Damaged where the stream ends early or fails a check."""
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    offset = count = 0
+    while offset < len(data):
+        header = data[offset:offset + 12]
+        if len(header) < 12:
+            raise Damaged(count, "ends inside a record's length")
+        (length,) = struct.unpack("<Q", header[:8])
+        if struct.unpack("<I", header[8:])[0] != masked_crc32c(header[:8]):
+            raise Damaged(count, "a record's length fails its CRC check")
+        body = data[offset + 12:offset + 12 + length + 4]
+        if len(body) < length + 4:
+            raise Damaged(count, "ends inside a record")
+        if struct.unpack("<I", body[length:])[0] != masked_crc32c(body[:length]):
+            raise Damaged(count, "a record fails its CRC check")
+        yield body[:length]
+        offset += 12 + length + 4
+        count += 1
+
+
+def _read_events(data: bytes, where: str, found: Found) -> None:
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+    from tensorboard.compat.proto.event_pb2 import Event
+
+    for index, payload in enumerate(records(data), start=1):
+        try:
+            event = Event.FromString(payload)
+        except DecodeError:
+            raise Damaged(index - 1, "a record that is not a TensorBoard event") from None
+        if event.HasField("summary"):
+            _read_event(event, where, index, found)
+
+
+def _read_event(event: Any, where: str, index: int, found: Found) -> None:
+    ts = written(float(event.wall_time))  # a NaN wall time is written, not missing: the schema refuses it
+    found.saw_time(ts)
+    for item in event.summary.value:
+        key = item.tag
+        step_key = None if key in STEP_KEYS else step_key_of(key)
+        scalar = _scalar(item)
+        if scalar is None or step_key is None:
+            if scalar is not None and key not in STEP_KEYS:
+                found.unplaced_key(where, key)
+            continue
+        data = {"ts": ts, "step_key": step_key, "step": int(event.step), "metrics": {key: scalar[0]}}
+        units = {} if scalar[2] is None else {key: scalar[2]}
+        # An event file has no lines: the event's position in the file stands for one.
+        found.add("metrics", MetricRecord(data, where, index, {key: scalar[1]}, {"ts": "wall_time"}, units))
+
+
+def _scalar(item: Any) -> tuple[float, str, float | None] | None:
+    """A summary value's number, its text and half the unit it is stored with (None for a float64 or a whole
+    number), or None for what is not one number (an image, a histogram)."""
     from tensorboard.util import tensor_util
 
-    with tempfile.TemporaryDirectory() as tmp:
-        source = path
-        if unpacked is not None:  # TensorBoard's reader takes a file: the unpacked bytes of a .gz go to one
-            source = Path(tmp) / path.name.removesuffix(".gz")
-            source.write_bytes(unpacked)
-        for index, event in enumerate(EventFileLoader(str(source)).Load(), start=1):
-            if not event.HasField("summary"):
-                continue
-            found.saw_time(float(event.wall_time))
-            for item in event.summary.value:
-                key = item.tag
-                step_key = None if key in STEP_KEYS else step_key_of(key)
-                if step_key is None:
-                    continue
-                kind = item.WhichOneof("value")
-                if kind == "simple_value":
-                    number = float(item.simple_value)
-                    text = repr(float(str(np.float32(item.simple_value))))  # the float32's shortest text
-                elif kind == "tensor":
-                    array = tensor_util.make_ndarray(item.tensor)
-                    if array.size != 1:
-                        continue
-                    scalar = array.reshape(()).item()
-                    number = float(scalar)
-                    text = repr(float(str(array.reshape(())))) if array.dtype.kind == "f" else str(scalar)
-                else:
-                    continue
-                data = {"ts": float(event.wall_time), "step_key": step_key, "step": int(event.step),
-                        "metrics": {key: number}}
-                # An event file has no lines: the event's position in the file stands for one.
-                found.add("metrics", MetricRecord(data, where, index, {key: text}))
+    kind = item.WhichOneof("value")
+    if kind == "simple_value":
+        number = float(item.simple_value)
+        return written(number), repr(number), float32_unit(number)
+    if kind != "tensor":
+        return None
+    try:
+        array = tensor_util.make_ndarray(item.tensor)
+    except (TypeError, ValueError):
+        return None
+    if array.size != 1 or array.dtype.kind not in "biuf":
+        return None
+    value = array.reshape(()).item()
+    text = repr(float(value)) if array.dtype.kind == "f" else str(value)
+    lossy = array.dtype.kind == "f" and array.dtype.itemsize < 8 and math.isfinite(value)
+    unit = float(np.spacing(np.abs(array.reshape(())))) / 2 if lossy else None
+    return written(float(value)), text, unit

@@ -139,7 +139,7 @@ def write_wandb(csv_path: Path, jsonl_path: Path) -> None:
     csv_path.parent.mkdir(parents=True)
     with csv_path.open("w", newline="") as handle:
         out = csv.writer(handle)
-        out.writerow(["Step", *(f"sample-run - {k}" for k in ROLLOUT + TRAINER_PERF)])
+        out.writerow(["rollout/step", *(f"sample-run - {k}" for k in ROLLOUT + TRAINER_PERF)])  # x-axis: the step key
         for step in VALUES:
             out.writerow([step, *(repr(v) for v in values(step, ROLLOUT + TRAINER_PERF).values())])
     jsonl_path.parent.mkdir(parents=True)

@@ -1,7 +1,7 @@
 """A run's summary as bytes: one Parquet file per table and a JSON body, as the summary cache stores it.
 
 This is what a Ray task (`_ray.py`) sends back to the driver: data only (no pickle of pandas objects), in
-the cache's own table format (`_summary_cache`), so a summary that crossed the wire is the summary a warm
+the cache's own table format (`summary_cache`), so a summary that crossed the wire is the summary a warm
 cache would give.
 """
 
@@ -13,28 +13,28 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import _summary_cache
-from ._types import RunSummary
+from .._types import RunSummary
+from . import summary_cache
 
 # (tables by name: "steps", "phases", "events", "series/<stream>" -> Parquet bytes; the JSON body)
 Encoded = tuple[dict[str, bytes], str]
 
 
 def encode(summary: RunSummary) -> Encoded:
-    frames, body = _summary_cache.summary_parts(summary)
+    frames, body = summary_cache.summary_parts(summary)
     tables = {}
     for name, frame in frames.items():
         buffer = io.BytesIO()
-        _summary_cache._write_frame(frame, buffer)  # type: ignore[arg-type]  # pyarrow writes to any file
+        summary_cache._write_frame(frame, buffer)  # type: ignore[arg-type]  # pyarrow writes to any file
         tables[name] = buffer.getvalue()
     return tables, json.dumps(body, sort_keys=True, allow_nan=True)
 
 
 def decode(encoded: Encoded) -> RunSummary:
     tables, text = encoded
-    frames = {name: _summary_cache._read_frame(pa.BufferReader(data))
+    frames = {name: summary_cache._read_frame(pa.BufferReader(data))
               for name, data in tables.items()}
     body: dict[str, Any] = json.loads(text)
     return RunSummary(body["run_id"], body["config"], frames["steps"], frames["phases"], frames["events"],
-                      _summary_cache.series_of(frames), facts=_summary_cache.facts_of(body),
-                      warnings=list(body["warnings"]))
+                      summary_cache.series_of(frames), facts=summary_cache.facts_of(body),
+                      warnings=list(body["warnings"]), axes=summary_cache.axes_of(frames))

@@ -26,9 +26,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._exceptions import CacheChanged
-from ._staging import temporary_prefix, write_atomic
-from ._types import RunSummary
+from .._exceptions import CacheChanged
+from .._staging import temporary_prefix, write_atomic
+from .._types import RunSummary
 
 FORMAT = 1
 # pyarrow's rows per Parquet row group (pq.write_table's default).
@@ -41,7 +41,8 @@ def summary_parts(summary: RunSummary) -> tuple[dict[str, pd.DataFrame], dict[st
     """A summary as the cache and the Ray wire hold it: a frame per table (each series as `series/<name>`) and
     a JSON body of the rest."""
     frames = {"steps": summary.steps, "phases": summary.phases, "events": summary.events,
-              **{f"series/{name}": frame for name, frame in summary.series.items()}}
+              **{f"series/{name}": frame for name, frame in summary.series.items()},
+              **{f"axis/{key}": frame for key, frame in summary.axes.items()}}
     body = {"run_id": summary.run_id, "config": summary.config, "facts": summary.facts,
             "warnings": summary.warnings}
     return frames, body
@@ -57,6 +58,11 @@ def facts_of(body: dict[str, Any]) -> dict[str, Any]:
 def series_of(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """The sampled series among a summary's frames (summary_parts), by name."""
     return {name.removeprefix("series/"): frame for name, frame in frames.items() if name.startswith("series/")}
+
+
+def axes_of(frames: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The step axes among a summary's frames (summary_parts), by step key."""
+    return {name.removeprefix("axis/"): frame for name, frame in frames.items() if name.startswith("axis/")}
 
 
 def entry_dir(cache_dir: Path, run_id: str, digest: str) -> Path:
@@ -111,7 +117,7 @@ def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[Cal
         for file, info in body["files"].items():
             if _sha256(folder / Path(file).name) != info["sha256"]:
                 raise ValueError(f"{file} does not match its hash")
-    except (OSError, KeyError, TypeError, AttributeError, ValueError) as error:
+    except (OSError, KeyError, TypeError, AttributeError, ValueError, RecursionError) as error:
         shutil.rmtree(folder, ignore_errors=True)
         raise ValueError(f"{folder.name}: {error}") from None
     # A partial, not a lambda: a summary holding it is pickled to the drawing workers, which decode it there.
@@ -230,11 +236,20 @@ def read_validated(cache_dir: Path) -> dict[str, dict[str, Any]]:
         body = json.loads(text)
         if body.get("format") != FORMAT or not isinstance(body.get("runs"), dict):
             raise ValueError("another format")
-    except (ValueError, AttributeError) as error:
+    except (ValueError, AttributeError, RecursionError) as error:
         path.unlink(missing_ok=True)
         raise ValueError(f"{VALIDATED}: {error}") from None
-    runs: dict[str, dict[str, Any]] = body["runs"]
-    return runs
+    # A record of another shape (a damaged or hand-edited file whose hash was recomputed) is dropped: that run is
+    # validated again.
+    return {run_id: record for run_id, record in body["runs"].items() if _well_formed(record)}
+
+
+def _well_formed(record: object) -> bool:
+    return (isinstance(record, dict) and isinstance(record.get("digest"), str)
+            and isinstance(record.get("config"), dict) and isinstance(record.get("warnings"), list)
+            and all(isinstance(warning, str) for warning in record["warnings"])
+            and all(isinstance(record.get(name), int | float) and not isinstance(record.get(name), bool)
+                    for name in ("start_ts", "end_ts")))
 
 
 def write_validated(cache_dir: Path, runs: dict[str, dict[str, Any]]) -> None:

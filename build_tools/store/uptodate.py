@@ -3,9 +3,9 @@ import.
 
 A no-op `make` or `make check` should cost no more than hashing the inputs: every file the build reads (runs,
 chapters, figure code, templates, theme overrides, the build's own code), the Python and library versions
-(`_fingerprint`) and the build's settings (its date, engine, address, whether it is an edition's). A run counts
+(`fingerprint`) and the build's settings (its date, engine, address, whether it is an edition's). A run counts
 by its input hash, which the summary stage's memo keeps while its files keep their names, sizes, times (mtime
-and ctime), inodes and devices (`_run_hash`): a thousand unchanged runs are stat()ed, not read. The key is
+and ctime), inodes and devices (`run_hash`): a thousand unchanged runs are stat()ed, not read. The key is
 written after a successful build (or check) and compared before the next one. An edition's build (settings
 that trust no earlier state) neither reads nor writes it.
 """
@@ -15,22 +15,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import _fingerprint
-from ._files import by_run, plain_files, scan_tree
-from ._layout import PROJECT_INPUTS, Layout
-from ._run_hash import input_hash, read_memo
-from ._settings import Settings
-from ._staging import write_atomic
+from .._files import by_run, plain_files, scan_tree
+from .._layout import PROJECT_INPUTS, Layout
+from .._settings import Settings
+from .._staging import write_atomic
+from . import fingerprint
+from .run_hash import input_hash, read_memo
 
 KEY_FILE = "inputs.key"
 # The last check that succeeded without a warning: its key (its inputs and whether it summarised every run),
 # and what it printed. A check with warnings is always run again, so that they are always shown.
 CHECK_KEY_FILE, CHECK_OUTPUT = "check.key", "check.out"
-CODE = Path(__file__).resolve().parent  # build_tools/
+CODE = Path(__file__).resolve().parent.parent  # build_tools/
 
 
 def inputs_key(layout: Layout, settings: Settings) -> str:
-    key = _fingerprint.Key("inputs")
+    return _inputs(layout, settings).hexdigest()
+
+
+def _inputs(layout: Layout, settings: Settings) -> fingerprint.Key:
+    key = fingerprint.Key("inputs")
     # The date the outputs carry, a build for a published edition (edition selector), the served address (sitemap)
     # and the site engine change the pages.
     key.add(f"epoch={settings.epoch}", f"edition={settings.edition}", f"site_url={settings.site_url}",
@@ -42,10 +46,10 @@ def inputs_key(layout: Layout, settings: Settings) -> str:
         # Regular files only, links never followed: a FIFO or a link out of the tree is the build's to refuse.
         files = plain_files(base) if base.exists() else []
         key.files(base.parent, [path for path in files if "__pycache__" not in path.parts])
-    return key.hexdigest()
+    return key
 
 
-def _add_runs(key: _fingerprint.Key, layout: Layout) -> None:
+def _add_runs(key: fingerprint.Key, layout: Layout) -> None:
     """Each run folder by its input hash (from the summary stage's memo when its files are unchanged), any other
     file under runs/ by its bytes."""
     runs = layout.runs
@@ -55,7 +59,7 @@ def _add_runs(key: _fingerprint.Key, layout: Layout) -> None:
     key.files(runs.parent, [runs / name for name in loose])
     memo, root = read_memo(layout.cache / "summaries") or {}, runs.resolve()
     for run_id in sorted(listings):
-        key.add(run_id, input_hash(runs / run_id, memo, listings[run_id], key=f"{root}/{run_id}"))
+        key.named(f"{runs.name}/{run_id}/", input_hash(runs / run_id, memo, listings[run_id], key=f"{root}/{run_id}"))
 
 
 def is_current(layout: Layout, settings: Settings) -> bool:
@@ -69,7 +73,7 @@ def is_current(layout: Layout, settings: Settings) -> bool:
 
 def _recorded(key_file: Path, *outputs: Path) -> str | None:
     """The key recorded in key_file, when its outputs are all there."""
-    recorded = _fingerprint.recorded(key_file)
+    recorded = fingerprint.recorded(key_file)
     return recorded if recorded is not None and all(path.is_file() for path in outputs) else None
 
 
@@ -79,7 +83,7 @@ def _reports(layout: Layout) -> tuple[Path, Path]:
 
 def record(layout: Layout, settings: Settings) -> None:
     """Remember the inputs of the build that just succeeded."""
-    _fingerprint.remember(layout.build / KEY_FILE, inputs_key(layout, settings))
+    fingerprint.remember(layout.build / KEY_FILE, _inputs(layout, settings))
 
 
 def forget(layout: Layout) -> None:
@@ -87,8 +91,8 @@ def forget(layout: Layout) -> None:
     (layout.build / KEY_FILE).unlink(missing_ok=True)
 
 
-def _check_key(layout: Layout, settings: Settings) -> str:
-    return _fingerprint.Key("check").add(inputs_key(layout, settings), f"all_runs={settings.all_runs}").hexdigest()
+def _check_key(layout: Layout, settings: Settings) -> fingerprint.Key:
+    return fingerprint.Key("check").named("inputs", inputs_key(layout, settings)).add(f"all_runs={settings.all_runs}")
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ class LastCheck:
     it was computed (there was a check to compare with), for recording the check about to run."""
 
     report: str | None
-    key: str | None
+    key: fingerprint.Key | None
 
 
 def last_check(layout: Layout, settings: Settings) -> LastCheck:
@@ -109,18 +113,18 @@ def last_check(layout: Layout, settings: Settings) -> LastCheck:
         return LastCheck(None, None)
     key = _check_key(layout, settings)
     try:
-        report = (layout.build / CHECK_OUTPUT).read_text(encoding="utf-8") if recorded == key else None
+        report = (layout.build / CHECK_OUTPUT).read_text(encoding="utf-8") if recorded == key.hexdigest() else None
     except (OSError, UnicodeDecodeError):
         report = None
     return LastCheck(report, key)
 
 
-def record_check(layout: Layout, settings: Settings, output: str, key: str | None) -> None:
+def record_check(layout: Layout, settings: Settings, output: str, key: fingerprint.Key | None) -> None:
     """Remember a check that just succeeded without a warning, and what it printed (the key last): under the key
     of its inputs as they were before it ran, when that was computed (a run changed meanwhile is checked again
     next time), else under the key of them now."""
     write_atomic(layout.build / CHECK_OUTPUT, output.encode("utf-8"))
-    _fingerprint.remember(layout.build / CHECK_KEY_FILE, key or _check_key(layout, settings))
+    fingerprint.remember(layout.build / CHECK_KEY_FILE, key or _check_key(layout, settings))
 
 
 def forget_check(layout: Layout) -> None:

@@ -16,26 +16,26 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _fingerprint
-from ._files import FileStat, scan_tree
-from ._staging import write_atomic
+from .._files import FileStat, scan_tree
+from .._staging import write_atomic
+from . import fingerprint
 
-CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_summary_cache.py", "_columnar.py",
-              "_run_hash.py")
+CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_layout.py", "store/summary_cache.py",
+              "_columnar.py", "store/run_hash.py")
 
 
 @functools.cache
 def code_digest() -> bytes:
     """The code that reads and summarises a run, and the library versions: a change makes every cached summary
     stale."""
-    here = Path(__file__).parent  # build_tools/
+    here = Path(__file__).parent.parent  # build_tools/
     readers = sorted((here / "sources").glob("*.py"))  # the readers of log/, tensorboard/, wandb/, ...
-    return _fingerprint.Key("summary code").files(here, [*(here / name for name in CODE_FILES), *readers]).digest()
+    return fingerprint.Key("summary code").files(here, [*(here / name for name in CODE_FILES), *readers]).digest()
 
 
 def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None,
                key: str | None = None) -> str:
-    """Hash of every file of the run, of the code that reads it and of the library versions (`_fingerprint`).
+    """Hash of every file of the run, of the code that reads it and of the library versions (`fingerprint`).
 
     With a memo (kept in the cache folder), a run whose files have the same names, sizes, times (mtime and
     ctime), inodes and devices as when it was last hashed is not read again: a warm check stats files instead of
@@ -50,7 +50,7 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
     key, code = key or str(run_dir.resolve()), code_digest().hex()
     if memo is not None and _holds(memo, key, stats):
         return str(memo[key]["digest"])
-    digest = _fingerprint.Key("run").add(code_digest()).files(
+    digest = fingerprint.Key("run").add(code_digest()).files(
         run_dir, [run_dir / stat[0] for stat in files]).hexdigest()
     if memo is not None and _settled(files):
         memo[key] = {"stats": stats, "code": code, "digest": digest}
@@ -60,7 +60,11 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
 def _settled(files: list[FileStat]) -> bool:
     """No file of the run was written or had its times set in the last two seconds (its mtime and ctime)."""
     newest = max((max(mtime, ctime) for _, _, mtime, ctime, _, _ in files), default=0)
-    return time.time_ns() - newest > _fingerprint.SETTLED_NS
+    return _now() - newest > fingerprint.SETTLED_NS
+
+
+def _now() -> int:
+    return time.time_ns()
 
 
 def stats_of(files: list[FileStat]) -> str:
@@ -87,9 +91,14 @@ def read_memo(cache_dir: Path | None) -> dict[str, Any] | None:
         return None
     try:
         memo = json.loads((cache_dir / MEMO).read_text(encoding="utf-8"))
-        return memo if isinstance(memo, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
+    # An entry of another shape (a damaged or hand-edited memo) is dropped: the run is hashed again.
+    return {key: entry for key, entry in memo.items() if _well_formed(entry)} if isinstance(memo, dict) else {}
+
+
+def _well_formed(entry: object) -> bool:
+    return isinstance(entry, dict) and all(isinstance(entry.get(name), str) for name in ("stats", "code", "digest"))
 
 
 def write_memo(cache_dir: Path | None, memo: dict[str, Any] | None) -> None:

@@ -1,6 +1,6 @@
 """Fingerprints: how the build names what an output was made from, so it can tell an output is still current.
 
-Every cache key (the no-op check in `_uptodate.py`, the site in `site.py`, each figure in `draw.py`, each
+Every cache key (the no-op check in `uptodate.py`, the site in `site.py`, each figure in `draw.py`, each
 run's summary in `summary.py`) is a `Key`: a sha256 that starts from the environment (the Python version and
 the versions of LIBRARIES) and adds the parts and files that output depends on. LIBRARIES is the one list of
 libraries whose versions can change an output; an edition's manifest records the same list
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 import sys
@@ -25,11 +26,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 # The libraries whose versions can change an output: the drawing (matplotlib and the PNG and font libraries it
-# writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard), the
-# pages and the site (Jinja2, Markdown and its extensions, mkdocs, its theme, zensical), the print edition
-# (weasyprint) and the published editions (mike).
+# writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard; wandb,
+# whose presence decides whether an offline run's .wandb is read or refused), the pages and the site (Jinja2,
+# Markdown and its extensions, mkdocs, its theme, zensical), the print edition (weasyprint) and the published
+# editions (mike).
 LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools", "pydantic", "PyYAML", "pyarrow", "tensorboard",
-             "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "weasyprint", "mike")
+             "wandb", "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "weasyprint",
+             "mike")
 ABSENT = "not installed"
 # A file changed this recently may change again within one tick of the file system's clock without its size or
 # times changing: its digest is not remembered (git's "racily clean" entries, the same rule).
@@ -97,6 +100,8 @@ class Key:
 
     def __init__(self, kind: str) -> None:
         self._sha = hashlib.sha256()
+        self.kind = kind
+        self.made_from: dict[str, str] = {}  # each named part (a file, a run) and its digest: the output's record
         self.add(kind, environment())
 
     def add(self, *parts: str | bytes) -> Key:
@@ -105,9 +110,14 @@ class Key:
             self._sha.update(len(data).to_bytes(8, "big") + data)
         return self
 
+    def named(self, name: str, digest: str | bytes) -> Key:
+        """A part with a name (a file, a run) and its digest, both hashed and kept in the record."""
+        self.made_from[name] = digest.hex() if isinstance(digest, bytes) else digest
+        return self.add(name, digest)
+
     def file(self, path: Path, name: str) -> Key:
         """The file's name as given (so a renamed file changes the key) and its contents."""
-        return self.add(name, file_digest(path))
+        return self.named(name, file_digest(path))
 
     def files(self, base: Path, paths: Iterable[Path]) -> Key:
         """Each file named by its path relative to base."""
@@ -123,15 +133,20 @@ class Key:
 
 
 def recorded(key_file: Path) -> str | None:
-    """The key written in key_file; None when there is none or it cannot be read (the output is rebuilt)."""
+    """The key in the record key_file holds; None when there is none or it cannot be read (the output is rebuilt)."""
     try:
-        return key_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        record = json.loads(key_file.read_bytes())
+    except (OSError, ValueError, RecursionError):
         return None
+    key = record.get("key") if isinstance(record, dict) else None
+    return key if isinstance(key, str) else None
 
 
-def remember(key_file: Path, key: str) -> None:
-    """Write the key of an output that was just made, whole or not at all."""
-    from ._staging import write_atomic  # after a build: not on the no-op path
+def remember(key_file: Path, key: Key) -> None:
+    """Write the record of an output that was just made, whole or not at all: its key, and what it was made from
+    (the tools' versions, and each named part with its digest), for a person asking why it was, or was not, made
+    again."""
+    from .._staging import write_atomic  # after a build: not on the no-op path
 
-    write_atomic(key_file, key.encode("utf-8"))
+    record = {"kind": key.kind, "key": key.hexdigest(), "tools": tool_versions(), "made_from": key.made_from}
+    write_atomic(key_file, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))

@@ -1,0 +1,22 @@
+"""Numbers for people: one way to write a number in every message, report and page (no pandas imported, so
+that a check with nothing changed can print its margins without loading the build)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def fmt(x: Any) -> str:
+    """A number for a message: three significant digits, no trailing zeros, big numbers whole."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return str(x)
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    size = abs(x)
+    text = f"{x:.0f}" if size >= 100 else f"{x:.1f}" if size >= 10 else f"{x:.2f}" if size >= 1 else f"{x:.3g}"
+    if "." in text and "e" not in text:
+        text = text.rstrip("0").rstrip(".")
+    return text

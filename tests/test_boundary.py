@@ -1,0 +1,279 @@
+"""The sealed boundary: a chapter naming an address outside the manual fails the site's build and the print
+edition's, one line each naming the chapter and the address; WeasyPrint's URL fetcher reads only regular files
+inside the built site."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SAMPLES
+
+from build_tools import boundary, cli, pdf
+from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError, PrintEditionError
+from build_tools.blocks import read_blocks
+
+OUTSIDE = SAMPLES / "chapters" / "outside"
+CHAPTER = OUTSIDE / "docs" / "01-outside.md"
+OUT_OF_DOCS = "../../../../../../../../../../etc/passwd"
+SITE_TAIL = "a page names only the manual's own pages and figures, and web pages to click"
+WEB_TAIL = "a file of another host: the site loads nothing from outside (a link to it is fine)"
+PRINT_TAIL = "the print edition reads only the files of the built site"
+
+SITE_LINES = [
+    "11 problems in the chapters:",
+    f"  docs/01-outside.md:7: embeds 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
+    f"  docs/01-outside.md:9: embeds 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
+    f"  docs/01-outside.md:11: embeds '/etc/passwd', an absolute path: {SITE_TAIL}",
+    f"  docs/01-outside.md:13: embeds '{OUT_OF_DOCS}', a path out of docs/: {SITE_TAIL}",
+    f"  docs/01-outside.md:15: embeds 'http://example.com/x.png', {WEB_TAIL}",
+    f"  docs/01-outside.md:17: embeds 'https://cdn.example.com/x.css', {WEB_TAIL}",
+    f"  docs/01-outside.md:19: embeds 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
+    f"  docs/01-outside.md:21: embeds 'https://example.com/big.png', {WEB_TAIL}",
+    f"  docs/01-outside.md:23: embeds '/etc/passwd', an absolute path: {SITE_TAIL}",
+    f"  docs/01-outside.md:25: embeds 'http://example.com/frame.html', {WEB_TAIL}",
+    f"  docs/01-outside.md:27: links to 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
+]
+
+
+# --- the site: the chapters' own check --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("with_config", [True, False], ids=["mkdocs.yml", "no mkdocs.yml"])
+def test_a_chapter_naming_outside_addresses_fails_one_line_each(tmp_path, with_config):
+    shutil.copytree(OUTSIDE / "docs", tmp_path / "docs")
+    if with_config:  # the project's Markdown extensions; without it, the fallback ones
+        shutil.copy2(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    with pytest.raises(ChapterError) as caught:
+        read_blocks(tmp_path / "docs", SAMPLES / "chapters" / "figures")
+    assert str(caught.value).splitlines() == SITE_LINES
+    assert caught.value.exit_code == EXIT_BAD_INPUT
+
+
+@pytest.mark.parametrize(("markdown", "message"), [
+    ('<a href="https://example.com">a web page</a> [x](02-b.md#part) ![f](figures/f.svg) [m](mailto:a@b.c)', None),
+    ("[x](file:///etc/passwd)", "links to 'file:///etc/passwd', a file:// address"),
+    ("[x](FILE:///etc/passwd)", "links to 'FILE:///etc/passwd', a file:// address"),
+    ("[x](../README.md)", "links to '../README.md', a path out of docs/"),
+    ("[x](%2e%2e/%2e%2e/etc/passwd)", "links to '%2e%2e/%2e%2e/etc/passwd', a path out of docs/"),
+    ("[x](javascript:alert(1))", "links to 'javascript:alert(1)', a javascript: address"),
+    ('<img src="&#102;ile:///etc/passwd">', "embeds 'file:///etc/passwd', a file:// address"),
+    ('<img src="data:image/png;base64,AA==">', "embeds 'data:image/png;base64,AA==', a data: address"),
+    ('<script src="//cdn.example.com/x.js"></script>', "embeds '//cdn.example.com/x.js', a file of another host"),
+    ("![x][pic]\n\n[pic]: http://example.com/p.png", "embeds 'http://example.com/p.png', a file of another host"),
+    ('![ok](figures/f.svg){ src="file:///etc/shadow" }', "embeds 'file:///etc/shadow', a file:// address"),
+    ("<style>p { background: \\75 rl(http://example.com/x.png) }</style>",
+     "embeds 'http://example.com/x.png', a file of another host"),
+    ('<iframe srcdoc="<img src=\'file:///etc/passwd\'>"></iframe>', "embeds 'file:///etc/passwd', a file:// address"),
+    ('<meta http-equiv="refresh" content="0; url=https://example.com/">',
+     "embeds 'https://example.com/', a file of another host"),
+    ("`<img src=\"file:///etc/passwd\">` and\n\n    <img src=\"file:///etc/passwd\">", None),  # code is shown
+    ("[x](http://[oops/x)", "links to 'http://[oops/x', not an address a browser reads"),
+    # Read as a browser reads HTML: a comment `<!-->` ends at once, `<![CDATA[` outside SVG at the first `>`.
+    ('<!--> <img src="http://example.com/a.png"> -->', "embeds 'http://example.com/a.png', a file of another host"),
+    ('<p><![CDATA[ x > <img src="http://example.com/b.png"> ]]></p>',
+     "embeds 'http://example.com/b.png', a file of another host"),
+    ('<svg><image xlink:href="file:///etc/passwd"/></svg>', "embeds 'file:///etc/passwd', a file:// address"),
+])
+def test_each_kind_of_address(markdown, message):
+    render = boundary.markdown_renderer(ROOT / "mkdocs.yml")
+    problems = boundary.chapter_problems("docs/01-x.md", f"# X\n\n{markdown}\n", render)
+    assert len(problems) == (message is not None)
+    if message is not None:
+        line = 5 if "[pic]:" in markdown else 3
+        assert str(problems[0]).startswith(f"docs/01-x.md:{line}: {message}"), problems[0]
+
+
+def test_the_project_chapters_name_nothing_outside():
+    render = boundary.markdown_renderer(ROOT / "mkdocs.yml")
+    for chapter in sorted((ROOT / "docs").glob("*.md")):
+        assert boundary.chapter_problems(chapter.name, chapter.read_text(encoding="utf-8"), render) == []
+
+
+# --- the print edition ------------------------------------------------------------------------------------------
+
+
+def _small_site(root: Path, chapter: Path = CHAPTER) -> Path:
+    """A project with one chapter, built as the site stage builds it (its Markdown rendered with mkdocs.yml's
+    extensions into the article of site/<page>.html), ready for write_pdf; returns the site."""
+    (root / "docs").mkdir(parents=True)
+    shutil.copy2(chapter, root / "docs" / chapter.name)
+    pages, site = root / "build" / "docs", root / "site"
+    pages.mkdir(parents=True)
+    (pages / ".manual.yml").write_text(
+        f"nav:\n- 1. Outside: {chapter.name}\ncopyright: Edition 2026.10\n"
+        "extra:\n  edition: '2026.10'\n  provenance_note: Built from no runs.\n", encoding="utf-8")
+    (site / "figures").mkdir(parents=True)
+    (site / "assets").mkdir()
+    (site / "assets" / "palette.css").write_text(":root { --manual-trainer: #123456; }\n", encoding="utf-8")
+    (site / "figures" / "fig-demo.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>\n',
+        encoding="utf-8")
+    (site / "index.html").write_text('<title>Home - A small manual</title><meta name="description" content="A test.">',
+                                     encoding="utf-8")
+    article = boundary.markdown_renderer(ROOT / "mkdocs.yml")(chapter.read_text(encoding="utf-8"))
+    (site / chapter.with_suffix(".html").name).write_text(
+        f'<html><body><article class="md-content__inner md-typeset">{article}</article></body></html>',
+        encoding="utf-8")
+    return site
+
+
+PRINT_LINES = [
+    "10 problems in the print edition:",
+    f"  docs/01-outside.md:7: names 'file:///etc/passwd', outside the built site: {PRINT_TAIL}",
+    f"  docs/01-outside.md:9: names 'file:///etc/passwd', outside the built site: {PRINT_TAIL}",
+    f"  docs/01-outside.md:11: names '/etc/passwd', outside the built site: {PRINT_TAIL}",
+    f"  docs/01-outside.md:13: names '{OUT_OF_DOCS}', outside the built site: {PRINT_TAIL}",
+    f"  docs/01-outside.md:15: names 'http://example.com/x.png', a file of another host: {PRINT_TAIL}",
+    f"  docs/01-outside.md:17: names 'https://cdn.example.com/x.css', a file of another host: {PRINT_TAIL}",
+    f"  docs/01-outside.md:19: names 'file:///etc/passwd', outside the built site: {PRINT_TAIL}",
+    f"  docs/01-outside.md:21: names 'https://example.com/big.png', a file of another host: {PRINT_TAIL}",
+    f"  docs/01-outside.md:23: names '/etc/passwd', outside the built site: {PRINT_TAIL}",
+    f"  docs/01-outside.md:25: names 'http://example.com/frame.html', a file of another host: {PRINT_TAIL}",
+]
+
+
+def test_the_pdf_refuses_every_outside_address_at_once(tmp_path):
+    site = _small_site(tmp_path)
+    with pytest.raises(PrintEditionError) as caught:
+        pdf.write_pdf(tmp_path / "build" / "docs", site)
+    # The link to a file (line 27) is refused by the site; the print edition keeps its text, and loads nothing.
+    assert str(caught.value).splitlines() == PRINT_LINES
+    assert caught.value.exit_code == EXIT_BAD_INPUT
+    assert not list(site.glob("*.pdf")) and not list(site.glob(".*.tmp"))  # no PDF, not even half of one
+
+
+def test_a_pdf_failure_is_one_line_each_without_a_traceback(tmp_path, monkeypatch, capsys):
+    site = _small_site(tmp_path)
+    monkeypatch.setattr("build_tools.build.build", lambda root, settings=None: None)  # the site is built above
+    assert cli.main(["--root", str(tmp_path), "pdf"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "ERROR 10 problems in the print edition:" in err and "Traceback" not in err
+    assert f"docs/01-outside.md:15: names 'http://example.com/x.png', a file of another host: {PRINT_TAIL}" in err
+    assert not list(site.glob("*.pdf"))
+
+
+def test_what_a_site_stylesheet_or_image_loads_is_read_too(tmp_path):
+    chapter = tmp_path / "src" / "01-styled.md"
+    chapter.parent.mkdir()
+    chapter.write_text('# Styled\n\n<link rel="stylesheet" href="assets/extra.css">\n\n![f](figures/fig-demo.svg)\n',
+                       encoding="utf-8")
+    site = _small_site(tmp_path / "project", chapter)
+    (site / "assets" / "extra.css").write_text('@import "more.css";\n', encoding="utf-8")
+    (site / "assets" / "more.css").write_text("p { background: url(../../../etc/passwd) }\n", encoding="utf-8")
+    (site / "figures" / "fig-demo.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+        '<image xlink:href="http://example.com/x.png" width="1" height="1"/></svg>\n', encoding="utf-8")
+    with pytest.raises(PrintEditionError) as caught:
+        pdf.write_pdf(tmp_path / "project" / "build" / "docs", site)
+    assert str(caught.value).splitlines()[1:] == [
+        "  docs/01-styled.md: names '../../../etc/passwd' (from site/assets/more.css), outside the built site: "
+        f"{PRINT_TAIL}",
+        "  docs/01-styled.md: names 'http://example.com/x.png' (from site/figures/fig-demo.svg), a file of another "
+        f"host: {PRINT_TAIL}",
+    ]
+
+
+def test_a_page_with_nothing_outside_prints(tmp_path):
+    chapter = tmp_path / "src" / "01-inside.md"
+    chapter.parent.mkdir()
+    chapter.write_text("# Inside\n\n![f](figures/fig-demo.svg)\n\n[web](https://example.com)\n", encoding="utf-8")
+    site = _small_site(tmp_path / "project", chapter)
+    target = pdf.write_pdf(tmp_path / "project" / "build" / "docs", site)
+    assert target == site / "2026.10.pdf" and target.read_bytes().startswith(b"%PDF")
+
+
+def test_the_fetcher_is_the_second_guard(tmp_path, monkeypatch):
+    """With the scan before WeasyPrint gone, the fetcher still refuses: no traceback, no PDF, one line each."""
+    chapter = tmp_path / "src" / "01-leak.md"
+    chapter.parent.mkdir()
+    chapter.write_text('# Leak\n\n<a rel="attachment" href="file:///etc/passwd">a</a>\n\n'
+                       '<img src="http://127.0.0.1:9/x.png">\n', encoding="utf-8")
+    site = _small_site(tmp_path / "project", chapter)
+    monkeypatch.setattr(boundary, "outside_site", lambda pages, site: [])
+    with pytest.raises(PrintEditionError) as caught:
+        pdf.write_pdf(tmp_path / "project" / "build" / "docs", site)
+    assert sorted(str(caught.value).splitlines()[1:]) == [
+        f"  {site}: WeasyPrint asked for 'file:///etc/passwd', outside the built site: {PRINT_TAIL}",
+        f"  {site}: WeasyPrint asked for 'http://127.0.0.1:9/x.png', a file of another host: {PRINT_TAIL}",
+    ]
+    assert not list(site.glob("*.pdf")) and not list(site.glob(".*.tmp"))
+
+
+# --- the fetcher, called directly -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fetched(tmp_path):
+    """A site with a page, a link to it, a link out of it and a FIFO; next to it, a secret; and its fetcher."""
+    site = tmp_path / "site"
+    (site / "figures").mkdir(parents=True)
+    (site / "figures" / "a.svg").write_text("<svg/>", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("secret", encoding="utf-8")
+    (site / "inside-link.svg").symlink_to(site / "figures" / "a.svg")
+    (site / "outside-link.txt").symlink_to(tmp_path / "secret.txt")
+    (site / "folder-link").symlink_to(tmp_path)
+    os.mkfifo(site / "pipe")
+    return site, pdf.site_fetcher(site)
+
+
+def test_the_fetcher_serves_the_site_files(fetched):
+    site, fetcher = fetched
+    response = fetcher.fetch((site / "figures" / "a.svg").as_uri())
+    assert response.read() == b"<svg/>" and response.content_type == "image/svg+xml"
+    assert fetcher.fetch((site / "inside-link.svg").as_uri()).read() == b"<svg/>"  # a link inside the site
+    assert fetcher.refused == []
+
+
+@pytest.mark.parametrize(("url", "reason"), [
+    ("file:///etc/passwd", "outside the built site"),
+    ("{site}/../secret.txt", "outside the built site"),
+    ("{site}/figures/%2e%2e/%2e%2e/secret.txt", "outside the built site"),
+    ("{site}/outside-link.txt", "outside the built site"),
+    ("{site}/folder-link/secret.txt", "outside the built site"),
+    ("{site}/missing.svg", "not a file of the built site"),
+    ("{site}/pipe", "not a regular file of the built site"),
+    ("{site}/figures", "not a regular file of the built site"),
+    ("file://example.com/etc/passwd", "a file of host example.com"),
+    ("http://127.0.0.1:9/x.png", "a file of another host"),
+    ("https://example.com/x.png", "a file of another host"),
+    ("data:text/plain,hello", "a data: address"),
+    ("ftp://example.com/x", "a ftp: address"),
+    ("http://[oops/x.png", "not an address of the built site"),
+])
+def test_the_fetcher_refuses_everything_else(fetched, url, reason):
+    site, fetcher = fetched
+    url = url.replace("{site}", site.as_uri())
+    with pytest.raises(boundary.Refused, match=f"^{reason}$"):
+        fetcher.fetch(url)
+    assert fetcher.refused == [f"{boundary.quoted(url)}, {reason}"]
+
+
+def test_a_link_in_the_site_to_a_file_outside_is_refused(tmp_path):
+    """A relative path the chapter check lets through (it stays in docs/) still cannot reach outside through a
+    symbolic link in the built site."""
+    chapter = tmp_path / "src" / "01-linked.md"
+    chapter.parent.mkdir()
+    chapter.write_text('# Linked\n\n<a rel="attachment" href="figures/data.csv">the data</a>\n', encoding="utf-8")
+    site = _small_site(tmp_path / "project", chapter)
+    (site / "figures" / "data.csv").symlink_to("/etc/passwd")
+    with pytest.raises(PrintEditionError) as caught:
+        pdf.write_pdf(tmp_path / "project" / "build" / "docs", site)
+    assert str(caught.value).splitlines()[1:] == [
+        f"  docs/01-linked.md:3: names 'figures/data.csv', outside the built site: {PRINT_TAIL}"]
+
+
+def test_the_stamp_cannot_end_the_books_stylesheet(tmp_path):
+    """The stamp and the provenance note are written into the book's CSS as strings: a `<` or a line break in
+    them is escaped, so they cannot close the <style> element and add an element that loads a file."""
+    chapter = tmp_path / "src" / "01-inside.md"
+    chapter.parent.mkdir()
+    chapter.write_text("# Inside\n\nText.\n", encoding="utf-8")
+    site = _small_site(tmp_path / "project", chapter)
+    settings = tmp_path / "project" / "build" / "docs" / ".manual.yml"
+    settings.write_text(settings.read_text(encoding="utf-8").replace(
+        "copyright: Edition 2026.10", "copyright: '</style><img src=\"file:///etc/passwd\">\n\n}'"), encoding="utf-8")
+    target = pdf.write_pdf(tmp_path / "project" / "build" / "docs", site)
+    assert target.read_bytes().startswith(b"%PDF")

@@ -1,0 +1,64 @@
+"""`make` installs what building imports, and nothing the tests alone need: every third-party module that
+build_tools/ and figures/ import is installed by the project's own dependencies (or what they require), except
+the optional extras a command names (Ray for `--ray`, Zensical for ENGINE=zensical)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata as metadata
+import re
+import sys
+import tomllib
+
+from conftest import ROOT
+
+OPTIONAL = {"ray": "ray", "zensical": "zensical"}  # imported only by the command that asks for it
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def _closure(names: set[str]) -> set[str]:
+    """The distributions names require, transitively (the installed metadata's own requirements, no extras)."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for requirement in metadata.requires(name) or []:
+            if "extra ==" not in requirement:
+                todo.append(_name(requirement))
+    return seen
+
+
+def _imported_modules() -> set[str]:
+    found: set[str] = set()
+    for folder in ("build_tools", "figures"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    found.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module.split(".")[0])
+    return {name for name in found if name not in sys.stdlib_module_names and name not in ("build_tools", "figures")}
+
+
+def test_every_module_the_build_imports_is_installed_by_make() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    installed = _closure({_name(requirement) for requirement in project["dependencies"]})
+    owners = metadata.packages_distributions()
+    missing = {module: owners.get(module) for module in _imported_modules() - set(OPTIONAL)
+               if not {d.lower().replace("_", "-") for d in owners.get(module, [])} & installed}
+    assert missing == {}
+
+
+def test_the_test_tools_are_not_installed_by_make() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    installed = _closure({_name(requirement) for requirement in project["dependencies"]})
+    test_only = {_name(r) for r in project["optional-dependencies"]["test"]} - installed
+    assert {"pytest", "playwright", "hypothesis", "ray", "mypy", "ruff"} <= test_only
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert '$(PY) -m pip install --quiet -c requirements.lock -e .\n' in makefile  # the build's set-up: no extra

@@ -1,0 +1,68 @@
+"""The build's state read back from disk is data to check, never trusted: a damaged, deeply nested or hand-made
+memo, validated-runs file or cache entry is discarded (with a warning where a person should know), and the run
+read again. Nothing in it is executed, and nothing in it crashes the build."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLES
+
+from build_tools.store import fingerprint, run_hash, summary_cache
+from build_tools.summary import summarise_runs
+
+GOOD = SAMPLES / "load" / "good"
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+@pytest.fixture()
+def warm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, str]:
+    """A summarised copy of the good sample and its cache; and the run's input hash."""
+    monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)
+    runs, cache = tmp_path / "runs", tmp_path / "cache"
+    shutil.copytree(GOOD, runs)
+    digest = summarise_runs(runs, cache)["tiny-run"].source_hash
+    return runs, cache, digest
+
+
+@pytest.mark.parametrize("memo", [DEEP, b'{"x": 1, "y": [1], "z": {"stats": 5}}', b"\xff", b"[]"])
+def test_a_damaged_memo_is_no_memo(warm: tuple[Path, Path, str], memo: bytes) -> None:
+    runs, cache, digest = warm
+    (cache / run_hash.MEMO).write_bytes(memo)
+    assert summarise_runs(runs, cache)["tiny-run"].source_hash == digest
+
+
+def _rehashed_validated(cache: Path, runs_value: object) -> None:
+    """validated.json as a hostile hand would write it: its hash recomputed over what it holds."""
+    text = json.dumps({"format": summary_cache.FORMAT, "runs": runs_value}).encode()
+    (cache / summary_cache.VALIDATED).write_bytes(hashlib.sha256(text).hexdigest().encode() + b"\n" + text)
+
+
+@pytest.mark.parametrize("record", [5, {"digest": 5}, {"digest": "x", "config": [], "warnings": [], "start_ts": 0,
+                                                       "end_ts": 1}, {"digest": "x", "config": {}, "warnings": [1],
+                                                                      "start_ts": 0, "end_ts": True}])
+def test_a_validated_record_of_another_shape_is_dropped(tmp_path: Path, record: object) -> None:
+    _rehashed_validated(tmp_path, {"tiny-run": record})
+    assert summary_cache.read_validated(tmp_path) == {}
+
+
+def test_a_deeply_nested_validated_file_is_discarded_in_one_warning(warm: tuple[Path, Path, str]) -> None:
+    runs, cache, digest = warm
+    (cache / summary_cache.VALIDATED).write_bytes(hashlib.sha256(DEEP).hexdigest().encode() + b"\n" + DEEP)
+    warnings: list[str] = []
+    assert summarise_runs(runs, cache, warnings=warnings)["tiny-run"].source_hash == digest
+    assert [w.split(":")[0] for w in warnings] == ["build/cache"]
+
+
+def test_a_deeply_nested_cache_entry_is_discarded_and_the_run_read_again(warm: tuple[Path, Path, str]) -> None:
+    runs, cache, digest = warm
+    entry = summary_cache.entry_dir(cache, "tiny-run", digest) / "entry.json"
+    entry.write_bytes(DEEP)
+    warnings: list[str] = []
+    again = summarise_runs(runs, cache, warnings=warnings)["tiny-run"]
+    assert again.source_hash == digest and again.steps is not None
+    assert len(warnings) == 1 and warnings[0].startswith("build/cache: a damaged cache entry was discarded")
