@@ -12,7 +12,8 @@ of every figure is collected before the stage fails once.
 Every figure has variants (build_tools/variants.py): draw() is called once per screen (the desktop's layout,
 then the phone's: panels stacked, fewer ticks, the same numbers, which is checked), and each SVG has a dark
 variant, the same drawing with every colour replaced by its dark shade (palette.yml), made from the light
-SVG's text without laying anything out again. Each variant is checked at the width the page shows it at.
+SVG's text without laying anything out again. Each variant is checked at the width the page shows it at, and
+no label of any screen's layout may overlap another or leave the figure.
 """
 
 from __future__ import annotations
@@ -372,8 +373,10 @@ def _draw_one(job: _Job) -> _Outcome:
             csv = _csv_text(data, provenance)
             drawing = drawing_key(job, csv, figures, alt)
             rendered = drawing != job.cached_drawing
+            clashes = None
             if rendered:
                 _save(figures, csv, job.stem, palette.load_palette(job.layout.palette_yml))
+                clashes = _collisions(figures)
     except MissingValue as error:
         return _Outcome(job.block.id, "", str(error))
     except OSError as error:
@@ -382,10 +385,20 @@ def _draw_one(job: _Job) -> _Outcome:
         return _Outcome(job.block.id, "", _describe(error, job))
     except Exception as error:  # any failure of figure code is the figure's problem: reported, not raised
         return _Outcome(job.block.id, "", _describe(error, job))
+    if clashes:
+        return _Outcome(job.block.id, "", clashes)
     if rendered:
         _write_text(job.stem.with_suffix(".alt"), alt)
     return _Outcome(job.block.id, alt, None if alt or job.block.alt else f"{module_name} has no ALT text", drawing,
                     rendered)
+
+
+def _collisions(figures: Mapping[str, Figure]) -> str | None:
+    """Every label of a drawn figure that overlaps another or leaves the figure, on every screen, in one line;
+    None when there is none (legibility.collisions; a dark variant has its light one's layout)."""
+    found = [f"{'' if screen == variants.DESKTOP.name else f'on the {screen}, '}{collision}"
+             for screen, figure in figures.items() for collision in legibility.collisions(figure)]
+    return "; ".join(found) or None
 
 
 def _draw_screens(module: ModuleType, job: _Job, provenance: dict[str, str]) -> tuple[dict[str, Figure], pd.DataFrame]:

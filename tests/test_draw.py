@@ -365,3 +365,12 @@ def test_small_text_on_the_phone_is_named_with_its_variant(sample_figures, tmp_p
     assert [p.message for p in caught.value.problems] == [
         "fig 1.1 (fig-tiny-reward, phone): text 'tiny' is drawn 8.0 px high in a 358 px column (expected at least "
         "12 px: a font size of at least 9.00 in this figure)"]
+
+
+def test_labels_that_collide_on_any_screen_fail_the_figure(sample_figures, tmp_path):
+    with pytest.raises(FigureError) as caught:
+        draw.draw_figures([block("1.1", "crowded", ())], {}, {}, tmp_path / "out", tmp_path / "cache", jobs=1,
+                          layout=sample_figures)
+    assert [p.message for p in caught.value.problems] == [
+        "fig 1.1 (fig-crowded): on the phone, texts 'first label' and 'second label' overlap"]
+    assert not (tmp_path / "cache" / "fig-crowded.key").exists()  # drawn again next time, not cached
