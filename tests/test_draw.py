@@ -291,7 +291,7 @@ def test_a_project_draws_with_its_own_figures_package_and_palette(sample_figures
     common = sample_figures.figures_src / "_common.py"  # its helpers: every new figure carries a mark
     common.write_text(common.read_text().replace("def new_figure(", "def _new_figure(", 1)
                       + "\n\ndef new_figure(*args, **kwargs):\n    figure, ax = _new_figure(*args, **kwargs)\n"
-                        "    figure.text(0, 0, 'drawn by the copy')\n    return figure, ax\n")
+                        "    figure.text(0, 0, 'drawn by the copy', va='bottom')\n    return figure, ax\n")
     runs = {"run-a": fake_summary("run-a", [0.5, 0.6])}
     blocks = [block("1.1", "tiny_reward", ("run-a",), block_id="fig-a"),
               block("1.2", "tiny_reward", ("run-a",), block_id="fig-b")]
@@ -357,7 +357,7 @@ def test_small_text_on_the_phone_is_named_with_its_variant(sample_figures, tmp_p
     common = sample_figures.figures_src / "_common.py"
     common.write_text(common.read_text().replace("    figure = Figure()\n", "    figure = Figure()\n"
                                                  "    if variants.current().stacked:\n"
-                                                 "        figure.text(0, 0, 'tiny', fontsize=6)\n", 1))
+                                                 "        figure.text(0, 0, 'tiny', fontsize=6, va='bottom')\n", 1))
     runs = {"run-a": fake_summary("run-a", [0.5, 0.6])}
     with pytest.raises(FigureError) as caught:
         draw.draw_figures([block("1.1", "tiny_reward", ("run-a",))], runs, {}, tmp_path / "out", tmp_path / "cache",
