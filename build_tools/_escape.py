@@ -8,6 +8,7 @@
 - `md_code`: text as a Markdown code span, whatever backticks it holds.
 - `html_text`: text for raw HTML that Markdown does not read (element content or a quoted attribute), such as
   a raw-HTML block of a page or a theme template.
+- `html_attribute`: text for a quoted attribute of a raw HTML tag that Markdown reads (a figure's <img> alt).
 - `terminal_text`: text for a terminal, without the control characters and escape sequences a log line or a
   file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line); every output
   of the command line passes through it (cli.py's consoles, build warnings, `manual record`).
@@ -83,6 +84,19 @@ def md_code(value: Any) -> Markdown:
 def html_text(value: Any) -> str:
     """Text for HTML that no Markdown reads: element content or a double-quoted attribute."""
     return html.escape(str(value), quote=True)
+
+
+# Characters of the inline patterns Python-Markdown applies before it keeps a raw HTML tag as it is (code
+# spans, backslash escapes, links and images), as numeric references: an attribute is then one tag to it.
+_BEFORE_RAW_HTML = {"`": "&#96;", "\\": "&#92;", "[": "&#91;", "]": "&#93;"}
+
+
+def html_attribute(value: Any) -> str:
+    """Text for a double-quoted attribute of a raw HTML tag that Markdown reads (inside a `markdown="1"`
+    block): html_text, with the characters Markdown would act on inside the tag as references, which the
+    browser reads back as the characters (so an alt text is the text, whole)."""
+    text = html_text(_one_line(value))
+    return "".join(_BEFORE_RAW_HTML.get(character, character) for character in text)
 
 
 # What a terminal acts on rather than shows: escape sequences, 7-bit (ESC ...) and 8-bit (C1), whole, then any

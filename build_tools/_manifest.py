@@ -6,6 +6,7 @@ one, `diff` reads the four sections a reader cares about (runs, claims, figures,
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import html
 import json
@@ -90,11 +91,18 @@ def runs_section(runs: Path) -> dict[str, Any]:
 
 
 def figures_section(figures: Path) -> dict[str, Any]:
+    """Every figure's files by sha256: its SVG, CSV and PNG, and the SVG of each other variant (`phone`,
+    `dark`, `phone.dark`: build_tools/variants.py) as `<variant>_svg_sha256`."""
     section: dict[str, Any] = {}
     for svg in sorted(figures.glob("*.svg")) if figures.is_dir() else []:
+        if "." in svg.stem:
+            continue  # a variant, recorded with its figure
         csv, png = svg.with_suffix(".csv"), svg.with_suffix(".png")
-        section[svg.stem] = {"svg_sha256": _sha256(svg), "csv_sha256": _sha256(csv) if csv.is_file() else None,
-                             "png_sha256": _sha256(png) if png.is_file() else None}
+        entry = {"svg_sha256": _sha256(svg), "csv_sha256": _sha256(csv) if csv.is_file() else None,
+                 "png_sha256": _sha256(png) if png.is_file() else None}
+        for variant in sorted(figures.glob(f"{glob.escape(svg.stem)}.*.svg")):
+            entry[f"{variant.name[len(svg.stem) + 1:-len('.svg')]}_svg_sha256"] = _sha256(variant)
+        section[svg.stem] = entry
     return section
 
 

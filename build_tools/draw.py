@@ -8,14 +8,22 @@ when that drawing key differs from the cached one is the figure rendered (the ex
 changed metric that no figure plots redraws nothing. The PNG is rendered first, with the layout; the SVG
 is then drawn from the same layout, not laid out again. Figures are drawn in parallel, and every problem
 of every figure is collected before the stage fails once.
+
+Every figure has variants (build_tools/variants.py): draw() is called once per screen (the desktop's layout,
+then the phone's: panels stacked, fewer ticks, the same numbers, which is checked), and each SVG has a dark
+variant, the same drawing with every colour replaced by its dark shade (palette.yml), made from the light
+SVG's text without laying anything out again. Each variant is checked at the width the page shows it at, and
+no label of any screen's layout may overlap another or leave the figure.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
 import inspect
+import io
 import json
 import os
 import re
@@ -30,7 +38,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import _figure_modules, _workers, legibility, palette, palette_check
+from . import _figure_modules, _workers, legibility, palette, palette_check, variants
 from ._exceptions import FigureError, FigureFilesError, MissingValue, Problem, display_path
 from ._layout import Layout
 from ._staging import atomic_file, write_atomic
@@ -42,7 +50,9 @@ if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are
     from matplotlib.figure import Figure
 
 PACKAGE = "figures"
-OUTPUTS = (".svg", ".png", ".csv", ".json")  # .json: the CSV's provenance (_sidecar_text)
+# The figure's own files (.json: the CSV's provenance, _sidecar_text), then its other variants' SVGs
+# (variants.suffix: dark, phone, phone in the dark).
+OUTPUTS = (".svg", ".png", ".csv", ".json", *variants.variant_suffixes()[1:])
 PNG_DPI = 200
 CSV_FLOAT_FORMAT = "%.10g"
 # Same bytes on every build: no dates, no creator string with a version in it.
@@ -52,7 +62,7 @@ PNG_METADATA = {"Software": None}
 # figure helpers, palette and style (figure_files).
 CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
               Path(__file__).with_name("legibility.py"), Path(__file__).with_name("readers.py"),
-              Path(__file__).parent / "checks" / "words.yml")
+              Path(__file__).with_name("variants.py"), Path(__file__).parent / "checks" / "words.yml")
 
 
 @dataclass(frozen=True)
@@ -121,9 +131,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             continue
         # The palette and legibility checks run on every new drawing; only a figure that passed gets a cache
         # key, so a figure taken from the cache was checked against this same palette (the key includes it).
-        checked = [(job.block, job.stem.with_suffix(".svg"))]
-        off_palette = (palette_check.check_figures(checked, palette.load_palette(layout.palette_yml))
-                       + legibility.check_figures(checked))
+        off_palette = _check_variants(job.block, job.stem, palette.load_palette(layout.palette_yml))
         if off_palette:
             problems += off_palette
             continue
@@ -139,6 +147,25 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
 
 
 # --- inputs and the cache ------------------------------------------------------------------------
+
+
+def _check_variants(block: FigureBlock, stem: Path, role_palette: palette.Palette) -> list[Problem]:
+    """The palette and legibility checks of every variant: its scheme's colours (the first variant with a
+    colour off the palette is reported, the others being drawn alike), its text at the width the page shows
+    it at (a dark variant has its light one's text). A problem names the variant when it is not the figure's
+    own SVG ("phone", "dark scheme")."""
+    problems: list[Problem] = []
+    for screen in variants.SCREENS:
+        light = stem.with_suffix(variants.suffix(screen, "light"))
+        problems += legibility.check_figures([(block, light)], screen.content_px,
+                                             variant=variants.describe(screen, "light"))
+    for screen in variants.SCREENS:
+        for scheme in palette.SCHEMES:
+            off = palette_check.check_figures([(block, stem.with_suffix(variants.suffix(screen, scheme)))],
+                                              role_palette, scheme, variant=variants.describe(screen, scheme))
+            if off:
+                return problems + off
+    return problems
 
 
 def _missing_inputs(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
@@ -342,14 +369,15 @@ def _draw_one(job: _Job) -> _Outcome:
         module = _load(job.block.module, job.module_file)
         alt = str(getattr(module, "ALT", "")).strip()
         with rc_context(palette.rc_params(job.layout)):
-            figure, data = _call(module, job)
             provenance = _provenance(job)
-            _mark_synthesized(figure, provenance)
+            figures, data = _draw_screens(module, job, provenance)
             csv, sidecar = _csv_text(data, provenance), _sidecar_text(job.block, data, provenance)
-            drawing = drawing_key(job, csv + sidecar, figure, alt)
+            drawing = drawing_key(job, csv + sidecar, figures, alt)
             rendered = drawing != job.cached_drawing
+            clashes = None
             if rendered:
-                _save(figure, csv, job.stem)
+                _save(figures, csv, job.stem, palette.load_palette(job.layout.palette_yml))
+                clashes = _collisions(figures)
     except MissingValue as error:
         return _Outcome(job.block.id, "", str(error))
     except OSError as error:
@@ -358,6 +386,8 @@ def _draw_one(job: _Job) -> _Outcome:
         return _Outcome(job.block.id, "", _describe(error, job))
     except Exception as error:  # any failure of figure code is the figure's problem: reported, not raised
         return _Outcome(job.block.id, "", _describe(error, job))
+    if clashes:
+        return _Outcome(job.block.id, "", clashes)
     if rendered:
         _write_text(job.stem.with_suffix(".alt"), alt)
         _write_text(job.stem.with_suffix(".json"), sidecar)
@@ -365,9 +395,53 @@ def _draw_one(job: _Job) -> _Outcome:
                     rendered)
 
 
-def drawing_key(job: _Job, csv: str, figure: Figure, alt: str) -> str:
+def _collisions(figures: Mapping[str, Figure]) -> str | None:
+    """Every label of a drawn figure that overlaps another or leaves the figure, on every screen, in one line;
+    None when there is none (legibility.collisions; a dark variant has its light one's layout)."""
+    found = [f"{'' if screen == variants.DESKTOP.name else f'on the {screen}, '}{collision}"
+             for screen, figure in figures.items() for collision in legibility.collisions(figure)]
+    return "; ".join(found) or None
+
+
+def _draw_screens(module: ModuleType, job: _Job, provenance: dict[str, str]) -> tuple[dict[str, Figure], pd.DataFrame]:
+    """The module's figure for every screen (variants.SCREENS), by name, and the numbers it plots, which must
+    be the same on every screen."""
+    figures: dict[str, Figure] = {}
+    data: pd.DataFrame | None = None
+    for screen in variants.SCREENS:
+        with variants.showing(screen):
+            figure, numbers = _call(module, job)
+        if screen.ticks is not None:
+            _fewer_ticks(figure, screen.ticks)
+        _mark_synthesized(figure, provenance)
+        if data is not None and not numbers.equals(data):
+            raise ValueError(f"draw() plots other numbers for the {screen.name} than for the desktop")
+        figures[screen.name], data = figure, numbers if data is None else data
+    assert data is not None
+    return figures, data
+
+
+def _fewer_ticks(figure: Figure, most: int) -> None:
+    """At most about `most` ticks on each axis whose ticks are numbers: matplotlib's own choice, or every
+    k-th of the ticks a module set; ticks a module named (categories) stay."""
+    from matplotlib.ticker import AutoLocator, FixedFormatter, FixedLocator, MaxNLocator
+
+    for ax in figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            locator = axis.get_major_locator()
+            if isinstance(locator, AutoLocator) or type(locator) is MaxNLocator:
+                axis.set_major_locator(MaxNLocator(nbins=most, steps=[1, 2, 5, 10]))
+            elif isinstance(locator, FixedLocator) and not isinstance(axis.get_major_formatter(), FixedFormatter):
+                ticks = list(locator())  # its locations
+                if len(ticks) > most + 1:
+                    every = -(-len(ticks) // most)
+                    axis.set_major_locator(FixedLocator(ticks[::every]))
+
+
+def drawing_key(job: _Job, csv: str, figures: Mapping[str, Figure], alt: str) -> str:
     """Hash of what one drawing shows, known before it is rendered: the numbers of its CSV and what the
-    figure holds (texts, line data, collections, patches, axes limits), with the code, palette and style."""
+    figure holds on each screen (texts, line data, collections, patches, axes limits), with the code, palette
+    and style."""
     key = fingerprint.Key("figure drawing").add(job.shared or _shared_digest(job.layout))
     module_file = _module_file(job.layout, job.block.module)
     key.add(module_file.read_bytes() if module_file else b"no module")
@@ -375,8 +449,10 @@ def drawing_key(job: _Job, csv: str, figure: Figure, alt: str) -> str:
     settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options,
                 "alt": block.alt, "module_alt": alt}
     key.add(json.dumps(settings, sort_keys=True, default=str), csv)
-    for part in _figure_contents(figure):
-        key.add(part if isinstance(part, bytes) else repr(part))
+    for screen, figure in figures.items():
+        key.add(f"screen {screen}")
+        for part in _figure_contents(figure):
+            key.add(part if isinstance(part, bytes) else repr(part))
     return key.hexdigest()
 
 
@@ -488,21 +564,35 @@ def _sidecar_text(block: FigureBlock, data: pd.DataFrame, provenance: dict[str, 
     return json.dumps(resource, indent=1, ensure_ascii=False) + "\n"
 
 
-def _save(figure: Figure, csv: str, stem: Path) -> None:
-    """PNG, SVG and CSV, each written to a temporary name first so the cache never holds half a file.
+def _save(figures: Mapping[str, Figure], csv: str, stem: Path, role_palette: palette.Palette) -> None:
+    """PNG, SVGs and CSV, each written to a temporary name first so the cache never holds half a file.
 
-    One layout for both images: the PNG's rendering lays the figure out (its layout engine), which is then
-    switched off so the SVG is drawn at the same positions rather than laid out a second time.
+    One layout for both images of the desktop: the PNG's rendering lays the figure out (its layout engine),
+    which is then switched off so the SVG is drawn at the same positions rather than laid out a second time.
+    The phone's figure is laid out by its SVG's rendering; each dark variant is its light SVG's text with the
+    dark shades (palette.Palette.to_dark).
     """
-    def write_svg(path: Path) -> None:
-        figure.set_layout_engine("none")
-        figure.savefig(path, format="svg", metadata=SVG_METADATA)
+    figure = figures[variants.DESKTOP.name]
+    svgs: dict[str, str] = {}
+
+    def write_svg(path: Path, screen: variants.Screen) -> None:
+        shown = figures[screen.name]
+        if screen is variants.DESKTOP:
+            shown.set_layout_engine("none")
+        buffer = io.StringIO()
+        shown.savefig(buffer, format="svg", metadata=SVG_METADATA)
+        svgs[screen.name] = buffer.getvalue()
+        path.write_text(svgs[screen.name], encoding="utf-8")
 
     writers: dict[str, Callable[[Path], object]] = {
         ".png": lambda path: figure.savefig(path, format="png", dpi=PNG_DPI, metadata=PNG_METADATA),
-        ".svg": write_svg,
         ".csv": lambda path: path.write_text(csv, encoding="utf-8"),
     }
+    for screen in variants.SCREENS:
+        writers[variants.suffix(screen, "light")] = functools.partial(write_svg, screen=screen)
+        writers[variants.suffix(screen, "dark")] = functools.partial(
+            lambda path, name: path.write_text(role_palette.to_dark(svgs[name]), encoding="utf-8"),
+            name=screen.name)
     for suffix, write in writers.items():
         with atomic_file(stem.with_suffix(suffix)) as tmp:  # a name of this process only: two builds never share one
             write(tmp)
@@ -518,3 +608,16 @@ def _describe(error: Exception, job: _Job) -> str:
     if isinstance(error, KeyError):
         return f"{where} found no {error.args[0]!r}{runs}"
     return f"{where} raised {type(error).__name__}: {error}{runs}"
+
+
+def screen_collisions(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
+                  layout: Layout) -> dict[str, list[legibility.Collision]]:
+    """Each screen's labels of one figure that overlap or leave the figure (legibility.collisions), its
+    layout as the build draws it; the dark variants have their light one's layout."""
+    job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
+               Path(), _module_file(layout, block.module) or Path(), layout)
+    from matplotlib import rc_context
+
+    with _figures_package(layout.figures_src), palette.using(layout), rc_context(palette.rc_params(layout)):
+        figures, _ = _draw_screens(_load(block.module, job.module_file), job, _provenance(job))
+        return {screen: legibility.collisions(figure) for screen, figure in figures.items()}

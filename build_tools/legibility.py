@@ -1,4 +1,5 @@
-"""The legibility check: no text of a figure is drawn smaller than MIN_TEXT_PX CSS pixels on a desktop page.
+"""The legibility check: no text of a figure is drawn smaller than MIN_TEXT_PX CSS pixels on the page, in each
+variant at the width the page shows it at (build_tools/variants.py: a desktop's column, a phone's).
 
 A figure is an <img> of its SVG in the content column, shown at its own width or the column's, whichever is
 smaller. Its text is SVG text (svg.fonttype: none) whose font-size is in the units of the viewBox, so one
@@ -12,6 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ._exceptions import Problem
 from ._types import FigureBlock
@@ -70,17 +72,78 @@ def smallest(svg: Path, content_width: float = CONTENT_WIDTH_PX) -> Text | None:
     return min(found, key=lambda t: t.px) if found else None
 
 
-def check_figures(figures: Sequence[tuple[FigureBlock, Path]]) -> list[Problem]:
-    """One problem per figure with text smaller than MIN_TEXT_PX, naming the smallest text."""
+def check_figures(figures: Sequence[tuple[FigureBlock, Path]], content_width: float = CONTENT_WIDTH_PX,
+                  variant: str = "") -> list[Problem]:
+    """One problem per figure with text smaller than MIN_TEXT_PX in a column content_width px wide, naming the
+    smallest text (and the variant, when the SVGs are one: "phone")."""
     problems = []
+    which = f", {variant}" if variant else ""
     for block, svg in figures:
-        small = [t for t in texts(svg) if not t.px >= MIN_TEXT_PX]
+        small = [t for t in texts(svg, content_width) if not t.px >= MIN_TEXT_PX]
         if small:
             worst = min(small, key=lambda t: t.px)
             more = f" (and {len(small) - 1} more)" if len(small) > 1 else ""
             problems.append(Problem(block.chapter_file, block.line, None,
-                                    f"fig {block.number} ({block.id}): text {worst.text!r}{more} is drawn "
-                                    f"{worst.px:.1f} px high in a {CONTENT_WIDTH_PX} px column (expected at "
+                                    f"fig {block.number} ({block.id}{which}): text {worst.text!r}{more} is drawn "
+                                    f"{worst.px:.1f} px high in a {content_width:g} px column (expected at "
                                     f"least {MIN_TEXT_PX:g} px: a font size of at least "
                                     f"{MIN_TEXT_PX * worst.size / worst.px:.2f} in this figure)"))
     return problems
+
+
+# --- labels that collide or leave the figure ----------------------------------------------------------
+
+OVERLAP_PX = 1.0  # texts whose boxes share more than this, in both directions, overlap
+
+
+@dataclass(frozen=True)
+class Collision:
+    first: str
+    second: str | None  # None: the first text leaves the figure
+
+    def __str__(self) -> str:
+        if self.second is None:
+            return f"text {self.first!r} is cut by the figure's edge"
+        return f"texts {self.first!r} and {self.second!r} overlap"
+
+
+def collisions(figure: Any) -> list[Collision]:
+    """Every pair of a laid-out figure's visible texts whose boxes overlap, and every text that reaches past
+    the figure's edge, as matplotlib's renderer measures them (the figure is drawn, without output, first).
+    An annotation's box is its text's, without its arrow."""
+    from matplotlib.text import Text
+
+    figure.draw_without_rendering()
+    renderer = figure._get_renderer()
+    frame = figure.bbox
+    boxes = [(text.get_text(), Text.get_window_extent(text, renderer)) for text in shown_texts(figure)]
+    found = [Collision(name, None) for name, box in boxes
+             if box.x0 < frame.x0 - OVERLAP_PX or box.y0 < frame.y0 - OVERLAP_PX
+             or box.x1 > frame.x1 + OVERLAP_PX or box.y1 > frame.y1 + OVERLAP_PX]
+    for index, (name, box) in enumerate(boxes):
+        for other, other_box in boxes[index + 1:]:
+            overlap_x = min(box.x1, other_box.x1) - max(box.x0, other_box.x0)
+            overlap_y = min(box.y1, other_box.y1) - max(box.y0, other_box.y0)
+            if overlap_x > OVERLAP_PX and overlap_y > OVERLAP_PX:
+                found.append(Collision(name, other))
+    return found
+
+
+def shown_texts(figure: Any) -> list[Any]:
+    """The texts a reader sees in a drawn figure: its own (suptitle, legends), each axes' titles, labels,
+    texts, annotations and legend, and the tick labels of the ticks matplotlib draws (those in view)."""
+    texts = list(figure.texts) + [text for legend in figure.legends if legend.get_visible()
+                                  for text in legend.get_texts()]
+    for ax in figure.axes:
+        if not ax.get_visible():
+            continue
+        texts += [ax.title, ax._left_title, ax._right_title, *ax.texts]
+        if ax.get_legend() is not None and ax.get_legend().get_visible():
+            texts += ax.get_legend().get_texts()
+        for axis in (ax.xaxis, ax.yaxis):
+            if not ax.axison or not axis.get_visible():
+                continue
+            texts += [axis.label, axis.get_offset_text()]
+            for tick in axis._update_ticks():  # the ticks drawn: those inside the view
+                texts += [label for label in (tick.label1, tick.label2) if label.get_visible()]
+    return [text for text in texts if text.get_visible() and text.get_text().strip()]

@@ -24,10 +24,14 @@ from ._yaml import YamlDoc, parse_yaml
 
 _active = PROJECT  # whose palette figure code reads: the project's, or the drawing build's (`using`)
 
+PAPER = "#ffffff"  # a light figure's background (figures/base.mplstyle)
+
 # The seven roles of the manual, in legend order; palette.yml must define exactly these.
 ROLE_NAMES = ("trainer", "engine", "data", "lifecycle", "durable", "failure", "outside")
-ROLE_FIELDS = ("name", "colour_name", "phrase", "hex", "meaning")
+ROLE_FIELDS = ("name", "colour_name", "phrase", "hex", "dark", "meaning")
 HEX = re.compile(r"^#[0-9a-f]{6}$")
+SCHEMES = ("light", "dark")  # every figure has a variant for each; the site shows the page's
+_HEX_IN_SVG = re.compile(r"#[0-9a-f]{6}(?![0-9a-z])")
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Role:
     colour_name: str  # the word for the colour ("violet")
     phrase: str  # the role in a sentence ("the rollout engine")
     hex: str  # "#rrggbb", lower case
+    dark: str  # its shade in the dark scheme
     meaning: str  # what the role stands for in every figure
 
     @property
@@ -58,6 +63,7 @@ class Palette:
     roles: tuple[Role, ...]
     neutrals: tuple[str, ...]  # greys, "#rrggbb"
     path: Path  # the palette.yml it was read from
+    dark_neutrals: tuple[str, ...] = ()  # the dark scheme's, each standing for the neutral at its position
 
     def role(self, name: str) -> Role:
         for role in self.roles:
@@ -68,8 +74,34 @@ class Palette:
 
     @property
     def allowed(self) -> frozenset[str]:
-        """Every colour a figure may use."""
-        return frozenset(r.hex for r in self.roles) | frozenset(self.neutrals)
+        """Every colour a figure may use (its light variant: the one figure code draws)."""
+        return self.allowed_in("light")
+
+    def allowed_in(self, scheme: str) -> frozenset[str]:
+        """Every colour a figure's variant for that scheme may use."""
+        return frozenset(self.shades(scheme)) | frozenset(self.neutrals_of(scheme))
+
+    def shades(self, scheme: str) -> tuple[str, ...]:
+        """The roles' colours in a scheme, in legend order."""
+        return tuple(role.dark if scheme == "dark" else role.hex for role in self.roles)
+
+    def neutrals_of(self, scheme: str) -> tuple[str, ...]:
+        return self.dark_neutrals if scheme == "dark" else self.neutrals
+
+    def background(self, scheme: str) -> str:
+        """A figure's background in a scheme: the style's (PAPER), or the dark neutral standing for it."""
+        return self.dark_colours()[PAPER] if scheme == "dark" else PAPER
+
+    def dark_colours(self) -> dict[str, str]:
+        """Each colour of a light figure -> its colour in the dark variant."""
+        return {**dict(zip(self.neutrals, self.dark_neutrals, strict=True)),
+                **{role.hex: role.dark for role in self.roles}}
+
+    def to_dark(self, svg: str) -> str:
+        """A light figure's SVG as its dark variant: every colour replaced by its dark shade. Figure code
+        draws only palette colours (palette_check), so every colour has one; nothing is laid out again."""
+        colours = self.dark_colours()
+        return _HEX_IN_SVG.sub(lambda match: colours.get(match[0], match[0]), svg)
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -120,9 +152,16 @@ def _validate(doc: YamlDoc, path: Path, where: str, problems: list[Problem]) -> 
     problems += found
     if model is None:
         return None
-    roles = tuple(Role(r.name, r.colour_name, r.phrase, r.hex, r.meaning) for r in model.roles)
+    roles = tuple(Role(r.name, r.colour_name, r.phrase, r.hex, r.dark, r.meaning) for r in model.roles)
     problems += _role_rules(roles, where, doc.line_of(("roles",)))
-    return Palette(roles, tuple(model.neutrals), path)
+    if len(model.dark_neutrals) != len(model.neutrals):
+        problems.append(Problem(where, doc.line_of(("dark_neutrals",)), "dark_neutrals",
+                                f"expected one dark neutral for each of the {len(model.neutrals)} neutrals, "
+                                f"found {len(model.dark_neutrals)}"))
+    if PAPER not in model.neutrals:
+        problems.append(Problem(where, doc.line_of(("neutrals",)), "neutrals",
+                                f"expected the figures' background {PAPER} among the neutrals"))
+    return Palette(roles, tuple(model.neutrals), path, tuple(model.dark_neutrals))
 
 
 def _role_rules(roles: tuple[Role, ...], where: str, line: int | None) -> list[Problem]:
@@ -135,9 +174,9 @@ def _role_rules(roles: tuple[Role, ...], where: str, line: int | None) -> list[P
         if name not in ROLE_NAMES:
             problems.append(Problem(where, line, "roles",
                                     f"unknown role {name!r}; the roles are {', '.join(ROLE_NAMES)}"))
-    hexes = [role.hex for role in roles]
-    problems += [Problem(where, line, "roles", f"colour {colour} is used by two roles")
-                 for colour in sorted({h for h in hexes if hexes.count(h) > 1})]
+    for shades in ([role.hex for role in roles], [role.dark for role in roles]):
+        problems += [Problem(where, line, "roles", f"colour {colour} is used by two roles")
+                     for colour in sorted({h for h in shades if shades.count(h) > 1})]
     return problems
 
 
@@ -166,11 +205,14 @@ def rc_params(layout: Layout | None = None) -> dict[str, Any]:
 
 
 def css_variables(palette: Palette | None = None) -> str:
-    """A CSS file body: one custom property per role (`--role-trainer: #6c91f0;`) for the site."""
+    """A CSS file body: one custom property per role (`--role-trainer: #6c91f0;`) for the site, with the
+    dark shades in the dark scheme (Material's `slate`, which its toggle sets)."""
     palette = load_palette() if palette is None else palette
     lines = [f"/* Generated from {palette.path.parent.name}/{palette.path.name} by build_tools/palette.py. */",
              ":root {"]
     lines += [f"  --role-{role.name}: {role.hex};" for role in palette.roles]
+    lines += ["}", '[data-md-color-scheme="slate"] {']
+    lines += [f"  --role-{role.name}: {role.dark};" for role in palette.roles]
     lines.append("}")
     return "\n".join(lines) + "\n"
 

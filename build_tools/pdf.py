@@ -256,6 +256,7 @@ th {{ background: #eee; }}
 tr {{ break-inside: avoid; }}
 figure.manual-figure {{ margin: 5mm 0; break-inside: avoid; }}
 figure.manual-figure img {{ width: 100%; height: auto; }}
+figure.manual-figure .manual-dark {{ display: none; }}
 figcaption {{ font-size: 9.5pt; margin-top: 2mm; }}
 .manual-data::before, .manual-source::before {{ content: "· "; }}
 details.manual-checked {{ font-size: 8pt; color: #333; border-left: 1pt solid #bbb; padding-left: 3mm;

@@ -600,14 +600,17 @@ class PaletteRole(Schema):
     colour_name: Text
     phrase: Text
     hex: Hex
+    dark: Hex  # the role's shade in the dark scheme
     meaning: Text
 
 
 class PaletteYaml(Schema):
-    """figures/palette.yml: the role colours and the neutral greys (the one place a colour is defined)."""
+    """figures/palette.yml: the role colours and the neutral greys (the one place a colour is defined); the
+    dark scheme's shade of each, a neutral's at the same position of dark_neutrals."""
 
     roles: list[PaletteRole]
     neutrals: Annotated[list[Grey], Field(min_length=1)]
+    dark_neutrals: Annotated[list[Grey], Field(min_length=1)]
 
 
 def same_setting(actual: Any, wanted: Any) -> bool:

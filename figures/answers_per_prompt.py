@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import config_value, step_values
 
-from ._common import SHADE_ALPHA, colour, legend, new_figure, window
+from ._common import SHADE_ALPHA, colour, legend, new_figure, shaded, window
 
 ALT = ("Reward gain of each run, one dot per run, against its answers per prompt on an axis from zero: the "
        "dots of the runs with fewer and with more answers lie inside the shaded band of the range of the "
@@ -36,7 +36,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     reference = data[data["n_samples_per_prompt"] == REFERENCE_N]["reward_gain"]
     if not reference.empty:
         low, high = float(reference.min()), float(reference.max())
-        ax.axhspan(low, high, color=colour("data"), alpha=SHADE_ALPHA * 1.5, lw=0,
+        ax.axhspan(low, high, **shaded("data", SHADE_ALPHA * 1.5),
                    label=f"range of the {len(reference)} seeds with {REFERENCE_N}")
         for edge in (low, high):
             ax.axhline(edge, color=colour("data"), lw=1.0, ls=(0, (4, 2)))

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import events_of, series_of, start_ts
 
-from ._common import SHADE_ALPHA, colour, mark_failure, new_figure, shade_heat_pauses
+from ._common import colour, mark_failure, new_figure, shade_heat_pauses, shaded
 
 ALT = ("GPU utilisation over the run without a watchdog: busy until the engine died, then near zero until the "
        "job ended; the idle span between the two dashed lines is shaded, with its length in minutes.")
@@ -35,7 +35,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     samples = data[data["series"] == "gpu_util"]
     ax.plot(samples["minute"], samples["util_pct"], color=colour("outside"), lw=0.9, label="GPU utilisation")
     dead_at, end_at = marks["minute"]
-    ax.axvspan(dead_at, end_at, color=colour("failure"), alpha=SHADE_ALPHA, lw=0)
+    ax.axvspan(dead_at, end_at, **shaded("failure"))
     # The caption's number on the span itself: the minutes from the engine's death to the job's end.
     ax.annotate("", xy=(dead_at, 55), xytext=(end_at, 55),
                 arrowprops={"arrowstyle": "<->", "color": colour("failure"), "lw": 1.2, "shrinkA": 0, "shrinkB": 0})

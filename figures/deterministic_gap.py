@@ -11,11 +11,11 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import step_values
 
-from ._common import INK, PAPER, colour, new_figure
+from ._common import INK, PAPER, colour, figure_legend, new_figure
 
-ALT = ("Two panels, the deterministic Triton runs and the default runs, on an axis that spans only the "
-       "values: the trainer-engine gap per step of each run wanders around the dotted mean of the four runs, "
-       "and at the first step the two deterministic runs have the same value, written beside it.")
+ALT = ("Two panels, the deterministic Triton runs and the default runs, on an axis from zero: the "
+       "trainer-engine gap per step of each run stays close to the dotted mean of the four runs, and at the "
+       "first step the two deterministic runs have the same value, written beside it.")
 ALT_NAMES = {"drawn": ["deterministic Triton", "default", "mean of the", "step 0"], "axes": ["trainer-engine gap"]}
 KEY = "train/train_rollout_logprob_abs_diff"
 MARKERS = ("o", "s", "^", "D")
@@ -32,13 +32,15 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     per_step = data[data["run"] != "mean of all runs"]
 
     # One panel per kind of run; in each, the two repeats told apart by marker, fill and name.
-    kinds = {True: ("deterministic Triton", "trainer"), False: ("default", "outside")}
+    # Deterministic inference is a mode of the engine (its role); the default runs are drawn in the text colour.
+    kinds = {True: ("deterministic Triton", "engine"), False: ("default", None)}
     figure, axes = new_figure(1, 2, height=3.6, sharey=True)
     for ax, (deterministic, (title, role)) in zip(axes, kinds.items(), strict=True):
         of_kind = [run_id for run_id in dict.fromkeys(per_step["run"]) if _deterministic(run_id) == deterministic]
         for index, run_id in enumerate(of_kind):
             run_data = per_step[per_step["run"] == run_id]
-            ax.plot(run_data["step"], run_data["gap"], color=colour(role), marker=MARKERS[index % len(MARKERS)],
+            ax.plot(run_data["step"], run_data["gap"], color=INK if role is None else colour(role),
+                    marker=MARKERS[index % len(MARKERS)],
                     ms=6, lw=1.2, ls="-" if index == 0 else (0, (4, 2)), mfc=None if index == 0 else PAPER,
                     label=str(run_id))
         ax.axhline(mean, color=INK, lw=1.0, ls=(0, (1, 2)), label=f"mean of the {len(runs)} runs: {mean:.4f}")
@@ -47,18 +49,19 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         if deterministic and len(of_kind) > 1:
             # The caption's "the same gap at step 0": the two values, side by side.
             first = per_step[(per_step["run"].isin(of_kind)) & (per_step["step"] == per_step["step"].min())]
-            values = " = ".join(f"{value:.5f}" for value in first["gap"])
+            shown = sorted({f"{value:.5f}" for value in first["gap"]})
+            values = f"both {shown[0]}" if len(shown) == 1 else " and ".join(shown)
             ax.annotate(f"step {int(first['step'].iloc[0])}: {values}", xy=(float(first["step"].iloc[0]),
-                        float(first["gap"].iloc[0])), xytext=(10, -34), textcoords="offset points", ha="left",
+                        float(first["gap"].iloc[0])), xytext=(10, -40), textcoords="offset points", ha="left",
                         va="top", arrowprops={"arrowstyle": "-", "color": INK, "lw": 0.8})
-    low, high = float(per_step["gap"].min()), float(per_step["gap"].max())
-    axes[0].set_ylim(low - 0.6 * (high - low), high + 0.3 * (high - low))  # the data's range, not from zero
+    # From zero, so that "near" the mean looks near: the runs' swings against the size of the gap itself.
+    axes[0].set_ylim(0, float(per_step["gap"].max()) * 1.3)
     axes[0].set_ylabel("trainer-engine gap\n(mean |Δ log p| per token)")
     handles = [h for ax in axes for h in ax.get_legend_handles_labels()[0]]
     labels = [t for ax in axes for t in ax.get_legend_handles_labels()[1]]
     unique = dict(zip(labels, handles, strict=True))
     order = sorted(unique, key=lambda text: text.startswith("mean"))  # the runs first, the mean last
-    figure.legend([unique[text] for text in order], order, loc="outside lower center", ncols=3)
+    figure_legend(figure, [unique[text] for text in order], order, ncols=3)
     return figure, data
 
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import step_values
 
-from ._common import INK, PAPER, colour, legend, new_figure
+from ._common import INK, PAPER, colour, fitted, legend, new_figure
 
 ALT = ("Bars per step: the rollout time saved by keeping the engine loaded, each labelled in seconds, on the "
        "steps clean in both runs, with the smallest and largest saving in the title; steps a heat pause "
@@ -44,8 +44,8 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
             label="step a heat pause touched in either run: left out")
     ax.axhline(0, color=INK, lw=0.8)
     # The caption's "0.6 to 1.8 s": the smallest and the largest saving.
-    ax.set_title(f"saving on the {len(clean)} steps clean in both runs: {clean['saving_s'].min():.2f} to "
-                 f"{clean['saving_s'].max():.2f} s")
+    ax.set_title(fitted(f"saving on the {len(clean)} steps clean in both runs: {clean['saving_s'].min():.2f} to "
+                        f"{clean['saving_s'].max():.2f} s"))
     ax.set_xticks(data["step"])
     ax.grid(axis="x", visible=False)
     ax.margins(y=0.12)

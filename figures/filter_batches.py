@@ -11,12 +11,12 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import config_value, series_of, step_values
 
-from ._common import INK, colour, new_figure
+from ._common import INK, PAPER, colour, legend, new_figure
 
-ALT = ("Two panels over the same steps: above, bars of the groups dropped by the filter at each step, with a "
-       "dashed line at the split; below, bars of the over-sampling batches drawn, one where the bar above stays "
-       "at or under the line and two where it rises above it.")
-ALT_NAMES = {"drawn": ["16 groups"], "axes": ["groups dropped", "batches of 48 prompts"]}
+ALT = ("Bars of the groups dropped by the filter at each step, with a dashed line at the split: each bar "
+       "filled where its step drew one over-sampling batch and hatched where it drew two; the filled bars stay "
+       "at or under the line and the hatched ones rise above it.")
+ALT_NAMES = {"drawn": ["16 groups", "one batch", "two batches"], "axes": ["groups dropped"]}
 DROPPED = "rollout/dynamic_filter/drop_zero_std"
 DEFAULT_SPLIT = 16  # used when the figure block sets no `split` option
 OPTIONS = {"split": "number"}  # the options a figure block may set (build_tools/_figure_modules.py)
@@ -34,18 +34,21 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any],
     batch_size = int(config_value(summary, "flags.over_sampling_batch_size"))
     data["batch_size"] = batch_size
 
-    figure, (top, bottom) = new_figure(2, 1, height=4.4, sharex=True)
-    top.bar(data["step"], data["dropped_groups"], color=colour("data"), width=0.7)
-    top.axhline(split, color=INK, ls=(0, (4, 2)), lw=1.0)
-    top.annotate(f"{split:g} groups", xy=(1, split), xycoords=("axes fraction", "data"), xytext=(4, 0),
-                 textcoords="offset points", va="center")
-    top.set_ylabel("groups dropped")
-    top.set_ylim(0, float(data["dropped_groups"].max()) * 1.1)
-    bottom.bar(data["step"], data["batches"], color=colour("engine"), width=0.7)
-    bottom.set_yticks(range(0, int(data["batches"].max()) + 1))
-    bottom.set_ylabel(f"batches of {batch_size}\nprompts drawn")
-    bottom.set_xlabel("step")
-    bottom.set_xticks(data["step"])
-    for ax in (top, bottom):
-        ax.grid(axis="x", visible=False)
+    # One panel: each step's bar says how many batches it drew, so no bar is matched across panels.
+    figure, ax = new_figure(height=3.4)
+    for batches, group in data.groupby("batches"):
+        one = batches == 1
+        ax.bar(group["step"], group["dropped_groups"], width=0.7, color=colour("data") if one else PAPER,
+               edgecolor=colour("data"), hatch=None if one else "///", lw=1.2,
+               label=f"{'one batch' if one else f'{batches:g} batches' if batches != 2 else 'two batches'} "
+                     f"of {batch_size} prompts drawn")
+    ax.axhline(split, color=INK, ls=(0, (4, 2)), lw=1.0)
+    ax.annotate(f"{split:g} groups", xy=(1, split), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                textcoords="offset points", va="center")
+    ax.set_ylabel("groups dropped")
+    ax.set_ylim(0, float(data["dropped_groups"].max()) * 1.1)
+    ax.set_xlabel("step")
+    ax.set_xticks(data["step"])
+    ax.grid(axis="x", visible=False)
+    legend(ax, figure=figure, loc="outside lower center", ncols=2)
     return figure, data

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import series_of, step_values
 
-from ._common import INK, PAPER, colour, legend, new_figure
+from ._common import INK, PAPER, colour, fitted, legend, new_figure
 
 ALT = ("Two panels over the steps: above, the mean raw reward counted before the filter (all groups, a dashed "
        "dark line with hollow squares) and after it (the groups kept, a solid green line with dots); below, "
@@ -46,7 +46,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
                                                                             for h in higher],
                 edgecolor=colour("data"), lw=1.2)
     diff_ax.axhline(0, color=INK, lw=0.8)
-    diff_ax.set_title(f"before minus after: above zero at {int(higher.sum())} of {len(data)} steps")
+    diff_ax.set_title(fitted(f"before minus after: above zero at {int(higher.sum())} of {len(data)} steps"))
     diff_ax.set_ylabel("difference")
     diff_ax.set_xlabel("step")
     diff_ax.set_xticks(data["step"])

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import step_values
 
-from ._common import INK, SHADE_ALPHA, colour, new_figure, seed_label
+from ._common import INK, SHADE_ALPHA, colour, figure_legend, new_figure, seed_label, shaded
 
 ALT = ("One panel per seed, step time per step: the steps that overlapped a heat-guard pause, shaded, stand "
        "out above the clean steps; dashed lines give the median of each kind over both seeds, and an arrow "
@@ -42,7 +42,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     for ax, run_id in zip(np.atleast_1d(axes), runs, strict=True):
         run_data = data[data["run"] == run_id]
         for step in run_data.loc[run_data["series"] == "touched", "step"]:
-            ax.axvspan(step - 0.5, step + 0.5, color=colour("outside"), alpha=SHADE_ALPHA * 2, lw=0)
+            ax.axvspan(step - 0.5, step + 0.5, **shaded("outside", SHADE_ALPHA * 2))
         for kind, role, marker, text in (("clean", "lifecycle", "o", "clean step"),
                                          ("touched", "outside", "^", "step touched by a heat pause")):
             points = run_data[run_data["series"] == kind]
@@ -61,5 +61,5 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
                   xytext=(-5, 0), textcoords="offset points", ha="right", va="center")
     first = np.atleast_1d(axes)[0]
     first.set_ylabel("step time (s)")
-    figure.legend(*first.get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    figure_legend(figure, *first.get_legend_handles_labels(), ncols=2)
     return figure, data

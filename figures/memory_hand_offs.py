@@ -11,11 +11,12 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import counted_phases, series_of, step_values
 
-from ._common import SHADE_ALPHA, colour, label, legend, new_figure, shade_heat_pauses
+from ._common import SHADE_ALPHA, colour, fitted, label, legend, new_figure, on_phone, shade_heat_pauses, shaded
 
 ALT = ("GPU memory held by the trainer and by the rollout engine over two steps: one side holds the memory "
-       "while the other holds almost none, and they swap during the short shaded hand-offs, whose seconds "
-       "each step shown are written at the top, and the title gives the median over the run's clean steps.")
+       "while the other holds almost none, and they swap during the short shaded hand-offs; the seconds "
+       "of each step's hand-offs are written above it, and a label at the top gives the median over the run's "
+       "clean steps.")
 ALT_NAMES = {"drawn": ["trainer", "rollout engine", "hand-off", "median"], "axes": ["GPU memory held"]}
 STEPS_SHOWN = 2
 HAND_OFFS = ("sleep", "wake_up", "update_weights")
@@ -41,25 +42,30 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     figure, ax = new_figure(height=3.4)
     for side, role in (("trainer", "trainer"), ("engine", "engine")):
         samples = data[data["series"] == side]
-        ax.fill_between(samples["t0_s"], samples["gib"], step="post", color=colour(role), alpha=SHADE_ALPHA * 1.5,
-                        lw=0)
+        ax.fill_between(samples["t0_s"], samples["gib"], step="post", **shaded(role, SHADE_ALPHA * 1.5))
         ax.step(samples["t0_s"], samples["gib"], where="post", color=colour(role), lw=1.3, label=label(role))
     spans = data[data["series"].isin(HAND_OFFS)]
+    # The data and the hand-offs stay below `band_top` of the axes; the labels are above it, on white.
+    band_top = 0.62 if on_phone() else 0.72
     for index, row in enumerate(spans.itertuples()):
-        ax.axvspan(row.t0_s, row.t1_s, color=colour("lifecycle"), alpha=0.45, lw=0,
+        ax.axvspan(row.t0_s, row.t1_s, ymax=band_top, color=colour("lifecycle"), lw=0,
                    label="hand-off (sleep, wake-up, weight update)" if index == 0 else None)
-    # The caption's "about 2 s of each step": the hand-offs of each step shown, added up.
-    for _, of_step in spans.groupby("step"):
-        total, step = float((of_step["t1_s"] - of_step["t0_s"]).sum()), int(of_step["step"].iloc[0])
-        ax.annotate(f"hand-offs of step {step}: {total:.1f} s", xy=(float(of_step["t1_s"].max()), 1),
-                    xycoords=("data", "axes fraction"), xytext=(-4, -3), textcoords="offset points", ha="right",
-                    va="top")
-    # ... and the run's typical step, as the claim's check reads it: the median over its clean steps.
+    # Each step shown: its hand-offs added up, over the middle of the step.
+    for step in shown:
+        of_step = spans[spans["step"] == step]
+        total = float((of_step["t1_s"] - of_step["t0_s"]).sum())
+        middle = float(window.loc[step, ["t0", "t1"]].astype(float).mean()) - t0
+        ax.annotate(f"step {int(step)}: {total:.1f} s", xy=(middle, band_top), xycoords=("data", "axes fraction"),
+                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom")
+    # The caption's "about 2 s of each step": the run's typical step, as the claim's check reads it, the median
+    # over its clean steps.
     typical = step_values(summary, [f"perf/{name}_time" for name in HAND_OFFS])
-    ax.set_title(f"hand-offs per step, median of the run's {len(typical)} clean steps: {typical.median():.1f} s")
+    ax.text(0.01, 0.98, fitted(f"timed hand-offs, median of the run's {len(typical)} clean steps: "
+                               f"{typical.median():.1f} s a step", 40), transform=ax.transAxes, ha="left", va="top",
+            weight="bold")
     shade_heat_pauses(ax, summary, t0, 1.0)
     ax.set_xlim(0, t1 - t0)
-    ax.set_ylim(0, float(data["gib"].max()) * 1.3)
+    ax.set_ylim(0, float(data["gib"].max()) / band_top * 1.02)
     ax.set_xlabel("time since the first step began (s)")
     ax.set_ylabel("GPU memory held (GiB)")
     legend(ax, figure=figure, loc="outside lower center", ncols=3)

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import config_value, step_values
 
-from ._common import colour, new_figure
+from ._common import PAPER, colour, figure_legend, new_figure
 
 ALT = ("Grouped bars of the median weight update and trainer offload for the two model sizes, each labelled "
        "in seconds: both grow with the model, the offload more than the update, and above each pair the ratio "
@@ -40,7 +40,8 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     positions = np.arange(len(METRICS))
     for index, (size, hatch) in enumerate(zip(sizes, HATCHES, strict=False)):
         bars = ax.bar(positions + (index - (len(sizes) - 1) / 2) * width, medians[size], width * 0.95,
-                      color=colour("lifecycle"), alpha=1.0 - 0.45 * index, hatch=hatch or None,
+                      color=colour("lifecycle") if index == 0 else PAPER, edgecolor=colour("lifecycle"),
+                      hatch=hatch or None, lw=1.2,
                       label=f"Qwen3-{size}")
         ax.bar_label(bars, fmt="%.2f s", padding=2)
     # The caption's "grew 1.4 times": the ratio of the two medians, above each pair of bars.
@@ -52,5 +53,5 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     ax.set_ylim(0, top * 1.35)
     ax.set_ylabel("median time per step (s)")
     ax.grid(axis="x", visible=False)
-    figure.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=len(sizes))
+    figure_legend(figure, *ax.get_legend_handles_labels(), ncols=len(sizes))
     return figure, data

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import config_value, events_of, series_of
 
-from ._common import INK, colour, legend, new_figure
+from ._common import INK, colour, legend, new_figure, on_phone
 
 ALT = ("Node memory used, as a share of the whole node, of the two large-model runs in the minutes before Ray's "
        "kill, each line named: both stay below Ray's threshold, drawn dashed, until they jump past it, and the "
@@ -53,8 +53,9 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
                     middle["used_pct"]), xytext=(0, 5 if upper else -5), textcoords="offset points", ha="center",
                     va="bottom" if upper else "top", color=INK)
     ax.axhline(threshold, color=INK, ls=(0, (4, 2)), lw=1.0)
-    ax.annotate(f"Ray threshold: {threshold:.0f} % of the node", xy=(-WINDOW_MIN, threshold), xytext=(4, 4),
-                textcoords="offset points", va="bottom")
+    # Above its line, or on a phone (where the kill's label takes the room above) below it.
+    ax.annotate(f"Ray threshold: {threshold:.0f} % of the node", xy=(-WINDOW_MIN, threshold),
+                xytext=(4, -4 if on_phone() else 4), textcoords="offset points", va="top" if on_phone() else "bottom")
     kills = data[data["series"] == "ray_oom_kill"]
     kill_labels = sorted({f"{value:.1f}" for value in kills["used_pct"]})
     ax.plot(kills["minute_to_kill"], kills["used_pct"], ls="none", marker="X", ms=9, color=colour("failure"),

@@ -33,12 +33,14 @@ def _window_means(per_run: pd.DataFrame, column: str, size: int) -> tuple[float,
 def _mark_windows(ax: Axes, steps: pd.Series, means: tuple[float, float], size: int, text: str) -> None:
     """Shade the first and last windows of steps and draw each window's mean across it, with its value."""
     spans = ((float(steps.iloc[0]), float(steps.iloc[size - 1])), (float(steps.iloc[-size]), float(steps.iloc[-1])))
-    for (start, end), mean in zip(spans, means, strict=True):
+    for (start, end), mean, side in zip(spans, means, ("left", "right"), strict=True):
         ax.axvspan(start - 0.5, end + 0.5, color=INK, alpha=0.07, lw=0)
         ax.plot([start - 0.5, end + 0.5], [mean, mean], color=INK, lw=2.2, solid_capstyle="butt")
-        # The value at the top of its window, above the data (the panels leave room there).
-        ax.annotate(text.format(mean), xy=((start + end) / 2, 1), xycoords=("data", "axes fraction"),
-                    xytext=(0, -3), textcoords="offset points", ha="center", va="top")
+        # The value at the top of its window, above the data (the panels leave room there), from the window's
+        # outer edge inwards, so that it stays inside the axes on a narrow screen too.
+        ax.annotate(text.format(mean), xy=(start - 0.5 if side == "left" else end + 0.5, 1),
+                    xycoords=("data", "axes fraction"), xytext=(2 if side == "left" else -2, -3),
+                    textcoords="offset points", ha=side, va="top")
 
 
 def _per_step(run_id: str, summary: RunSummary) -> pd.DataFrame:
@@ -65,9 +67,9 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     figure, (top, bottom) = new_figure(2, 1, height=5.0, sharex=True, height_ratios=(3, 2))
     for run_id, run_data in per_run.groupby("run", sort=False):
         first = run_id == per_run["run"].iloc[0]
-        top.plot(run_data["step"], run_data["response_length"], color=colour("data"), alpha=0.45, lw=0.8,
+        top.plot(run_data["step"], run_data["response_length"], color=colour("data"), lw=0.6,
                  label="one seed" if first else None)
-        bottom.plot(run_data["step"], run_data["truncated_pct"], color=colour("data"), alpha=0.45, lw=0.8)
+        bottom.plot(run_data["step"], run_data["truncated_pct"], color=colour("data"), lw=0.6)
     top.plot(mean["step"], mean["response_length"], color=colour("data"), lw=2.0, label="mean of the seeds")
     bottom.plot(mean["step"], mean["truncated_pct"], color=colour("data"), lw=2.0)
     top.axhline(cap, color=INK, ls="--", lw=1.0, label=f"length cap ({cap:,} tokens)")

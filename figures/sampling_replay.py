@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import config_value, step_values
 
-from ._common import PAPER, colour, new_figure
+from ._common import PAPER, colour, fitted, new_figure
 
 ALT = ("The trainer-engine gap per step of two runs with top-p and top-k sampling, each line named: the run "
        "that replays the sampling masks in the trainer (solid line, filled dots) lies below the run without "
@@ -42,7 +42,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     # The caption's "lower at every one of the 12 steps": the steps where replay gave the lower gap.
     paired = data.pivot(index="step", columns="replay", values="gap").dropna()
     lower = int((paired[True] < paired[False]).sum())
-    ax.set_title(f"with replay, the gap was lower at {lower} of {len(paired)} steps")
+    ax.set_title(fitted(f"with replay, the gap was lower at {lower} of {len(paired)} steps"))
     ax.set_ylim(0, float(data["gap"].max()) * 1.25)
     ax.set_xlabel("step")
     ax.set_ylabel("trainer-engine gap\n(mean |Δ log p| per token)")

@@ -12,7 +12,7 @@ from matplotlib.patches import Patch, Rectangle
 from build_tools._types import RunSummary
 from build_tools.readers import counted_phases
 
-from ._common import INK, PAPER, colour, new_figure, shade_heat_pauses
+from ._common import INK, PAPER, colour, figure_legend, new_figure, shade_heat_pauses
 
 ALT = ("Three panels of one timeline: above, the first clean steps of one baseline seed, in one row for its one "
        "GPU; below, two close-ups of the first step: in each step the rollout comes first, then scoring, log "
@@ -47,7 +47,8 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
                          "t0": (chosen["t0"] - origin).to_numpy(), "t1": (chosen["t1"] - origin).to_numpy()})
 
     # The whole steps above; below, two close-ups of the first step's short phases, which are slivers above.
-    figure, panels = new_figure(height=4.6, mosaic=[["all", "all"], ["after_rollout", "after_training"]])
+    figure, panels = new_figure(height=4.6, mosaic=[["all", "all"], ["after_rollout", "after_training"]],
+                                phone_height=6.4)
     ax = panels["all"]
     first = data[data["step"] == data["step"].min()]
     following = data[data["step"] > data["step"].min()]
@@ -77,11 +78,20 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     for step, group in data.groupby("step"):
         ax.annotate(f"step {step}", xy=(group["t0"].min(), 1.0), xytext=(0, 2), textcoords="offset points",
                     va="bottom")
+    # Close-up A's empty stretch: the time between the rollout's end and the next phase Miles times.
+    after = float(first.loc[first["t0"] >= end_of["rollout"], "t0"].min())
+    untimed = after - end_of["rollout"]
+    close_up = panels["after_rollout"]
+    close_up.annotate("", xy=(end_of["rollout"], 0.5), xytext=(after, 0.5),
+                      arrowprops={"arrowstyle": "<->", "color": INK, "lw": 0.8, "shrinkA": 0, "shrinkB": 0})
+    close_up.text((end_of["rollout"] + after) / 2, 0.55, f"{untimed:.1f} s\nno phase\ntimed", ha="center",
+                  va="bottom", linespacing=1.1)
     ax.set_title(f"{summary.run_id}: the first {len(shown)} clean steps")
     ax.set_xlim(0, float(data["t1"].max()))
     ax.set_xlabel("time since the first step began (s)")
     handles = [Patch(facecolor=colour(role), edgecolor=PAPER, hatch=hatch or None, label=text)
                for text, role, hatch in PHASES.values()]
     # A figure legend "outside" the axes is one that constrained layout makes room for.
-    figure.legend(handles=handles, ncols=4, loc="outside lower center")
-    return figure, data
+    figure_legend(figure, handles, [str(handle.get_label()) for handle in handles], ncols=4)
+    untimed_row = {"step": int(first["step"].iloc[0]), "phase": "untimed", "t0": end_of["rollout"], "t1": after}
+    return figure, pd.concat([data, pd.DataFrame([untimed_row])], ignore_index=True)

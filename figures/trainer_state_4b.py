@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import config_value, events_of, series_of, start_ts
 
-from ._common import INK, SHADE_ALPHA, colour, legend, new_figure, shade_heat_pauses
+from ._common import INK, colour, fitted, legend, new_figure, shade_heat_pauses, shaded
 
 ALT = ("One panel per large-model run: the host memory used over time climbs in steps to Ray's memory limit, drawn "
        "dashed just below the machine's memory, and Ray kills a worker there; a shaded band from zero is the "
@@ -57,10 +57,11 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     # One panel per run: the runs are told apart by their panel's title, not by a dash.
     figure, axes = new_figure(len(runs), 1, height=2.0 + 1.6 * len(runs), sharex=True, sharey=True)
     for ax, (run_id, summary) in zip(np.atleast_1d(axes), runs.items(), strict=True):
-        ax.axhspan(0, limits["trainer_state_gib"], color=colour("trainer"), alpha=SHADE_ALPHA, lw=0)
+        ax.axhspan(0, limits["trainer_state_gib"], **shaded("trainer"))
         # The caption's "about half the machine", as the ratio of the two numbers.
-        ax.text(0.01, limits["trainer_state_gib"] / 2, f"estimated trainer state: {limits['trainer_state_gib']:.0f} "
-                f"GiB, {share:.2f} of the machine", transform=ax.get_yaxis_transform(), va="center")
+        gib = limits["trainer_state_gib"]
+        state = fitted(f"estimated trainer state: {gib:.0f} GiB, {share:.2f} of the machine", 34)
+        ax.text(0.01, limits["trainer_state_gib"] / 2, state, transform=ax.get_yaxis_transform(), va="center")
         ax.axhline(limits["machine_gib"], color=INK, lw=1.0, label=f"machine memory ({limits['machine_gib']:.1f} GiB)")
         ax.axhline(limits["ray_limit_gib"], color=colour("failure"), lw=1.2, ls=(0, (4, 2)),
                    label=f"Ray memory limit ({limits['ray_limit_gib']:.1f} GiB)")

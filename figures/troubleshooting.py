@@ -12,18 +12,20 @@ from matplotlib.patches import FancyBboxPatch
 
 from build_tools._types import RunSummary
 
-from ._common import INK, SHADE_ALPHA, colour, new_figure
+from ._common import INK, new_figure, on_phone, shaded
 
 ALT = ("A quick-reference chart of the symptoms, one row each: a symptom in a rose box leads by an arrow to "
-       "one first check in an amber box, and from there to one fix in a teal box, each in a few words; the "
-       "table above gives them in full.")
+       "one first check in an amber box, and from there to one fix in a box outlined in the text colour, each "
+       "in a few words; the table above gives them in full.")
 ALT_NAMES = {"drawn": ["symptom", "first check", "fix"], "axes": []}
 TABLE = "troubleshooting"
-# column -> (heading, role)
-COLUMNS = {"symptom": ("symptom", "failure"), "check": ("first check", "lifecycle"), "fix": ("fix", "durable")}
+# column -> (heading, role); a fix is no role's (teal is durable state), so its box is a neutral outline
+COLUMNS: dict[str, tuple[str, str | None]] = {"symptom": ("symptom", "failure"), "check": ("first check", "lifecycle"),
+                                              "fix": ("fix", None)}
 WRAP = 25  # characters per line inside a box, at the style's font size
 ROW_HEIGHT = 1.0
 BOX_WIDTH, GAP = 3.0, 0.55
+PHONE_LABEL = 1.25  # on a phone, the width left of the boxes for their column's name
 
 
 class TableError(Exception):
@@ -53,24 +55,34 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     data = pd.DataFrame([{"row": index + 1, "column": key, "short": row[f"short_{key}"], "text": row[key]}
                          for index, row in enumerate(rows) for key in COLUMNS])
 
-    figure, ax = new_figure(height=0.6 + 0.72 * len(rows))
+    phone = on_phone()
+    figure, ax = new_figure(height=0.6 + 0.72 * len(rows), phone_height=0.2 + 1.75 * len(rows))
     for column, (key, (heading, role)) in enumerate(COLUMNS.items()):
-        x = column * (BOX_WIDTH + GAP)
-        ax.text(x + BOX_WIDTH / 2, 0.12, heading, ha="center", va="bottom", weight="bold", color=INK)
+        x = PHONE_LABEL if phone else column * (BOX_WIDTH + GAP)
+        if not phone:
+            ax.text(x + BOX_WIDTH / 2, 0.12, heading, ha="center", va="bottom", weight="bold", color=INK)
         for index, row in enumerate(rows):
-            y = -(index + 0.5) * ROW_HEIGHT
+            # On a phone each row is its three boxes one above the other, each named at its left.
+            y = -(index * (len(COLUMNS) + 0.5) + column + 0.5) * ROW_HEIGHT if phone else -(index + 0.5) * ROW_HEIGHT
+            box = {"facecolor": "none", "edgecolor": INK, "linewidth": 1.0} if role is None else shaded(role)
             ax.add_patch(FancyBboxPatch((x, y - 0.43 * ROW_HEIGHT), BOX_WIDTH, 0.86 * ROW_HEIGHT,
-                                        boxstyle="round,pad=0,rounding_size=0.08", facecolor=colour(role),
-                                        alpha=SHADE_ALPHA, lw=0))
-            ax.add_patch(FancyBboxPatch((x, y - 0.43 * ROW_HEIGHT), BOX_WIDTH, 0.86 * ROW_HEIGHT,
-                                        boxstyle="round,pad=0,rounding_size=0.08", facecolor="none",
-                                        edgecolor=colour(role), lw=1.0))
+                                        boxstyle="round,pad=0,rounding_size=0.08", **box))
             text = textwrap.fill(row[f"short_{key}"], WRAP, break_long_words=False, break_on_hyphens=False)
             ax.text(x + 0.12, y, text, ha="left", va="center", color=INK, linespacing=1.15)
-            if column:
+            if phone:
+                ax.text(0, y, heading, ha="left", va="center", weight="bold", color=INK)
+            if column and phone:
+                ax.annotate("", xy=(x + BOX_WIDTH / 2, y + 0.43 * ROW_HEIGHT),
+                            xytext=(x + BOX_WIDTH / 2, y + 0.57 * ROW_HEIGHT),
+                            arrowprops={"arrowstyle": "-|>", "color": INK, "lw": 0.8, "shrinkA": 0, "shrinkB": 0})
+            elif column:
                 ax.annotate("", xy=(x, y), xytext=(x - GAP, y),
                             arrowprops={"arrowstyle": "-|>", "color": INK, "lw": 0.8, "shrinkA": 1, "shrinkB": 1})
-    ax.set_xlim(-0.05, len(COLUMNS) * (BOX_WIDTH + GAP) - GAP + 0.05)
-    ax.set_ylim(-len(rows) * ROW_HEIGHT - 0.05, 0.5)
+    if phone:
+        ax.set_xlim(-0.05, PHONE_LABEL + BOX_WIDTH + 0.05)
+        ax.set_ylim(-(len(rows) * (len(COLUMNS) + 0.5) - 0.5) * ROW_HEIGHT - 0.05, 0.05)
+    else:
+        ax.set_xlim(-0.05, len(COLUMNS) * (BOX_WIDTH + GAP) - GAP + 0.05)
+        ax.set_ylim(-len(rows) * ROW_HEIGHT - 0.05, 0.5)
     ax.set_axis_off()
     return figure, data

@@ -97,17 +97,21 @@ def test_every_page_loads_cleanly(built_manual, server, visit):
         visit.goto(urljoin(server, name), wait_until="load")
         images = visit.evaluate("""() => Array.from(document.images).map(img => ({
             src: img.currentSrc || img.src, complete: img.complete, width: img.naturalWidth,
-            figure: !!img.closest('figure.manual-figure')}))""")
-        broken = [image["src"] for image in images if not image["complete"] or image["width"] == 0]
+            shown: img.getClientRects().length > 0, lazy: img.loading === 'lazy',
+            figure: !!img.closest('figure.manual-figure') && img.getClientRects().length > 0}))""")
+        broken = [image["src"] for image in images if image["shown"] and (not image["complete"] or image["width"] == 0)]
         assert broken == [], f"{name}: images that did not load"
-        figures_seen += sum(image["figure"] for image in images)
+        # The dark scheme's figures, lazy and not shown, are never fetched on a light page.
+        assert all(image["lazy"] and image["width"] == 0 for image in images if not image["shown"]), name
+        figures_seen += sum(image["figure"] for image in images)  # the one shown of each figure
         footer = visit.locator("footer .md-copyright").inner_text()
         assert STAMP in footer, name
         assert "synthesized example runs" in footer, name
     assert visit.record["errors"] == []
     assert visit.record["outside"] == []
     as_text = sum(shown_as_text(block) for block in manual_blocks())  # 7.1: its rows as a table of text
-    assert figures_seen == len(list((site / "figures").glob("*.svg"))) - as_text
+    assert figures_seen == len(manual_blocks()) - as_text
+    assert len(manual_blocks()) == len(list((site / "figures").glob("*.phone.dark.svg")))  # drawn all the same
 
 
 def test_index_links_land_on_their_figures(server, visit):
@@ -181,6 +185,14 @@ def test_the_zoom_by_keyboard_fits_the_screen_and_gives_focus_back(server, sized
         # Fitted to the screen: filling its width or its height, and larger than the SVG's own size.
         assert width >= state["view"][0] - 40 or height >= state["view"][1] * 0.6, state
         assert width > state["natural"], state
+        # Wider than a phone's screen, the frame scrolls sideways, and says so; on a desktop it fits, silently.
+        hint = sized.evaluate("""() => { const d = document.querySelector('dialog.manual-zoom-dialog');
+            const frame = d.querySelector('.manual-zoom-dialog__frame');
+            const hint = d.querySelector('.manual-zoom-dialog__hint');
+            return {scrolls: frame.scrollWidth > frame.clientWidth + 1, shown: !hint.hidden,
+                    text: hint.textContent}; }""")
+        assert hint == {"scrolls": width > state["view"][0], "shown": width > state["view"][0],
+                        "text": "Scroll sideways to see the whole figure."}, number
         sized.keyboard.press("Escape")
         assert sized.locator("dialog.manual-zoom-dialog").count() == 0
         assert sized.evaluate("i => document.activeElement === document.querySelectorAll('a.manual-zoom')[i]",
@@ -245,36 +257,77 @@ def test_scheme_toggle_and_search_work_offline(server, visit):
     assert visit.record["errors"] == [] and visit.record["outside"] == []
 
 
-def test_figure_text_is_at_least_12_px_on_a_desktop(built_manual, server, visit):
-    """Figure text as Chromium draws it at a 1440 px window: each SVG text's font size times the width the
-    page shows the image at, over the SVG's viewBox width (the SVG is an <img>, so its text is scaled with it)."""
-    from build_tools import legibility
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [1440, 390])
+def test_figure_text_is_at_least_12_px_at_every_width_in_both_schemes(built_manual, server, browser, width, scheme):
+    """Figure text as Chromium draws it at a 1440 px and a 390 px window, in the scheme a reader's system asks
+    for: each SVG text's font size times the width the page shows the image at, over the SVG's viewBox width
+    (the SVG is an <img>, so its text is scaled with it); each page shows the variant of its width and scheme."""
+    from build_tools import legibility, variants
 
-    visit.set_viewport_size({"width": 1440, "height": 900})
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)  # type: ignore[attr-defined]
+    page = context.new_page()
     measured = []
     for name in _pages(built_manual / "site"):
         if not name[:2].isdigit():
             continue
-        visit.goto(urljoin(server, name), wait_until="load")
-        measured += visit.evaluate("""async () => {
+        page.goto(urljoin(server, name), wait_until="load")
+        measured += page.evaluate("""async () => {
             const out = [];
             for (const img of document.querySelectorAll('figure.manual-figure img')) {
-                const svg = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml');
+                if (!img.getClientRects().length) continue;  // the other scheme's
+                img.scrollIntoView();  // a lazy image (the dark scheme's) loads when shown
+                while (!img.complete || !img.currentSrc) await new Promise(done => setTimeout(done, 50));
+                const text = await (await fetch(img.currentSrc)).text();
+                const svg = new DOMParser().parseFromString(text, 'image/svg+xml');
                 const viewBox = svg.documentElement.getAttribute('viewBox').split(/[ ,]+/).map(Number);
                 const column = img.closest('.md-content__inner').getBoundingClientRect().width;
                 const shown = img.getBoundingClientRect().width;
                 for (const text of svg.querySelectorAll('text')) {
                     const size = parseFloat((text.getAttribute('style') || '').match(/font-size:\\s*([\\d.]+)px/)[1]);
-                    out.push({figure: img.src.split('/').pop(), text: text.textContent, column: column,
+                    out.push({figure: img.currentSrc.split('/').pop(), text: text.textContent, column: column,
                               px: size * shown / viewBox[2]});
                 }
             }
             return out;
         }""")
-    assert len({m["figure"] for m in measured}) == len([b for b in manual_blocks() if not shown_as_text(b)])
-    assert min(m["column"] for m in measured) >= legibility.CONTENT_WIDTH_PX  # the width the build assumes
-    small = [(m["figure"], m["text"], round(m["px"], 2)) for m in measured if m["px"] < 12]
+    context.close()
+    shown = {m["figure"] for m in measured}
+    screen = variants.DESKTOP if width == 1440 else variants.PHONE
+    ending = variants.suffix(screen, scheme)
+    assert len(shown) == len([block for block in manual_blocks() if not shown_as_text(block)])
+    assert {name for name in shown if not name.endswith(ending) or name.count(".") != ending.count(".")} == set()
+    assert min(m["column"] for m in measured) >= screen.content_px  # the width the build assumes
+    small = [(m["figure"], m["text"], round(m["px"], 2)) for m in measured if m["px"] < legibility.MIN_TEXT_PX]
     assert small == []
+
+
+def test_the_scheme_toggle_swaps_every_figure_and_its_zoom(server, visit):
+    """The reader's own choice of scheme (Material's toggle, not the system's) shows the dark figures."""
+    visit.goto(urljoin(server, "08-on-policy.html"), wait_until="load")
+
+    def shown() -> list[str]:
+        return visit.evaluate("""async () => {
+            const out = [];
+            for (const img of document.querySelectorAll('figure.manual-figure img')) {
+                if (!img.getClientRects().length) continue;
+                img.scrollIntoView();  // a lazy image (the dark scheme's) loads when shown
+                while (!img.complete || !img.currentSrc) await new Promise(done => setTimeout(done, 50));
+                out.push(img.currentSrc.split('/').pop());
+            }
+            window.scrollTo(0, 0);
+            return out;
+        }""")
+
+    light = shown()
+    assert light and all(name.endswith(".svg") and ".dark." not in name for name in light)
+    visit.locator("label.md-header__button[for^='__palette']:visible").first.click()
+    assert visit.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate"
+    assert shown() == [name.replace(".svg", ".dark.svg") for name in light]
+    visit.locator("figure.manual-figure a.manual-zoom").first.click()
+    visit.locator("dialog.manual-zoom-dialog img").wait_for(state="visible")
+    assert visit.evaluate("() => document.querySelector('dialog.manual-zoom-dialog img').src").endswith(
+        light[0].replace(".svg", ".dark.svg"))
     assert visit.record["errors"] == [] and visit.record["outside"] == []
 
 

@@ -261,7 +261,8 @@ def test_every_bad_figure_is_named_with_its_run_and_metric_and_the_rest_are_draw
         "  docs/01-chapter.md:40: fig 1.4 (fig-nomodule): no figure module figures/no_such_module.py",
     ])
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [
-        "fig-good.csv", "fig-good.json", "fig-good.png", "fig-good.svg"]
+        "fig-good.csv", "fig-good.dark.svg", "fig-good.json", "fig-good.phone.dark.svg", "fig-good.phone.svg",
+        "fig-good.png", "fig-good.svg"]
 
 
 def test_a_figure_of_the_manual_names_the_run_and_metric_it_lacks(example_summaries, tables, tmp_path):
@@ -294,11 +295,11 @@ def test_a_project_draws_with_its_own_figures_package_and_palette(sample_figures
     """A build of another folder (`--root`) draws with that folder's figure helpers and palette, in this
     process (jobs=1) and in the pool's workers; the figures package Python imports is put back after."""
     palette_yml = sample_figures.palette_yml
-    palette_yml.write_text(palette_yml.read_text().replace('"#8cc96c"', '"#7cb95c"'))  # the data role
+    palette_yml.write_text(palette_yml.read_text().replace('"#70975e"', '"#7cb95c"'))  # the data role
     common = sample_figures.figures_src / "_common.py"  # its helpers: every new figure carries a mark
     common.write_text(common.read_text().replace("def new_figure(", "def _new_figure(", 1)
                       + "\n\ndef new_figure(*args, **kwargs):\n    figure, ax = _new_figure(*args, **kwargs)\n"
-                        "    figure.text(0, 0, 'drawn by the copy')\n    return figure, ax\n")
+                        "    figure.text(0, 0, 'drawn by the copy', va='bottom')\n    return figure, ax\n")
     runs = {"run-a": fake_summary("run-a", [0.5, 0.6])}
     blocks = [block("1.1", "tiny_reward", ("run-a",), block_id="fig-a"),
               block("1.2", "tiny_reward", ("run-a",), block_id="fig-b")]
@@ -310,3 +311,74 @@ def test_a_project_draws_with_its_own_figures_package_and_palette(sample_figures
         assert "drawn by the copy" in svg
     assert [Path(folder) for folder in figures.__path__] == [ROOT / "figures"]
     assert "drawn by the copy" not in Path(importlib.import_module("figures._common").__file__).read_text()
+
+
+# --- variants: a phone's layout, a dark scheme ----------------------------------------------------
+
+
+def test_every_figure_has_a_phone_layout_and_a_dark_variant(sample_figures, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from build_tools import legibility, palette, palette_check, variants
+
+    runs = {"run-a": fake_summary("run-a", [0.5, 0.6]), "run-b": fake_summary("run-b", [0.4, 0.7])}
+    draw.draw_figures([block("1.1", "two_panels", ("run-a", "run-b"))], runs, {}, tmp_path / "out",
+                      tmp_path / "cache", jobs=1, layout=sample_figures)
+    out = tmp_path / "out"
+    assert sorted(path.name for path in out.iterdir()) == [
+        "fig-two-panels.csv", "fig-two-panels.dark.svg", "fig-two-panels.phone.dark.svg",
+        "fig-two-panels.phone.svg", "fig-two-panels.png", "fig-two-panels.svg"]
+
+    def axes_of(name: str) -> list[tuple[float, float]]:
+        """Each panel's (left, top) in the SVG, from the axes' background patch."""
+        root = ET.parse(out / name).getroot()
+        found = []
+        for group in root.iter():
+            if (group.get("id") or "").startswith("axes_"):
+                path = next(child for child in group.iter() if child.tag.endswith("path"))
+                first = path.get("d", "").split("\n")[0].split()
+                found.append((float(first[1]), float(first[2])))
+        return found
+
+    desktop, phone = axes_of("fig-two-panels.svg"), axes_of("fig-two-panels.phone.svg")
+    assert desktop[0][1] == desktop[1][1] and desktop[0][0] < desktop[1][0]  # side by side
+    assert phone[0][0] == phone[1][0] and phone[0][1] < phone[1][1]  # one above the other
+    assert ET.parse(out / "fig-two-panels.phone.svg").getroot().get("width") == "268.5pt"  # 358 CSS px
+    assert legibility.css_px("268.5pt") == variants.PHONE.content_px
+    # The dark variants: the same drawing with the dark shades, on the dark background.
+    light, dark = (out / "fig-two-panels.svg").read_text(), (out / "fig-two-panels.dark.svg").read_text()
+    loaded = palette.load_palette(sample_figures.palette_yml)
+    assert dark == loaded.to_dark(light) and "#a940ed" in dark and "#8d0dcd" not in dark
+    assert palette_check.figure_background(out / "fig-two-panels.phone.dark.svg") == "#1f1f1f"
+
+
+def test_a_phone_layout_that_plots_other_numbers_is_refused(sample_figures, tmp_path):
+    with pytest.raises(FigureError) as caught:
+        draw.draw_figures([block("1.1", "phone_numbers", ())], {}, {}, tmp_path / "out", tmp_path / "cache",
+                          jobs=1, layout=sample_figures)
+    assert [p.message for p in caught.value.problems] == [
+        "fig 1.1 (fig-phone-numbers): figures/phone_numbers.py raised ValueError: draw() plots other numbers for "
+        "the phone than for the desktop"]
+
+
+def test_small_text_on_the_phone_is_named_with_its_variant(sample_figures, tmp_path):
+    common = sample_figures.figures_src / "_common.py"
+    common.write_text(common.read_text().replace("    figure = Figure()\n", "    figure = Figure()\n"
+                                                 "    if variants.current().stacked:\n"
+                                                 "        figure.text(0, 0, 'tiny', fontsize=6, va='bottom')\n", 1))
+    runs = {"run-a": fake_summary("run-a", [0.5, 0.6])}
+    with pytest.raises(FigureError) as caught:
+        draw.draw_figures([block("1.1", "tiny_reward", ("run-a",))], runs, {}, tmp_path / "out", tmp_path / "cache",
+                          jobs=1, layout=sample_figures)
+    assert [p.message for p in caught.value.problems] == [
+        "fig 1.1 (fig-tiny-reward, phone): text 'tiny' is drawn 8.0 px high in a 358 px column (expected at least "
+        "12 px: a font size of at least 9.00 in this figure)"]
+
+
+def test_labels_that_collide_on_any_screen_fail_the_figure(sample_figures, tmp_path):
+    with pytest.raises(FigureError) as caught:
+        draw.draw_figures([block("1.1", "crowded", ())], {}, {}, tmp_path / "out", tmp_path / "cache", jobs=1,
+                          layout=sample_figures)
+    assert [p.message for p in caught.value.problems] == [
+        "fig 1.1 (fig-crowded): on the phone, texts 'first label' and 'second label' overlap"]
+    assert not (tmp_path / "cache" / "fig-crowded.key").exists()  # drawn again next time, not cached

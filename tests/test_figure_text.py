@@ -1,20 +1,24 @@
-"""What the figures say in words: every text of every figure is at least 12 CSS px in a desktop page's
-content column (build_tools/legibility.py), and every alt text names only what its figure draws, in as
-many panels as it says."""
+"""What the figures say in words: every text of every variant of every figure is at least 12 CSS px in the
+content column it is shown in, no label overlaps another or leaves the figure (build_tools/legibility.py),
+and every alt text names only what its figure draws, in as many panels as it says."""
 
 from __future__ import annotations
 
 import importlib
+import io
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from conftest import manual_blocks
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from build_tools import draw, legibility
+from build_tools import draw, legibility, variants
 from build_tools._exceptions import Problem
 from build_tools._layout import PROJECT
 from build_tools._types import FigureBlock
@@ -93,9 +97,9 @@ def test_the_alt_text_names_only_what_the_figure_draws(manual_figures, figure_id
 
 
 def test_an_alt_text_that_names_another_figure_is_caught(manual_figures):
-    # The alt text 3.2 had: "coloured by the number of over-sampling batches" of one panel; the figure has two.
-    block, figure = manual_figures["fig-filter-batches"]
-    wrong = "Groups dropped per step, coloured by the number of over-sampling batches drawn."
+    # An alt text of one panel, "coloured" by kind of run; fig 4.2 has two panels and no such word.
+    block, figure = manual_figures["fig-deterministic-gap"]
+    wrong = "The gap per step of each run, coloured by the kind of run."
     assert panels_said(wrong, block) == 1 != len(figure.axes)
     assert not any("coloured" in text for text in drawn_text(figure)["drawn"])
 
@@ -103,17 +107,46 @@ def test_an_alt_text_that_names_another_figure_is_caught(manual_figures):
 # --- legibility ---------------------------------------------------------------------------------
 
 
-def test_every_built_figure_has_no_text_below_12_px_at_the_content_width(built_manual):
-    svgs = sorted((built_manual / "build" / "docs" / "figures").glob("*.svg"))
-    assert len(svgs) == len(manual_blocks(built_manual))
+@pytest.mark.parametrize("screen", variants.SCREENS, ids=lambda screen: screen.name)
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_built_figure_has_no_text_below_12_px_at_the_content_width(built_manual, screen, scheme):
+    """Each variant at the width its page shows it at: the desktop's column, and the phone's at 390 px."""
+    folder = built_manual / "site" / "figures"
+    blocks = manual_blocks(built_manual)
+    svgs = [folder / f"{block.id}{variants.suffix(screen, scheme)}" for block in blocks]
+    assert all(svg.is_file() for svg in svgs) and len(svgs) == len(blocks)
     for svg in svgs:
-        texts = legibility.texts(svg)
+        texts = legibility.texts(svg, screen.content_px)
         assert texts, f"{svg.name} has no SVG text (svg.fonttype must be none: text stays text)"
         smallest = min(texts, key=lambda t: t.px)
         assert smallest.px >= 12, f"{svg.name}: {smallest.text!r} is drawn {smallest.px:.2f} px high"
         # The SVG is at least as wide as the column, so the page shows it at the column's width.
         root = ET.parse(svg).getroot()
-        assert legibility.shown_width(root, legibility.CONTENT_WIDTH_PX) == legibility.CONTENT_WIDTH_PX
+        assert legibility.shown_width(root, screen.content_px) == screen.content_px
+
+
+@pytest.mark.parametrize("figure_id", [block.id for block in manual_blocks()])
+def test_no_label_of_any_variant_overlaps_another_or_leaves_the_figure(example_summaries, figure_id):
+    """Every screen's layout, measured by matplotlib's renderer (a dark variant has its light one's layout)."""
+    block = next(block for block in manual_blocks() if block.id == figure_id)
+    tables = load_tables(ROOT / "docs" / "data")
+    found = draw.screen_collisions(block, example_summaries, tables, PROJECT)
+    assert sorted(found) == sorted(screen.name for screen in variants.SCREENS)
+    assert {screen: [str(c) for c in collisions] for screen, collisions in found.items()} == \
+        {screen.name: [] for screen in variants.SCREENS}
+
+
+def test_overlapping_and_cut_labels_are_found():
+    with rc_context(rc_params()):
+        figure = Figure(figsize=(3, 2), layout="none")
+        ax = figure.add_subplot()
+        ax.text(0.1, 0.5, "one label")
+        ax.text(0.12, 0.52, "another label")
+        ax.text(0.95, 0.2, "past the edge of the figure")
+        ax.annotate("arrowed", xy=(0.1, 0.9), xytext=(0.5, 0.9), arrowprops={"arrowstyle": "->"})
+        assert [str(c) for c in legibility.collisions(figure)] == [
+            "text 'past the edge of the figure' is cut by the figure's edge",
+            "texts 'one label' and 'another label' overlap"]
 
 
 def test_the_drawn_size_of_svg_text_follows_the_shown_width(tmp_path):
@@ -137,3 +170,46 @@ def test_a_figure_with_small_text_is_reported_with_the_size_it_needs(tmp_path):
     assert legibility.check_figures([(block, svg)]) == [Problem(
         "docs/09-x.md", 7, None, "fig 9.1 (fig-x): text 'tinier' (and 1 more) is drawn 9.3 px high in a 688 px "
         "column (expected at least 12 px: a font size of at least 9.04 in this figure)")]
+
+
+# --- each figure shows its claim's number as its check measured it -------------------------------------------
+
+
+def _figure_csv(built: Path, figure_id: str) -> pd.DataFrame:
+    lines = (built / "build" / "docs" / "figures" / f"{figure_id}.csv").read_text(encoding="utf-8").splitlines()
+    return pd.read_csv(io.StringIO("\n".join(line for line in lines if not line.startswith("#"))))
+
+
+def _observed(built: Path, figure_id: str, check: str) -> Any:
+    claims = json.loads((built / "build" / "claims.json").read_text(encoding="utf-8"))
+    figure = next(figure for figure in claims["figures"] if figure["id"] == figure_id)
+    return next(result["observed"] for result in figure["checks"] if result["name"] == check)
+
+
+def test_fig_1_2_draws_the_share_its_check_measured(built_manual):
+    data = _figure_csv(built_manual, "fig-step-shares")
+    pooled = data[(data["run"] == "all") & (data["part"] == "rollout + training")]["share"]
+    observed = _observed(built_manual, "fig-step-shares", "share")
+    assert round(float(pooled.iloc[0]), 9) == round(float(observed), 9)
+    svg = (built_manual / "site" / "figures" / "fig-step-shares.svg").read_text(encoding="utf-8")
+    assert f"rollout + training: {float(observed):.3f} of a clean step" in svg
+    assert "95 %" not in svg
+
+
+def test_fig_8_2_labels_the_median_hand_off_its_check_measured(built_manual):
+    data = _figure_csv(built_manual, "fig-memory-hand-offs")
+    median = data[data["series"] == "median_hand_offs_per_clean_step"]["seconds"]
+    observed = float(_observed(built_manual, "fig-memory-hand-offs", "about"))
+    assert round(float(median.iloc[0]), 6) == round(observed, 6)
+    for name in ("fig-memory-hand-offs.svg", "fig-memory-hand-offs.phone.svg"):
+        texts = [t.text for t in legibility.texts(built_manual / "site" / "figures" / name)]
+        assert any(f"clean steps: {observed:.1f} s a step" in " ".join(texts[i:i + 2]) for i in range(len(texts)))
+
+
+def test_fig_4_2_reads_from_zero_and_says_the_equal_gaps_once(built_manual):
+    svg = (built_manual / "site" / "figures" / "fig-deterministic-gap.svg").read_text(encoding="utf-8")
+    observed = _observed(built_manual, "fig-deterministic-gap", "equal_at_step")
+    value = f"{next(iter(observed.values())):.5f}"
+    assert f"step 0: both {value}" in svg and f"{value} = {value}" not in svg
+    texts = [t.text for t in legibility.texts(built_manual / "site" / "figures" / "fig-deterministic-gap.svg")]
+    assert "0.000" in texts  # the gap axis starts at zero

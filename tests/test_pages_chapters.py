@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import ROOT
 
+from build_tools._escape import html_attribute
 from build_tools.pages.chapters import figure_markup, figure_source
 
 
@@ -24,7 +25,8 @@ def test_figure_markup_has_anchor_caption_csv_and_checks(blocks):
                                                        "48 of 48 steps in order <ok>"),))
     markup = figure_markup(block, None, verdict)
     assert f'<figure class="manual-figure" id="{block.id}" markdown="1">' in markup
-    assert "[![" in markup and f"](figures/{block.id}.svg){{ .manual-zoom" in markup
+    assert (f'<a class="manual-zoom" href="figures/{block.id}.svg" title="Open Figure {block.number} full size">'
+            in markup)
     assert f"<strong>Figure {block.number}.</strong> {block.claim}" in markup
     assert f"[data behind this figure](figures/{block.id}.csv)" in markup
     assert ('<li><q>in that order</q>: 48 of 48 steps in order &lt;ok&gt; '
@@ -58,3 +60,29 @@ def test_a_chapter_replaces_exactly_the_blocks_the_block_reader_read(tmp_path):
     text = render_chapter(chapter, blocks, {}, {}, {})
     assert text.count("<figure ") == 1 and 'id="fig-first"' in text
     assert text.endswith("\n" + shown)
+
+
+def test_a_figure_is_served_for_each_scheme_with_the_phones_layout_below_45em(blocks):
+    block = blocks[0]
+    markup = figure_markup(block, None, None)
+    image = next(line for line in markup.splitlines() if line.startswith('<a class="manual-zoom"'))
+    alt = html_attribute(block.alt)
+    media = '<source media="(max-width: 44.984375em)" srcset="figures/{}">'
+    assert image == (
+        f'<a class="manual-zoom" href="figures/{block.id}.svg" title="Open Figure {block.number} full size">'
+        f'<picture class="manual-light">{media.format(block.id + ".phone.svg")}'
+        f'<img src="figures/{block.id}.svg" alt="{alt}" data-manual-full="figures/{block.id}.svg"></picture>'
+        f'<picture class="manual-dark">{media.format(block.id + ".phone.dark.svg")}'
+        f'<img src="figures/{block.id}.dark.svg" alt="{alt}" data-manual-full="figures/{block.id}.dark.svg" '
+        'loading="lazy">'
+        "</picture></a>")
+
+
+def test_an_alt_text_reaches_the_html_escaped(blocks):
+    from dataclasses import replace
+
+    block = replace(blocks[0], alt='a "quoted" <b>bold</b> & [link](x) `code` C:\\temp')
+    markup = figure_markup(block, None, None)
+    assert markup.count('alt="a &quot;quoted&quot; &lt;b&gt;bold&lt;/b&gt; &amp; &#91;link&#93;(x) &#96;code&#96; '
+                        'C:&#92;temp"') == 2
+    assert "<b>" not in markup

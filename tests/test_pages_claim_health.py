@@ -29,10 +29,10 @@ def verdict(span_s: float) -> object:
 
 def test_the_build_shows_each_check_with_its_margin() -> None:
     page = claim_health.render_claim_health([verdict(3792)])  # type: ignore[list-item]
-    assert ("| [Fig 1.3](01-step.md#fig-dead-engine) | left the job running for 63 minutes | pass | 63.2 min | "
-            "63 +/- 0.5 | 0.3 min | 63.5 | 0.6 | no-watchdog |") in page
-    assert ("| [Fig 1.3](01-step.md#fig-dead-engine) | Without a watchdog | pass | flags.use\\_fault\\_tolerance is "
-            "false | false in every run | – | – | – | – |") in page
+    assert ("| [Fig 1.3](01-step.md#fig-dead-engine) | left the job running for 63 minutes | 0.3 min | 0.6 | "
+            "63.2 min | 63 +/- 0.5 | 63.5 | no-watchdog | pass |") in page
+    assert ("| [Fig 1.3](01-step.md#fig-dead-engine) | Without a watchdog | – | – | flags.use\\_fault\\_tolerance is "
+            "false | false in every run | – | – | pass |") in page
     assert "This build is not a published edition" in page.split(claim_health.MARK_START)[1]
 
 

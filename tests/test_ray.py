@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from conftest import ROOT, copy_project, manual_blocks
 
-from build_tools import _ray
+from build_tools import _ray, margins
 from build_tools._exceptions import RayError, RunDataError
 from build_tools.cli import main
 from build_tools.store import summary_wire
@@ -88,7 +88,9 @@ def test_check_on_a_local_ray_gives_the_local_claims_byte_for_byte(
     assert (on_ray / "build" / "claims.json").read_bytes() == (local / "build" / "claims.json").read_bytes()
     assert (on_ray / "build" / "claims.junit.xml").read_bytes() == (local / "build" / "claims.junit.xml").read_bytes()
     runs = [path for path in (local / "runs").iterdir() if path.is_dir()]
-    assert ray_out == local_out and len(ray_out.splitlines()) == len(runs) + len(manual_blocks(local))  # a line each
+    closest = margins.closest_lines(margins.read_report(local / "build" / "claims.json"))  # the section that ends it
+    assert closest and ray_out.endswith("\n".join(closest) + "\n")
+    assert ray_out == local_out and len(ray_out.splitlines()) == len(runs) + len(manual_blocks(local)) + len(closest)
     assert (by_address / "build" / "claims.json").read_bytes() == (local / "build" / "claims.json").read_bytes()
     assert other.stdout == local_out
     with pytest.raises(RunDataError) as locally:

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import claims, reader_note
-from .._escape import html_text, md_text
+from .._escape import html_attribute, html_text, md_text
 from .._exceptions import ChapterError, Problem, display_path
 from .._layout import CHAPTER, METRICS_PAGE
 from .._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
 from ..blocks import fenced_blocks
+from ..palette import SCHEMES
+from ..variants import DESKTOP, SCREENS, suffix
 from ..wording import provenance
 from ._common import resolve
 from .troubleshooting import TROUBLESHOOTING_MARK, troubleshooting_table
@@ -71,17 +73,16 @@ def figure_source(block: FigureBlock, configs: Mapping[str, Mapping[str, Any]] |
 
 def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: ClaimVerdict | None,
                   source: str = "", *, table: str | None = None) -> str:
-    """The figure as the reader sees it. Links and the image are Markdown, so mkdocs --strict checks them.
-    A `table` (Markdown) is shown as text in place of the drawn image."""
-    svg = f"figures/{figure.svg.name if figure else block.id + '.svg'}"
+    """The figure as the reader sees it. The CSV's link is Markdown, so mkdocs --strict checks it; the image is
+    a <picture> per colour scheme (figure_image). A `table` (Markdown) is shown as text in place of the image."""
+    stem = figure.svg.name.removesuffix(".svg") if figure else block.id
     csv = f"figures/{figure.csv.name if figure else block.id + '.csv'}"
-    alt = md_text((figure.alt if figure else "") or block.alt or block.claim)
+    alt = (figure.alt if figure else "") or block.alt or block.claim
     return "\n".join([
         "",
         f'<figure class="manual-figure" id="{html_text(block.id)}" markdown="1">',
         "",
-        table if table is not None else
-        f'[![{alt}]({svg})]({svg}){{ .manual-zoom title="Open Figure {block.number} full size" }}',
+        table if table is not None else figure_image(stem, alt, block.number),
         "",
         f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_text(block.claim)} '
         f'<span class="manual-data">[data behind this figure]({csv}) ([where it comes from]({csv[:-4]}.json))</span>'
@@ -92,6 +93,26 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
         "</figure>",
         "",
     ])
+
+
+def figure_image(stem: str, alt: str, number: str) -> str:
+    """The figure's variants (build_tools/variants.py) as the page serves them: a <picture> for each colour
+    scheme, of which the page shows the one of the scheme its reader chose (manual.css: Material's palette
+    toggle sets `data-md-color-scheme`, offline, with no request), each choosing the phone's layout below the
+    phone's breakpoint (`<source media>`). The light image loads with the page (the one shown without
+    JavaScript and in print), the dark one lazily, so a light page never fetches it. The zoom link opens the
+    desktop figure; zoom.js the scheme's."""
+    pictures = []
+    for scheme in SCHEMES:
+        sources = "".join(f'<source media="{screen.media}" srcset="figures/{stem}{suffix(screen, scheme)}">'
+                          for screen in SCREENS if screen.media)
+        desktop = f"figures/{stem}{suffix(DESKTOP, scheme)}"
+        # The dark scheme's image loads when shown (lazy): a reader of the light scheme never fetches it.
+        lazy = ' loading="lazy"' if scheme == "dark" else ""
+        pictures.append(f'<picture class="manual-{scheme}">{sources}<img src="{desktop}" alt="{html_attribute(alt)}" '
+                        f'data-manual-full="{desktop}"{lazy}></picture>')
+    return (f'<a class="manual-zoom" href="figures/{stem}.svg" title="Open Figure {number} full size">'
+            + "".join(pictures) + "</a>")
 
 
 def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:

@@ -31,14 +31,15 @@ def _row(verdict: ClaimVerdict, index: int) -> str:
     words = says(block, block.checks[index])
     link = f"[Fig {md_text(block.number)}]({Path(block.chapter_file).name}#{block.id})"
     m = result.margin
-    cells = [link, md_text(words), md_text(result.status)]
+    # The margin first: on a narrow screen the table scrolls sideways, and what the page is for stays in view.
+    cells = [link, md_text(words)]
     if m is None:
-        cells += [md_text(result.message), md_text(result.expected), "–", "–", "–", "–"]
+        cells += ["–", "–", md_text(result.message), md_text(result.expected), "–", "–"]
     else:
-        cells += [md_text(f"{fmt(m.value)}{_unit(m)}"), md_text(result.expected),
-                  md_text(f"{fmt(m.headroom)}{_unit(m)}"), md_text(fmt(m.edge)),
-                  md_text("none" if m.fraction is None else fmt(m.fraction)), md_text(m.worst or "pooled")]
-    return "| " + " | ".join(cells) + " |"
+        cells += [md_text(f"{fmt(m.headroom)}{_unit(m)}"), md_text("none" if m.fraction is None else fmt(m.fraction)),
+                  md_text(f"{fmt(m.value)}{_unit(m)}"), md_text(result.expected), md_text(fmt(m.edge)),
+                  md_text(m.worst or "pooled")]
+    return "| " + " | ".join([*cells, md_text(result.status)]) + " |"
 
 
 def render_claim_health(verdicts: Sequence[ClaimVerdict]) -> str:
@@ -52,7 +53,7 @@ def render_claim_health(verdicts: Sequence[ClaimVerdict]) -> str:
         "the edge, where it fails; and the fraction, the headroom over the tolerance (over the limit for a "
         "one-sided one), 0 at the edge. An exact count and a limit of 0 have no fraction; a setting has no "
         "margin. `make check` lists the five claims with the smallest fractions.", "",
-        "| figure | claim | verdict | observed | allowed | headroom | edge | fraction | worst |",
+        "| figure | claim | headroom | fraction | observed | allowed | edge | worst | verdict |",
         "|---|---|---|---|---|---|---|---|---|",
         *rows, "",
         "## Across the published editions", "",

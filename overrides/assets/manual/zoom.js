@@ -61,7 +61,10 @@
   function open(link) {
     close();
     opener = link;
-    var image = link.querySelector("img");
+    // The image the page shows: the figure in the reader's colour scheme (the other one is not displayed).
+    var image = Array.prototype.find.call(link.querySelectorAll("img"), function (img) {
+      return img.getClientRects().length > 0;
+    }) || link.querySelector("img");
     var caption = captionOf(link);
     var id = "manual-zoom-title";
 
@@ -83,17 +86,24 @@
 
     var frame = element("div", "manual-zoom-dialog__frame");
     var full = document.createElement("img");
-    full.src = link.getAttribute("href");
+    full.src = (image && image.getAttribute("data-manual-full")) || link.getAttribute("href");
     full.alt = image ? image.alt : "";
     var ratio = function (img) {
       if (img && img.naturalWidth > 0 && img.naturalHeight > 0) {
         frame.style.setProperty("--ratio", String(img.naturalWidth / img.naturalHeight));
       }
     };
+    // Where the figure is wider than the screen (a phone held upright), the frame scrolls sideways: say so.
+    var hint = element("p", "manual-zoom-dialog__hint", "Scroll sideways to see the whole figure.");
+    hint.hidden = true;
+    var overflows = function () {
+      hint.hidden = frame.scrollWidth <= frame.clientWidth + 1;
+    };
     ratio(image);
-    full.addEventListener("load", function () { ratio(full); });
+    full.addEventListener("load", function () { ratio(full); overflows(); });
     frame.appendChild(full);
     dialog.appendChild(bar);
+    dialog.appendChild(hint);
     dialog.appendChild(frame);
 
     // A click outside the figure (on the backdrop or the frame around the image) closes.
