@@ -326,7 +326,7 @@ def test_every_figure_has_a_phone_layout_and_a_dark_variant(sample_figures, tmp_
                       tmp_path / "cache", jobs=1, layout=sample_figures)
     out = tmp_path / "out"
     assert sorted(path.name for path in out.iterdir()) == [
-        "fig-two-panels.csv", "fig-two-panels.dark.svg", "fig-two-panels.phone.dark.svg",
+        "fig-two-panels.csv", "fig-two-panels.dark.svg", "fig-two-panels.json", "fig-two-panels.phone.dark.svg",
         "fig-two-panels.phone.svg", "fig-two-panels.png", "fig-two-panels.svg"]
 
     def axes_of(name: str) -> list[tuple[float, float]]:
