@@ -143,14 +143,19 @@ def test_strict_needs_a_threshold(project: Path, capsys: pytest.CaptureFixture[s
         f"{project / 'edition.yml'}")
 
 
+def stop_12_s_later(events: Path, original: str) -> None:
+    """The no-watchdog job's end (its engine death and the job's end) 12 s later: fig 1.3's idle time grows 0.2 min."""
+    lines = [json.loads(line) for line in original.splitlines()]
+    end = lines[1]["t0"] + 12
+    lines[0]["t1"], lines[1]["t0"], lines[1]["t1"] = end, end, end
+    events.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
 def test_stopped_12_s_later_fig_1_3_is_closer(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     events = project / "runs" / "no-watchdog" / "lab" / "events.jsonl"
     original = events.read_text(encoding="utf-8")
     try:
-        lines = [json.loads(line) for line in original.splitlines()]
-        end = lines[1]["t0"] + 12
-        lines[0]["t1"], lines[1]["t0"], lines[1]["t1"] = end, end, end
-        events.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        stop_12_s_later(events, original)
         assert main(["--root", str(project), "check"]) == 0
         assert fig_1_3(project)["headroom"] == pytest.approx(0.1) and fig_1_3(project)["edge"] == 63.5
         out = capsys.readouterr().out
@@ -182,10 +187,7 @@ def test_diff_of_editions_before_and_after_12_s(project: Path, tmp_path: Path) -
     assert main(["--root", str(project), "check"]) == 0
     before = {"edition": "2026.10", "claims": _manifest.claims_section(project / "build" / "claims.json")}
     try:
-        lines = [json.loads(line) for line in original.splitlines()]
-        end = lines[1]["t0"] + 12
-        lines[0]["t1"], lines[1]["t0"], lines[1]["t1"] = end, end, end
-        events.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        stop_12_s_later(events, original)
         assert main(["--root", str(project), "check"]) == 0
         after = {"edition": "2026.11", "claims": _manifest.claims_section(project / "build" / "claims.json")}
     finally:
