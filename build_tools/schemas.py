@@ -211,13 +211,20 @@ class Miles(Schema):
     commit_date: IsoDate
 
 
-class Hardware(Schema):
+class SetupHardware(Schema):
+    """The machine every run of the manual ran on (run.yaml's hardware, less the GPUs a run's phases name)."""
+
     machine: Text
     chip: Text
-    gpus: Annotated[int, Field(ge=1)]
     memory_gib: Annotated[Number, Field(gt=0)]
     memory_gb: Annotated[Number, Field(gt=0)]
     memory_pools: Annotated[int, Field(ge=1)]
+
+
+class Hardware(SetupHardware):
+    """run.yaml's hardware: the manual's machine, and how many GPUs the run used."""
+
+    gpus: Annotated[int, Field(ge=1)]
 
 
 class Flags(Schema):
@@ -539,16 +546,6 @@ class TroubleshootingYaml(Schema):
     """docs/data/troubleshooting.yml: the symptoms of chapter 7, one check and one fix each."""
 
     symptoms: Annotated[list[Symptom], Field(min_length=1)]
-
-
-class SetupHardware(Schema):
-    """The machine every run of the manual ran on (run.yaml's hardware, less the GPUs a run's phases name)."""
-
-    machine: Text
-    chip: Text
-    memory_gib: Annotated[Number, Field(gt=0)]
-    memory_gb: Annotated[Number, Field(gt=0)]
-    memory_pools: Annotated[int, Field(ge=1)]
 
 
 class SetupYaml(Schema):
