@@ -732,3 +732,14 @@ class RayWorkerOtherCode(RayError):
     def __str__(self) -> str:
         return (f"{self.where}: the Ray worker summarising this run has another version of build_tools or of "
                 f"its libraries (code and versions sha256 {self.theirs[:12]}, here {self.ours[:12]})")
+
+
+@dataclass(eq=False)
+class RayWorkerCannotSeeRun(RayError):
+    where: str  # the run folder, as the user would type it
+    node: str  # the Ray node the worker ran on
+    hint = ("the workers read the runs at the driver's paths: mount runs/ at the same path on every node (shared "
+            "storage), or run `manual check` without --ray")
+
+    def __str__(self) -> str:
+        return f"{self.where}: the Ray worker on node {self.node[:12]} cannot see this run folder"

@@ -1,10 +1,21 @@
-"""Summarising runs as Ray tasks: `manual check --ray ADDRESS` (or `--ray auto`).
+"""Reading runs as Ray tasks: `manual check --ray ADDRESS` (or `--ray auto`).
 
-Each run folder the cache does not hold becomes one Ray task that reads and summarises it on a worker
-(`summary.load_and_summarise`, the local path's own function) and sends the summary back as Parquet tables
-and a JSON body (`summary_wire`); the driver rebuilds the summaries in the order of the folders, so the
-claims are those of the local path, byte for byte. The workers must see the run folders at the same paths
-(one machine, or shared storage).
+The runs the cache does not hold are handed out in tasks of a few runs each (as the local pool hands out
+chunks); a task runs the local pool's own function on each (`summary._read_run`: the run hashed when the cache
+knows nothing of it, then summarised or only validated), so the results are the local path's, byte for byte.
+Every run is read where a worker is; what travels is paths out and little back:
+
+- a worker that sees the driver's cache folder (one machine, or shared storage: it finds a probe file the
+  driver wrote there for this command) writes each summary to the cache itself, and sends back only that it
+  did, with the run's problems, its validated facts and its memo entry;
+- a worker that cannot see it sends the summary back as bytes (`summary_wire`: Parquet tables and a JSON
+  body, no pickle of pandas objects), and the driver writes it to the cache, one at a time.
+
+The driver keeps a bounded number of tasks in flight (two a CPU of the cluster), learns of finished ones with
+`ray.wait` and hands the results on in the order of the runs as they come, so it never holds more than a few
+tasks' results: with the cache, the summaries are read back from it lazily, as on the local path. The workers
+must see the run folders at the driver's paths; a worker that cannot is one line naming the run and its node.
+Each task first compares its code's digest with the driver's and reads nothing when they differ.
 
 `auto` starts a private Ray instance on this machine for the one command (two CPUs, no dashboard, a small
 object store, only the loopback address, its files in a temporary folder removed afterwards); any other
@@ -15,6 +26,8 @@ reachable, or a worker lost is one line (`RayError`), never a traceback; Ray is 
 
 from __future__ import annotations
 
+import collections
+import functools
 import ipaddress
 import logging
 import os
@@ -22,10 +35,12 @@ import re
 import shutil
 import socket
 import tempfile
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+from typing import Any, NamedTuple
 
 from ._exceptions import (
     Problem,
@@ -34,44 +49,93 @@ from ._exceptions import (
     RayStartFailed,
     RayUnreachable,
     RayWorkerCannotImport,
+    RayWorkerCannotSeeRun,
     RayWorkerLost,
     RayWorkerOtherCode,
     display_path,
 )
+from ._staging import temporary_prefix
 from ._types import RunSummary
 from .store import fingerprint
-from .summary import Summariser, load_and_summarise
+from .summary import Job, Read, _read_run, chunk_size
 
 AUTO = "auto"
 LOCAL_CPUS = 2
-OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray spills to disk past this; summaries are fetched one by one
+OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray spills to disk past this; results are fetched a task at a time
 CONNECT_TIMEOUT_S = 5.0  # Ray itself retries an unreachable head for minutes
+# Tasks in flight per CPU of the cluster: each worker has its next task waiting when one ends.
+IN_FLIGHT_PER_CPU = 2
+# Finished tasks waiting for an earlier one (results are handed on in the order of the runs), at most this many
+# times the tasks in flight: a slow task does not let the others' results pile up in the driver.
+WAITING_PER_IN_FLIGHT = 2
 
 
-def ray_summariser(address: str) -> Summariser:
-    """A Summariser that runs one Ray task per run folder on the cluster at `address` (or `auto`)."""
-    if address != AUTO:
-        _host_port(address)  # a malformed address is refused even when the cache holds every run
+class RaySummariser:
+    """A Summariser (summary.py) that reads the runs as Ray tasks on the cluster at `address` (or `auto`).
 
-    def summarise(paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
-        if not paths:  # everything came from the cache: no need for Ray at all
-            return []
-        with _connected(address) as ray:
-            return _gather(ray, paths)
+    `workers_write=False` makes every worker send its summaries back as bytes, as a worker that cannot see the
+    cache does (the tests use it on one machine); `nodes` collects the Ray nodes that ran a task."""
 
-    return summarise
+    def __init__(self, address: str, *, workers_write: bool = True) -> None:
+        if address != AUTO:
+            _host_port(address)  # a malformed address is refused even when the cache holds every run
+        self.address, self.workers_write = address, workers_write
+        self.nodes: set[str] = set()
+
+    def __call__(self, jobs: Sequence[Job]) -> Iterator[Read]:
+        if not jobs:  # everything came from the cache: no need for Ray at all
+            return
+        cache_dir = jobs[0].cache_dir
+        with _connected(self.address) as ray, _probe_file(cache_dir if self.workers_write else None) as probe:
+            yield from _gather(ray, jobs, probe, self.nodes)
 
 
-def _summarise_task(path: str, cwd: str) -> tuple[tuple[dict[str, bytes], str] | None, list[Problem], str]:
-    """On a worker: one run to (its summary as bytes, or None; its problems; the worker's code digest)."""
-    from .store import summary_wire
+def ray_summariser(address: str) -> RaySummariser:
+    """The Summariser of `--ray ADDRESS`."""
+    return RaySummariser(address)
 
+
+class _Done(NamedTuple):
+    """What a task sends back: the worker's code digest and node, and each run's Read (a summary as
+    summary_wire bytes when the worker could not write it to the cache); `unseen`, a run folder it could not see."""
+
+    digest: str
+    node: str
+    reads: list[tuple[Any, list[Problem], dict[str, str] | None]]
+    unseen: str | None = None
+
+
+def _read_task(jobs: list[Job], cwd: str, probe: str | None, ours: str) -> _Done:
+    """On a worker: the runs read as the local pool reads them; nothing read when its code is not the driver's."""
+    theirs, node = code_digest(), _node()
+    if theirs != ours:  # nothing written to the cache under keys our code would trust
+        return _Done(theirs, node, [])
     if os.path.isdir(cwd):  # problems name files as the user typed them: relative to the driver's folder
         os.chdir(cwd)
-    summary, problems = load_and_summarise(Path(path))
-    return (None if summary is None else summary_wire.encode(summary)), problems, code_digest()
+    writes = probe is not None and os.path.isfile(probe)  # the driver's cache folder is this worker's too
+    reads = []
+    for job in jobs:
+        if not os.path.isdir(job.path):
+            return _Done(theirs, node, [], str(job.path))
+        reads.append(_read_on_worker(job if writes else job._replace(cache_dir=None)))
+    return _Done(theirs, node, reads)
 
 
+def _node() -> str:
+    """The Ray node this runs on (get_node_id would start Ray in a process not yet in it)."""
+    import ray
+
+    return str(ray.get_runtime_context().get_node_id()) if ray.is_initialized() else "outside Ray"
+
+
+def _read_on_worker(job: Job) -> tuple[Any, list[Problem], dict[str, str] | None]:
+    from .store import summary_wire
+
+    result, problems, hashed = _read_run(job)
+    return (summary_wire.encode(result) if isinstance(result, RunSummary) else result), problems, hashed
+
+
+@functools.cache
 def code_digest() -> str:
     """A key of the build_tools code, the Python version and the pinned libraries' versions (`fingerprint`): a
     worker with other code, or other libraries, would cache other summaries under our keys."""
@@ -79,31 +143,86 @@ def code_digest() -> str:
     return fingerprint.Key("ray worker").files(here, sorted(here.rglob("*.py"))).hexdigest()
 
 
-def _gather(ray: ModuleType, paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
+def _gather(ray: ModuleType, jobs: Sequence[Job], probe: str | None, nodes: set[str]) -> Iterator[Read]:
+    """Every job's Read, in their order: tasks of a few runs each, a bounded number in flight."""
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    size = chunk_size(len(jobs), cpus)
+    chunks = iter([_absolute(jobs[at:at + size]) for at in range(0, len(jobs), size)])
+    task, ours, cwd = ray.remote(_read_task), code_digest(), os.getcwd()
+    in_flight, most = cpus * IN_FLIGHT_PER_CPU, cpus * IN_FLIGHT_PER_CPU * (1 + WAITING_PER_IN_FLIGHT)
+    submitted: collections.deque[tuple[list[Job], Any]] = collections.deque()  # in the order of the runs
+    running: set[Any] = set()
+    while True:
+        while len(running) < in_flight and len(submitted) < most and (chunk := next(chunks, None)) is not None:
+            ref = task.remote(chunk, cwd, probe, ours)
+            submitted.append((chunk, ref))
+            running.add(ref)
+        if not submitted:
+            return
+        chunk, ref = submitted[0]
+        if ref in running:  # the next results are not in yet: wait for any task to end, and top up
+            done, _ = ray.wait(list(running), num_returns=1)
+            running.difference_update(done)
+            continue
+        submitted.popleft()
+        yield from _results(_fetched(ray, ref, chunk), chunk, ours, nodes)
+        del ref  # let Ray free the object
+
+
+def _absolute(jobs: Sequence[Job]) -> list[Job]:
+    """Jobs naming absolute paths: a worker that cannot enter the driver's folder still finds them."""
+    return [job._replace(path=Path(os.path.abspath(job.path)),
+                         cache_dir=None if job.cache_dir is None else Path(os.path.abspath(job.cache_dir)))
+            for job in jobs]
+
+
+def _fetched(ray: ModuleType, ref: Any, chunk: list[Job]) -> _Done:
+    try:
+        done: _Done = ray.get(ref)
+    except ray.exceptions.RayTaskError as error:  # an exception in the manual's own code: a bug, as locally
+        if isinstance(error, ImportError):  # ... unless the worker has no build_tools to run
+            raise RayWorkerCannotImport(_where(chunk), _first_line(getattr(error, "cause", None) or error)) from None
+        raise
+    except ray.exceptions.RayError as error:
+        raise RayWorkerLost(_where(chunk), type(error).__name__, _first_line(error)) from None
+    return done
+
+
+def _results(done: _Done, chunk: list[Job], ours: str, nodes: set[str]) -> Iterator[Read]:
     from .store import summary_wire
 
-    task = ray.remote(_summarise_task)
-    refs = [task.remote(os.path.abspath(path), os.getcwd()) for path in paths]
-    ours = code_digest()
-    results: list[tuple[RunSummary | None, list[Problem]]] = []
-    for index, path in enumerate(paths):
-        try:
-            encoded, problems, theirs = ray.get(refs[index])
-        except ray.exceptions.RayTaskError as error:  # an exception in the manual's own code: a bug, as locally
-            if isinstance(error, ImportError):  # ... unless the worker has no build_tools to run
-                raise RayWorkerCannotImport(display_path(path),
-                                            _first_line(getattr(error, "cause", None) or error)) from None
-            raise
-        except ray.exceptions.RayError as error:
-            raise RayWorkerLost(display_path(path), type(error).__name__, _first_line(error)) from None
-        refs[index] = None  # let Ray free the object
-        if theirs != ours:
-            raise RayWorkerOtherCode(display_path(path), theirs, ours)
+    if done.digest != ours:
+        raise RayWorkerOtherCode(_where(chunk), done.digest, ours)
+    if done.unseen is not None:
+        raise RayWorkerCannotSeeRun(display_path(done.unseen), done.node)
+    nodes.add(done.node)
+    for result, problems, hashed in done.reads:
         # A worker that could not enter the driver's folder wrote absolute paths: show them as the user would.
-        problems = [Problem(display_path(p.file), p.line, p.field, p.message) if os.path.isabs(p.file) else p
-                    for p in problems]
-        results.append((None if encoded is None else summary_wire.decode(encoded), problems))
-    return results
+        shown = [Problem(display_path(p.file), p.line, p.field, p.message) if os.path.isabs(p.file) else p
+                 for p in problems]
+        yield (summary_wire.decode(result) if isinstance(result, tuple) else result), shown, hashed
+
+
+def _where(chunk: list[Job]) -> str:
+    """The runs of a task, as the user would type the first one."""
+    first = display_path(chunk[0].path)
+    return first if len(chunk) == 1 else f"{first} (one of the {len(chunk)} runs of a task)"
+
+
+@contextmanager
+def _probe_file(cache_dir: Path | None) -> Iterator[str | None]:
+    """A file of a unique name in the cache folder, for the command: a worker that finds it at the same path
+    shares the cache, and writes its summaries there itself. None without a cache (every summary sent back)."""
+    if cache_dir is None:
+        yield None
+        return
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    probe = cache_dir / f"{temporary_prefix('ray-probe')}{uuid.uuid4().hex}"
+    probe.touch()
+    try:
+        yield os.path.abspath(probe)
+    finally:
+        probe.unlink(missing_ok=True)
 
 
 @contextmanager

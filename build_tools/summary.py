@@ -45,9 +45,6 @@ def is_time(name: str) -> bool:
 # --- the stage --------------------------------------------------------------------------------
 
 
-# Reads and summarises runs not in the cache: serially, in a local process pool, or as Ray tasks (_ray.py).
-# Each result pairs with its path: (the summary, or None and the problems that rejected the run).
-Summariser = Callable[[Sequence[Path]], Iterable[tuple[RunSummary | None, list[Problem]]]]
 # A worker is handed at most this many runs at a time: the last ones handed out end close together (a
 # thousand runs in chunks of 62 left one worker idle for a chunk's time at the end).
 CHUNK_MOST = 8
@@ -66,19 +63,8 @@ class Wanted:
         return run_id in self.ids or (self.by_config is not None and config is not None and self.by_config(config))
 
 
-def summarise_serially(paths: Sequence[Path]) -> list[tuple[RunSummary | None, list[Problem]]]:
-    return [load_and_summarise(path) for path in paths]
-
-
-def summarise_in_pool(paths: Sequence[Path], workers: int | None = None) -> Iterator[tuple[RunSummary | None,
-                                                                                         list[Problem]]]:
-    """Each run read and summarised in a worker process (a fresh interpreter, like draw.py's), the results
-    handed on one at a time, so that a thousand runs are never all in memory at once."""
-    return _in_pool(load_and_summarise, paths, workers)
-
-
 class Job(NamedTuple):
-    """A run to read, in a worker of the local pool."""
+    """A run to read, in a worker of the local pool or a Ray task."""
 
     path: Path
     summarise: bool  # summarise it, or only validate it
@@ -96,6 +82,27 @@ class Written:
 # What reading a run gives: its summary (or what validating it keeps, or Written), or None with its problems;
 # and its memo entry when the worker hashed it (its digest alone when it is too new to remember).
 Read = tuple[RunSummary | ValidatedRun | Written | None, list[Problem], dict[str, str] | None]
+
+
+# Reads the runs the cache does not hold (each Job: hashed when asked, summarised or only validated), handing
+# back each one's Read in the order of the jobs: in a local process pool (the default), serially, or as Ray
+# tasks (_ray.py). Every one runs _read_run, so the results are the same whoever reads.
+Summariser = Callable[[Sequence[Job]], Iterable[Read]]
+
+
+def chunk_size(jobs: int, workers: int) -> int:
+    """How many runs a worker is handed at once: about eight hand-outs a worker, at most CHUNK_MOST runs."""
+    return max(1, min(CHUNK_MOST, jobs // (workers * 8)))
+
+
+def summarise_serially(jobs: Sequence[Job]) -> list[Read]:
+    return [_read_run(job) for job in jobs]
+
+
+def summarise_in_pool(jobs: Sequence[Job], workers: int | None = None) -> Iterator[Read]:
+    """Each run read in a worker process (a fresh interpreter, like draw.py's), the results handed on one at a
+    time, so that a thousand runs are never all in memory at once."""
+    return _in_pool(_read_run, jobs, workers)
 
 
 def _read_run(job: Job) -> Read:
@@ -122,7 +129,7 @@ def _in_pool(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int |
         yield from (function(job) for job in jobs)
         return
     with ProcessPoolExecutor(count, mp_context=_workers.context([__name__])) as pool:
-        yield from pool.map(function, jobs, chunksize=max(1, min(CHUNK_MOST, len(jobs) // (count * 8))))
+        yield from pool.map(function, jobs, chunksize=chunk_size(len(jobs), count))
 
 
 def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: list[str] | None = None,
@@ -132,10 +139,10 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     """Summaries of the runs under runs_dir, by run id; cached under cache_dir by input content.
 
     Warnings about the cache, and those of the runs validated only, go to `warnings`; `latest` is the
-    edition's date, after which no run may end; `summariser` reads the runs to summarise that the cache does
-    not hold (default: a local process pool for many runs). With `wanted`, only the runs it wants are
-    summarised; every other one is validated (a local pool), remembered by its input hash in the cache, and
-    handed back in `validated`. Every problem of every run is raised at once (RunDataError).
+    edition's date, after which no run may end; `summariser` reads the runs that the cache does not hold
+    (default: a local process pool for many runs; Summariser). With `wanted`, only the runs it wants are
+    summarised; every other one is validated (by the same summariser), remembered by its input hash in the
+    cache, and handed back in `validated`. Every problem of every run is raised at once (RunDataError).
     """
     warnings = warnings if warnings is not None else []
     problems: list[Problem] = []
@@ -146,11 +153,11 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     memo, known = read_memo(cache_dir), _read_validated(cache_dir, warnings)
     memo_read = dict(memo) if memo is not None else None
     root = runs_dir.resolve()
-    # A run the cache knows nothing of is hashed by the worker that reads it (none when Ray summarises).
-    unknown = _unknown_runs(cache_dir, known) if summariser is None else None
+    # A run the cache knows nothing of is hashed by the worker that reads it (a local one, or Ray's).
+    unknown = _unknown_runs(cache_dir, known)
     runs = _Runs(cache_dir, memo, listings)
     for path in paths:
-        runs.hash(path, f"{root}/{path.name}", defer=unknown is not None and unknown(path.name))
+        runs.hash(path, f"{root}/{path.name}", defer=unknown(path.name))
     to_read = runs.plan(known, wanted, warnings)
     found = runs.read(to_read, summariser)
     digests = {path: runs.digests[path] for path in paths}  # every run hashed now, in the order of the runs
@@ -267,16 +274,11 @@ def _unknown_runs(cache_dir: Path | None, known: dict[str, dict[str, Any]]) -> C
     return lambda run_id: run_id not in known and run_id not in entries
 
 
-def _read_runs(jobs: Sequence[Job], summariser: Summariser | None) -> Iterator[Read]:
-    """The results of the jobs in their order: the local path reads all of them in one pool; another
-    summariser (Ray) summarises, and the runs only validated are read here."""
-    if summariser is None:
-        yield from _in_pool(_read_run, jobs)
-        return
-    summarised = iter(summariser([job.path for job in jobs if job.summarise]))
-    validated = _in_pool(_read_run, [job for job in jobs if not job.summarise])
-    for job in jobs:
-        yield (*next(summarised), None) if job.summarise else next(validated)
+def _read_runs(jobs: Sequence[Job], summariser: Summariser | None) -> Iterable[Read]:
+    """The results of the jobs in their order, from the summariser (default: the local pool)."""
+    if not jobs:  # everything came from the cache: no pool, no Ray
+        return []
+    return (summariser or summarise_in_pool)(jobs)
 
 
 def _peek(path: Path, wanted: Wanted) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,10 +16,12 @@ import pytest
 from conftest import ROOT, copy_project, manual_blocks
 
 from build_tools import _ray, margins
+from build_tools.bench_scale import _date_after, link_runs
 from build_tools._exceptions import RayError, RunDataError
 from build_tools.cli import main
 from build_tools.store import summary_wire
-from build_tools.summary import summarise_runs, summarise_serially
+from build_tools.summary import Job, summarise_runs, summarise_serially
+from examples._scaled import ends_by, write_scaled
 
 # What `--ray auto` sets before the command imports Ray (Ray reads it once, at import): loopback only.
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -99,6 +102,61 @@ def test_check_on_a_local_ray_gives_the_local_claims_byte_for_byte(
     assert "  runs/baseline-seed1/dashboard/metrics.jsonl:" in str(locally.value)
 
 
+def _project_with_scaled_runs(target: Path, scaled: Path) -> Path:
+    """A copy of the project whose runs/ holds the example runs and the scaled ones (hard links), dated after them."""
+    root = copy_project(target)
+    link_runs(scaled, root / "runs")
+    _date_after(root / "edition.yml", ends_by(3, 20))
+    return root
+
+
+def _cache_files(root: Path) -> dict[str, bytes]:
+    """The summary cache's files by path, but the memo (its keys are the runs' absolute paths, its stats inodes)."""
+    cache = root / "build" / "cache"
+    return {str(path.relative_to(cache)): path.read_bytes() for path in sorted(cache.rglob("*"))
+            if path.is_file() and path.name != "input-hashes.json"}
+
+
+def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A head with no CPU and two nodes of one CPU each (ray.cluster_utils.Cluster, all on this machine): the check,
+    the check of every run (ALL=1), and summaries sent back as bytes rather than written by the workers, each give
+    what the local process pool gives, file for file in the summary cache."""
+    from ray.cluster_utils import Cluster
+
+    write_scaled(tmp_path / "scaled", 3, 20, workers=1)
+    pool, shared, wire = (_project_with_scaled_runs(tmp_path / name, tmp_path / "scaled")
+                          for name in ("pool", "shared", "wire"))
+    outs = [_check(pool, args, monkeypatch, capsys) for args in ([], ["--all"])]
+    assert [code for code, _, _ in outs] == [0, 0]
+    temp_dir = tempfile.mkdtemp(prefix="rc", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    node_args = {"object_store_memory": 80 * 1024 * 1024, "temp_dir": temp_dir, "node_ip_address": "127.0.0.1"}
+    cluster = Cluster(initialize_head=True, head_node_args={**node_args, "num_cpus": 0, "include_dashboard": False})
+    try:
+        workers = {cluster.add_node(num_cpus=1, **node_args).node_id for _ in range(2)}
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False)
+        ray_outs = [_check(shared, [*args, "--ray", cluster.address], monkeypatch, capsys) for args in ([], ["--all"])]
+        # Every run read again, every summary sent back as summary_wire bytes and written by the driver.
+        summariser = _ray.RaySummariser(cluster.address, workers_write=False)
+        monkeypatch.chdir(wire)
+        summaries = summarise_runs(Path("runs"), wire / "build" / "cache", summariser=summariser)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+    assert [(code, out) for code, out, _ in ray_outs] == [(0, out) for _, out, _ in outs]
+    assert summariser.nodes == workers  # both nodes read runs, the head none
+    assert (shared / "build" / "claims.json").read_bytes() == (pool / "build" / "claims.json").read_bytes()
+    pool_files, wire_files = _cache_files(pool), _cache_files(wire)
+    assert _cache_files(shared) == pool_files  # the probe file is gone; every entry as the pool wrote it
+    assert sorted(summaries) == sorted(path.name for path in (pool / "runs").iterdir() if path.is_dir())
+    assert wire_files == pool_files
+    pooled = summarise_runs(pool / "runs", pool / "build" / "cache")
+    for run_id in ("baseline-seed1", "scale-0002"):
+        assert summary_wire.encode(summaries[run_id]) == summary_wire.encode(pooled[run_id])
+
+
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     root = copy_project(tmp_path / "manual")
@@ -112,15 +170,24 @@ def test_an_unreachable_cluster_is_one_line(tmp_path: Path, monkeypatch: pytest.
     assert not ray.is_initialized()
 
 
+def _fake_ray(get: object) -> SimpleNamespace:
+    """Ray as _ray._gather calls it, with one CPU, each task's result given by `get`."""
+    return SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"), get=get,
+                           wait=lambda refs, num_returns: (refs[:num_returns], refs[num_returns:]),
+                           cluster_resources=lambda: {"CPU": 1.0}, exceptions=ray.exceptions)
+
+
+def _jobs(*run_ids: str) -> list[Job]:
+    return [Job(ROOT / "runs" / run_id, True, None, "0" * 64, None) for run_id in run_ids]
+
+
 def test_a_lost_worker_is_one_line_naming_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     def lost(ref: object) -> None:
         raise ray.exceptions.WorkerCrashedError()
 
-    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"), get=lost,
-                           exceptions=ray.exceptions)
     with pytest.raises(RayError) as error:
-        _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
+        list(_ray._gather(_fake_ray(lost), _jobs("baseline-seed1"), None, set()))
     assert str(error.value).startswith("runs/baseline-seed1: the Ray worker summarising this run was lost "
                                        "(WorkerCrashedError: ")
     assert "\n" not in str(error.value)
@@ -131,27 +198,41 @@ def test_a_worker_without_build_tools_is_one_line(monkeypatch: pytest.MonkeyPatc
     missing = ModuleNotFoundError("No module named 'build_tools'")
 
     def fails(ref: object) -> None:
-        raise ray.exceptions.RayTaskError("_summarise_task", "Traceback ...", missing).as_instanceof_cause()
+        raise ray.exceptions.RayTaskError("_read_task", "Traceback ...", missing).as_instanceof_cause()
 
-    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"), get=fails,
-                           exceptions=ray.exceptions)
     with pytest.raises(RayError) as error:
-        _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
+        list(_ray._gather(_fake_ray(fails), _jobs("baseline-seed1"), None, set()))
     assert str(error.value) == ("runs/baseline-seed1: the Ray worker cannot import build_tools "
                                 "(No module named 'build_tools')")
 
 
 def test_a_worker_with_other_code_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"),
-                           get=lambda ref: (None, [], "0" * 64), exceptions=ray.exceptions)
+    other = _fake_ray(lambda ref: _ray._Done("0" * 64, "node", []))
     with pytest.raises(RayError) as error:
-        _ray._gather(fake, [ROOT / "runs" / "baseline-seed1"])
+        list(_ray._gather(other, _jobs("baseline-seed1", "baseline-seed2"), None, set()))
     assert str(error.value) == (f"runs/baseline-seed1: the Ray worker summarising this run has another version "
                                 f"of build_tools or of its libraries (code and versions sha256 000000000000, "
                                 f"here {_ray.code_digest()[:12]})")
 
 
-def test_nothing_to_summarise_needs_no_ray() -> None:
-    assert _ray.ray_summariser("127.0.0.1:1")([]) == []
+def test_a_worker_with_other_code_reads_nothing(tmp_path: Path) -> None:
+    """The digest is compared on the worker, before it writes a summary under keys our code would trust."""
+    (tmp_path / "probe").touch()
+    done = _ray._read_task([_jobs("baseline-seed1")[0]._replace(cache_dir=tmp_path)], str(ROOT),
+                           str(tmp_path / "probe"), "0" * 64)
+    assert (done.digest, done.reads) == (_ray.code_digest(), [])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["probe"]
 
+
+def test_a_worker_that_cannot_see_a_run_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    done = _ray._read_task(_jobs("baseline-seed1", "no-such-run"), str(ROOT), None, _ray.code_digest())
+    assert done.unseen == str(ROOT / "runs" / "no-such-run")
+    with pytest.raises(RayError) as error:
+        list(_ray._gather(_fake_ray(lambda ref: done._replace(node="f" * 56)), _jobs("baseline-seed1"), None, set()))
+    assert str(error.value) == "runs/no-such-run: the Ray worker on node ffffffffffff cannot see this run folder"
+
+
+def test_nothing_to_summarise_needs_no_ray() -> None:
+    assert list(_ray.ray_summariser("127.0.0.1:1")([])) == []
