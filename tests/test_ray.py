@@ -16,11 +16,11 @@ import pytest
 from conftest import ROOT, copy_project, manual_blocks
 
 from build_tools import _ray, margins
-from build_tools.bench_scale import _date_after, link_runs
 from build_tools._exceptions import RayError, RunDataError
+from build_tools.bench_scale import _date_after, link_runs
 from build_tools.cli import main
 from build_tools.store import summary_wire
-from build_tools.summary import Job, summarise_runs, summarise_serially
+from build_tools.summary import Job, Written, summarise_runs, summarise_serially
 from examples._scaled import ends_by, write_scaled
 
 # What `--ray auto` sets before the command imports Ray (Ray reads it once, at import): loopback only.
@@ -112,7 +112,7 @@ def _project_with_scaled_runs(target: Path, scaled: Path) -> Path:
 
 def _cache_files(root: Path) -> dict[str, bytes]:
     """The summary cache's files by path, but the memo (its keys are the runs' absolute paths, its stats inodes)."""
-    cache = root / "build" / "cache"
+    cache = root / "build" / "cache" / "summaries"
     return {str(path.relative_to(cache)): path.read_bytes() for path in sorted(cache.rglob("*"))
             if path.is_file() and path.name != "input-hashes.json"}
 
@@ -140,7 +140,7 @@ def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
         # Every run read again, every summary sent back as summary_wire bytes and written by the driver.
         summariser = _ray.RaySummariser(cluster.address, workers_write=False)
         monkeypatch.chdir(wire)
-        summaries = summarise_runs(Path("runs"), wire / "build" / "cache", summariser=summariser)
+        summaries = summarise_runs(Path("runs"), wire / "build" / "cache" / "summaries", summariser=summariser)
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -152,7 +152,7 @@ def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
     assert _cache_files(shared) == pool_files  # the probe file is gone; every entry as the pool wrote it
     assert sorted(summaries) == sorted(path.name for path in (pool / "runs").iterdir() if path.is_dir())
     assert wire_files == pool_files
-    pooled = summarise_runs(pool / "runs", pool / "build" / "cache")
+    pooled = summarise_runs(pool / "runs", pool / "build" / "cache" / "summaries")
     for run_id in ("baseline-seed1", "scale-0002"):
         assert summary_wire.encode(summaries[run_id]) == summary_wire.encode(pooled[run_id])
 
@@ -223,6 +223,23 @@ def test_a_worker_with_other_code_reads_nothing(tmp_path: Path) -> None:
                            str(tmp_path / "probe"), "0" * 64)
     assert (done.digest, done.reads) == (_ray.code_digest(), [])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["probe"]
+
+
+def test_a_worker_writes_to_the_cache_it_sees_and_sends_bytes_otherwise(tmp_path: Path) -> None:
+    """A worker that finds the driver's probe file writes the summary itself and sends back only that it did; one
+    that does not (another machine, no shared storage) sends the summary as summary_wire bytes, written nowhere."""
+    job = _jobs("baseline-seed1")[0]._replace(cache_dir=tmp_path / "cache")
+    (tmp_path / "cache").mkdir()
+    with _ray._probe_file(tmp_path / "cache") as probe:
+        assert probe is not None
+        sees = _ray._read_task([job], str(ROOT), probe, _ray.code_digest())
+        blind = _ray._read_task([job], str(ROOT), str(tmp_path / "elsewhere" / Path(probe).name), _ray.code_digest())
+    assert [type(result) for result, _, _ in sees.reads] == [Written]
+    assert [path.name for path in (tmp_path / "cache").iterdir()] == [f"baseline-seed1-{'0' * 20}"]
+    (result, problems, hashed), = blind.reads
+    assert isinstance(result, tuple) and (problems, hashed) == ([], None)
+    back = summary_wire.decode(result)
+    assert summary_wire.encode(back) == result and back.run_id == "baseline-seed1"
 
 
 def test_a_worker_that_cannot_see_a_run_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
