@@ -93,8 +93,9 @@ compare: $(STAMP)
 add-run: $(STAMP)
 	@$(MANUAL) add-run
 
-# SCALE=RUNSxSTEPS (make bench SCALE=1000x1000) reaches the benchmark as an environment variable, never as shell text.
-bench: $(STAMP)
+# SCALE=RUNSxSTEPS (make bench SCALE=1000x1000) reaches the benchmark as an environment variable, never as shell text;
+# RAY=auto (or HOST:PORT) measures Ray's check against the pool's (ALL=1: every run summarised).
+bench: $(STAMP) $(if $(RAY),$(RAY_STAMP))
 	@$(MANUAL) bench
 
 examples: $(STAMP)

@@ -7,7 +7,8 @@ figures are then drawn in this one warm process, and the generated pages are bui
 Goals: no-op within 1.15x of bare mkdocs; cold within 1.3x of figures + mkdocs; no-op at most 0.14 s.
 
 `make bench SCALE=RUNSxSTEPS` (SCALE read from the environment) measures the loader at scale instead: see
-`scaled_main`.
+`scaled_main`. `make bench RAY=auto` (or a head's HOST:PORT; with SCALE, and ALL=1) measures Ray's check against
+the local pool's: bench_ray.py.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ NOOP_REPEATS = 5
 def main() -> int:
     """`make bench`; with SCALE=RUNSxSTEPS in the environment, the scaled benchmark (bench_scale.py)."""
     scale = os.environ.get("SCALE", "").strip()
+    if os.environ.get("RAY"):
+        from ._make import _flag
+        from .bench_ray import ray_main
+
+        return ray_main(os.environ["RAY"], scale, _flag(os.environ, "ALL"))
     if scale:
         from .bench_scale import scaled_main
 
