@@ -152,21 +152,25 @@ def _gather(ray: ModuleType, jobs: Sequence[Job], probe: str | None, nodes: set[
     in_flight, most = cpus * IN_FLIGHT_PER_CPU, cpus * IN_FLIGHT_PER_CPU * (1 + WAITING_PER_IN_FLIGHT)
     submitted: collections.deque[tuple[list[Job], Any]] = collections.deque()  # in the order of the runs
     running: set[Any] = set()
-    while True:
-        while len(running) < in_flight and len(submitted) < most and (chunk := next(chunks, None)) is not None:
-            ref = task.remote(chunk, cwd, probe, ours)
-            submitted.append((chunk, ref))
-            running.add(ref)
-        if not submitted:
-            return
-        chunk, ref = submitted[0]
-        if ref in running:  # the next results are not in yet: wait for any task to end, and top up
-            done, _ = ray.wait(list(running), num_returns=1)
-            running.difference_update(done)
-            continue
-        submitted.popleft()
-        yield from _results(_fetched(ray, ref, chunk), chunk, ours, nodes)
-        del ref  # let Ray free the object
+    try:
+        while True:
+            while len(running) < in_flight and len(submitted) < most and (chunk := next(chunks, None)) is not None:
+                ref = task.remote(chunk, cwd, probe, ours)
+                submitted.append((chunk, ref))
+                running.add(ref)
+            if not submitted:
+                return
+            chunk, ref = submitted[0]
+            if ref in running:  # the next results are not in yet: wait for any task to end, and top up
+                done, _ = ray.wait(list(running), num_returns=1)
+                running.difference_update(done)
+                continue
+            submitted.popleft()
+            yield from _results(_fetched(ray, ref, chunk), chunk, ours, nodes)
+            del ref  # let Ray free the object
+    finally:  # a check stopped by an error leaves no task reading on the cluster
+        for ref in running:
+            ray.cancel(ref)
 
 
 def _absolute(jobs: Sequence[Job]) -> list[Job]:

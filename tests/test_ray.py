@@ -17,6 +17,7 @@ from conftest import ROOT, copy_project, manual_blocks
 
 from build_tools import _ray, margins
 from build_tools._exceptions import RayError, RunDataError
+from build_tools._types import ValidatedRun
 from build_tools.bench_scale import _date_after, link_runs
 from build_tools.cli import main
 from build_tools.store import summary_wire
@@ -174,11 +175,44 @@ def _fake_ray(get: object) -> SimpleNamespace:
     """Ray as _ray._gather calls it, with one CPU, each task's result given by `get`."""
     return SimpleNamespace(remote=lambda f: SimpleNamespace(remote=lambda *a: "ref"), get=get,
                            wait=lambda refs, num_returns: (refs[:num_returns], refs[num_returns:]),
-                           cluster_resources=lambda: {"CPU": 1.0}, exceptions=ray.exceptions)
+                           cluster_resources=lambda: {"CPU": 1.0}, cancel=lambda ref: None,
+                           exceptions=ray.exceptions)
 
 
 def _jobs(*run_ids: str) -> list[Job]:
     return [Job(ROOT / "runs" / run_id, True, None, "0" * 64, None) for run_id in run_ids]
+
+
+def test_the_driver_holds_a_few_tasks_and_hands_the_results_on_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks of several runs, at most two a CPU running, at most a few finished ones waiting for an earlier one; the
+    reads in the order of the runs, whatever order the tasks end in."""
+    monkeypatch.chdir(ROOT)
+    jobs = [Job(ROOT / "runs" / f"run-{index:03d}", False, None, "0" * 64, None) for index in range(200)]
+    submitted, fetched, most = [], [], {"running": 0, "held": 0}
+
+    def remote(chunk: list[Job], *args: object) -> int:
+        submitted.append(chunk)
+        return len(submitted) - 1
+
+    def wait(refs: list[int], num_returns: int) -> tuple[list[int], list[int]]:
+        most["running"] = max(most["running"], len(refs))
+        last = max(refs)  # the last one submitted ends first: every earlier one is still running
+        return [last], [ref for ref in refs if ref != last]
+
+    def get(ref: int) -> _ray._Done:
+        fetched.append(ref)
+        most["held"] = max(most["held"], len(submitted) - len(fetched))
+        reads = [(ValidatedRun(job.path.name, {}, 0.0, 1.0), [], None) for job in submitted[ref]]
+        return _ray._Done(_ray.code_digest(), "node", reads)
+
+    fake = SimpleNamespace(remote=lambda f: SimpleNamespace(remote=remote), get=get, wait=wait,
+                           cluster_resources=lambda: {"CPU": 2.0}, cancel=lambda ref: None, exceptions=ray.exceptions)
+    nodes: set[str] = set()
+    reads = list(_ray._gather(fake, jobs, None, nodes))
+    assert [result.run_id for result, _, _ in reads] == [job.path.name for job in jobs]
+    assert [len(chunk) for chunk in submitted] == [8] * 25  # 200 runs in tasks of 8 (CHUNK_MOST)
+    assert fetched == list(range(25)) and nodes == {"node"}
+    assert most["running"] <= 2 * 2 and most["held"] <= 2 * 2 * 3  # two a CPU in flight, twice that waiting
 
 
 def test_a_lost_worker_is_one_line_naming_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
