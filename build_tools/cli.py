@@ -335,8 +335,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="summarise every run, also those no figure, check or table reads (only validated "
                             "otherwise)")
     check.add_argument("--ray", metavar="ADDRESS", default=None,
-                       help="summarise the runs as Ray tasks on the cluster at ADDRESS (HOST:PORT), "
-                            "or on a local Ray instance started for the command (auto)")
+                       help="read (hash, validate, summarise) the runs as Ray tasks on the cluster at ADDRESS "
+                            "(HOST:PORT), or on a local Ray instance started for the command (auto)")
     check.add_argument("--warn-margin", metavar="F", default=None,
                        help="warn of each claim whose margin, as a fraction of its tolerance, is below F "
                             "(default: warn_margin in edition.yml, else no warning)")
