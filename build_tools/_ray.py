@@ -112,7 +112,8 @@ def _read_task(jobs: list[Job], cwd: str, probe: str | None, ours: str) -> _Done
         return _Done(theirs, node, [])
     if os.path.isdir(cwd):  # problems name files as the user typed them: relative to the driver's folder
         os.chdir(cwd)
-    writes = probe is not None and os.path.isfile(probe)  # the driver's cache folder is this worker's too
+    # The driver's cache folder is this worker's too (and it may write there): it writes the summaries itself.
+    writes = probe is not None and os.path.isfile(probe) and os.access(os.path.dirname(probe), os.W_OK)
     reads = []
     for job in jobs:
         if not os.path.isdir(job.path):
