@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import io
 import json
 import math
 import os
@@ -70,7 +71,8 @@ def test_every_figure_of_the_chapters_draws_from_the_example_runs(example_summar
     drawn = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out", tmp_path / "cache", jobs=2,
                               layout=PROJECT)
     assert [d.number for d in drawn] == [b.number for b in blocks]
-    assert all(d.redrawn and d.alt and d.svg.is_file() and d.png.is_file() for d in drawn)
+    assert all(d.redrawn and d.alt and d.svg.is_file() and d.csv.is_file() for d in drawn)
+    assert not [path.name for path in (tmp_path / "out").iterdir() if path.suffix == ".png"]  # the SVGs serve
     for figure in drawn:
         csv = figure.csv.read_bytes()
         assert b"\r" not in csv and len(csv.splitlines()) > 1, figure.csv.name
@@ -90,6 +92,38 @@ def test_drawing_twice_serial_and_parallel_gives_the_same_bytes(example_summarie
     assert "<dc:date>" not in svg and "Matplotlib v" not in svg
 
 
+def desktop_svg(block: FigureBlock, summaries: dict, tables: dict, lay_out) -> bytes:
+    """The desktop SVG of one of the manual's figures, laid out by lay_out(figure) first, then saved as the
+    build saves it (its layout engine off)."""
+    from matplotlib import rc_context
+
+    from build_tools import palette, variants
+
+    job = draw._Job(block, {r: summaries[r] for r in block.runs}, {name: tables[name] for name in block.tables},
+                    Path(), ROOT / "figures" / f"{block.module}.py", PROJECT)
+    with palette.using(PROJECT), rc_context(palette.rc_params(PROJECT)):
+        figures_, _ = draw._draw_screens(importlib.import_module(f"figures.{block.module}"), job, draw._provenance(job))
+        figure = figures_[variants.DESKTOP.name]
+        lay_out(figure)
+        figure.set_layout_engine("none")
+        buffer = io.StringIO()
+        figure.savefig(buffer, format="svg", metadata=draw.SVG_METADATA)
+    return buffer.getvalue().encode()
+
+
+@pytest.mark.parametrize("module", ["reward_curves", "step_phases", "troubleshooting"])
+def test_the_layout_without_a_png_is_the_one_saving_the_png_made(module, example_summaries, tables):
+    """Until issue 22 the PNG's rendering (at 200 dpi) laid the desktop figure out; _lay_out makes the same
+    layout without rendering, so the SVGs keep their bytes."""
+    (chosen,) = [b for b in manual_blocks() if b.module == module]
+    by_png = desktop_svg(chosen, example_summaries, tables,
+                         lambda figure: figure.savefig(io.BytesIO(), format="png", dpi=200))
+    assert desktop_svg(chosen, example_summaries, tables, draw._lay_out) == by_png
+    # and the layout does depend on the resolution it is made at, so the test can tell them apart
+    assert desktop_svg(chosen, example_summaries, tables,
+                       lambda figure: figure.savefig(io.BytesIO(), format="png", dpi=100)) != by_png
+
+
 # --- determinism, with the test figures -----------------------------------------------------------
 
 
@@ -100,7 +134,7 @@ def test_source_date_epoch_dates_the_files_and_never_their_content(sample_figure
     drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "dated", tmp_path / "cache-dated", jobs=1,
                               layout=sample_figures, epoch=1700000000)
     assert files_of(tmp_path / "plain") == files_of(tmp_path / "dated")
-    assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].png, drawn[0].csv)} == {1700000000}
+    assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].csv)} == {1700000000}
     assert drawn[0].csv.read_text() == "run,step,reward\nrun-a,0,0.5\nrun-a,1,0.6\nrun-a,2,0.7\n"
     assert os.stat(drawn[0].csv.with_suffix(".json")).st_mtime == 1700000000
 
@@ -215,7 +249,7 @@ def test_a_changed_option_or_a_lost_output_redraws(sample_figures, tmp_path):
     changed = dataclasses.replace(first, options={"split": 12})
     assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1,
                              layout=sample_figures)[0].redrawn
-    (tmp_path / "cache" / "fig-tiny-reward.png").unlink()
+    (tmp_path / "cache" / "fig-tiny-reward.phone.dark.svg").unlink()
     assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1,
                              layout=sample_figures)[0].redrawn
 
@@ -262,7 +296,7 @@ def test_every_bad_figure_is_named_with_its_run_and_metric_and_the_rest_are_draw
     ])
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [
         "fig-good.csv", "fig-good.dark.svg", "fig-good.json", "fig-good.phone.dark.svg", "fig-good.phone.svg",
-        "fig-good.png", "fig-good.svg"]
+        "fig-good.svg"]
 
 
 def test_a_figure_of_the_manual_names_the_run_and_metric_it_lacks(example_summaries, tables, tmp_path):
@@ -327,7 +361,7 @@ def test_every_figure_has_a_phone_layout_and_a_dark_variant(sample_figures, tmp_
     out = tmp_path / "out"
     assert sorted(path.name for path in out.iterdir()) == [
         "fig-two-panels.csv", "fig-two-panels.dark.svg", "fig-two-panels.json", "fig-two-panels.phone.dark.svg",
-        "fig-two-panels.phone.svg", "fig-two-panels.png", "fig-two-panels.svg"]
+        "fig-two-panels.phone.svg", "fig-two-panels.svg"]
 
     def axes_of(name: str) -> list[tuple[float, float]]:
         """Each panel's (left, top) in the SVG, from the axes' background patch."""
