@@ -595,14 +595,21 @@ def _save(figures: Mapping[str, Figure], csv: str, stem: Path, role_palette: pal
 
 def _lay_out(figure: Figure) -> None:
     """Lay the figure out once, its text measured by Agg at LAYOUT_DPI, drawing nothing (what savefig does
-    before it renders), then switch its layout engine off so that every later drawing keeps these positions."""
+    before it renders), then take its layout engine away so that every later drawing keeps these positions.
+
+    Away, not "none": savefig gives a figure with any engine, even the placeholder "none" leaves, one more pass
+    through every artist before it draws (to run the engine), which for a laid-out figure changes nothing."""
+    from matplotlib import rc_context
+
     dpi = figure.dpi
     figure.dpi = LAYOUT_DPI
     try:
         figure.draw_without_rendering()
     finally:
         figure.dpi = dpi
-    figure.set_layout_engine("none")
+    with rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        figure.set_layout_engine(None)  # None means the rc's default engine: here, none at all
+    assert figure.get_layout_engine() is None
 
 
 def _describe(error: Exception, job: _Job) -> str:
