@@ -7,8 +7,9 @@ the data of its lines, collections and patches, its axes' limits, with the code,
 when that drawing key differs from the cached one is the figure rendered (the expensive part), so a
 changed metric that no figure plots redraws nothing. The desktop's figure is laid out once, without
 rendering (_lay_out), and its SVG drawn at those positions. No PNG is made: the pages, the zoom link and the
-PDF all show the SVGs, and a PNG was a second full render. Figures are drawn in parallel, and every problem
-of every figure is collected before the stage fails once.
+PDF all show the SVGs, and a PNG was a second full render. Figures are drawn in parallel (a cold build starts
+the workers' fork server while the runs are summarised: start_workers_early), and every problem of every figure
+is collected before the stage fails once.
 
 Every figure has variants (build_tools/variants.py): draw() is called once per screen (the desktop's layout,
 then the phone's: panels stacked, fewer ticks, the same numbers, which is checked), and each SVG has a dark
@@ -344,6 +345,10 @@ def _write_text(path: Path, text: str) -> None:
 # --- drawing ------------------------------------------------------------------------------------
 
 
+# What the drawing's workers import, once, in their fork server (matplotlib and pandas among it).
+WORKER_PRELOAD = (__name__, f"{PACKAGE}._common")
+
+
 def _draw_all(jobs: list[_Job], workers: int | None) -> list[_Outcome]:
     """Draw every job: in this process when one worker suffices, else in a pool of fresh processes."""
     count = min(workers or os.cpu_count() or 1, len(jobs))
@@ -351,8 +356,25 @@ def _draw_all(jobs: list[_Job], workers: int | None) -> list[_Outcome]:
         return [draw_one(job) for job in jobs]
     # forkserver: workers start from a clean process (matplotlib is not fork-safe with threads around),
     # with the drawing code imported once in the server rather than once per worker.
-    with ProcessPoolExecutor(count, mp_context=_workers.context([__name__, f"{PACKAGE}._common"])) as pool:
+    with ProcessPoolExecutor(count, mp_context=_workers.context(WORKER_PRELOAD)) as pool:
         return list(pool.map(draw_one, jobs, chunksize=1))
+
+
+def start_workers_early(blocks: Sequence[FigureBlock], cache_dir: Path, workers: int | None,
+                        also: Sequence[str] = ()) -> bool:
+    """Start the fork server of the drawing's workers now, when at least two figures have nothing in the cache
+    (a cold build) and more than one worker would draw them: its imports (about 1.5 CPU seconds) then run
+    while this process summarises the runs, not before the first figure. `also`: the modules the summary
+    stage's workers import from the same server (a build has one). True when it was started."""
+    if min(workers or os.cpu_count() or 1, len(blocks)) <= 1:
+        return False
+    if sum(not (cache_dir / f"{block.id}.key").is_file() for block in blocks) < 2:
+        return False
+    import multiprocessing.forkserver
+
+    _workers.context([*also, *WORKER_PRELOAD])
+    multiprocessing.forkserver.ensure_running()
+    return True
 
 
 def draw_one(job: _Job) -> _Outcome:

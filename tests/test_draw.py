@@ -416,3 +416,18 @@ def test_labels_that_collide_on_any_screen_fail_the_figure(sample_figures, tmp_p
     assert [p.message for p in caught.value.problems] == [
         "fig 1.1 (fig-crowded): on the phone, texts 'first label' and 'second label' overlap"]
     assert not (tmp_path / "cache" / "fig-crowded.key").exists()  # drawn again next time, not cached
+
+
+def test_the_workers_are_started_early_only_for_a_cold_cache_and_more_than_one_worker(sample_figures, tmp_path):
+    blocks = [block("1.1", "tiny_reward", ("run-a",)), block("1.2", "tiny_reward", ("run-a",), block_id="fig-b")]
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    assert not draw.start_workers_early(blocks, cache, 1)  # one worker draws in this process
+    assert not draw.start_workers_early(blocks[:1], cache, 2)  # one figure: no pool
+    (cache / "fig-b.key").write_text("{}")
+    assert not draw.start_workers_early(blocks, cache, 2)  # one figure to draw at most
+    (cache / "fig-b.key").unlink()
+    assert draw.start_workers_early(blocks, cache, 2)
+    import multiprocessing.forkserver
+
+    assert multiprocessing.forkserver._forkserver._forkserver_pid is not None
