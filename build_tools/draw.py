@@ -61,6 +61,9 @@ LAYOUT_DPI = 200
 CSV_FLOAT_FORMAT = "%.10g"
 # Same bytes on every build: no dates, no creator string with a version in it.
 SVG_METADATA = {"Date": None, "Creator": None}
+# While a laid-out figure is saved, the rc's default layout engine is none: savefig puts back the engine it found
+# (None) with set_layout_engine(None), which under the style (constrained layout) would lay the figure out anew.
+NO_DEFAULT_LAYOUT = {"figure.autolayout": False, "figure.constrained_layout.use": False}
 # What else a drawing depends on besides its module, its runs and its tables: this code, and the project's
 # figure helpers, palette and style (figure_files).
 CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
@@ -595,7 +598,8 @@ def _save(figures: Mapping[str, Figure], csv: str, stem: Path, role_palette: pal
     figure is laid out by its SVG's rendering; each dark variant is its light SVG's text with the dark shades
     (palette.Palette.to_dark).
     """
-    _lay_out(figures[variants.DESKTOP.name])
+    from matplotlib import rc_context
+
     svgs: dict[str, str] = {}
 
     def write_svg(path: Path, screen: variants.Screen) -> None:
@@ -610,9 +614,11 @@ def _save(figures: Mapping[str, Figure], csv: str, stem: Path, role_palette: pal
         writers[variants.suffix(screen, "dark")] = functools.partial(
             lambda path, name: path.write_text(role_palette.to_dark(svgs[name]), encoding="utf-8"),
             name=screen.name)
-    for suffix, write in writers.items():
-        with atomic_file(stem.with_suffix(suffix)) as tmp:  # a name of this process only: two builds never share one
-            write(tmp)
+    with rc_context(NO_DEFAULT_LAYOUT):
+        _lay_out(figures[variants.DESKTOP.name])
+        for suffix, write in writers.items():
+            with atomic_file(stem.with_suffix(suffix)) as tmp:  # a name of this process only: never shared
+                write(tmp)
 
 
 def _lay_out(figure: Figure) -> None:
@@ -620,18 +626,17 @@ def _lay_out(figure: Figure) -> None:
     before it renders), then take its layout engine away so that every later drawing keeps these positions.
 
     Away, not "none": savefig gives a figure with any engine, even the placeholder "none" leaves, one more pass
-    through every artist before it draws (to run the engine), which for a laid-out figure changes nothing."""
-    from matplotlib import rc_context
-
+    through every artist before it draws (to run the engine), which for a laid-out figure changes nothing. Under
+    NO_DEFAULT_LAYOUT only: set_layout_engine(None) means the rc's default engine."""
     dpi = figure.dpi
     figure.dpi = LAYOUT_DPI
     try:
         figure.draw_without_rendering()
     finally:
         figure.dpi = dpi
-    with rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
-        figure.set_layout_engine(None)  # None means the rc's default engine: here, none at all
-    assert figure.get_layout_engine() is None
+    figure.set_layout_engine(None)
+    if figure.get_layout_engine() is not None:
+        raise RuntimeError("a laid-out figure kept a layout engine: _lay_out runs under NO_DEFAULT_LAYOUT")
 
 
 def _describe(error: Exception, job: _Job) -> str:

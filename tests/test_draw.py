@@ -92,9 +92,10 @@ def test_drawing_twice_serial_and_parallel_gives_the_same_bytes(example_summarie
     assert "<dc:date>" not in svg and "Matplotlib v" not in svg
 
 
-def desktop_svg(block: FigureBlock, summaries: dict, tables: dict, lay_out) -> bytes:
-    """The desktop SVG of one of the manual's figures, laid out by lay_out(figure) first, then saved as the
-    build saves it (its layout engine off)."""
+def desktop_svg(block: FigureBlock, summaries: dict, tables: dict, lay_out, folder: Path) -> tuple[bytes, object]:
+    """The desktop SVG of one of the manual's figures and the layout engine the figure has after: laid out by
+    lay_out(figure) and saved with its engine off, as the build did until issue 22; or, with lay_out None, as
+    draw._save saves it now."""
     from matplotlib import rc_context
 
     from build_tools import palette, variants
@@ -104,24 +105,32 @@ def desktop_svg(block: FigureBlock, summaries: dict, tables: dict, lay_out) -> b
     with palette.using(PROJECT), rc_context(palette.rc_params(PROJECT)):
         figures_, _ = draw._draw_screens(importlib.import_module(f"figures.{block.module}"), job, draw._provenance(job))
         figure = figures_[variants.DESKTOP.name]
+        if lay_out is None:
+            folder.mkdir()
+            draw._save(figures_, "", folder / block.id, palette.load_palette(PROJECT.palette_yml))
+            return (folder / f"{block.id}.svg").read_bytes(), figure.get_layout_engine()
         lay_out(figure)
         figure.set_layout_engine("none")
         buffer = io.StringIO()
         figure.savefig(buffer, format="svg", metadata=draw.SVG_METADATA)
-    return buffer.getvalue().encode()
+    return buffer.getvalue().encode(), figure.get_layout_engine()
 
 
 @pytest.mark.parametrize("module", ["reward_curves", "step_phases", "troubleshooting"])
-def test_the_layout_without_a_png_is_the_one_saving_the_png_made(module, example_summaries, tables):
+def test_the_layout_without_a_png_is_the_one_saving_the_png_made(module, example_summaries, tables, tmp_path):
     """Until issue 22 the PNG's rendering (at 200 dpi) laid the desktop figure out; _lay_out makes the same
     layout without rendering, so the SVGs keep their bytes."""
     (chosen,) = [b for b in manual_blocks() if b.module == module]
-    by_png = desktop_svg(chosen, example_summaries, tables,
-                         lambda figure: figure.savefig(io.BytesIO(), format="png", dpi=200))
-    assert desktop_svg(chosen, example_summaries, tables, draw._lay_out) == by_png
+    by_png, _ = desktop_svg(chosen, example_summaries, tables,
+                            lambda figure: figure.savefig(io.BytesIO(), format="png", dpi=200), tmp_path / "png")
+    saved, engine = desktop_svg(chosen, example_summaries, tables, None, tmp_path / "saved")
+    assert saved == by_png
+    # no engine after saving either, so the label check measures this layout rather than laying the figure out anew
+    assert engine is None
     # and the layout does depend on the resolution it is made at, so the test can tell them apart
-    assert desktop_svg(chosen, example_summaries, tables,
-                       lambda figure: figure.savefig(io.BytesIO(), format="png", dpi=100)) != by_png
+    at_100_dpi, _ = desktop_svg(chosen, example_summaries, tables,
+                                lambda figure: figure.savefig(io.BytesIO(), format="png", dpi=100), tmp_path / "100")
+    assert at_100_dpi != by_png
 
 
 # --- determinism, with the test figures -----------------------------------------------------------
