@@ -124,6 +124,9 @@ def report(results: Results, load_before: float, load_after: float) -> tuple[lis
         lines.append(f"{'  the same in CPU seconds':<52} {r.cold.cpu / (r.serial.cpu + r.bare.cpu):7.2f}   "
                      "(not judged: the cold build draws on every core)")
     lines.append(_goal_line(f"no-op / {NOOP_SECONDS} s", noop_goal_ratio, 1.0, busy))
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        lines.append("PYTHONDONTWRITEBYTECODE is set: every build compiled the build's code anew, which a user's "
+                     "make does once")
     if busy:
         return [*lines, busy], 0
     met = noop_ratio <= NOOP_GOAL and cold_ratio <= COLD_GOAL and noop_goal_ratio <= 1.0

@@ -158,7 +158,7 @@ def test_the_example_goals_are_judged_by_their_ratios_and_printed(monkeypatch) -
     from build_tools import bench
 
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     lines, code = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2)
     assert code == 0
     assert lines == [
@@ -194,10 +194,20 @@ def test_a_busy_machine_gets_no_verdict_on_the_example_goals(monkeypatch) -> Non
     from build_tools import bench
 
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     lines, code = bench.report(example_results(cold=30.0, noop=0.6), 3.4, 2.0)
     assert code == 0
     assert [line[-10:] for line in lines if "goal <=" in line] == ["no verdict"] * 3
     assert lines[-1].startswith("no verdict: the load average (3.40) exceeded this machine's 2 cores")
+
+
+def test_builds_that_cannot_cache_their_bytecode_are_said_to(monkeypatch) -> None:
+    from build_tools import bench
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    lines, _ = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2)
+    assert lines[-1] == ("PYTHONDONTWRITEBYTECODE is set: every build compiled the build's code anew, which a user's "
+                         "make does once")
 
 
 # A process that starts a child burning half a second of CPU and exits at once, leaving it to init (or a subreaper).
