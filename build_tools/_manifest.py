@@ -91,15 +91,17 @@ def runs_section(runs: Path) -> dict[str, Any]:
 
 
 def figures_section(figures: Path) -> dict[str, Any]:
-    """Every figure's files by sha256: its SVG, CSV and PNG, and the SVG of each other variant (`phone`,
-    `dark`, `phone.dark`: build_tools/variants.py) as `<variant>_svg_sha256`."""
+    """Every figure's files by sha256: its SVG and CSV, and the SVG of each other variant (`phone`, `dark`,
+    `phone.dark`: build_tools/variants.py) as `<variant>_svg_sha256`; its PNG as `png_sha256` when it has one
+    (editions built before issue 22 shipped one, and verifying one rebuilds it with its own code)."""
     section: dict[str, Any] = {}
     for svg in sorted(figures.glob("*.svg")) if figures.is_dir() else []:
         if "." in svg.stem:
             continue  # a variant, recorded with its figure
         csv, png = svg.with_suffix(".csv"), svg.with_suffix(".png")
-        entry = {"svg_sha256": _sha256(svg), "csv_sha256": _sha256(csv) if csv.is_file() else None,
-                 "png_sha256": _sha256(png) if png.is_file() else None}
+        entry = {"svg_sha256": _sha256(svg), "csv_sha256": _sha256(csv) if csv.is_file() else None}
+        if png.is_file():
+            entry["png_sha256"] = _sha256(png)
         for variant in sorted(figures.glob(f"{glob.escape(svg.stem)}.*.svg")):
             entry[f"{variant.name[len(svg.stem) + 1:-len('.svg')]}_svg_sha256"] = _sha256(variant)
         section[svg.stem] = entry

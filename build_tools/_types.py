@@ -114,7 +114,6 @@ class DrawnFigure:
     block_id: str
     number: str
     svg: Path
-    png: Path
     csv: Path
     alt: str
     redrawn: bool  # False when the cache held it

@@ -94,6 +94,10 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         except ChapterError as error:
             blocks, tables, chapter_error = [], {}, error
         wanted = None if settings.all_runs else _wanted(layout, blocks, tables, site=site)
+        if site:  # the drawing's workers get ready while the runs are summarised
+            from . import draw
+
+            draw.start_workers_early(blocks, cache / "figures", settings.jobs, also=[summarise_runs.__module__])
         try:
             summaries = summarise_runs(layout.runs, cache / "summaries" if settings.trust_state else None,
                                        warnings=warnings,

@@ -1,13 +1,15 @@
-"""Stage 5: draw every figure from the summaries of the runs it names, into SVG, PNG and CSV.
+"""Stage 5: draw every figure from the summaries of the runs it names, into SVG and CSV.
 
 A figure's files come from the cache when nothing it depends on changed (the runs it reads, its module,
 the palette and style, this code, the library versions). When something did, its module's draw() is
 called (cheap) and the result is keyed on what it returned and drew: the numbers of its CSV, its texts,
 the data of its lines, collections and patches, its axes' limits, with the code, palette and style. Only
 when that drawing key differs from the cached one is the figure rendered (the expensive part), so a
-changed metric that no figure plots redraws nothing. The PNG is rendered first, with the layout; the SVG
-is then drawn from the same layout, not laid out again. Figures are drawn in parallel, and every problem
-of every figure is collected before the stage fails once.
+changed metric that no figure plots redraws nothing. The desktop's figure is laid out once, without
+rendering (_lay_out), and its SVG drawn at those positions. No PNG is made: the pages, the zoom link and the
+PDF all show the SVGs, and a PNG was a second full render. Figures are drawn in parallel (a cold build starts
+the workers' fork server while the runs are summarised: start_workers_early), and every problem of every figure
+is collected before the stage fails once.
 
 Every figure has variants (build_tools/variants.py): draw() is called once per screen (the desktop's layout,
 then the phone's: panels stacked, fewer ticks, the same numbers, which is checked), and each SVG has a dark
@@ -52,12 +54,16 @@ if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are
 PACKAGE = "figures"
 # The figure's own files (.json: the CSV's provenance, _sidecar_text), then its other variants' SVGs
 # (variants.suffix: dark, phone, phone in the dark).
-OUTPUTS = (".svg", ".png", ".csv", ".json", *variants.variant_suffixes()[1:])
-PNG_DPI = 200
+OUTPUTS = (".svg", ".csv", ".json", *variants.variant_suffixes()[1:])
+# The desktop figure's layout is made as Agg measures its text at this resolution (that of the PNG the build
+# made until issue 22, which laid the figure out): the SVG's positions follow from it, so it stays.
+LAYOUT_DPI = 200
 CSV_FLOAT_FORMAT = "%.10g"
 # Same bytes on every build: no dates, no creator string with a version in it.
 SVG_METADATA = {"Date": None, "Creator": None}
-PNG_METADATA = {"Software": None}
+# While a laid-out figure is saved, the rc's default layout engine is none: savefig puts back the engine it found
+# (None) with set_layout_engine(None), which under the style (constrained layout) would lay the figure out anew.
+NO_DEFAULT_LAYOUT = {"figure.autolayout": False, "figure.constrained_layout.use": False}
 # What else a drawing depends on besides its module, its runs and its tables: this code, and the project's
 # figure helpers, palette and style (figure_files).
 CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
@@ -328,7 +334,7 @@ def _publish(block: FigureBlock, stem: Path, out_dir: Path, redrawn: bool, epoch
             os.utime(target, (epoch, epoch))
         paths[suffix] = target
     alt = block.alt or stem.with_suffix(".alt").read_text(encoding="utf-8")
-    return DrawnFigure(block.id, block.number, paths[".svg"], paths[".png"], paths[".csv"], alt, redrawn)
+    return DrawnFigure(block.id, block.number, paths[".svg"], paths[".csv"], alt, redrawn)
 
 
 def _problem(block: FigureBlock, message: str) -> Problem:
@@ -342,6 +348,10 @@ def _write_text(path: Path, text: str) -> None:
 # --- drawing ------------------------------------------------------------------------------------
 
 
+# What the drawing's workers import, once, in their fork server (matplotlib and pandas among it).
+WORKER_PRELOAD = (__name__, f"{PACKAGE}._common")
+
+
 def _draw_all(jobs: list[_Job], workers: int | None) -> list[_Outcome]:
     """Draw every job: in this process when one worker suffices, else in a pool of fresh processes."""
     count = min(workers or os.cpu_count() or 1, len(jobs))
@@ -349,8 +359,25 @@ def _draw_all(jobs: list[_Job], workers: int | None) -> list[_Outcome]:
         return [draw_one(job) for job in jobs]
     # forkserver: workers start from a clean process (matplotlib is not fork-safe with threads around),
     # with the drawing code imported once in the server rather than once per worker.
-    with ProcessPoolExecutor(count, mp_context=_workers.context([__name__, f"{PACKAGE}._common"])) as pool:
+    with ProcessPoolExecutor(count, mp_context=_workers.context(WORKER_PRELOAD)) as pool:
         return list(pool.map(draw_one, jobs, chunksize=1))
+
+
+def start_workers_early(blocks: Sequence[FigureBlock], cache_dir: Path, workers: int | None,
+                        also: Sequence[str] = ()) -> bool:
+    """Start the fork server of the drawing's workers now, when at least two figures have nothing in the cache
+    (a cold build) and more than one worker would draw them: its imports (about 1.5 CPU seconds) then run
+    while this process summarises the runs, not before the first figure. `also`: the modules the summary
+    stage's workers import from the same server (a build has one). True when it was started."""
+    if min(workers or os.cpu_count() or 1, len(blocks)) <= 1:
+        return False
+    if sum(not (cache_dir / f"{block.id}.key").is_file() for block in blocks) < 2:
+        return False
+    import multiprocessing.forkserver
+
+    _workers.context([*also, *WORKER_PRELOAD])
+    multiprocessing.forkserver.ensure_running()
+    return True
 
 
 def draw_one(job: _Job) -> _Outcome:
@@ -534,7 +561,7 @@ def _provenance(job: _Job) -> dict[str, str]:
 
 
 def _mark_synthesized(figure: Figure, provenance: dict[str, str]) -> None:
-    """Data that was synthesized says so in the image too, since a PNG travels without its caption."""
+    """Data that was synthesized says so in the image too, since an image travels without its caption."""
     if "example" in provenance.values():
         # As the figure's suptitle, for which constrained layout makes room above the axes and their titles;
         # in the style's text colour and size (figure.titlesize), a neutral of the palette.
@@ -565,37 +592,51 @@ def _sidecar_text(block: FigureBlock, data: pd.DataFrame, provenance: dict[str, 
 
 
 def _save(figures: Mapping[str, Figure], csv: str, stem: Path, role_palette: palette.Palette) -> None:
-    """PNG, SVGs and CSV, each written to a temporary name first so the cache never holds half a file.
+    """SVGs and CSV, each written to a temporary name first so the cache never holds half a file.
 
-    One layout for both images of the desktop: the PNG's rendering lays the figure out (its layout engine),
-    which is then switched off so the SVG is drawn at the same positions rather than laid out a second time.
-    The phone's figure is laid out by its SVG's rendering; each dark variant is its light SVG's text with the
-    dark shades (palette.Palette.to_dark).
+    The desktop's figure is laid out first (_lay_out), its SVG then drawn at those positions; the phone's
+    figure is laid out by its SVG's rendering; each dark variant is its light SVG's text with the dark shades
+    (palette.Palette.to_dark).
     """
-    figure = figures[variants.DESKTOP.name]
+    from matplotlib import rc_context
+
     svgs: dict[str, str] = {}
 
     def write_svg(path: Path, screen: variants.Screen) -> None:
-        shown = figures[screen.name]
-        if screen is variants.DESKTOP:
-            shown.set_layout_engine("none")
         buffer = io.StringIO()
-        shown.savefig(buffer, format="svg", metadata=SVG_METADATA)
+        figures[screen.name].savefig(buffer, format="svg", metadata=SVG_METADATA)
         svgs[screen.name] = buffer.getvalue()
         path.write_text(svgs[screen.name], encoding="utf-8")
 
-    writers: dict[str, Callable[[Path], object]] = {
-        ".png": lambda path: figure.savefig(path, format="png", dpi=PNG_DPI, metadata=PNG_METADATA),
-        ".csv": lambda path: path.write_text(csv, encoding="utf-8"),
-    }
+    writers: dict[str, Callable[[Path], object]] = {".csv": lambda path: path.write_text(csv, encoding="utf-8")}
     for screen in variants.SCREENS:
         writers[variants.suffix(screen, "light")] = functools.partial(write_svg, screen=screen)
         writers[variants.suffix(screen, "dark")] = functools.partial(
             lambda path, name: path.write_text(role_palette.to_dark(svgs[name]), encoding="utf-8"),
             name=screen.name)
-    for suffix, write in writers.items():
-        with atomic_file(stem.with_suffix(suffix)) as tmp:  # a name of this process only: two builds never share one
-            write(tmp)
+    with rc_context(NO_DEFAULT_LAYOUT):
+        _lay_out(figures[variants.DESKTOP.name])
+        for suffix, write in writers.items():
+            with atomic_file(stem.with_suffix(suffix)) as tmp:  # a name of this process only: never shared
+                write(tmp)
+
+
+def _lay_out(figure: Figure) -> None:
+    """Lay the figure out once, its text measured by Agg at LAYOUT_DPI, drawing nothing (what savefig does
+    before it renders), then take its layout engine away so that every later drawing keeps these positions.
+
+    Away, not "none": savefig gives a figure with any engine, even the placeholder "none" leaves, one more pass
+    through every artist before it draws (to run the engine), which for a laid-out figure changes nothing. Under
+    NO_DEFAULT_LAYOUT only: set_layout_engine(None) means the rc's default engine."""
+    dpi = figure.dpi
+    figure.dpi = LAYOUT_DPI
+    try:
+        figure.draw_without_rendering()
+    finally:
+        figure.dpi = dpi
+    figure.set_layout_engine(None)
+    if figure.get_layout_engine() is not None:
+        raise RuntimeError("a laid-out figure kept a layout engine: _lay_out runs under NO_DEFAULT_LAYOUT")
 
 
 def _describe(error: Exception, job: _Job) -> str:

@@ -142,3 +142,91 @@ def test_a_busy_machine_gets_no_verdict(monkeypatch) -> None:
     assert bench_scale.busy_machine(3.1, 1.0) == (
         "no verdict: the load average (3.10) exceeded this machine's 2 cores while measuring, so the times say more "
         "about the other work than about the build; run make bench on a quiet machine")
+
+
+# --- build_tools/bench.py: the example runs' goals ------------------------------------------------------------
+
+
+def example_results(cold: float, noop: float, bare: float = 2.0, serial: float = 8.0):
+    from build_tools.bench import Results, Timing
+
+    return Results(cold=Timing(cold, 20.0), noop=Timing(noop, 0.1), touched=Timing(3.0, 6.0), touched_run="a-run",
+                   serial=Timing(serial, 8.0), parallel=Timing(5.0, None), bare=Timing(bare, 1.5), peak_mib=190.4)
+
+
+def test_the_example_goals_are_judged_by_their_ratios_and_printed(monkeypatch) -> None:
+    from build_tools import bench
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    lines, code = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2)
+    assert code == 0
+    assert lines == [
+        f"{'':<52}  wall s   CPU s",
+        f"{'cold build (empty build/)':<52}   11.40    20.0",
+        f"{'no-op rebuild (median of 5)':<52}    0.12     0.1",
+        f"{'rebuild after touching runs/a-run/run.yaml':<52}    3.00     6.0",
+        f"{'draw every figure, one warm process':<52}    8.00     8.0",
+        f"{'draw every figure, warm, in parallel':<52}    5.00       -",
+        f"{'bare mkdocs build of the same pages':<52}    2.00     1.5",
+        f"{'peak memory of one build or figure process':<52}     190 MiB",
+        f"{'load average (1 min) before, after':<52}    0.50, 1.20 on 2 cores",
+        f"{'no-op / bare mkdocs':<52}    0.06   goal <= 0.25  met",
+        f"{'cold / (figures serially, warm + bare mkdocs)':<52}    1.14   goal <= 1.15  met",
+        f"{'  the same in CPU seconds':<52}    2.11   (not judged: the cold build draws on every core)",
+        f"{'no-op / 0.14 s':<52}    0.86   goal <= 1.0  met"]
+
+
+@pytest.mark.parametrize(("cold", "noop", "missed"), [
+    (11.6, 0.12, ["cold / (figures serially, warm + bare mkdocs)"]),  # 11.6 / (8 + 2) = 1.16
+    (11.4, 0.7, ["no-op / bare mkdocs", "no-op / 0.14 s"]),  # 0.7 / 2 = 0.35
+    (11.4, 0.15, ["no-op / 0.14 s"])])
+def test_an_example_goal_missed_says_which_and_exits_5(cold, noop, missed, monkeypatch) -> None:
+    from build_tools import bench
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    lines, code = bench.report(example_results(cold=cold, noop=noop), 0.5, 1.2)
+    assert code == 5
+    assert [line[:52].strip() for line in lines if line.endswith("missed")] == missed
+
+
+def test_a_busy_machine_gets_no_verdict_on_the_example_goals(monkeypatch) -> None:
+    from build_tools import bench
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    lines, code = bench.report(example_results(cold=30.0, noop=0.6), 3.4, 2.0)
+    assert code == 0
+    assert [line[-10:] for line in lines if "goal <=" in line] == ["no verdict"] * 3
+    assert lines[-1].startswith("no verdict: the load average (3.40) exceeded this machine's 2 cores")
+
+
+def test_builds_that_cannot_cache_their_bytecode_are_said_to(monkeypatch) -> None:
+    from build_tools import bench
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    lines, _ = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2)
+    assert lines[-1] == ("PYTHONDONTWRITEBYTECODE is set: every build compiled the build's code anew, which a user's "
+                         "make does once")
+
+
+# A process that starts a child burning half a second of CPU and exits at once, leaving it to init (or a subreaper).
+LEAVES_A_BUSY_ORPHAN = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time\\n"
+                        "t = time.process_time()\\nwhile time.process_time() - t < 0.5: pass'])")
+
+
+@pytest.mark.parametrize("adopt", [True, False])
+def test_the_cpu_seconds_of_a_build_count_what_it_left_running(adopt: bool) -> None:
+    """A build's fork server outlives it by a moment, its figure workers' CPU seconds with it: make bench adopts
+    it (a Linux subreaper) and waits for it. In a fresh interpreter, since a subreaper stays one."""
+    import subprocess
+    import sys
+
+    script = (f"import sys\nfrom pathlib import Path\nfrom build_tools import bench\nadopted = {adopt} and "
+              "bench.adopt_orphans()\ntiming = bench.timed(lambda: bench.run_and_wait([sys.executable, '-c', "
+              f"{LEAVES_A_BUSY_ORPHAN!r}], Path('.')))\nprint(adopted, timing.cpu)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    adopted, cpu = done.stdout.split()
+    assert adopted == str(adopt)
+    assert (float(cpu) >= 0.5) is adopt

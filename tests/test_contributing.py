@@ -76,7 +76,7 @@ def test_a_figure_added_as_the_recipe_says_is_drawn_and_its_claim_checked(in_cop
     assert (new.id, new.number) == ("fig-grad-norm", f"1.{len(chapter_one)}")
     assert len(blocks) == len(manual_blocks()) + 1
     assert main(["build"]) == 0
-    for suffix in (".svg", ".png", ".csv", ".json"):
+    for suffix in (".svg", ".dark.svg", ".phone.svg", ".phone.dark.svg", ".csv", ".json"):
         assert (root / "site" / "figures" / f"fig-grad-norm{suffix}").is_file()
     csv = (root / "site" / "figures" / "fig-grad-norm.csv").read_text(encoding="utf-8").splitlines()
     assert csv[0] == "run,step,grad_norm" and len(csv) == 1 + 3 * 48  # header, 3 seeds x 48

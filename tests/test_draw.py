@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import io
 import json
 import math
 import os
@@ -70,7 +71,8 @@ def test_every_figure_of_the_chapters_draws_from_the_example_runs(example_summar
     drawn = draw.draw_figures(blocks, example_summaries, tables, tmp_path / "out", tmp_path / "cache", jobs=2,
                               layout=PROJECT)
     assert [d.number for d in drawn] == [b.number for b in blocks]
-    assert all(d.redrawn and d.alt and d.svg.is_file() and d.png.is_file() for d in drawn)
+    assert all(d.redrawn and d.alt and d.svg.is_file() and d.csv.is_file() for d in drawn)
+    assert not [path.name for path in (tmp_path / "out").iterdir() if path.suffix == ".png"]  # the SVGs serve
     for figure in drawn:
         csv = figure.csv.read_bytes()
         assert b"\r" not in csv and len(csv.splitlines()) > 1, figure.csv.name
@@ -90,6 +92,47 @@ def test_drawing_twice_serial_and_parallel_gives_the_same_bytes(example_summarie
     assert "<dc:date>" not in svg and "Matplotlib v" not in svg
 
 
+def desktop_svg(block: FigureBlock, summaries: dict, tables: dict, lay_out, folder: Path) -> tuple[bytes, object]:
+    """The desktop SVG of one of the manual's figures and the layout engine the figure has after: laid out by
+    lay_out(figure) and saved with its engine off, as the build did until issue 22; or, with lay_out None, as
+    draw._save saves it now."""
+    from matplotlib import rc_context
+
+    from build_tools import palette, variants
+
+    job = draw._Job(block, {r: summaries[r] for r in block.runs}, {name: tables[name] for name in block.tables},
+                    Path(), ROOT / "figures" / f"{block.module}.py", PROJECT)
+    with palette.using(PROJECT), rc_context(palette.rc_params(PROJECT)):
+        figures_, _ = draw._draw_screens(importlib.import_module(f"figures.{block.module}"), job, draw._provenance(job))
+        figure = figures_[variants.DESKTOP.name]
+        if lay_out is None:
+            folder.mkdir()
+            draw._save(figures_, "", folder / block.id, palette.load_palette(PROJECT.palette_yml))
+            return (folder / f"{block.id}.svg").read_bytes(), figure.get_layout_engine()
+        lay_out(figure)
+        figure.set_layout_engine("none")
+        buffer = io.StringIO()
+        figure.savefig(buffer, format="svg", metadata=draw.SVG_METADATA)
+    return buffer.getvalue().encode(), figure.get_layout_engine()
+
+
+@pytest.mark.parametrize("module", ["reward_curves", "step_phases", "troubleshooting"])
+def test_the_layout_without_a_png_is_the_one_saving_the_png_made(module, example_summaries, tables, tmp_path):
+    """Until issue 22 the PNG's rendering (at 200 dpi) laid the desktop figure out; _lay_out makes the same
+    layout without rendering, so the SVGs keep their bytes."""
+    (chosen,) = [b for b in manual_blocks() if b.module == module]
+    by_png, _ = desktop_svg(chosen, example_summaries, tables,
+                            lambda figure: figure.savefig(io.BytesIO(), format="png", dpi=200), tmp_path / "png")
+    saved, engine = desktop_svg(chosen, example_summaries, tables, None, tmp_path / "saved")
+    assert saved == by_png
+    # no engine after saving either, so the label check measures this layout rather than laying the figure out anew
+    assert engine is None
+    # and the layout does depend on the resolution it is made at, so the test can tell them apart
+    at_100_dpi, _ = desktop_svg(chosen, example_summaries, tables,
+                                lambda figure: figure.savefig(io.BytesIO(), format="png", dpi=100), tmp_path / "100")
+    assert at_100_dpi != by_png
+
+
 # --- determinism, with the test figures -----------------------------------------------------------
 
 
@@ -100,7 +143,7 @@ def test_source_date_epoch_dates_the_files_and_never_their_content(sample_figure
     drawn = draw.draw_figures(blocks, runs, {}, tmp_path / "dated", tmp_path / "cache-dated", jobs=1,
                               layout=sample_figures, epoch=1700000000)
     assert files_of(tmp_path / "plain") == files_of(tmp_path / "dated")
-    assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].png, drawn[0].csv)} == {1700000000}
+    assert {os.stat(path).st_mtime for path in (drawn[0].svg, drawn[0].csv)} == {1700000000}
     assert drawn[0].csv.read_text() == "run,step,reward\nrun-a,0,0.5\nrun-a,1,0.6\nrun-a,2,0.7\n"
     assert os.stat(drawn[0].csv.with_suffix(".json")).st_mtime == 1700000000
 
@@ -215,7 +258,7 @@ def test_a_changed_option_or_a_lost_output_redraws(sample_figures, tmp_path):
     changed = dataclasses.replace(first, options={"split": 12})
     assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1,
                              layout=sample_figures)[0].redrawn
-    (tmp_path / "cache" / "fig-tiny-reward.png").unlink()
+    (tmp_path / "cache" / "fig-tiny-reward.phone.dark.svg").unlink()
     assert draw.draw_figures([changed], runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1,
                              layout=sample_figures)[0].redrawn
 
@@ -262,7 +305,7 @@ def test_every_bad_figure_is_named_with_its_run_and_metric_and_the_rest_are_draw
     ])
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [
         "fig-good.csv", "fig-good.dark.svg", "fig-good.json", "fig-good.phone.dark.svg", "fig-good.phone.svg",
-        "fig-good.png", "fig-good.svg"]
+        "fig-good.svg"]
 
 
 def test_a_figure_of_the_manual_names_the_run_and_metric_it_lacks(example_summaries, tables, tmp_path):
@@ -327,7 +370,7 @@ def test_every_figure_has_a_phone_layout_and_a_dark_variant(sample_figures, tmp_
     out = tmp_path / "out"
     assert sorted(path.name for path in out.iterdir()) == [
         "fig-two-panels.csv", "fig-two-panels.dark.svg", "fig-two-panels.json", "fig-two-panels.phone.dark.svg",
-        "fig-two-panels.phone.svg", "fig-two-panels.png", "fig-two-panels.svg"]
+        "fig-two-panels.phone.svg", "fig-two-panels.svg"]
 
     def axes_of(name: str) -> list[tuple[float, float]]:
         """Each panel's (left, top) in the SVG, from the axes' background patch."""
@@ -382,3 +425,18 @@ def test_labels_that_collide_on_any_screen_fail_the_figure(sample_figures, tmp_p
     assert [p.message for p in caught.value.problems] == [
         "fig 1.1 (fig-crowded): on the phone, texts 'first label' and 'second label' overlap"]
     assert not (tmp_path / "cache" / "fig-crowded.key").exists()  # drawn again next time, not cached
+
+
+def test_the_workers_are_started_early_only_for_a_cold_cache_and_more_than_one_worker(sample_figures, tmp_path):
+    blocks = [block("1.1", "tiny_reward", ("run-a",)), block("1.2", "tiny_reward", ("run-a",), block_id="fig-b")]
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    assert not draw.start_workers_early(blocks, cache, 1)  # one worker draws in this process
+    assert not draw.start_workers_early(blocks[:1], cache, 2)  # one figure: no pool
+    (cache / "fig-b.key").write_text("{}")
+    assert not draw.start_workers_early(blocks, cache, 2)  # one figure to draw at most
+    (cache / "fig-b.key").unlink()
+    assert draw.start_workers_early(blocks, cache, 2)
+    import multiprocessing.forkserver
+
+    assert multiprocessing.forkserver._forkserver._forkserver_pid is not None

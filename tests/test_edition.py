@@ -7,6 +7,7 @@ the git and mike logic is exercised in seconds; one module-scoped fixture publis
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -248,6 +249,20 @@ def test_changes_list_added_and_removed_entries() -> None:
     found = _manifest.changes(old, new)
     assert found["runs"] == ["run b added", "run a removed"]
     assert found["claims"] == ["claim fig-x added"]
+
+
+def test_a_figure_is_recorded_by_the_files_it_ships_its_png_only_when_it_has_one(tmp_path: Path) -> None:
+    """Editions since issue 22 ship no PNG; one built before did, and verifying it rebuilds it with its own code,
+    so its manifest, computed again, must still record that PNG and nothing for a figure without one."""
+    for name, text in {"fig-new.svg": "<svg/>", "fig-new.dark.svg": "<svg id='d'/>", "fig-new.csv": "a\n1\n",
+                       "fig-old.svg": "<svg/>", "fig-old.csv": "a\n2\n", "fig-old.png": "png bytes"}.items():
+        (tmp_path / name).write_text(text)
+    digest = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in tmp_path.iterdir()}
+    assert _manifest.figures_section(tmp_path) == {
+        "fig-new": {"svg_sha256": digest["fig-new.svg"], "csv_sha256": digest["fig-new.csv"],
+                    "dark_svg_sha256": digest["fig-new.dark.svg"]},
+        "fig-old": {"svg_sha256": digest["fig-old.svg"], "csv_sha256": digest["fig-old.csv"],
+                    "png_sha256": digest["fig-old.png"]}}
 
 
 # --- verify --------------------------------------------------------------------------------------------------
@@ -564,6 +579,12 @@ def test_real_manifest_covers_every_run_figure_claim_and_metrics_row(real_editio
     assert f"Rollout › `{NUDGED_METRIC}`" in manifest["metrics"]
     assert "index.html" in manifest["pages"] and "06-metrics.html" in manifest["pages"]
     assert "fig-response-length" in show(real_editions, "2026.10/manifest.html")
+    # every image and CSV the edition ships is recorded by its hash (the CSV's .json beside it is not), no PNG
+    shipped = git(real_editions, "ls-tree", "--name-only", "gh-pages", "2026.10/figures/").splitlines()
+    recorded = {f"{figure}.{field.removesuffix('_sha256').replace('_', '.')}"
+                for figure, entry in manifest["figures"].items() for field in entry}
+    assert sorted(Path(p).name for p in shipped if not p.endswith(".json")) == sorted(recorded)
+    assert not [p for p in shipped if p.endswith(".png")]
 
 
 def test_real_diff_names_the_nudged_run_and_the_moved_claim(real_editions: Path) -> None:
