@@ -302,7 +302,8 @@ def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
     problems: list[Problem] = []
     run = load.load_run(path, problems)
     if not problems:
-        return summarise(run, problems), problems
+        summary = summarise(run, problems)  # its own rules may still refuse the run (a step logged twice)
+        return (None if problems else summary), problems
     try:  # still look for the problems only the summary finds (a step logged twice), to list them all at once
         summarise(run, problems)
     except Exception:  # noqa: BLE001 - the run is already rejected; what is missing from it may trip the summary
