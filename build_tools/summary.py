@@ -168,7 +168,8 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
             problems += load.time_problems(str(shown / path.name / "run.yaml"), run.config, *_time_span(run), latest)
     if problems:
         raise RunDataError(problems)
-    warnings += [warning for run in runs.validated.values() for warning in run.warnings]
+    # In the order of the runs, as afresh: those replayed from their records were taken before those read again.
+    warnings += [warning for _, run in sorted(runs.validated.items()) for warning in run.warnings]
     if validated is not None:
         validated.update(sorted(runs.validated.items()))
     return dict(sorted(runs.summaries.items()))

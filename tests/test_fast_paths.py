@@ -289,6 +289,32 @@ def test_the_dates_of_a_run_replayed_from_its_record_are_checked_as_afresh(run_i
     assert found["from records"] == found["afresh"] == found["summarised"]
 
 
+# The sample runs that load (a hostile scenario that must still load has an empty expected.txt), warnings and all.
+LOADING = [(scenario, run_id) for scenario, run_id in SAMPLE_RUNS if scenario == "load/good" or (
+    scenario.startswith("hostile/") and not (SAMPLES / scenario / "expected.txt").read_text(encoding="utf-8").strip())]
+
+
+@pytest.mark.parametrize("wanted", [NOTHING, None], ids=["validated", "summarised"])
+def test_runs_read_again_beside_runs_from_the_cache_are_told_in_the_order_of_the_runs(wanted: Wanted | None,
+                                                                                      tmp_path: Path) -> None:
+    """The first run touched, the others taken from the cache: their warnings in the order of the runs, as afresh
+    (those replayed from their records came before those read again)."""
+    runs = tmp_path / "runs"
+    names = with_samples(runs, LOADING)
+    assert outcome(runs, tmp_path / "cache", wanted=wanted).problems == []
+    with (runs / names[0] / "run.yaml").open("a", encoding="utf-8") as run_yaml:
+        run_yaml.write("# touched\n")
+    with loads_counted() as loaded:
+        fast = outcome(runs, tmp_path / "cache", wanted=wanted)
+    plain = outcome(runs, None, wanted=wanted)
+    assert loaded == names[:1]  # only the touched run read again
+    told = plain.warnings if wanted else [line for run in plain.runs.values() for line in run.warnings]
+    assert len({name for name in names for line in told if f"/{name}/" in line}) > 1  # more than one run warns
+    assert (fast.problems, fast.warnings, list(fast.runs)) == (plain.problems, plain.warnings, list(plain.runs))
+    for run_id, run in plain.runs.items():
+        assert run_differences(fast.runs[run_id], run) == [], run_id
+
+
 @pytest.mark.parametrize("run_id", EXAMPLES)
 def test_the_memo_gives_the_input_hash_hashing_afresh_gives(run_id: str, examples_summarised: Ways,
                                                             examples_validated: Ways) -> None:
@@ -469,14 +495,14 @@ def test_a_check_that_warns_or_fails_is_checked_again_and_says_the_same(
     assert not touched.replayed and touched.shown == cold.shown and reports(root) == cold_reports
 
 
-def with_every_sample(root: Path) -> list[str]:
-    """Every sample run copied into the project's runs/, named after its scenario; the names."""
+def with_samples(runs: Path, samples: list[tuple[str, str]]) -> list[str]:
+    """Sample runs copied into runs/, each named after its scenario; the names."""
     names = []
-    for scenario, run_id in SAMPLE_RUNS:
+    for scenario, run_id in samples:
         name = f"{scenario.replace('/', '-')}-{run_id}"
-        shutil.copytree(SAMPLES / scenario / run_id, root / "runs" / name)
+        shutil.copytree(SAMPLES / scenario / run_id, runs / name)
         for file, old in (("run.yaml", f"run_id: {run_id}"), ("dashboard/meta.json", f'"{run_id}"')):
-            path = root / "runs" / name / file
+            path = runs / name / file
             if path.is_file() and old.encode() in (data := path.read_bytes()):
                 path.write_bytes(data.replace(old.encode(), old.replace(run_id, name).encode(), 1))
         names.append(name)
@@ -488,7 +514,7 @@ def test_a_check_of_every_sample_fails_alike_cold_and_warm(options: list[str], t
     """The samples that load are validated (or summarised) and remembered, the others refused: the second check,
     from the cache, lists the same problems."""
     root = copy_project(tmp_path / "manual")
-    names = with_every_sample(root)
+    names = with_samples(root / "runs", SAMPLE_RUNS)
     cold = checked(root, *options)
     assert cold.code == EXIT_BAD_INPUT and "step 0 logged twice with different values" in cold.err
     assert {name for name in names if f"runs/{name}/" in cold.err} >= {name for name in names if "hostile-" in name
