@@ -244,15 +244,35 @@ def test_a_sample_summarised_from_the_cache_is_what_it_is_afresh(scenario: str, 
 # --- memoised validation and the memo of input hashes -------------------------------------------------------
 
 
+def from_summaries(cache: Path, runs: Path, copy: Path, **options: Any) -> Outcome:
+    """The runs only validated, from the records that summarising them left in `cache` (a copy of it): none
+    loaded."""
+    shutil.copytree(cache, copy)
+    with loads_counted() as loaded:
+        found = outcome(runs, copy, wanted=NOTHING, **options)
+    assert loaded == [] or found.problems
+    return found
+
+
+@pytest.fixture(scope="session")
+def examples_validated_from_summaries(tmp_path_factory: pytest.TempPathFactory, examples_summarised: Ways) -> Outcome:
+    return from_summaries(examples_summarised.cache, ROOT / "runs", tmp_path_factory.mktemp("fast-left") / "cache")
+
+
 @pytest.mark.parametrize("run_id", EXAMPLES)
 def test_a_run_replayed_from_its_record_is_the_run_validated_afresh(run_id: str, examples_validated: Ways,
-                                                                     examples_summarised: Ways) -> None:
+                                                                     examples_summarised: Ways,
+                                                                     examples_validated_from_summaries: Outcome
+                                                                     ) -> None:
     ways = examples_validated
     assert ways.plain.problems == [] and ways.loaded == []  # the warm pass validated no run again
     assert all(isinstance(run, ValidatedRun) for run in ways.warm.runs.values())
     assert_the_same(ways, [run_id])
-    # ... and validating keeps what summarising gives.
+    # ... and validating keeps what summarising gives; the record a summary left is the run validated afresh.
     assert differences(kept(ways.plain.runs[run_id]), as_validated(examples_summarised.plain.runs[run_id])) == []
+    left = examples_validated_from_summaries
+    assert (left.problems, left.warnings) == (ways.plain.problems, ways.plain.warnings)
+    assert run_differences(left.runs[run_id], ways.plain.runs[run_id]) == []
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -263,9 +283,17 @@ def test_a_sample_validated_from_its_record_is_what_it_is_afresh(scenario: str, 
     assert ways.plain.problems or ways.loaded == []
     summarised = outcome(SAMPLES / scenario, None, latest=EDITION_DATE)
     assert ways.plain.problems == summarised.problems
-    assert sorted(ways.plain.warnings) == sorted(w for run in summarised.runs.values() for w in run.warnings)
+    assert ways.plain.warnings == [line for run in summarised.runs.values() for line in run.warnings]
     for run_id, summary in summarised.runs.items():
         assert differences(kept(ways.plain.runs[run_id]), as_validated(summary)) == []
+    # The records a summarising check left, replayed when nothing reads the runs: the runs validated afresh.
+    summaries_cache = tmp_path / "summaries"
+    outcome(SAMPLES / scenario, summaries_cache, latest=EDITION_DATE)
+    left = from_summaries(summaries_cache, SAMPLES / scenario, tmp_path / "left", latest=EDITION_DATE)
+    assert (left.problems, left.warnings, list(left.runs)) == (ways.plain.problems, ways.plain.warnings,
+                                                                list(ways.plain.runs))
+    for run_id, run in ways.plain.runs.items():
+        assert run_differences(left.runs[run_id], run) == []
 
 
 @pytest.fixture(scope="session")
