@@ -360,15 +360,19 @@ def test_the_memo_gives_the_input_hash_hashing_afresh_gives(run_id: str, example
 
 @contextlib.contextmanager
 def reading(way: str) -> Iterator[None]:
-    """Every stream that can be read as columns read so ("columns"), none ("lines"), or as the build reads them
-    ("as built": those above _columnar.FAST_FROM_BYTES, the size load.load_run reads a stream as columns from)."""
+    """Every stream that can be read as columns read so ("columns"; "small batches": a few KiB at a time, so a
+    file is read the way a large one is, its lines split across batches), none ("lines"), or as the build reads
+    them ("as built": those above _columnar.FAST_FROM_BYTES, the size load.load_run reads a stream as columns
+    from)."""
     with pytest.MonkeyPatch.context() as patch:
         if way != "as built":
-            patch.setattr(_columnar, "FAST_FROM_BYTES", 0 if way == "columns" else math.inf)
+            patch.setattr(_columnar, "FAST_FROM_BYTES", math.inf if way == "lines" else 0)
+        if way == "small batches":
+            patch.setattr(_columnar, "BATCH_BYTES", 4096)
         yield
 
 
-WAYS = ("lines", "columns", "as built")
+WAYS = ("lines", "columns", "small batches", "as built")
 
 
 def read_each_way(runs: Path) -> dict[tuple[str, str], Outcome]:
