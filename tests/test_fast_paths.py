@@ -8,7 +8,8 @@ scenarios of tests/samples/hostile/ and tests/samples/load/, collected from the 
   and the memo of input hashes against hashing afresh.
 - Cached summaries: a summary read back from the cache (and one that crossed the Ray wire, in the cache's format)
   against the summary made afresh: every frame with its dtypes, index and column order, the configuration and
-  facts in their order, warnings, series and step axes; and `check` from a warm cache against a cold one.
+  facts in their order, warnings, series and step axes; and `check` from a warm cache, or after one run changed
+  (the others from the cache), against a cold one.
 - The replayed check (`make check` with nothing changed prints its last report, store/uptodate.py) against a
   fresh check: stdout, stderr and exit code; a check with warnings or a failing claim is never replayed, and
   says the same again.
