@@ -175,7 +175,8 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
             problems += load.time_problems(str(shown / path.name / "run.yaml"), run.config, *_time_span(run), latest)
     if problems:
         raise RunDataError(problems)
-    warnings += [warning for run in runs.validated.values() for warning in run.warnings]
+    # In the order of the runs, as afresh: those replayed from their records were taken before those read again.
+    warnings += [warning for _, run in sorted(runs.validated.items()) for warning in run.warnings]
     if validated is not None:
         validated.update(sorted(runs.validated.items()))
     return dict(sorted(runs.summaries.items()))
@@ -304,7 +305,8 @@ def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
     problems: list[Problem] = []
     run = load.load_run(path, problems)
     if not problems:
-        return summarise(run, problems), problems
+        summary = summarise(run, problems)  # its own rules may still refuse the run (a step logged twice)
+        return (None if problems else summary), problems
     try:  # still look for the problems only the summary finds (a step logged twice), to list them all at once
         summarise(run, problems)
     except Exception:  # noqa: BLE001 - the run is already rejected; what is missing from it may trip the summary

@@ -309,7 +309,7 @@ def test_a_long_frame_is_cached_a_row_group_at_a_time_byte_for_byte(index: pd.Ra
     frame = pd.DataFrame({"ts": np.arange(2500) * 0.5, "node": np.array(["a", "b"] * 1250, dtype=object),
                           "gpu": np.arange(2500), "mem_mb": np.array([None] * 2500, dtype=object),
                           "power_w": np.where(np.arange(2500) % 3 == 0, np.nan, 60.0)}, index=index)
-    table = pa.Table.from_pandas(frame, preserve_index=True)
+    table = pa.Table.from_pandas(frame)  # the RangeIndex kept as metadata
     expected = io.BytesIO()
     pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"manual_json_columns": b"[]"}),
                    expected, row_group_size=1000)

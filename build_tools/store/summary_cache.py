@@ -82,8 +82,10 @@ def write_entry(cache_dir: Path, run_id: str, digest: str, frames: dict[str, pd.
             files[file] = {"name": name, "sha256": _sha256(tmp / file)}
         content = {"format": FORMAT, "digest": digest, "files": files, **body}
         text = json.dumps(content, sort_keys=True, allow_nan=True)
+        # The body in its own order (a run.yaml's, the facts'), so that it reads back as the summary had it; its
+        # hash is of its keys sorted.
         (tmp / "entry.json").write_text(json.dumps({"sha256": _sha256_text(text), "body": content},
-                                                   sort_keys=True, allow_nan=True), encoding="utf-8")
+                                                   allow_nan=True), encoding="utf-8")
         for stale in cache_dir.glob(f"{run_id}-*"):
             if stale.is_dir() and stale != tmp:
                 shutil.rmtree(stale, ignore_errors=True)
@@ -146,7 +148,7 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
     json_columns = {b"manual_json_columns": json.dumps(encoded).encode()}
     if len(frame) <= ROW_GROUP or not isinstance(frame.index, pd.RangeIndex) or not _write_by_row_groups(
             frame, path, json_columns):
-        table = pa.Table.from_pandas(frame, preserve_index=True)
+        table = pa.Table.from_pandas(frame)  # a RangeIndex as metadata (read back a RangeIndex), any other as a column
         pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **json_columns}), path)
 
 
@@ -160,7 +162,7 @@ def _write_by_row_groups(frame: pd.DataFrame, path: Any, metadata: dict[bytes, b
         kinds = {pd.api.types.infer_dtype(part[name], skipna=True) for part in (frame, head)}
         if pd.api.types.is_object_dtype(dtype) and not (kinds == {"string"} or kinds == {"empty"}):
             return False
-    first = pa.Table.from_pandas(head, preserve_index=True)
+    first = pa.Table.from_pandas(head)
     pandas = json.loads(first.schema.metadata[b"pandas"])
     for index in pandas["index_columns"]:
         if isinstance(index, dict) and index.get("kind") == "range":
@@ -170,7 +172,7 @@ def _write_by_row_groups(frame: pd.DataFrame, path: Any, metadata: dict[bytes, b
         writer.write_table(first)
         del first
         for start in range(ROW_GROUP, len(frame), ROW_GROUP):
-            part = pa.Table.from_pandas(frame.iloc[start:start + ROW_GROUP], schema=schema, preserve_index=True)
+            part = pa.Table.from_pandas(frame.iloc[start:start + ROW_GROUP], schema=schema)
             writer.write_table(part)
             del part
             pa.default_memory_pool().release_unused()
@@ -195,7 +197,7 @@ def _holds_containers(column: pd.Series) -> bool:
 
 def _as_json(values: np.ndarray) -> np.ndarray:
     first, at = _distinct(values)
-    texts = np.array([json.dumps(values[row], sort_keys=True, allow_nan=True) for row in first], dtype=object)
+    texts = np.array([json.dumps(values[row], allow_nan=True) for row in first], dtype=object)  # keys kept in order
     encoded: np.ndarray = texts[at]
     return encoded
 
@@ -253,7 +255,7 @@ def _well_formed(record: object) -> bool:
 
 
 def write_validated(cache_dir: Path, runs: dict[str, dict[str, Any]]) -> None:
-    text = json.dumps({"format": FORMAT, "runs": runs}, sort_keys=True, allow_nan=True).encode()
+    text = json.dumps({"format": FORMAT, "runs": runs}, allow_nan=True).encode()  # each run.yaml in its own order
     write_atomic(cache_dir / VALIDATED, hashlib.sha256(text).hexdigest().encode() + b"\n" + text)
 
 

@@ -27,7 +27,7 @@ def encode(summary: RunSummary) -> Encoded:
         buffer = io.BytesIO()
         summary_cache._write_frame(frame, buffer)  # type: ignore[arg-type]  # pyarrow writes to any file
         tables[name] = buffer.getvalue()
-    return tables, json.dumps(body, sort_keys=True, allow_nan=True)
+    return tables, json.dumps(body, allow_nan=True)  # keys in the summary's order, as the cache keeps them
 
 
 def decode(encoded: Encoded) -> RunSummary:
