@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from ._files import (
     check_tree,
     check_utf8,
     decode_utf8,
+    open_input,
     read_bytes,
     read_text,
     scan_tree,
@@ -311,7 +312,10 @@ class _ColumnReader:
                 self.run.streams[self.stream] += _read_stream(path, self.stream, self.problems, self.run.warnings)
 
     def _read_file(self, path: Path) -> None:
-        blocks = _blocks(path)
+        with contextlib.closing(_blocks(path)) as blocks:  # closed at once: a file read whole counts as seen
+            self._read_blocks(path, blocks)
+
+    def _read_blocks(self, path: Path, blocks: Iterator[bytes]) -> None:
         try:
             first = next(blocks, b"")
             if len(first) < _columnar.BATCH_BYTES:  # the whole file, in one piece
@@ -452,7 +456,7 @@ def _split(data: bytes, path: Path, first_line: int, bom: bool = True) -> tuple[
     return _Piece(path, first_line, lines), data[max(end, start):]
 
 
-def _blocks(path: Path) -> Iterator[bytes]:
+def _blocks(path: Path) -> Generator[bytes, None, None]:
     """The file's bytes (gunzipped when its name ends in .gz) a batch at a time; _Unreadable for anything
     read_bytes refuses, which the record path then words."""
     try:
@@ -460,7 +464,8 @@ def _blocks(path: Path) -> Iterator[bytes]:
         if not stat.S_ISREG(info.st_mode) or info.st_size > STREAM_LIMIT:
             raise _Unreadable
         total = 0
-        with (gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")) as handle:
+        with open_input(path) as raw, (gzip.GzipFile(fileobj=raw, mode="rb")
+                                       if path.name.endswith(".gz") else contextlib.nullcontext(raw)) as handle:
             while block := handle.read(_columnar.BATCH_BYTES):
                 total += len(block)
                 if total > STREAM_LIMIT:
