@@ -15,8 +15,8 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -273,10 +273,13 @@ class _Piece:
     file: Path
     first_line: int
     data: bytes
-    lines: int = field(init=False)
+    counted: int | None = None  # its lines, once told (by the batch's one pass over its newlines, _read_batch)
 
-    def __post_init__(self) -> None:
-        self.lines = self.data.count(b"\n")
+    @property
+    def lines(self) -> int:
+        if self.counted is None:
+            self.counted = self.data.count(b"\n")
+        return self.counted
 
 
 class _ColumnReader:
@@ -320,7 +323,7 @@ class _ColumnReader:
             first = next(blocks, b"")
             if len(first) < _columnar.BATCH_BYTES:  # the whole file, in one piece
                 piece, tail = _split(first, path, 1)
-                self._warn_tail(path, tail, 1 + piece.lines)
+                self._warn_tail(path, tail, lambda: 1 + piece.lines)
                 if piece.data:
                     self.pending.append(piece)
                     self.pending_bytes += len(piece.data)
@@ -352,17 +355,18 @@ class _ColumnReader:
             if piece.data and not self._read_batch([piece]):
                 raise _Unreadable  # a batch the columns refuse: the file is read line by line, whole
             line += piece.lines
-        self._warn_tail(path, carry, line)
+        self._warn_tail(path, carry, lambda: line)
 
-    def _warn_tail(self, path: Path, tail: bytes, line: int) -> None:
-        """A last line without its newline is being written: skipped, as the record path does."""
+    def _warn_tail(self, path: Path, tail: bytes, line: Callable[[], int]) -> None:
+        """A last line without its newline is being written: skipped, as the record path does (`line`: its
+        number, counted only then)."""
         try:
             text = tail.decode("utf-8")
         except UnicodeDecodeError:
             raise _Unreadable from None
         if text.strip():
-            self.run.warnings.append(f"{display_path(path)}:{line}: last line has no newline (a writer mid-append); "
-                                     "skipped")
+            self.run.warnings.append(f"{display_path(path)}:{line()}: last line has no newline (a writer "
+                                     "mid-append); skipped")
 
     def _flush(self, final: bool = False) -> None:
         pieces, size, self.pending, self.pending_bytes = self.pending, self.pending_bytes, [], 0
@@ -385,12 +389,16 @@ class _ColumnReader:
     def _read_batch(self, pieces: list[_Piece]) -> bool:
         """The batch read as columns, if they accept it whole."""
         data = pieces[0].data if len(pieces) == 1 else b"".join(piece.data for piece in pieces)
-        lines = [piece.lines for piece in pieces]
+        starts = _columnar.line_starts(data)  # the batch's one pass over its newlines: each piece's lines from it
+        ends = np.cumsum([len(piece.data) for piece in pieces])
+        firsts = np.searchsorted(starts, [0, *ends.tolist()], side="right") - 1  # each piece's first row, then all
+        for piece, count in zip(pieces, np.diff(firsts).tolist(), strict=True):
+            piece.counted = count
         self.batches += 1
-        table = _columnar.read_frame(self.stream, data, sum(lines))
+        table = _columnar.read_frame(self.stream, data, len(starts) - 1, starts)
         columns = None if table is None else Columns(table, [p.file for p in pieces], [p.first_line for p in pieces],
-                                                     [0, *np.cumsum(lines)[:-1].tolist()])
-        if columns is not None and self._suspects_hold(columns, data):
+                                                     firsts[:-1].tolist())
+        if columns is not None and self._suspects_hold(columns, data, starts):
             if not self.keep and self.stream in _columnar.FLAT_STREAMS:  # only validated: its last time kept
                 last = pc.max(columns.table.column("ts")).as_py() if "ts" in columns.table.column_names else None
                 if last is not None and not math.isnan(last):
@@ -402,12 +410,11 @@ class _ColumnReader:
             return True
         return False
 
-    def _suspects_hold(self, columns: Columns, data: bytes) -> bool:
+    def _suspects_hold(self, columns: Columns, data: bytes, starts: np.ndarray) -> bool:
         """The rows the columns cannot vouch for, each checked as the record path checks its line."""
-        rows = _columnar.suspect_rows(self.stream, columns.table, data)
+        rows = _columnar.suspect_rows(self.stream, columns.table, data, starts)
         if not len(rows):
             return True
-        starts = _columnar.line_starts(data)
         for row in rows.tolist():
             where, line = columns.where(row)
             text = data[starts[row]:starts[row + 1]].decode("utf-8")

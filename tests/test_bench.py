@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import copy_project
 
-from build_tools import bench_scale
+from build_tools import _json_floor, bench_scale
 from build_tools.cli import main
 from examples._build import prepare
 from examples._output import write_run
@@ -142,3 +142,84 @@ def test_a_busy_machine_gets_no_verdict(monkeypatch) -> None:
     assert bench_scale.busy_machine(3.1, 1.0) == (
         "no verdict: the load average (3.10) exceeded this machine's 2 cores while measuring, so the times say more "
         "about the other work than about the build; run make bench on a quiet machine")
+
+
+# --- issue 22's goals: the cold check against the JSON-parse floor measured in the same run -----------------
+
+
+def m(what: str, seconds: float, mib: float = 100.0, cpu: float = 1.0, exit_code: int = 0) -> bench_scale.Measurement:
+    return bench_scale.Measurement(what, seconds, mib, mib, exit_code, [seconds], cpu)
+
+
+def test_the_cold_check_is_judged_by_its_ratio_to_the_floor_and_the_rest_by_time_and_memory(capsys) -> None:
+    measured = [m(bench_scale.FLOOR, 6.0, cpu=11.0), m("cold check", 8.4, 590.0, cpu=15.4), m("warm check", 0.5),
+                m("full build (after the checks)", 12.0)]
+    goals = bench_scale._goal_lines("1000x1000", measured)
+    bench_scale._print_table(measured, goals)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[5:] == [
+        "cold check / JSON-parse floor: 1.40x wall, 1.40x CPU seconds",
+        "cold check time / JSON-parse floor (6.00 s)                                1.40   goal <= 1.5  ratio 0.93  met",
+        "cold check peak memory of the process tree (MiB)                         590.00   goal < 600  ratio 0.98  met",
+        "warm check time (s)                                                        0.50   goal < 0.5  ratio 1.00  missed",
+        "full build (after the checks) time (s)                                    12.00   goal <= 12  ratio 1.00  met",
+    ]
+    assert [goal["met"] for goal in goals] == [True, True, False, True]
+
+
+def test_a_cold_check_without_a_floor_misses_its_goal() -> None:
+    goals = bench_scale._goal_lines("1000x1000", [m(bench_scale.FLOOR, 6.0, exit_code=1), m("cold check", 8.0)])
+    assert goals[0] == {"what": "cold check / JSON-parse floor: no floor measured", "value": None, "goal": None,
+                        "ratio": None, "met": False}
+    assert not any(goal["met"] for goal in goals if goal["value"] is None)
+
+
+def test_the_long_run_is_judged_summarised() -> None:
+    goals = bench_scale._goal_lines("1x10000", [m(bench_scale.FLOOR, 1.0), m("cold check", 3.0, 900.0),
+                                                m(bench_scale.ALL_RUNS, 7.9, 401.0)])
+    assert [(goal["what"], goal["met"]) for goal in goals] == [
+        ("cold check ALL=1 (every run summarised) time (s)", True),
+        ("cold check ALL=1 (every run summarised) peak memory of the process tree (MiB)", False)]
+
+
+def test_the_summarised_check_is_the_command_make_check_all_1_runs(tmp_path: Path) -> None:
+    assert bench_scale.all_runs_command(tmp_path) == ["-m", "build_tools", "--root", str(tmp_path), "check", "--all"]
+
+
+@pytest.mark.parametrize(("scale", "summarised"), [("1x10000", True), ("1000x1000", False)])
+def test_the_floor_is_measured_first_and_the_summarised_check_where_a_goal_asks(scale, summarised, monkeypatch,
+                                                                               tmp_path) -> None:
+    commands: list[tuple[str, list[str]]] = []
+
+    def measure(what, work, command):
+        commands.append((what, command))
+        return m(what, 1.0)
+
+    monkeypatch.setattr(bench_scale, "measure", measure)
+    monkeypatch.setattr(bench_scale, "touch_run", lambda run: run.name)
+    bench_scale.measure_all(tmp_path, tmp_path / "generated", ["scale-0000"], scale)
+    whats = list(dict.fromkeys(what for what, _ in commands))
+    assert whats[:2] == [bench_scale.FLOOR, "cold check"] and whats[-1] == "full build (after the checks)"
+    assert (bench_scale.ALL_RUNS in whats) == summarised
+    assert commands[0][1] == ["-m", "build_tools._json_floor", str(tmp_path / "generated")]
+
+
+def test_the_floor_parses_every_metrics_and_phases_file_and_nothing_else(tmp_path: Path) -> None:
+    write_scaled(tmp_path / "set", 3, 20, workers=1)
+    files = _json_floor.stream_files(tmp_path / "set")
+    names = {path.relative_to(tmp_path / "set").as_posix() for path in files}
+    expected = {name for name in tree(tmp_path / "set")
+                if name.split("/")[2].startswith(("metrics.jsonl", "phases"))}
+    assert names == expected and any("/phases/" in name for name in names)
+    rows = sum(len(path.read_bytes().splitlines()) for path in files)
+    assert _json_floor.parse_all(tmp_path / "set", workers=1) == _json_floor.parse_all(tmp_path / "set", 2) == (
+        len(files), rows)
+
+
+def test_the_cpu_of_a_fork_servers_workers_is_added_to_the_process_own() -> None:
+    """The measured process (1) reaped its child 4 (whose time, with 5's, is in its rusage), not the fork server 2,
+    which outlived it with its worker 3."""
+    sampler = bench_scale._TreeSampler(1)
+    sampler.cpu = {2: (1, 0.25), 3: (2, 4.0), 4: (1, 8.0), 5: (4, 16.0)}
+    sampler.reaped = {4}
+    assert sampler.unreaped_cpu() == 4.25
