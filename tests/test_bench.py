@@ -209,7 +209,7 @@ def test_the_floor_parses_every_metrics_and_phases_file_and_nothing_else(tmp_pat
     files = _json_floor.stream_files(tmp_path / "set")
     names = {path.relative_to(tmp_path / "set").as_posix() for path in files}
     expected = {name for name in tree(tmp_path / "set")
-                if name.split("/")[2].startswith(("metrics.jsonl", "phases"))}
+                if name.split("/")[1:3] in (["dashboard", "metrics.jsonl"], ["dashboard", "phases"])}
     assert names == expected and any("/phases/" in name for name in names)
     rows = sum(len(path.read_bytes().splitlines()) for path in files)
     assert _json_floor.parse_all(tmp_path / "set", workers=1) == _json_floor.parse_all(tmp_path / "set", 2) == (

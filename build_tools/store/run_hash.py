@@ -55,10 +55,11 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
         return str(memo[key]["digest"])
     hashed = fingerprint.Key("run").add(code_digest())
     as_listed = True
+    seen, base = seen or {}, str(run_dir)
     for name, *listed in files:
-        path = run_dir / name
-        found = (seen or {}).get(str(path))
-        identity, digest = (found.identity, found.digest) if found is not None else fingerprint.read_digest(path)
+        found = seen.get(f"{base}/{name}")  # str(run_dir / name), as the loader names what it read
+        identity, digest = (found.identity, found.digest) if found is not None else fingerprint.read_digest(
+            run_dir / name)
         if identity is not None and found is not None:
             fingerprint.note_digest(identity, digest)  # the no-op key of this process reads it no more
         as_listed = as_listed and identity == tuple(listed)
