@@ -440,9 +440,9 @@ def _print_table(measured: list[Measurement], goals: list[dict[str, object]]) ->
               f"{by_what[COLD].cpu_seconds / by_what[FLOOR].cpu_seconds:.2f}x CPU seconds")
     for goal in goals:
         if goal["value"] is None:
-            print(f"{goal['what']:<70} missed")
+            print(f"{goal['what']:<52} missed")
             continue
-        print(f"{goal['what']:<70} {goal['value']:8.2f}   goal {'<' if goal['strict'] else '<='} {goal['goal']:g}  "
+        print(f"{goal['what']:<52} {goal['value']:8.2f}   goal {'<' if goal['strict'] else '<='} {goal['goal']:g}  "
               f"ratio {goal['ratio']:.2f}  {'met' if goal['met'] else 'missed'}")
     if not goals:
         print("no goal is set for this scale (issue 22 sets them for 1000x1000 and 1x10000)")

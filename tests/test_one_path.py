@@ -219,7 +219,8 @@ SHORT_DEEP = b'{"ts":1790002780.6,"step_key":"train/step","step":0,"metrics":{"t
              "'0.5' (write the number without quotes)"),
     (SHORT_DEEP, "tiny-run/dashboard/metrics.jsonl.gz:3: nested more than 8 levels deep, deeper than any Miles "
                  "record"),
-], ids=["nested-100000-deep", "number-as-string", "nested-10-deep-short"])  # an id of the line itself would be 200 KB of brackets
+    # an id of the line itself would be 200 KB of brackets
+], ids=["nested-100000-deep", "number-as-string", "nested-10-deep-short"])
 def test_a_line_both_paths_refuse_is_one_line_at_its_file_and_line(line: bytes, expected: str, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     run = metrics_run(tmp_path, line)

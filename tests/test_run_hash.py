@@ -233,3 +233,27 @@ def test_a_file_changed_while_read_is_not_seen_as_its_stats(tmp_path: Path, monk
     memo: dict = {}
     run_hash.input_hash(run, memo, listing, key="run", seen=seen)
     assert memo == {}
+
+
+def test_an_edition_hashes_every_byte_of_every_run_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cache and no memo (an edition's summarise_runs): each file of the run is hashed whole, by the loader as
+    it reads it or, for the files the loader does not read whole, read for the hash; the key is the plain one."""
+    run = _tiny_run(tmp_path)
+    (run / "notes.txt").write_text("a file no reader opens\n")
+    monkeypatch.setattr(fingerprint, "_digests", {})
+    hashed_whole: list[str] = []
+    real_close = _files._Input.close
+
+    def close(self: _files._Input) -> None:
+        if self._sha is not None and self._read == self.info.st_size:
+            hashed_whole.append(self.name)
+        real_close(self)
+
+    monkeypatch.setattr(_files._Input, "close", close)
+    reads = _hashed_reads(monkeypatch)
+    validated: dict = {}
+    summary.summarise_runs(run.parent, None, wanted=summary.Wanted(), validated=validated)
+    assert list(validated) == ["tiny-run"]
+    files = {str(path) for path in run.rglob("*") if path.is_file()}
+    read_here = {path for path in [*hashed_whole, *reads] if path.startswith(f"{run}/")}
+    assert read_here == files and str(run / "notes.txt") in reads
