@@ -287,7 +287,9 @@ class _ColumnReader:
     files are joined into one batch; a large one is read in batches. A file the columns cannot accept whole is
     read line by line (which words its problems); so is a file that cannot be read (which words why). Problems
     and warnings come in file order, as the record path gives them. A nested stream (metrics, phases) is read
-    all as columns or, if any file needs the record path, all line by line: its summary reads it in file order."""
+    all as columns or, if any file needs the record path, all line by line: its summary reads it in file order.
+    Each byte is read once (hashed as it is read, when the run's input hash is wanted: _files.hashing_reads), and
+    a batch's newlines are found in one pass that answers every question about its lines (_columnar.line_starts)."""
 
     def __init__(self, run: RunData, stream: str, problems: list[Problem], keep: bool = True,
                  fast_from: float = _columnar.FAST_FROM_BYTES) -> None:
