@@ -1,13 +1,12 @@
 """The floor of `make bench SCALE=...`'s cold check: pyarrow's JSON reader parsing every metrics and phases file of
 the scaled set, nothing else (no checks, no hashing, no summary), on one process a core, as the check's pool reads
-the runs. Run as `python -m build_tools._json_floor FOLDER` in a fresh process, timed like the measurements it is the
-floor of (bench_scale.py); it prints how many files and rows it parsed.
+the runs. Run by `main` in a fresh process, timed like the measurements it is the floor of (bench_scale.py); it prints
+how many files and rows it parsed.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -44,16 +43,8 @@ def parse_all(folder: Path, workers: int | None = None) -> tuple[int, int]:
     return len(files), rows
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0]).is_dir():
-        print("usage: python -m build_tools._json_floor FOLDER_OF_RUNS", file=sys.stderr)
-        return 2
-    from build_tools._json_floor import parse_all as by_name  # its functions pickled by module, not as __main__'s
-
-    files, rows = by_name(Path(argv[0]))
+def main(folder: str) -> int:
+    """Parse every stream file of folder and say how much (bench_scale.floor_command runs it in a fresh process)."""
+    files, rows = parse_all(Path(folder))
     print(f"parsed {files} files, {rows} rows")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

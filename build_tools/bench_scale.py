@@ -249,14 +249,17 @@ def measure_all(work: Path, generated: Path, linked: list[str], scale: str) -> l
 
 
 def floor_command(generated: Path) -> list[str]:
-    return ["-m", "build_tools._json_floor", str(generated)]
+    """The floor's process: _json_floor.main on the scaled set (its path given as a Python literal, no shell)."""
+    return ["-c", f"import sys; from build_tools._json_floor import main; sys.exit(main({str(generated)!r}))"]
+
+
+# `make check ALL=1`'s command line, as make's front end makes it from the variable (_make.arguments; a test
+# holds them equal).
+ALL_RUNS_ARGUMENTS = ("check", "--all")
 
 
 def all_runs_command(work: Path) -> list[str]:
-    """`make check ALL=1`'s command line, as make's front end (_make.py) makes it from the variable."""
-    from ._make import arguments
-
-    return ["-m", "build_tools", "--root", str(work), *arguments("check", {"ALL": "1"}, work)]
+    return ["-m", "build_tools", "--root", str(work), *ALL_RUNS_ARGUMENTS]
 
 
 # --- measuring -------------------------------------------------------------------------------------

@@ -186,7 +186,22 @@ def test_the_long_run_is_judged_summarised(capsys) -> None:
 
 
 def test_the_summarised_check_is_the_command_make_check_all_1_runs(tmp_path: Path) -> None:
+    from build_tools._make import arguments
+
+    assert arguments("check", {"ALL": "1"}, tmp_path) == list(bench_scale.ALL_RUNS_ARGUMENTS)
     assert bench_scale.all_runs_command(tmp_path) == ["-m", "build_tools", "--root", str(tmp_path), "check", "--all"]
+
+
+def test_the_floor_runs_in_a_fresh_process_on_the_set_named_as_a_literal(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    folder = tmp_path / "it's a set"  # a quote in the name stays text
+    write_scaled(folder, 2, 20, workers=1)
+    done = subprocess.run([sys.executable, *bench_scale.floor_command(folder)], capture_output=True, text=True,
+                          check=False, cwd=bench_scale.ROOT)
+    rows = sum(len(path.read_bytes().splitlines()) for path in _json_floor.stream_files(folder))
+    assert (done.returncode, done.stdout) == (0, f"parsed {len(_json_floor.stream_files(folder))} files, {rows} rows\n")
 
 
 @pytest.mark.parametrize(("scale", "summarised"), [("1x10000", True), ("1000x1000", False)])
@@ -204,7 +219,7 @@ def test_the_floor_is_measured_first_and_the_summarised_check_where_a_goal_asks(
     whats = list(dict.fromkeys(what for what, _ in commands))
     assert whats[:2] == [bench_scale.FLOOR, "cold check"] and whats[-1] == "full build (after the checks)"
     assert (bench_scale.ALL_RUNS in whats) == summarised
-    assert commands[0][1] == ["-m", "build_tools._json_floor", str(tmp_path / "generated")]
+    assert commands[0][1] == bench_scale.floor_command(tmp_path / "generated")
 
 
 def test_the_floor_parses_every_metrics_and_phases_file_and_nothing_else(tmp_path: Path) -> None:
