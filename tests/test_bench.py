@@ -234,6 +234,22 @@ def test_the_floor_parses_every_metrics_and_phases_file_and_nothing_else(tmp_pat
         len(files), rows)
 
 
+def test_the_floor_parses_a_runs_stream_as_the_loader_batches_it(tmp_path: Path, monkeypatch) -> None:
+    """Each run's metrics, and its phases' hourly files joined, parsed once each (not a parser set up a file)."""
+    import pyarrow.json as pajson
+
+    write_scaled(tmp_path / "set", 3, 20, workers=1)
+    parsed: list[int] = []
+    real = pajson.read_json
+    monkeypatch.setattr(pajson, "read_json", lambda source, **options: parsed.append(1) or real(source, **options))
+    _json_floor.parse_all(tmp_path / "set", workers=1)
+    assert len(parsed) == 6 < len(_json_floor.stream_files(tmp_path / "set"))
+    monkeypatch.setattr(_json_floor, "BATCH_BYTES", 1)  # a parse a file when each fills a batch
+    parsed.clear()
+    _json_floor.parse_all(tmp_path / "set", workers=1)
+    assert len(parsed) == len(_json_floor.stream_files(tmp_path / "set"))
+
+
 def test_the_cpu_of_a_fork_servers_workers_is_added_to_the_process_own() -> None:
     """The measured process (1) reaped its child 4 (whose time, with 5's, is in its rusage), not the fork server 2,
     which outlived it with its worker 3."""
