@@ -36,6 +36,9 @@ BATCH_BYTES = 4 * 1024 * 1024
 BEYOND_INT64 = 2.0**63
 # Deeper than any record Miles writes (topology: engines -> engine -> gpus -> [node, gpu]).
 MAX_JSON_DEPTH = 8
+# A line this short opens at most this many lists and mappings: pyarrow parses it without recursing deep enough to
+# crash (its parser crashed at 10,000 levels here); the longest line Miles writes is a few hundred bytes.
+SHORT_LINE = 1024
 # What tells a JSON text's nesting: a bracket, a quote opening or closing a string, an escaped character.
 _NESTING = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
@@ -60,18 +63,22 @@ def columnar(stream: str) -> bool:
     return stream in FLAT_STREAMS or stream in NESTED_STREAMS
 
 
-def read_frame(stream: str, data: bytes, lines: int) -> pa.Table | None:
+def read_frame(stream: str, data: bytes, lines: int, starts: np.ndarray | None = None) -> pa.Table | None:
     """`lines` complete lines of a stream (UTF-8 bytes ending in a newline, no byte-order mark) as a table that
     passed every column check and rule, or None when the batch must go down the record path. Rows in doubt are
-    left to suspect_rows()."""
-    if not columnar(stream) or not _one_object_per_line(data, lines) or not _shallow(data, lines):
+    left to suspect_rows(). `starts`: line_starts(data), when the caller has it (one pass over the bytes finds
+    the newlines, and every question about the lines is answered from them)."""
+    if not columnar(stream):
+        return None
+    starts = line_starts(data) if starts is None else starts
+    if len(starts) - 1 != lines or not _one_object_per_line(data, starts) or not _shallow(data, starts):
         return None
     try:
         table = _parse(data)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
         return None
     fields = _FIELDS[stream]
-    if table.num_rows != lines or not set(table.column_names) <= set(fields):
+    if table.num_rows != lines or not set(table.column_names) <= set(fields) or _row_depth(table) > MAX_JSON_DEPTH:
         return None
     for name, field in fields.items():
         if name not in table.column_names:
@@ -98,10 +105,10 @@ def _parse(data: bytes) -> pa.Table:
                                                                                    use_threads=False))
 
 
-def suspect_rows(stream: str, table: pa.Table, data: bytes) -> np.ndarray:
+def suspect_rows(stream: str, table: pa.Table, data: bytes, starts: np.ndarray | None = None) -> np.ndarray:
     """The rows a column check passed but cannot vouch for, to be checked line by line: a null in a field that
     must be present (null or left out read the same), an explicit null inside a mapping, and a number Python's
-    json may read differently (NaN, an infinity, or beyond 64 bits)."""
+    json may read differently (NaN, an infinity, or beyond 64 bits). `starts` as read_frame's."""
     rows = np.zeros(table.num_rows, dtype=bool)
     for name, field in _FIELDS[stream].items():
         if field.presence != "key" or name not in table.column_names or not table.column(name).null_count:
@@ -116,18 +123,19 @@ def suspect_rows(stream: str, table: pa.Table, data: bytes) -> np.ndarray:
             if not pc.all(within).as_py():
                 rows |= pc.fill_null(pc.invert(within), False).to_numpy(zero_copy_only=False)
     if any(pa.types.is_struct(kind) for kind in table.schema.types) and b"null" in data:
-        rows[_lines_holding(data, b"null")] = True  # a null inside the mapping reads as a key left out
+        # a null inside the mapping reads as a key left out
+        rows[_lines_holding(data, b"null", line_starts(data) if starts is None else starts)] = True
     return np.flatnonzero(rows)
 
 
 def line_starts(data: bytes) -> np.ndarray:
-    """Where each line of complete lines starts (and, last, where the data ends)."""
+    """Where each line of complete lines starts (and, last, where the data ends): the one pass over a batch's
+    bytes that finds its newlines."""
     ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n")) + 1
     return np.concatenate(([0], ends)).astype(np.int64)
 
 
-def _lines_holding(data: bytes, word: bytes) -> np.ndarray:
-    starts = line_starts(data)
+def _lines_holding(data: bytes, word: bytes, starts: np.ndarray) -> np.ndarray:
     found = np.fromiter((match.start() for match in re.finditer(re.escape(word), data)), dtype=np.int64)
     return np.unique(np.searchsorted(starts, found, side="right") - 1)
 
@@ -154,23 +162,41 @@ def nesting(text: str) -> int:
     return deepest
 
 
-def _shallow(data: bytes, lines: int) -> bool:
-    """No line opens more lists and mappings than MAX_JSON_DEPTH, so none nests deeper: told before pyarrow parses
-    (it recurses once a level, and a line 100,000 deep crashes the process). A batch with a line that opens more
-    goes down the record path, which tells its depth exactly. Every line opens one mapping (_one_object_per_line),
-    so the common batch is told by two counts."""
-    if data.count(b"[") + data.count(b"{") - lines < MAX_JSON_DEPTH:
+def _shallow(data: bytes, starts: np.ndarray) -> bool:
+    """pyarrow may parse the batch without recursing deep enough to crash (it recurses once a level: a line
+    10,000 deep crashed the process): every line is at most SHORT_LINE bytes (it cannot open more lists and
+    mappings than it has bytes), or none opens more than MAX_JSON_DEPTH. How deep a line parsed nests is then
+    told by the table's types (_row_depth); a batch with a long line that opens more goes down the record path,
+    which tells its depth exactly."""
+    if len(starts) < 2 or int(np.diff(starts).max()) <= SHORT_LINE:
+        return True
+    lines = len(starts) - 1
+    if data.count(b"[") + data.count(b"{") - lines < MAX_JSON_DEPTH:  # every line opens one mapping
         return True
     codes = np.frombuffer(data, dtype=np.uint8)
-    opens = np.flatnonzero((codes == ord("[")) | (codes == ord("{")))
-    per_line = np.bincount(np.searchsorted(line_starts(data), opens, side="right") - 1)
+    opens = np.flatnonzero((codes | 0x20) == ord("{"))  # "[" is "{" but for the 0x20 bit: one comparison for both
+    per_line = np.bincount(np.searchsorted(starts, opens, side="right") - 1)
     return bool(per_line.max(initial=0) <= MAX_JSON_DEPTH)
 
 
-def _one_object_per_line(data: bytes, lines: int) -> bool:
+def _one_object_per_line(data: bytes, starts: np.ndarray) -> bool:
     """Every line starts with `{`: no blank line, so the reader's rows are the lines one to one (a line holding
     two objects would add a row)."""
-    return data.count(b"\n{") + data.startswith(b"{") == lines
+    return bool((np.frombuffer(data, dtype=np.uint8)[starts[:-1]] == ord("{")).all())
+
+
+def _row_depth(table: pa.Table) -> int:
+    """How deep the table's rows may nest, as JSON counts it (the row's mapping is one level): every row parsed
+    fits its columns' types, so none nests deeper."""
+    return 1 + max((_type_depth(kind) for kind in table.schema.types), default=0)
+
+
+def _type_depth(kind: pa.DataType) -> int:
+    if pa.types.is_struct(kind):
+        return 1 + max((_type_depth(kind.field(index).type) for index in range(kind.num_fields)), default=0)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return 1 + _type_depth(kind.value_type)
+    return 0
 
 
 def _numeric_columns(table: pa.Table) -> list[pa.ChunkedArray]:

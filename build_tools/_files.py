@@ -8,11 +8,16 @@ error naming the path, never a file that was opened.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
+import hashlib
+import io
 import os
 import stat
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from ._exceptions import InputProblem, Problem, display_path
 
@@ -42,7 +47,93 @@ FileStat = tuple[str, int, int, int, int, int]
 
 
 def file_stat(relative: str, info: os.stat_result) -> FileStat:
-    return relative, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev
+    return relative, *identity(info)
+
+
+def identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What FileStat keeps of a file after its name: size, mtime and ctime (ns), inode, device."""
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev
+
+
+# --- the bytes read, hashed as they are read -------------------------------------------------------
+
+
+class Seen(NamedTuple):
+    """A file read whole: its identity while it was read (unchanged from opening to the end) and the sha256 of its
+    bytes as they are on disk (a .gz file's compressed bytes); identity None when it changed while read, or was
+    read twice and was not the same bytes both times."""
+
+    identity: tuple[int, int, int, int, int] | None
+    digest: bytes
+
+
+# The files read whole while `hashing_reads` is open, by path; None when no one is listening (nothing is hashed).
+_seen: dict[str, Seen] | None = None
+
+
+@contextlib.contextmanager
+def hashing_reads() -> Iterator[dict[str, Seen]]:
+    """Every file read whole through `open_input` meanwhile (the loader's reads: run.yaml, meta.json, every stream
+    file, the readers of logs), hashed from the very bytes read, by path: a run's input hash is then made from
+    what the loader read, not from a second read of each file (store/run_hash.py)."""
+    global _seen
+    outer, _seen = _seen, {}
+    try:
+        yield _seen
+    finally:
+        _seen = outer
+
+
+class _Input:
+    """A file opened to be read, hashing its bytes as they pass when hashing_reads listens: read(n) as a raw
+    file reads (a .gz file is read through it by gzip, so the compressed bytes are hashed)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.name = path, str(path)
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+        self.info = os.fstat(self._file.fileno())
+        self._sha = hashlib.sha256() if _seen is not None else None
+        self._read = 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        data: bytes | None = self._file.read(size) if size >= 0 else self._file.readall()
+        if not data:
+            return b""
+        if self._sha is not None:
+            self._sha.update(data)
+        self._read += len(data)
+        return data
+
+    def seek(self, offset: int, /) -> int:
+        raise io.UnsupportedOperation("an input file is read once, from start to end")
+
+    def close(self) -> None:
+        try:
+            if self._sha is not None and _seen is not None and self._read == self.info.st_size:
+                after = os.fstat(self._file.fileno())  # a file written while read is not what its stats say
+                self._record(identity(self.info) if identity(after) == identity(self.info) else None)
+        finally:
+            self._file.close()
+
+    def _record(self, found: tuple[int, int, int, int, int] | None) -> None:
+        assert _seen is not None and self._sha is not None
+        digest = self._sha.digest()
+        before = _seen.get(self.name)
+        if before is not None and before != (found, digest):  # read twice, not the same both times
+            found = None
+        _seen[self.name] = Seen(found, digest)
+
+    def __enter__(self) -> _Input:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_input(path: Path) -> _Input:
+    """The file opened for reading (never a FIFO or device: callers stat it first), its bytes hashed as read
+    while hashing_reads listens; only a file read to its last byte counts as seen."""
+    return _Input(path)
 
 
 def by_run(files: list[FileStat]) -> tuple[dict[str, list[FileStat]], list[str]]:
@@ -178,14 +269,15 @@ def read_bytes(path: Path, limit: int = DOCUMENT_LIMIT) -> bytes:
                                                           f"{limit:,} bytes for this kind of file"))
         if path.name.endswith(".gz"):
             return _gunzip(path, where, limit)
-        return path.read_bytes()
+        with open_input(path) as handle:
+            return handle.read()
     except OSError as error:
         raise InputProblem(Problem(where, None, None, f"cannot be read ({error.strerror or error})")) from None
 
 
 def _gunzip(path: Path, where: str, limit: int) -> bytes:
     try:
-        with gzip.open(path, "rb") as handle:
+        with open_input(path) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as handle:
             data = handle.read(limit + 1)
     except gzip.BadGzipFile:
         raise InputProblem(Problem(where, None, None, "is not gzip data (the name ends in .gz)")) from None

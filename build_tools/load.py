@@ -15,8 +15,8 @@ import os
 import re
 import stat
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from ._files import (
     check_tree,
     check_utf8,
     decode_utf8,
+    open_input,
     read_bytes,
     read_text,
     scan_tree,
@@ -272,10 +273,13 @@ class _Piece:
     file: Path
     first_line: int
     data: bytes
-    lines: int = field(init=False)
+    counted: int | None = None  # its lines, once told (by the batch's one pass over its newlines, _read_batch)
 
-    def __post_init__(self) -> None:
-        self.lines = self.data.count(b"\n")
+    @property
+    def lines(self) -> int:
+        if self.counted is None:
+            self.counted = self.data.count(b"\n")
+        return self.counted
 
 
 class _ColumnReader:
@@ -283,7 +287,9 @@ class _ColumnReader:
     files are joined into one batch; a large one is read in batches. A file the columns cannot accept whole is
     read line by line (which words its problems); so is a file that cannot be read (which words why). Problems
     and warnings come in file order, as the record path gives them. A nested stream (metrics, phases) is read
-    all as columns or, if any file needs the record path, all line by line: its summary reads it in file order."""
+    all as columns or, if any file needs the record path, all line by line: its summary reads it in file order.
+    Each byte is read once (hashed as it is read, when the run's input hash is wanted: _files.hashing_reads), and
+    a batch's newlines are found in one pass that answers every question about its lines (_columnar.line_starts)."""
 
     def __init__(self, run: RunData, stream: str, problems: list[Problem], keep: bool = True,
                  fast_from: float = _columnar.FAST_FROM_BYTES) -> None:
@@ -311,12 +317,15 @@ class _ColumnReader:
                 self.run.streams[self.stream] += _read_stream(path, self.stream, self.problems, self.run.warnings)
 
     def _read_file(self, path: Path) -> None:
-        blocks = _blocks(path)
+        with contextlib.closing(_blocks(path)) as blocks:  # closed at once: a file read whole counts as seen
+            self._read_blocks(path, blocks)
+
+    def _read_blocks(self, path: Path, blocks: Iterator[bytes]) -> None:
         try:
             first = next(blocks, b"")
             if len(first) < _columnar.BATCH_BYTES:  # the whole file, in one piece
                 piece, tail = _split(first, path, 1)
-                self._warn_tail(path, tail, 1 + piece.lines)
+                self._warn_tail(path, tail, lambda: 1 + piece.lines)
                 if piece.data:
                     self.pending.append(piece)
                     self.pending_bytes += len(piece.data)
@@ -348,17 +357,18 @@ class _ColumnReader:
             if piece.data and not self._read_batch([piece]):
                 raise _Unreadable  # a batch the columns refuse: the file is read line by line, whole
             line += piece.lines
-        self._warn_tail(path, carry, line)
+        self._warn_tail(path, carry, lambda: line)
 
-    def _warn_tail(self, path: Path, tail: bytes, line: int) -> None:
-        """A last line without its newline is being written: skipped, as the record path does."""
+    def _warn_tail(self, path: Path, tail: bytes, line: Callable[[], int]) -> None:
+        """A last line without its newline is being written: skipped, as the record path does (`line`: its
+        number, counted only then)."""
         try:
             text = tail.decode("utf-8")
         except UnicodeDecodeError:
             raise _Unreadable from None
         if text.strip():
-            self.run.warnings.append(f"{display_path(path)}:{line}: last line has no newline (a writer mid-append); "
-                                     "skipped")
+            self.run.warnings.append(f"{display_path(path)}:{line()}: last line has no newline (a writer "
+                                     "mid-append); skipped")
 
     def _flush(self, final: bool = False) -> None:
         pieces, size, self.pending, self.pending_bytes = self.pending, self.pending_bytes, [], 0
@@ -381,12 +391,16 @@ class _ColumnReader:
     def _read_batch(self, pieces: list[_Piece]) -> bool:
         """The batch read as columns, if they accept it whole."""
         data = pieces[0].data if len(pieces) == 1 else b"".join(piece.data for piece in pieces)
-        lines = [piece.lines for piece in pieces]
+        starts = _columnar.line_starts(data)  # the batch's one pass over its newlines: each piece's lines from it
+        ends = np.cumsum([len(piece.data) for piece in pieces])
+        firsts = np.searchsorted(starts, [0, *ends.tolist()], side="right") - 1  # each piece's first row, then all
+        for piece, count in zip(pieces, np.diff(firsts).tolist(), strict=True):
+            piece.counted = count
         self.batches += 1
-        table = _columnar.read_frame(self.stream, data, sum(lines))
+        table = _columnar.read_frame(self.stream, data, len(starts) - 1, starts)
         columns = None if table is None else Columns(table, [p.file for p in pieces], [p.first_line for p in pieces],
-                                                     [0, *np.cumsum(lines)[:-1].tolist()])
-        if columns is not None and self._suspects_hold(columns, data):
+                                                     firsts[:-1].tolist())
+        if columns is not None and self._suspects_hold(columns, data, starts):
             if not self.keep and self.stream in _columnar.FLAT_STREAMS:  # only validated: its last time kept
                 last = pc.max(columns.table.column("ts")).as_py() if "ts" in columns.table.column_names else None
                 if last is not None and not math.isnan(last):
@@ -398,12 +412,11 @@ class _ColumnReader:
             return True
         return False
 
-    def _suspects_hold(self, columns: Columns, data: bytes) -> bool:
+    def _suspects_hold(self, columns: Columns, data: bytes, starts: np.ndarray) -> bool:
         """The rows the columns cannot vouch for, each checked as the record path checks its line."""
-        rows = _columnar.suspect_rows(self.stream, columns.table, data)
+        rows = _columnar.suspect_rows(self.stream, columns.table, data, starts)
         if not len(rows):
             return True
-        starts = _columnar.line_starts(data)
         for row in rows.tolist():
             where, line = columns.where(row)
             text = data[starts[row]:starts[row + 1]].decode("utf-8")
@@ -452,7 +465,7 @@ def _split(data: bytes, path: Path, first_line: int, bom: bool = True) -> tuple[
     return _Piece(path, first_line, lines), data[max(end, start):]
 
 
-def _blocks(path: Path) -> Iterator[bytes]:
+def _blocks(path: Path) -> Generator[bytes, None, None]:
     """The file's bytes (gunzipped when its name ends in .gz) a batch at a time; _Unreadable for anything
     read_bytes refuses, which the record path then words."""
     try:
@@ -460,7 +473,8 @@ def _blocks(path: Path) -> Iterator[bytes]:
         if not stat.S_ISREG(info.st_mode) or info.st_size > STREAM_LIMIT:
             raise _Unreadable
         total = 0
-        with (gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")) as handle:
+        with open_input(path) as raw, (gzip.GzipFile(fileobj=raw, mode="rb")
+                                       if path.name.endswith(".gz") else contextlib.nullcontext(raw)) as handle:
             while block := handle.read(_columnar.BATCH_BYTES):
                 total += len(block)
                 if total > STREAM_LIMIT:

@@ -8,6 +8,7 @@ inputs, so an unchanged run is not read again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import itertools
 import math
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 
 from . import _columnar, _workers, axes, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
-from ._files import FileStat, read_text, scan_tree
+from ._files import FileStat, Seen, hashing_reads, read_text, scan_tree
 from ._types import Columns, Record, RunData, RunSummary, ValidatedRun
 from ._yaml import load_yaml
 from .store import summary_cache
@@ -106,16 +107,20 @@ def summarise_in_pool(jobs: Sequence[Job], workers: int | None = None) -> Iterat
 
 
 def _read_run(job: Job) -> Read:
-    """One run hashed when asked, then summarised (and its summary written to the cache) or only validated: the
+    """One run summarised (and its summary written to the cache) or only validated, and hashed when asked from
+    the very bytes it was read from (each file read once; a file changed meanwhile is not remembered): the
     local path's one task, so that one pool does it all (a cold check reads each run's bytes in a worker, not
     first in the parent, and a thousand summaries are written by the workers, not one after another by it)."""
     hashed: dict[str, Any] | None = None
     digest = job.digest
+    reading: contextlib.AbstractContextManager[dict[str, Seen]]
+    reading = hashing_reads() if job.listing is not None else contextlib.nullcontext({})
+    with reading as seen:
+        result, problems = load_and_summarise(job.path) if job.summarise else load_and_validate(job.path)
     if job.listing is not None:
         memo: dict[str, Any] = {}
-        digest = input_hash(job.path, memo, job.listing, key="run")
+        digest = input_hash(job.path, memo, job.listing, key="run", seen=seen)
         hashed = memo.get("run", {"digest": digest})  # its digest alone when a file of it is too new to remember
-    result, problems = load_and_summarise(job.path) if job.summarise else load_and_validate(job.path)
     if isinstance(result, RunSummary) and job.cache_dir is not None and digest is not None:
         result.source_hash = digest
         _write_cache(job.cache_dir, job.path, digest, result)

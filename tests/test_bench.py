@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import copy_project
 
-from build_tools import bench_scale
+from build_tools import _json_floor, bench_scale
 from build_tools.cli import main
 from examples._build import prepare
 from examples._output import write_run
@@ -230,3 +230,117 @@ def test_the_cpu_seconds_of_a_build_count_what_it_left_running(adopt: bool) -> N
     adopted, cpu = done.stdout.split()
     assert adopted == str(adopt)
     assert (float(cpu) >= 0.5) is adopt
+
+# --- issue 22's goals: the cold check against the JSON-parse floor measured in the same run -----------------
+
+
+def m(what: str, seconds: float, mib: float = 100.0, cpu: float = 1.0, exit_code: int = 0) -> bench_scale.Measurement:
+    return bench_scale.Measurement(what, seconds, mib, mib, exit_code, [seconds], cpu)
+
+
+def test_the_cold_check_is_judged_by_its_ratio_to_the_floor_and_the_rest_by_time_and_memory(capsys) -> None:
+    measured = [m(bench_scale.FLOOR, 6.0, cpu=11.0), m("cold check", 8.4, 590.0, cpu=15.4), m("warm check", 0.5),
+                m("full build (after the checks)", 12.0)]
+    goals = bench_scale._goal_lines("1000x1000", measured)
+    bench_scale._print_table(measured, goals)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[5:] == [
+        "cold check / JSON-parse floor: 1.40x wall, 1.40x CPU seconds",
+        "cold check time / JSON-parse floor (6.00 s)              1.40   goal <= 1.5  ratio 0.93  met",
+        "cold check peak memory of the process tree (MiB)       590.00   goal < 600  ratio 0.98  met",
+        "warm check time (s)                                      0.50   goal < 0.5  ratio 1.00  missed",
+        "full build (after the checks) time (s)                  12.00   goal <= 12  ratio 1.00  met",
+    ]
+    assert [goal["met"] for goal in goals] == [True, True, False, True]
+
+
+def test_a_cold_check_without_a_floor_misses_its_goal() -> None:
+    goals = bench_scale._goal_lines("1000x1000", [m(bench_scale.FLOOR, 6.0, exit_code=1), m("cold check", 8.0)])
+    assert goals[0] == {"what": "cold check / JSON-parse floor: no floor measured", "value": None, "goal": None,
+                        "ratio": None, "met": False}
+    assert not any(goal["met"] for goal in goals if goal["value"] is None)
+
+
+def test_the_long_run_is_judged_summarised(capsys) -> None:
+    """Its floor (the metrics and phases of one run, not its telemetry) is shown, not compared with its check."""
+    measured = [m(bench_scale.FLOOR, 1.0), m("cold check", 3.0, 900.0), m(bench_scale.ALL_RUNS, 7.9, 401.0)]
+    goals = bench_scale._goal_lines("1x10000", measured)
+    assert [(goal["what"], goal["met"]) for goal in goals] == [
+        ("cold check ALL=1 (every run summarised) time (s)", True),
+        ("cold check ALL=1 (every run summarised) peak memory of the process tree (MiB)", False)]
+    bench_scale._print_table(measured, goals)
+    assert "cold check / JSON-parse floor" not in capsys.readouterr().out
+
+
+def test_the_summarised_check_is_the_command_make_check_all_1_runs(tmp_path: Path) -> None:
+    from build_tools._make import arguments
+
+    assert arguments("check", {"ALL": "1"}, tmp_path) == list(bench_scale.ALL_RUNS_ARGUMENTS)
+    assert bench_scale.all_runs_command(tmp_path) == ["-m", "build_tools", "--root", str(tmp_path), "check", "--all"]
+
+
+def test_the_floor_runs_in_a_fresh_process_on_the_set_named_as_a_literal(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    folder = tmp_path / "it's a set"  # a quote in the name stays text
+    write_scaled(folder, 2, 20, workers=1)
+    done = subprocess.run([sys.executable, *bench_scale.floor_command(folder)], capture_output=True, text=True,
+                          check=False, cwd=bench_scale.ROOT)
+    rows = sum(len(path.read_bytes().splitlines()) for path in _json_floor.stream_files(folder))
+    assert (done.returncode, done.stdout) == (0, f"parsed {len(_json_floor.stream_files(folder))} files, {rows} rows\n")
+
+
+@pytest.mark.parametrize(("scale", "summarised"), [("1x10000", True), ("1000x1000", False)])
+def test_the_floor_is_measured_first_and_the_summarised_check_where_a_goal_asks(scale, summarised, monkeypatch,
+                                                                               tmp_path) -> None:
+    commands: list[tuple[str, list[str]]] = []
+
+    def measure(what, work, command):
+        commands.append((what, command))
+        return m(what, 1.0)
+
+    monkeypatch.setattr(bench_scale, "measure", measure)
+    monkeypatch.setattr(bench_scale, "touch_run", lambda run: run.name)
+    bench_scale.measure_all(tmp_path, tmp_path / "generated", ["scale-0000"], scale)
+    whats = list(dict.fromkeys(what for what, _ in commands))
+    assert whats[:2] == [bench_scale.FLOOR, "cold check"] and whats[-1] == "full build (after the checks)"
+    assert (bench_scale.ALL_RUNS in whats) == summarised
+    assert commands[0][1] == bench_scale.floor_command(tmp_path / "generated")
+
+
+def test_the_floor_parses_every_metrics_and_phases_file_and_nothing_else(tmp_path: Path) -> None:
+    write_scaled(tmp_path / "set", 3, 20, workers=1)
+    files = _json_floor.stream_files(tmp_path / "set")
+    names = {path.relative_to(tmp_path / "set").as_posix() for path in files}
+    expected = {name for name in tree(tmp_path / "set")
+                if name.split("/")[1:3] in (["dashboard", "metrics.jsonl"], ["dashboard", "phases"])}
+    assert names == expected and any("/phases/" in name for name in names)
+    rows = sum(len(path.read_bytes().splitlines()) for path in files)
+    assert _json_floor.parse_all(tmp_path / "set", workers=1) == _json_floor.parse_all(tmp_path / "set", 2) == (
+        len(files), rows)
+
+
+def test_the_floor_parses_a_runs_stream_as_the_loader_batches_it(tmp_path: Path, monkeypatch) -> None:
+    """Each run's metrics, and its phases' hourly files joined, parsed once each (not a parser set up a file)."""
+    import pyarrow.json as pajson
+
+    write_scaled(tmp_path / "set", 3, 20, workers=1)
+    parsed: list[int] = []
+    real = pajson.read_json
+    monkeypatch.setattr(pajson, "read_json", lambda source, **options: parsed.append(1) or real(source, **options))
+    _json_floor.parse_all(tmp_path / "set", workers=1)
+    assert len(parsed) == 6 < len(_json_floor.stream_files(tmp_path / "set"))
+    monkeypatch.setattr(_json_floor, "BATCH_BYTES", 1)  # a parse a file when each fills a batch
+    parsed.clear()
+    _json_floor.parse_all(tmp_path / "set", workers=1)
+    assert len(parsed) == len(_json_floor.stream_files(tmp_path / "set"))
+
+
+def test_the_cpu_of_a_fork_servers_workers_is_added_to_the_process_own() -> None:
+    """The measured process (1) reaped its child 4 (whose time, with 5's, is in its rusage), not the fork server 2,
+    which outlived it with its worker 3."""
+    sampler = bench_scale._TreeSampler(1)
+    sampler.cpu = {2: (1, 0.25), 3: (2, 4.0), 4: (1, 8.0), 5: (4, 16.0)}
+    sampler.reaped = {4}
+    assert sampler.unreaped_cpu() == 4.25

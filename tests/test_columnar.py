@@ -297,8 +297,8 @@ def test_memory_of_a_large_file_is_bounded_by_its_batches(monkeypatch: pytest.Mo
     monkeypatch.setattr(_columnar, "BATCH_BYTES", 32 * 1024)
     parsed: list[int] = []
     real = _columnar.read_frame
-    monkeypatch.setattr(_columnar, "read_frame", lambda stream, data, lines: parsed.append(len(data)) or real(
-        stream, data, lines))
+    monkeypatch.setattr(_columnar, "read_frame", lambda stream, data, *rest: parsed.append(len(data)) or real(
+        stream, data, *rest))
     summaries(tmp_path / "runs")
     held = len(gzip.decompress((tmp_path / "runs" / RUN / "lab" / "held_memory.jsonl.gz").read_bytes()))
     assert held > 20 * 32 * 1024 and max(parsed) < 2 * 32 * 1024

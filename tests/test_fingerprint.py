@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from build_tools import _manifest, _ray, draw, site, summary
+from build_tools import _files, _manifest, _ray, draw, site, summary
 from build_tools._layout import PROJECT, Layout
 from build_tools._settings import Settings
 from build_tools.store import fingerprint, run_hash, uptodate
@@ -100,12 +100,19 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_cold_build_reads_each_run_file_once_for_its_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The summary cache's key, then the no-op key the build records: the run's files are hashed for the first
-    and their digests reused for the second."""
+    """Loading the run, the summary cache's key, then the no-op key the build records: each file of the run is
+    read once, the keys made from the bytes the loader read (and the digests reused for the second)."""
     layout = _project(tmp_path)
     monkeypatch.setattr(fingerprint, "SETTLED_NS", -1)  # the copy was just written: count it settled
     monkeypatch.setattr(fingerprint, "_digests", {})
     reads = _count_reads(monkeypatch)
+    real_open = _files._Input.__init__
+
+    def counted_open(self: _files._Input, path: Path) -> None:
+        reads.append(str(path))
+        real_open(self, path)
+
+    monkeypatch.setattr(_files._Input, "__init__", counted_open)
     summary.summarise_runs(layout.runs, layout.cache / "summaries")
     uptodate.inputs_key(layout, Settings())
     run_files = sorted(str(p) for p in (layout.runs / "tiny-run").rglob("*") if p.is_file())

@@ -208,13 +208,19 @@ def show_cli(run: Path) -> tuple[int, list[str]]:
 DEEP = b'{"ts":1790002780.6,"step_key":"train/step","step":0,"metrics":{"train/ppo_kl":' + b"[" * 100_000 + \
     b"]" * 100_000 + b"}}"
 STRING = b'{"ts":1790002780.6,"step_key":"train/step","step":0,"metrics":{"train/ppo_kl":"0.5"}}'
+# Ten levels in a line short enough for pyarrow to parse safely: the table's types tell its depth, not a count.
+SHORT_DEEP = b'{"ts":1790002780.6,"step_key":"train/step","step":0,"metrics":{"train/ppo_kl":' + b"[" * 8 + b"1" + \
+    b"]" * 8 + b"}}"
 
 
 @pytest.mark.parametrize(("line", "expected"), [
     (DEEP, "tiny-run/dashboard/metrics.jsonl.gz:3: nested more than 8 levels deep, deeper than any Miles record"),
     (STRING, "tiny-run/dashboard/metrics.jsonl.gz:3: metrics.train/ppo_kl: expected a number, found the string "
              "'0.5' (write the number without quotes)"),
-], ids=["nested-100000-deep", "number-as-string"])  # an id of the line itself would be 200 KB of brackets
+    (SHORT_DEEP, "tiny-run/dashboard/metrics.jsonl.gz:3: nested more than 8 levels deep, deeper than any Miles "
+                 "record"),
+    # an id of the line itself would be 200 KB of brackets
+], ids=["nested-100000-deep", "number-as-string", "nested-10-deep-short"])
 def test_a_line_both_paths_refuse_is_one_line_at_its_file_and_line(line: bytes, expected: str, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     run = metrics_run(tmp_path, line)
@@ -232,6 +238,8 @@ def test_a_line_nested_deeply_is_refused_before_pyarrow_parses_it(monkeypatch: p
     batch = DEEP + b"\n"
     assert _columnar.read_frame("metrics", batch, 1) is None and parsed == []
     assert _columnar.nesting(DEEP.decode()) == 9  # told as far as one level too deep
+    short = SHORT_DEEP + b"\n"
+    assert _columnar.read_frame("metrics", short, 1) is None and parsed == [len(short)]  # parsed, refused by its types
     assert _columnar.nesting('{"a":"[[[[[[[[[[[[","b":[[1]]}') == 3  # a bracket inside a string is text
     assert _columnar.nesting('{"a":"\\"[[[[[[[[[[","b":[]}') == 2  # so is one after an escaped quote
 

@@ -5,16 +5,19 @@ A file rewritten with its size kept and its modification time put back (`touch -
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 from conftest import copy_project
 
+from build_tools import _files, load, summary
 from build_tools._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ClaimsFailed
-from build_tools._files import scan_tree
+from build_tools._files import hashing_reads, open_input, scan_tree
 from build_tools._settings import Settings
 from build_tools.build import check
 from build_tools.cli import main
@@ -111,3 +114,146 @@ def test_an_editions_build_trusts_no_memo_and_no_cache(project: Path) -> None:
     with pytest.raises(ClaimsFailed) as failed:
         check(project, Settings(quiet=True, trust_state=False))
     assert any("fig 1.3 FAIL" in line and "idle 69.9 min" in line for line in failed.value.report_lines)
+
+
+# --- the input hash from the bytes the loader reads ------------------------------------------------
+
+SAMPLES = Path(__file__).resolve().parent / "samples"
+EXAMPLE_RUNS = sorted(path for path in (Path(__file__).resolve().parent.parent / "runs").iterdir() if path.is_dir())
+SAMPLE_RUNS = sorted(run for kind in ("hostile", "load") for scenario in (SAMPLES / kind).iterdir()
+                     if scenario.is_dir() for run in scenario.iterdir() if run.is_dir())
+
+
+def _hashed_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files input_hash reads itself (those the loader did not read whole)."""
+    reads: list[str] = []
+    real = fingerprint._sha256
+    monkeypatch.setattr(fingerprint, "_sha256", lambda path, size: reads.append(str(path)) or real(path, size))
+    return reads
+
+
+@pytest.mark.parametrize("run", EXAMPLE_RUNS + SAMPLE_RUNS, ids=lambda run: run.relative_to(run.parents[2]).as_posix())
+def test_the_hash_of_the_bytes_the_loader_read_is_the_plain_input_hash(run: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every example run and every hostile sample (a broken gzip, a file not UTF-8, a link-free tree): the
+    same key as hashing every file afresh, and no file the loader read whole is read again for it."""
+    listing = scan_tree(run, run.resolve())[1]
+    monkeypatch.setattr(fingerprint, "_digests", {})
+    reads = _hashed_reads(monkeypatch)
+    with hashing_reads() as seen:
+        load.load_run(run, [])
+    from_loader = run_hash.input_hash(run, None, listing, seen=seen)
+    assert seen and str(run / "run.yaml") in seen
+    assert not set(reads) & {path for path, found in seen.items() if found.identity is not None}
+    monkeypatch.setattr(fingerprint, "_digests", {})
+    assert run_hash.input_hash(run, None, listing) == from_loader
+
+
+def test_a_gzip_stream_is_hashed_as_its_compressed_bytes(tmp_path: Path) -> None:
+    """The key names the file as it is on disk (the same key as before the loader hashed), not what it unpacks to."""
+    run = SAMPLES / "load" / "good" / "tiny-run"
+    with hashing_reads() as seen:
+        assert load.load_run(run, []).run_id == "tiny-run"
+    path = run / "dashboard" / "metrics.jsonl.gz"
+    assert seen[str(path)].digest == hashlib.sha256(path.read_bytes()).digest()
+    assert seen[str(path)].identity == scan_tree(path, path)[1][0][1:]
+
+
+def test_a_file_read_in_part_is_not_taken_as_seen(tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"{}\n" * 1000)
+    with hashing_reads() as seen, open_input(path) as handle:
+        handle.read(10)
+    assert seen == {}
+
+
+def _tiny_run(tmp_path: Path) -> Path:
+    run = tmp_path / "runs" / "tiny-run"
+    shutil.copytree(SAMPLES / "load" / "good" / "tiny-run", run)
+    return run
+
+
+def _read_job(run: Path) -> summary.Job:
+    return summary.Job(run, False, scan_tree(run, run.resolve())[1], None, None)
+
+
+def test_a_run_read_as_listed_is_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_hash, "_now", lambda: time.time_ns() + 10 * fingerprint.SETTLED_NS)  # all settled
+    run = _tiny_run(tmp_path)
+    job = _read_job(run)
+    result, problems, hashed = summary._read_run(job)
+    assert problems == [] and hashed is not None
+    assert hashed["stats"] == run_hash.stats_of(job.listing or [])
+    monkeypatch.setattr(fingerprint, "_digests", {})
+    assert hashed["digest"] == run_hash.input_hash(run)
+
+
+def test_a_file_rewritten_between_listing_and_reading_is_not_remembered(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run is listed, then its run.yaml rewritten just before the loader reads it: the digest is of the
+    bytes read (what its summary is made from), and the memo gets no entry pairing the old stats with them."""
+    monkeypatch.setattr(run_hash, "_now", lambda: time.time_ns() + 10 * fingerprint.SETTLED_NS)  # all settled
+    run = _tiny_run(tmp_path)
+    job = _read_job(run)
+    listed_digest = run_hash.input_hash(run, None, job.listing)
+    real_load = summary.load_and_validate
+
+    def rewritten_then_loaded(path: Path) -> object:
+        run_yaml = path / "run.yaml"
+        run_yaml.write_text(run_yaml.read_text().replace("A tiny run", "A small run"))
+        return real_load(path)
+
+    monkeypatch.setattr(summary, "load_and_validate", rewritten_then_loaded)
+    result, problems, hashed = summary._read_run(job)
+    assert problems == [] and hashed is not None
+    assert "stats" not in hashed
+    monkeypatch.setattr(fingerprint, "_digests", {})
+    assert hashed["digest"] == run_hash.input_hash(run) != listed_digest
+
+
+def test_a_file_changed_while_read_is_not_seen_as_its_stats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written to between the loader's opening it and its last byte: its digest is kept (it names the bytes read)
+    but no identity, so no memo pairs its stats with them."""
+    monkeypatch.setattr(run_hash, "_now", lambda: time.time_ns() + 10 * fingerprint.SETTLED_NS)
+    run = _tiny_run(tmp_path)
+    listing = scan_tree(run, run.resolve())[1]
+    path = run / "lab" / "events.jsonl"
+    real_read = _files._Input.read
+
+    def read_then_touched(self: _files._Input, size: int = -1, /) -> bytes:
+        data = real_read(self, size)
+        if self.path == path:
+            os.utime(path, ns=(1, 1))
+        return data
+
+    monkeypatch.setattr(_files._Input, "read", read_then_touched)
+    with hashing_reads() as seen:
+        load.load_run(run, [])
+    assert seen[str(path)].identity is None
+    memo: dict = {}
+    run_hash.input_hash(run, memo, listing, key="run", seen=seen)
+    assert memo == {}
+
+
+def test_an_edition_hashes_every_byte_of_every_run_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cache and no memo (an edition's summarise_runs): each file of the run is hashed whole, by the loader as
+    it reads it or, for the files the loader does not read whole, read for the hash; the key is the plain one."""
+    run = _tiny_run(tmp_path)
+    (run / "notes.txt").write_text("a file no reader opens\n")
+    monkeypatch.setattr(fingerprint, "_digests", {})
+    hashed_whole: list[str] = []
+    real_close = _files._Input.close
+
+    def close(self: _files._Input) -> None:
+        if self._sha is not None and self._read == self.info.st_size:
+            hashed_whole.append(self.name)
+        real_close(self)
+
+    monkeypatch.setattr(_files._Input, "close", close)
+    reads = _hashed_reads(monkeypatch)
+    validated: dict = {}
+    summary.summarise_runs(run.parent, None, wanted=summary.Wanted(), validated=validated)
+    assert list(validated) == ["tiny-run"]
+    files = {str(path) for path in run.rglob("*") if path.is_file()}
+    read_here = {path for path in [*hashed_whole, *reads] if path.startswith(f"{run}/")}
+    assert read_here == files and str(run / "notes.txt") in reads

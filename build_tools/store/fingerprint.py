@@ -40,7 +40,10 @@ SETTLED_NS = 2_000_000_000
 # Files up to this size are hashed in one read; a larger one in chunks, never whole in memory.
 ONE_READ = 1 << 20
 
-_digests: dict[tuple[int, ...], bytes] = {}
+# A file's identity as a listing keeps it after its name (_files.identity): size, mtime and ctime (ns), inode, device.
+Identity = tuple[int, int, int, int, int]
+
+_digests: dict[Identity, bytes] = {}  # by identity (_identity)
 
 
 @functools.cache
@@ -77,14 +80,21 @@ def environment() -> str:
 
 def file_digest(path: Path) -> bytes:
     """sha256 of the file's bytes; read once per process while the file keeps its inode, size and times."""
-    info = os.stat(path)
-    identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-    digest = _digests.get(identity)
+    return read_digest(path)[1]
+
+
+def read_digest(path: Path) -> tuple[Identity | None, bytes]:
+    """The file's identity (size, mtime and ctime in ns, inode, device: what a listing keeps of it after its name)
+    and the sha256 of its bytes; identity None when the file changed while it was read (its digest then is of
+    bytes no listing describes, and is not remembered)."""
+    before = _identity(os.stat(path))
+    digest = _digests.get(before)
     if digest is None:
-        digest = _sha256(path, info.st_size)
-        if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > SETTLED_NS:
-            _digests[identity] = digest
-    return digest
+        digest = _sha256(path, before[0])
+        if _identity(os.stat(path)) != before:  # written while read: its stats do not describe these bytes
+            return None, digest
+        note_digest(before, digest)
+    return before, digest
 
 
 def _sha256(path: Path, size: int) -> bytes:
@@ -92,6 +102,17 @@ def _sha256(path: Path, size: int) -> bytes:
         return hashlib.sha256(path.read_bytes()).digest()
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").digest()
+
+
+def _identity(info: os.stat_result) -> Identity:
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev
+
+
+def note_digest(identity: Identity, digest: bytes) -> None:
+    """Remember, for this process, the digest of bytes read elsewhere (the loader's) while the file keeps this
+    identity, unless it changed in the last SETTLED_NS (then it may change again, its stats unchanged)."""
+    if time.time_ns() - max(identity[1], identity[2]) > SETTLED_NS:
+        _digests[identity] = digest
 
 
 class Key:

@@ -12,11 +12,11 @@ import functools
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._files import FileStat, scan_tree
+from .._files import FileStat, Seen, scan_tree
 from .._staging import write_atomic
 from . import fingerprint
 
@@ -34,7 +34,7 @@ def code_digest() -> bytes:
 
 
 def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None,
-               key: str | None = None) -> str:
+               key: str | None = None, seen: Mapping[str, Seen] | None = None) -> str:
     """Hash of every file of the run, of the code that reads it and of the library versions (`fingerprint`).
 
     With a memo (kept in the cache folder), a run whose files have the same names, sizes, times (mtime and
@@ -43,18 +43,31 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
     could change again within one tick of the file system's clock, its size and times unchanged (git's "racily
     clean" entries).
     `listing` is the run's files as load.run_folders found them (default: listed here), `key` the run's
-    name in the memo (default: its resolved path).
+    name in the memo (default: its resolved path). `seen`: the files the loader read whole, hashed as it read
+    them (_files.hashing_reads), which are not read again; the others (read by a library that opens them itself,
+    or by nobody) are read here. A file whose bytes were read with other stats than the listing's (rewritten
+    between listing and reading) makes the run not remembered: the memo never pairs stats with other bytes.
     """
     files = listing if listing is not None else scan_tree(run_dir, run_dir.resolve())[1]
     stats = stats_of(files)
     key, code = key or str(run_dir.resolve()), code_digest().hex()
     if memo is not None and _holds(memo, key, stats):
         return str(memo[key]["digest"])
-    digest = fingerprint.Key("run").add(code_digest()).files(
-        run_dir, [run_dir / stat[0] for stat in files]).hexdigest()
-    if memo is not None and _settled(files):
-        memo[key] = {"stats": stats, "code": code, "digest": digest}
-    return digest
+    hashed = fingerprint.Key("run").add(code_digest())
+    as_listed = True
+    seen, base = seen or {}, str(run_dir)
+    for name, *listed in files:
+        found = seen.get(f"{base}/{name}")  # str(run_dir / name), as the loader names what it read
+        identity, digest = (found.identity, found.digest) if found is not None else fingerprint.read_digest(
+            run_dir / name)
+        if identity is not None and found is not None:
+            fingerprint.note_digest(identity, digest)  # the no-op key of this process reads it no more
+        as_listed = as_listed and identity == tuple(listed)
+        hashed.named(name, digest)
+    digest_hex = hashed.hexdigest()
+    if memo is not None and as_listed and _settled(files):
+        memo[key] = {"stats": stats, "code": code, "digest": digest_hex}
+    return digest_hex
 
 
 def _settled(files: list[FileStat]) -> bool:
