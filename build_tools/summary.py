@@ -1023,27 +1023,32 @@ def _validated(run_id: str, record: dict[str, Any], metrics: Collection[str]) ->
                         metrics={name: summary_cache.facts_from_record(record["metrics"][name]) for name in metrics})
 
 
-def _record(digest: str, run: RunSummary | ValidatedRun) -> dict[str, Any]:
-    """What validated.json remembers of a run that passed. A summarised run's record holds no metric's facts
-    (taking them would decode its table): it is validated again if it is ever read only for them."""
+def _record(digest: str, run: RunSummary | ValidatedRun, known: dict[str, Any]) -> dict[str, Any]:
+    """What validated.json remembers of a run that passed. A summarised run's record holds only the metric facts
+    already known of its input (`known`; taking them from it would decode its table): it is validated again if it
+    is ever read only for others."""
     start, end = _time_span(run)
-    steps, metrics = (run.steps, run.metrics) if isinstance(run, ValidatedRun) else (int(run.facts["steps"]), {})
+    if isinstance(run, ValidatedRun):
+        steps, metrics = run.steps, {name: summary_cache.facts_record(facts) for name, facts in run.metrics.items()}
+    else:
+        steps, metrics = int(run.facts["steps"]), known
     return {"digest": digest, "config": run.config, "start_ts": start, "end_ts": end, "warnings": list(run.warnings),
-            "steps": steps, "metrics": {name: summary_cache.facts_record(facts) for name, facts in metrics.items()},
-            "facts_format": summary_cache.FACTS_FORMAT}
+            "steps": steps, "metrics": metrics, "facts_format": summary_cache.FACTS_FORMAT}
 
 
 def _records(known: dict[str, dict[str, Any]], digests: dict[Path, str], read: set[str],
              runs: _Runs) -> dict[str, dict[str, Any]]:
     """What validated.json holds after this check: every run present that passed (whatever problems the others
-    have: a run fixed later is the only one read again), the record already known when the run was not read."""
+    have: a run fixed later is the only one read again), the record already known when the run was not read. A run
+    summarised now keeps the metric facts its record of the same input held (`make check ALL=1` forgets none)."""
     records = {}
     for path, digest in digests.items():
         old = known.get(path.name)
-        if path.name not in read and old is not None and old["digest"] == digest:
-            records[path.name] = old
+        same = old if old is not None and old["digest"] == digest else None
+        if path.name not in read and same is not None:
+            records[path.name] = same
         elif (run := runs.passed(path.name)) is not None:
-            records[path.name] = _record(digest, run)
+            records[path.name] = _record(digest, run, same["metrics"] if same is not None else {})
     return records
 
 
