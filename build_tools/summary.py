@@ -749,9 +749,10 @@ def _closed_phases(tables: list[Columns], warnings: list[str], deaths: Sequence[
     kept = kept[np.argsort(firsts, kind="stable")]
     if (t1[kept] == -1).any():
         return None
+    if times_only:  # what numbering the steps reads: its texts compared at C speed, as fixed-width strings
+        return {"t0": t0[kept], "t1": t1[kept], "rank": rank[kept], "name": _decoded(names, codes[0], kept, str),
+                "role": _decoded(roles, codes[3], kept, str)}
     name, role = _decoded(names, codes[0], kept), _decoded(roles, codes[3], kept)
-    if times_only:  # what numbering the steps reads
-        return {"t0": t0[kept], "t1": t1[kept], "rank": rank[kept], "name": name, "role": role}
     for values in (t0, t1):
         if values.dtype.kind == "f" and len(kept) and np.all(np.floor(values[kept]) == values[kept]):
             return None
@@ -768,9 +769,10 @@ def _indices(encoded: pa.DictionaryArray) -> np.ndarray:
     return codes
 
 
-def _decoded(encoded: pa.DictionaryArray, codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The texts of some rows of a dictionary-encoded column, each distinct text made once and shared."""
-    distinct = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+def _decoded(encoded: pa.DictionaryArray, codes: np.ndarray, rows: np.ndarray, dtype: type = object) -> np.ndarray:
+    """The texts of some rows of a dictionary-encoded column, each distinct text made once and shared (or, with
+    dtype str, as a fixed-width array)."""
+    distinct: np.ndarray = np.asarray(encoded.dictionary.to_pylist(), dtype=dtype)
     texts: np.ndarray = distinct[codes[rows]]
     return texts
 
