@@ -1026,12 +1026,13 @@ def _validated(run_id: str, record: dict[str, Any], metrics: Collection[str]) ->
 
 
 def _record(digest: str, run: RunSummary | ValidatedRun, known: dict[str, Any]) -> dict[str, Any]:
-    """What validated.json remembers of a run that passed. A summarised run's record holds only the metric facts
-    already known of its input (`known`; taking them from it would decode its table): it is validated again if it
-    is ever read only for others."""
+    """What validated.json remembers of a run that passed: the metric facts already known of its input (`known`)
+    and those taken now. A summarised run takes none (that would decode its table): it is validated again if it is
+    ever read only for facts its record lacks."""
     start, end = _time_span(run)
     if isinstance(run, ValidatedRun):
-        steps, metrics = run.steps, {name: summary_cache.facts_record(facts) for name, facts in run.metrics.items()}
+        steps, metrics = run.steps, {**known, **{name: summary_cache.facts_record(facts)
+                                                 for name, facts in run.metrics.items()}}
     else:
         steps, metrics = int(run.facts["steps"]), known
     return {"digest": digest, "config": run.config, "start_ts": start, "end_ts": end, "warnings": list(run.warnings),

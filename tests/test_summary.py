@@ -222,20 +222,25 @@ def test_a_validated_record_is_replayed_only_with_the_facts_of_every_metric_aske
     assert fresh is not None and validated["no-watchdog"].metrics == fresh.metrics
     summarise_runs(runs, cache, wanted=grad, validated=validated)
     assert calls == ["no-watchdog"] and list(validated["no-watchdog"].metrics) == ["train/grad_norm"]
+    loss = summary.Wanted(frozenset({"baseline-seed1"}), metrics=("train/loss",))
+    summarise_runs(runs, cache, wanted=loss, validated=validated)  # a new metric: validated again, ...
+    assert calls == ["no-watchdog", "no-watchdog"] and list(validated["no-watchdog"].metrics) == ["train/loss"]
+    summarise_runs(runs, cache, wanted=both, validated=validated)  # ... the facts known of its input kept
+    assert calls == ["no-watchdog", "no-watchdog"]
     records = summary_cache.read_validated(cache)
-    assert sorted(records["no-watchdog"]["metrics"]) == ["perf/step_time", "train/grad_norm"]
+    assert sorted(records["no-watchdog"]["metrics"]) == ["perf/step_time", "train/grad_norm", "train/loss"]
     assert records["baseline-seed1"]["metrics"] == {}  # summarised: its facts come from its summary
     summarise_runs(runs, cache)  # every run summarised (ALL=1): the facts known of the same input are kept
     assert summary_cache.read_validated(cache) == records
     summarise_runs(runs, cache, wanted=grad, validated=validated)
-    assert calls == ["no-watchdog", "no-watchdog"]  # summarised once above, then replayed
+    assert calls == ["no-watchdog"] * 3  # summarised once above, then replayed
     for record in records.values():  # as written before validation took facts
         for key in ("steps", "metrics", "facts_format"):
             del record[key]
     summary_cache.write_validated(cache, records)
     warnings: list[str] = []
     summarise_runs(runs, cache, wanted=grad, validated=validated, warnings=warnings)
-    assert calls == ["no-watchdog", "no-watchdog", "no-watchdog"] and warnings == []
+    assert calls == ["no-watchdog"] * 4 and warnings == []
     assert validated["no-watchdog"].steps == fresh.steps == 6  # no-watchdog is cut short by an engine death
 
 

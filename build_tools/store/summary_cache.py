@@ -8,8 +8,8 @@ the run is summarised again.
 
 `validated.json` remembers every run that passed its checks, summarised or not: its input hash, run.yaml,
 first and last record times, warnings, the rows of its per-step table and the facts of the metrics the Metrics
-page named when it was validated (a run summarised holds none), so that a run nobody reads, or only the Metrics
-page reads, is validated once, not at every check.
+page named when it was validated (a run summarised takes none, and keeps those known of the same input), so that
+a run nobody reads, or only the Metrics page reads, is validated once, not at every check.
 
 A record's facts are keyed by metric and computed over every step, unrounded: of the Metrics spec they depend
 only on which metrics it names, so a record is replayed only when it holds every metric the spec names now (a
