@@ -180,16 +180,38 @@ class RunSummary:
         return self.steps[~self.steps["heat_touched"]]
 
 
+@dataclass(frozen=True)
+class MetricFacts:
+    """What the Metrics page's statistics read of one metric of one run, over the rows of the metric's table
+    (the per-step table, or its own step axis': readers.table_of): the same facts whether the run was summarised
+    (taken from its summary) or only validated (taken while validating it), made by one function
+    (summary.metric_facts)."""
+
+    logged: bool  # the metric is a column of its table
+    steps: int  # the rows of its table (of the per-step table when the run does not log the metric)
+    present: int  # its values that are not NaN
+    low: float | None  # the least and greatest of them (None when there is none)
+    high: float | None
+    zeros: int  # how many of them are 0
+    first: float | None  # the first of them, at the first step that has one
+    first_step: int | None
+    non_finite: dict[str, str] = field(default_factory=dict)  # step -> "NaN" / "Infinity" / "-Infinity" logged
+
+
 @dataclass
 class ValidatedRun:
     """What is kept of a run that passed its checks without being summarised: enough for the edition's
-    checks of every run (its Miles commit, its dates) and for deciding whether a table reads it."""
+    checks of every run (its Miles commit, its dates), for deciding whether a table reads it, and for the pages
+    that read it without its summary: the rows of its per-step table (`steps`) and the facts of the metrics the
+    Metrics page names (`metrics`, by metric)."""
 
     run_id: str
     config: dict[str, Any]
     start_ts: float
     end_ts: float
     warnings: list[str] = field(default_factory=list)
+    steps: int = 0
+    metrics: dict[str, MetricFacts] = field(default_factory=dict)
 
 
 @dataclass

@@ -114,8 +114,8 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     check_commits({**configs, **{run_id: run.config for run_id, run in validated.items()}}, stamp)
     if chapter_error is not None:
         raise chapter_error
-    if site and validated:
-        progress.note(skipped_line(len(validated), check=False))
+    if site and (unread := _unread(layout, tables, validated)):
+        progress.note(skipped_line(unread, check=False))
 
     # 4. Check every claim against the summaries; write the reports, then fail once if any claim is false.
     with progress.stage("Checking claims"):
@@ -165,18 +165,37 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
 
 def _wanted(layout: Layout, blocks: list[FigureBlock], tables: Mapping[str, Any], *, site: bool) -> Wanted:
     """The runs to summarise: those the figure blocks name (their checks read only those), and for the site
-    those the Metrics page's run sets select. A Metrics spec that cannot be read selects none (the page
-    reports it when it is rendered)."""
+    those the Metrics page's run sets select for a row that reads whole summaries (a median, a time on its clean
+    steps). Every other run is validated, taking the facts of the metrics the page names (the other rows read
+    those), at a check too: the site built after it then validates nothing again. A Metrics spec that cannot be
+    read selects none (the page reports it when it is rendered)."""
     ids = frozenset(run for block in blocks for run in block.runs)
-    if not site:
+    spec = _metrics_spec(layout, tables)
+    if spec is None:
         return Wanted(ids)
     from . import metrics_table
 
+    return Wanted(ids, metrics_table.summarises(spec) if site else None, metrics_table.metrics_named(spec))
+
+
+def _metrics_spec(layout: Layout, tables: Mapping[str, Any]) -> dict[str, Any] | None:
+    from . import metrics_table
+
     try:
-        spec = metrics_table.spec_of(tables, display_path(layout.metrics_yml))
+        return metrics_table.spec_of(tables, display_path(layout.metrics_yml))
     except MetricsSpecError:
-        return Wanted(ids)
-    return Wanted(ids, metrics_table.reads(spec))
+        return None
+
+
+def _unread(layout: Layout, tables: Mapping[str, Any], validated: Mapping[str, ValidatedRun]) -> int:
+    """How many of the runs validated but not summarised nothing reads: not even the Metrics page, from their
+    facts."""
+    spec = _metrics_spec(layout, tables) if validated else None
+    if spec is None:
+        return len(validated)
+    from . import metrics_table
+
+    return len(validated) - len(metrics_table.runs_read(spec, validated))
 
 
 def skipped_line(count: int, *, check: bool = True) -> str:

@@ -1,7 +1,14 @@
 """The Metrics page's values: docs/data/metrics.yml says what each cell reads; this computes it from the runs.
 
-Every "Our range" / "Our value" cell is a statistic of the summaries, written at the row's rounding. Time
-rows read only the steps no heat-guard pause touched (the heat rule of readers.steps_for).
+Every "Our range" / "Our value" cell is a statistic of the runs, written at the row's rounding. Time rows read only
+the steps no heat-guard pause touched (the heat rule of readers.steps_for).
+
+Most statistics read only a few facts of each run's metric (its steps, how many values, the least, the greatest,
+the zeros, the first: _types.MetricFacts, made by summary.metric_facts). A run only validated carries those facts
+of every metric the page names (validation takes them: `metrics_named`), so a row whose run set is every run reads
+a thousand runs without summarising one. A row that needs more (a median, or a time's values on the clean steps
+only, which the per-step table's heat-guard column tells) reads summaries: `summarises` names the runs the build
+must summarise for it.
 """
 
 from __future__ import annotations
@@ -12,16 +19,17 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from ._escape import Markdown, md_part, md_text
 from ._exceptions import InputProblem, MetricsSpecError, MissingValue, Problem, display_path
-from ._types import RunSummary
+from ._types import MetricFacts, RunSummary, ValidatedRun
 from .blocks import read_table
-from .readers import config_value, dotted_field, require_finite, steps_for, table_of
+from .readers import dotted_field, non_finite_error, steps_for, table_of, use_clean
 from .schemas import same_setting
+from .summary import derived, metric_facts
 from .wording import join, number, words
 
 
@@ -53,10 +61,15 @@ class Intro:
     max_tokens: str
 
 
+# A run the page reads: summarised, or only validated (its config and its metrics' facts).
+Run = RunSummary | ValidatedRun
+R = TypeVar("R", RunSummary, Run)
+
+
 # --- selecting runs ---------------------------------------------------------------------------
 
 
-def select(summaries: Mapping[str, RunSummary], predicate: Mapping[str, Any]) -> list[RunSummary]:
+def select(summaries: Mapping[str, R], predicate: Mapping[str, Any]) -> list[R]:
     """The runs a run set names: any of its tags, and every `where` field equal."""
     return [summary for summary in summaries.values() if selects(predicate, summary.config)]
 
@@ -73,13 +86,24 @@ def selects(predicate: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
 
 
 def row_values(runs: list[RunSummary], row: Mapping[str, Any]) -> pd.Series:
-    """Every value a row's statistic reads: the metric at every step, only clean steps for a time row."""
-    return _values(runs, row["metric"])
-
-
-def _values(runs: list[RunSummary], metric: str) -> pd.Series:
+    """Every value a row's statistic reads: the metric at every step, only clean steps for a time row (`compare`
+    sets a reader's run beside them)."""
+    metric = row["metric"]
     parts = [steps_for(run, metric)[metric].dropna() for run in runs if metric in table_of(run, metric).columns]
     return pd.concat(parts) if parts else pd.Series(dtype=float)
+
+
+def facts_of(run: Run, metric: str, *, heat_rule: bool = False) -> MetricFacts:
+    """What a statistic reads of a run's metric (summary.metric_facts): a summarised run's from its table, a
+    validated run's as validation took them. With `heat_rule`, over the steps a value is read from under it (the
+    clean steps only, for a time: readers.steps_for), which only a summary tells."""
+    if isinstance(run, ValidatedRun):
+        if (heat_rule and use_clean(metric)) or metric not in run.metrics:  # the build summarises such a run
+            raise RuntimeError(f"{run.run_id} was only validated, without the facts a row reads of {metric}")
+        return run.metrics[metric]
+    table = steps_for(run, metric) if heat_rule else table_of(run, metric)
+    values = table[metric].to_numpy(dtype=float) if metric in table.columns else None
+    return metric_facts(table.index.to_numpy(), values, run.facts.get("non_finite", {}).get(metric, {}))
 
 
 def _counts(values: list[int]) -> str:
@@ -88,49 +112,65 @@ def _counts(values: list[int]) -> str:
     return number(low) if low == high else f"{number(low)} to {number(high)}"
 
 
-def _stat_range(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    values = _values(runs, row["metric"])
+def _least(values: list[float | None]) -> float:
+    """The least of the runs' values; NaN when none has one (as pandas' min of nothing)."""
+    return min((value for value in values if value is not None), default=math.nan)
+
+
+def _greatest(values: list[float | None]) -> float:
+    return max((value for value in values if value is not None), default=math.nan)
+
+
+def _stat_range(runs: list[Run], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    facts = [facts_of(run, row["metric"], heat_rule=True) for run in runs]
     decimals = int(row.get("decimals", 2))
-    steps = [len(steps_for(run, row["metric"])) for run in runs]
-    return True, {"low": number(values.min(), decimals), "high": number(values.max(), decimals),
-                  "steps": _counts(steps)}
+    return True, {"low": number(_least([f.low for f in facts]), decimals),
+                  "high": number(_greatest([f.high for f in facts]), decimals),
+                  "steps": _counts([f.steps for f in facts])}
 
 
-def _stat_all_zero(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    values = _values(runs, row["metric"])
+def _stat_all_zero(runs: list[Run], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    facts = [facts_of(run, row["metric"], heat_rule=True) for run in runs]
     _, shown = _stat_range(runs, row)
-    return bool((values == 0).all()), shown
+    return all(f.zeros == f.present for f in facts), shown
 
 
-def _stat_first_step(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    firsts = [table_of(run, row["metric"])[row["metric"]].dropna() for run in runs
-              if row["metric"] in table_of(run, row["metric"]).columns]
-    values = pd.Series([first.iloc[0] for first in firsts if len(first)], dtype=float)
-    steps = sorted({int(first.index[0]) for first in firsts if len(first)})
+def _stat_first_step(runs: list[Run], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    facts = [f for f in (facts_of(run, row["metric"]) for run in runs) if f.first is not None]
+    values = [f.first for f in facts]
+    steps = sorted({f.first_step for f in facts if f.first_step is not None})
     decimals = int(row.get("decimals", 2))
-    return bool((values == 0).all()), {"low": number(values.min(), decimals),
-                                      "high": number(values.max(), decimals),
-                                      "first": join(str(step) for step in steps)}
+    return all(value == 0 for value in values), {"low": number(_least(values), decimals),
+                                                "high": number(_greatest(values), decimals),
+                                                "first": join(str(step) for step in steps)}
 
 
-def _one_run(runs: list[RunSummary], row: Mapping[str, Any]) -> RunSummary:
+def _one_run(runs: list[Run], row: Mapping[str, Any]) -> RunSummary:
     if len(runs) != 1:
         ids = ", ".join(run.run_id for run in runs)
         raise ValueError(f"run set {row['runs']!r} matches {len(runs)} runs ({ids}); this statistic reads "
                          "exactly one run")
-    return runs[0]
+    return _summary(runs[0])
 
 
-def _stat_median(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+def _summary(run: Run) -> RunSummary:
+    """The run's summary, for a statistic that reads more than its facts (the build summarises every run such a row
+    reads: `summarises`)."""
+    if isinstance(run, ValidatedRun):
+        raise RuntimeError(f"{run.run_id} was only validated, yet a row reads its summary")
+    return run
+
+
+def _stat_median(runs: list[Run], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
     run = _one_run(runs, row)
     values = steps_for(run, row["metric"])[row["metric"]].dropna()
     return True, {"value": number(values.median(), int(row.get("decimals", 2))), "steps": number(len(values)),
                   "run_steps": number(len(table_of(run, row["metric"])))}
 
 
-def _stat_median_head(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+def _stat_median_head(runs: list[Run], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
     _, shown = _stat_median(runs, row)
-    run = runs[0]
+    run = _summary(runs[0])
     count = int(row.get("head", 2))
     frame = steps_for(run, row["metric"])
     head = frame[row["metric"]].dropna().head(count)
@@ -142,14 +182,13 @@ def _stat_median_head(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[b
     return True, shown
 
 
-def _stat_every_step(runs: list[RunSummary], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
-    tables = [table_of(run, row["metric"]) for run in runs]
-    total = sum(len(table) for table in tables)
-    present = sum(int(table[row["metric"]].notna().sum()) for table in tables if row["metric"] in table)
+def _stat_every_step(runs: list[Run], row: Mapping[str, Any]) -> tuple[bool, dict[str, str]]:
+    facts = [facts_of(run, row["metric"]) for run in runs]
+    total, present = sum(f.steps for f in facts), sum(f.present for f in facts)
     return present == total, {"present": number(present), "total": number(total)}
 
 
-STATS: dict[str, Callable[[list[RunSummary], Mapping[str, Any]], tuple[bool, dict[str, str]]]] = {
+STATS: dict[str, Callable[[list[Run], Mapping[str, Any]], tuple[bool, dict[str, str]]]] = {
     "range": _stat_range,
     "all_zero": _stat_all_zero,
     "first_step": _stat_first_step,
@@ -157,6 +196,20 @@ STATS: dict[str, Callable[[list[RunSummary], Mapping[str, Any]], tuple[bool, dic
     "median_head": _stat_median_head,
     "every_step": _stat_every_step,
 }
+# The statistics that read each run's facts over the steps the heat rule leaves (range, all_zero): of a time, the
+# clean steps, which only a summary tells. The others read the facts over every step (first_step, every_step),
+# or a summary (a median).
+HEAT_RULED = {"range", "all_zero"}
+FROM_FACTS = {"range", "all_zero", "first_step", "every_step"}
+
+
+def needs_summaries(row: Mapping[str, Any]) -> bool:
+    """Whether a row's statistic reads more of its runs than validation takes (their logged metric's facts over
+    every step): a median, a time's values on the clean steps, or a column the summary makes (summary.derived)."""
+    stat, metric = row.get("stat"), row.get("metric")
+    if stat not in FROM_FACTS or not isinstance(metric, str) or derived(metric):
+        return True
+    return stat in HEAT_RULED and use_clean(metric)
 
 
 # --- the page ---------------------------------------------------------------------------------
@@ -187,11 +240,11 @@ def spec_of(tables: Mapping[str, Any], where: str) -> dict[str, Any]:
     return document
 
 
-def _models(runs: list[RunSummary]) -> str:
-    return join(sorted({str(config_value(run, "model.name", None)) for run in runs}))
+def _models(runs: list[Run]) -> str:
+    return join(sorted({str(dotted_field(run.config, "model.name")) for run in runs}))
 
 
-def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[str, RunSummary],
+def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[str, Run],
           context: Mapping[str, str]) -> str:
     """One cell, or ValueError saying why it cannot be computed."""
     if row.get("runs") not in sets:
@@ -201,10 +254,12 @@ def _cell(row: Mapping[str, Any], sets: Mapping[str, Any], summaries: Mapping[st
     runs = select(summaries, sets[row["runs"]] or {})
     if not runs:
         raise ValueError(f"run set {row['runs']!r} matches no run")
-    if not any(row["metric"] in table_of(run, row["metric"]).columns for run in runs):
+    facts = [facts_of(run, row["metric"]) for run in runs]
+    if not any(f.logged for f in facts):
         raise ValueError(f"no run of {row['runs']!r} logs {row['metric']}")
-    for run in runs:  # a NaN or an infinity in the runs is never dropped from a range silently
-        require_finite(run, [row["metric"]])
+    for run, f in zip(runs, facts, strict=True):  # a NaN or an infinity in the runs is never dropped silently
+        if (error := non_finite_error(run.run_id, {row["metric"]: f.non_finite}, [row["metric"]])) is not None:
+            raise error
     holds, values = STATS[row["stat"]](runs, row)
     wording = row.get("wording", "") if holds else row.get("otherwise", row.get("wording", ""))
     return _fill(" ".join(str(wording).split()), {**context, "model": _models(runs), **values})
@@ -253,9 +308,10 @@ def prose(template: str, values: Mapping[str, str]) -> Markdown:
     return Markdown("".join(parts))
 
 
-def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: str,
+def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, Run], where: str,
                  context: Mapping[str, str]) -> list[Table]:
-    """Every table of the page; every row that cannot be computed is reported at once."""
+    """Every table of the page; every row that cannot be computed is reported at once. `summaries` holds every run
+    the page reads: summarised, or only validated when no row that reads it needs its summary (`summarises`)."""
     sets = spec.get("run_sets") or {}
     problems: list[Problem] = []
     tables = []
@@ -283,14 +339,14 @@ def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], w
     return tables
 
 
-def intro(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: str) -> Intro:
+def intro(spec: Mapping[str, Any], summaries: Mapping[str, Run], where: str) -> Intro:
     """The setup of the runs the intro names, from run.yaml: nothing typed by hand."""
     runs = select(summaries, (spec.get("run_sets") or {}).get(spec.get("intro_runs"), None) or {})
     if not runs:
         raise MetricsSpecError([Problem(where, None, "intro_runs", "names no run set that matches a run")])
 
     def fact(dotted: str, shown: Callable[[Any], str] = str) -> str:
-        values = sorted({shown(config_value(run, dotted, None)) for run in runs})
+        values = sorted({shown(dotted_field(run.config, dotted)) for run in runs})
         return join(values, "or")
 
     def count(value: Any) -> str:
@@ -303,9 +359,9 @@ def intro(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary], where: s
                  max_tokens=fact("flags.rollout_max_response_len", count))
 
 
-def runs_read(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary]) -> list[RunSummary]:
+def runs_read(spec: Mapping[str, Any], summaries: Mapping[str, R]) -> list[R]:
     """Every run some row or the intro of the page reads: the page's provenance is theirs."""
-    chosen: dict[str, RunSummary] = {}
+    chosen: dict[str, R] = {}
     for predicate in _sets_read(spec):
         for run in select(summaries, predicate):
             chosen[run.run_id] = run
@@ -314,13 +370,35 @@ def runs_read(spec: Mapping[str, Any], summaries: Mapping[str, RunSummary]) -> l
 
 def reads(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
     """Whether the page reads a run, from its run.yaml alone (runs_read's rule, before any run is summarised)."""
-    predicates = _sets_read(spec)
+    return _any_of(_sets_read(spec))
+
+
+def summarises(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """Whether the page reads a run's summary, from its run.yaml alone: a row that needs more than its metric's
+    facts reads it (needs_summaries). Every other run the page reads is read from validation's facts."""
+    return _any_of(_sets_read(spec, needs_summaries))
+
+
+def metrics_named(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The metrics of the rows with a value, in the spec's order, each once: those whose facts validation takes
+    (every logged one, whatever its row's statistic: a row changed to another statistic validates nothing again)."""
+    return tuple(dict.fromkeys(row["metric"] for row in _valued_rows(spec)
+                               if isinstance(row.get("metric"), str) and not derived(row["metric"])))
+
+
+def _any_of(predicates: list[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], bool]:
     return lambda config: any(selects(predicate, config) for predicate in predicates)
 
 
-def _sets_read(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The run sets the intro and the rows with a value read."""
+def _valued_rows(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [row for table in spec["tables"] if table.get("column") for row in table.get("rows") or []]
+
+
+def _sets_read(spec: Mapping[str, Any],
+               by: Callable[[Mapping[str, Any]], bool] | None = None) -> list[Mapping[str, Any]]:
+    """The run sets the intro and the rows with a value read; with `by`, those of the rows it picks alone."""
     sets = spec.get("run_sets") or {}
-    names = {spec.get("intro_runs")} | {row.get("runs") for table in spec["tables"]
-                                         for row in table.get("rows") or [] if table.get("column")}
+    names = {row.get("runs") for row in _valued_rows(spec) if by is None or by(row)}
+    if by is None:
+        names.add(spec.get("intro_runs"))
     return [sets.get(name) or {} for name in sorted(names, key=str) if name in sets]

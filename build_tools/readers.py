@@ -178,16 +178,24 @@ def _on_rollouts(run: RunSummary, values: pd.Series, axis: str) -> pd.Series:
 def require_finite(run: RunSummary, names: Iterable[str], steps: Iterable[int] | None = None) -> None:
     """MissingValue when the run logged NaN or an infinity for one of the metrics (at the given steps): a
     value that is not a number is never dropped silently."""
+    error = non_finite_error(run.run_id, run.facts.get("non_finite", {}), names, steps)
+    if error is not None:
+        raise error
+
+
+def non_finite_error(run_id: str, logged: Mapping[str, Mapping[str, str]], names: Iterable[str],
+                     steps: Iterable[int] | None = None) -> MissingValue | None:
+    """require_finite's error, from what a run logged that is not a number (metric -> step -> marker: a summary's
+    facts, or a validated run's metric facts); None when there is none."""
     names = list(names)
     wanted = None if steps is None else {int(step) for step in steps}
-    logged = run.facts.get("non_finite", {})
     found = [f"{name} = {value} at step {step}" for name in names
              for step, value in sorted(logged.get(name, {}).items(), key=lambda kv: int(kv[0]))
              if wanted is None or int(step) in wanted]
-    if found:
-        more = f" (and {len(found) - _SHOWN_NON_FINITE} more)" if len(found) > _SHOWN_NON_FINITE else ""
-        raise MissingValue(run.run_id, f"finite {' + '.join(names)} (it logged "
-                                       f"{', '.join(found[:_SHOWN_NON_FINITE])}{more})")
+    if not found:
+        return None
+    more = f" (and {len(found) - _SHOWN_NON_FINITE} more)" if len(found) > _SHOWN_NON_FINITE else ""
+    return MissingValue(run_id, f"finite {' + '.join(names)} (it logged {', '.join(found[:_SHOWN_NON_FINITE])}{more})")
 
 
 def trend_line(values: pd.Series, run_id: str) -> tuple[float, float]:

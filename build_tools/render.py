@@ -52,15 +52,19 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     chapter_names = {int(path.name[:2]): path.name for path in chapters}  # "05-heat.md" is chapter 5
     where = display_path(layout.metrics_yml)
     spec = metrics_table.spec_of(tables, where)  # docs/data/metrics.yml, read once with the other tables
-    metrics = metrics_page.render_metrics(env, spec, where, result.summaries, chapter_names)
+    # The runs the manual reads: those summarised, and those the Metrics page reads only the facts of.
+    runs: dict[str, metrics_table.Run] = dict(sorted([*result.summaries.items(), *result.validated.items()]))
+    read = dict(sorted([*result.summaries.items(),
+                        *((run.run_id, run) for run in metrics_table.runs_read(spec, result.validated))]))
+    metrics = metrics_page.render_metrics(env, spec, where, runs, chapter_names)
     written.append(write_page(pages, METRICS_PAGE, numbered(metrics, METRICS_PAGE)))
     swatched = front_matter.legend_items(role_palette.roles, legend)  # the legend with its colours
     index_of_figures = figure_index.render_figure_index(env, result.blocks, result.summaries, swatched)
     written.append(write_page(pages, FIGURES_PAGE, index_of_figures))
-    metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, result.summaries)]
+    metrics_runs = [run.run_id for run in metrics_table.runs_read(spec, runs)]
     read_by = front_matter.readers(result.blocks, metrics_runs)
     links = {block.number: f"{Path(block.chapter_file).name}#{block.id}" for block in result.blocks}
-    index = front_matter.render_index(layout.index_md, result.summaries, role_palette, written, read_by, stamp.edition,
+    index = front_matter.render_index(layout.index_md, read, role_palette, written, read_by, stamp.edition,
                                       published=edition, links=links)
     written.insert(0, write_page(pages, INDEX_PAGE, resolve(index, result.blocks, Path(INDEX_PAGE))))
     written.append(write_page(pages, CLAIM_HEALTH_PAGE, claim_health.render_claim_health(result.verdicts)))
@@ -68,4 +72,5 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
         written.append(write_page(pages, name, text))
     (pages / "assets").mkdir(parents=True, exist_ok=True)
     (pages / "assets" / "palette.css").write_text(palette.css_variables(role_palette), encoding="utf-8")
-    write_site_settings(pages, stamp, provenance(configs), nav_order(written), published=edition)
+    write_site_settings(pages, stamp, provenance({run_id: run.config for run_id, run in read.items()}),
+                        nav_order(written), published=edition)

@@ -13,7 +13,7 @@ import datetime as dt
 import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from . import _columnar, _workers, axes, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, Seen, hashing_reads, read_text, scan_tree
-from ._types import Columns, Record, RunData, RunSummary, ValidatedRun
+from ._types import Columns, MetricFacts, Record, RunData, RunSummary, ValidatedRun
 from ._yaml import load_yaml
 from .store import summary_cache
 from .store.run_hash import input_hash, memo_stale, present, read_memo, write_memo
@@ -43,6 +43,17 @@ def is_time(name: str) -> bool:
     return name.startswith(("perf/", "phase/")) or name.endswith("_time")
 
 
+# The per-step table's columns that are no metric a run logs: each phase's seconds (`phase/<name>`), the step's
+# first start and last end, and the heat-guard pause it overlapped, made from the phases and events (validation
+# does not tabulate them: metric_facts of them come from a summary only).
+STEP_COLUMNS = ("t0", "t1", "heat_touched", "heat_pause_s")
+
+
+def derived(name: str) -> bool:
+    """Whether a column of the per-step table is made by the summary, not logged by the run."""
+    return name.startswith("phase/") or name in STEP_COLUMNS
+
+
 # --- the stage --------------------------------------------------------------------------------
 
 
@@ -54,11 +65,14 @@ CHUNK_MOST = 8
 @dataclass(frozen=True)
 class Wanted:
     """The runs to summarise: those a figure or check names (`ids`), and those whose run.yaml one of a
-    table's run sets selects (`by_config`, for the site's Metrics page). Every other run is validated (every
-    rule of the loader, its dates) but not summarised: nothing would read its summary."""
+    table's run sets selects (`by_config`, for the rows of the site's Metrics page that read a whole summary).
+    Every other run is validated (every rule of the loader, its dates) but not summarised: nothing would read its
+    summary. Validating it takes the facts of the metrics named in `metrics` (those of the Metrics page, whose
+    other rows read them, not a summary: metric_facts)."""
 
     ids: frozenset[str] = frozenset()
     by_config: Callable[[Mapping[str, Any]], bool] | None = None
+    metrics: tuple[str, ...] = ()
 
     def wants(self, run_id: str, config: Mapping[str, Any] | None) -> bool:
         return run_id in self.ids or (self.by_config is not None and config is not None and self.by_config(config))
@@ -73,6 +87,7 @@ class Job(NamedTuple):
     listing: list[FileStat] | None
     digest: str | None  # ... else its input hash
     cache_dir: Path | None  # where the worker writes its summary
+    metrics: tuple[str, ...] = ()  # the metrics whose facts validating it takes
 
 
 @dataclass(frozen=True)
@@ -116,7 +131,8 @@ def _read_run(job: Job) -> Read:
     reading: contextlib.AbstractContextManager[dict[str, Seen]]
     reading = hashing_reads() if job.listing is not None else contextlib.nullcontext({})
     with reading as seen:
-        result, problems = load_and_summarise(job.path) if job.summarise else load_and_validate(job.path)
+        result, problems = load_and_summarise(job.path) if job.summarise else load_and_validate(job.path,
+                                                                                                 job.metrics)
     if job.listing is not None:
         memo: dict[str, Any] = {}
         digest = input_hash(job.path, memo, job.listing, key="run", seen=seen)
@@ -221,18 +237,20 @@ class _Runs:
         """Take what the cache holds; the runs to read, each with whether to summarise it (or only validate it)."""
         to_read: list[Job] = []
         for path in self.order:
+            metrics = wanted.metrics if wanted is not None else ()
             if path in self.unhashed:  # nothing cached for it: read, and hashed as it is
                 wants = wanted is None or wanted.wants(path.name, _peek(path, wanted))
-                to_read.append(Job(path, wants, self._listing(path), None, self.cache_dir))
+                to_read.append(Job(path, wants, self._listing(path), None, self.cache_dir, metrics))
                 continue
             digest = self.digests[path]
             record = known.get(path.name)
             record = record if record is not None and record["digest"] == digest else None
             if wanted is not None and not wanted.wants(path.name, record["config"] if record else _peek(path, wanted)):
-                if record is None:
-                    to_read.append(Job(path, False, None, digest, self.cache_dir))
+                # A record without the facts of a metric asked for (the spec names a new one) is not replayed.
+                if record is None or not set(metrics) <= record["metrics"].keys():
+                    to_read.append(Job(path, False, None, digest, self.cache_dir, metrics))
                 else:
-                    self.validated[path.name] = _validated(path.name, record)
+                    self.validated[path.name] = _validated(path.name, record, metrics)
             elif (cached := _read_cache(self.cache_dir, path, digest, warnings)) is not None:
                 self.summaries[path.name] = cached
             else:
@@ -319,21 +337,23 @@ def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
     return None, problems
 
 
-def load_and_validate(path: Path) -> tuple[ValidatedRun | None, list[Problem]]:
+def load_and_validate(path: Path, metrics: Collection[str] = ()) -> tuple[ValidatedRun | None, list[Problem]]:
     """One run from disk through every rule that could reject it (the loader's, and the summary's: a step
     logged twice with different values), keeping only what the edition's checks of every run read: its
-    run.yaml, its first and last record (as its summary's facts give them) and its warnings. None with the
-    problems when anything is wrong."""
+    run.yaml, its first and last record (as its summary's facts give them) and its warnings; and what the pages
+    read of it without its summary: its per-step table's rows and the facts of `metrics` (validate). None with
+    the problems when anything is wrong."""
     problems: list[Problem] = []
     run = load.load_run(path, problems, keep=False)  # its sampled streams not kept: their last times only
     try:
-        start, end = validate(run, problems)
+        found = validation(run, problems, metrics)
     except Exception:  # noqa: BLE001 - only ever reached for a run the loader rejected (as in load_and_summarise)
         if not problems:
             raise
     if problems:
         return None, problems
-    return ValidatedRun(run.run_id, run.config, start, end, warnings=list(run.warnings)), []
+    return ValidatedRun(run.run_id, run.config, found.start_ts, found.end_ts, warnings=list(run.warnings),
+                        steps=found.steps, metrics=found.metrics), []
 
 
 def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
@@ -361,21 +381,78 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
 
 
 def _apply_rules(run: RunData, problems: list[Problem], join: axes.Join, *,
-                 rules_only: bool = False) -> tuple[dict[str, np.ndarray], tuple[MetricTable, dict[str, MetricTable]]]:
+                 only: Collection[str] | None = None) -> tuple[dict[str, np.ndarray],
+                                                               tuple[MetricTable, dict[str, MetricTable]]]:
     """Every rule of the summary applied: the closed phases (a phase never closed is warned of) and the metric
-    table (a step logged twice with different values is a problem). A run only validated stops here
-    (`rules_only`: the phases' times alone, in no order, and no metric table: only its rules are applied)."""
+    table (a step logged twice with different values is a problem). A run only validated stops here, with `only`
+    the metrics it takes the facts of: the phases' times, names, roles and ranks alone, in no order, and metric
+    tables of those metrics only (every step still a row)."""
     # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
     deaths = [float(rec.data["t0"]) for rec in load.records(run, "events") if rec.data.get("kind") == "engine_death"]
-    phases = _phase_columns(run, deaths, times_only=rules_only)
-    return phases, _metric_tables(run, problems, join, rules_only=rules_only)
+    phases = _phase_columns(run, deaths, times_only=only is not None)
+    return phases, _metric_tables(run, problems, join, only=only)
+
+
+class Validation(NamedTuple):
+    """What validating a run gives besides its problems: its start and end, the rows of its per-step table, and the
+    facts of the metrics asked for (those its summary would give: metric_facts)."""
+
+    start_ts: float
+    end_ts: float
+    steps: int
+    metrics: dict[str, MetricFacts]
 
 
 def validate(run: RunData, problems: list[Problem]) -> tuple[float, float]:
+    """Every rule of the summary applied to a run, without making its tables: the run's start and end (validation's
+    window alone)."""
+    start, end, _, _ = validation(run, problems)
+    return start, end
+
+
+def validation(run: RunData, problems: list[Problem], metrics: Collection[str] = ()) -> Validation:
     """Every rule of the summary applied to a run, without making its tables: the run's start and end, as its
-    summary's facts give them (its sampled streams' last times among them, kept by the loader)."""
-    phases, _ = _apply_rules(run, problems, _join(run), rules_only=True)
-    return _window(run, phases, run.last_samples.values())
+    summary's facts give them (its sampled streams' last times among them, kept by the loader), and what the
+    Metrics page reads of each metric named (its per-step table's rows and the metrics' columns, made as the
+    summary makes them)."""
+    join = _join(run)
+    phases, (main, others) = _apply_rules(run, problems, join, only=frozenset(metrics))
+    metric_steps = main[0]
+    index = _step_index(metric_steps, phases["rank"],
+                        _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0))
+    return Validation(*_window(run, phases, run.last_samples.values()), len(index),
+                      {name: _facts_of(name, index, main, others) for name in metrics})
+
+
+def _facts_of(name: str, index: np.ndarray, main: MetricTable, others: dict[str, MetricTable]) -> MetricFacts:
+    """A metric's facts from the tables validation made: on the per-step table (index: its rows), or else on the
+    first other step axis that has it (readers.table_of's choice), its non-finite values from every axis (as
+    the summary's facts merge them)."""
+    non_finite = dict(main[2].get(name, {}))
+    for _, _, more in others.values():
+        non_finite.update(more.get(name, {}))
+    steps, metrics, _ = main
+    if name in metrics:
+        return metric_facts(index, _spread(metrics[name], steps, index), non_finite)
+    for steps, metrics, _ in others.values():
+        if name in metrics:
+            return metric_facts(steps, metrics[name], non_finite)
+    return metric_facts(index, None, non_finite)
+
+
+def metric_facts(steps: np.ndarray, values: np.ndarray | None, non_finite: Mapping[str, str]) -> MetricFacts:
+    """What the Metrics page reads of one metric of one run (_types.MetricFacts) from its table's rows: `steps`
+    the table's step of each row, `values` the metric's column (None when the table has none), `non_finite` what
+    the run logged that is not a number. The one reduction: metrics_table takes it of a summary's table, and
+    validation of the same rows and column made from the run (validate)."""
+    if values is None:
+        return MetricFacts(False, len(steps), 0, None, None, 0, None, None, dict(non_finite))
+    has = ~np.isnan(values)
+    found = values[has]
+    if not len(found):
+        return MetricFacts(True, len(steps), 0, None, None, 0, None, None, dict(non_finite))
+    return MetricFacts(True, len(steps), len(found), float(found.min()), float(found.max()), int((found == 0).sum()),
+                       float(found[0]), int(steps[np.flatnonzero(has)[0]]), dict(non_finite))
 
 
 def _window(run: RunData, phases: dict[str, np.ndarray], lasts: Iterable[float]) -> tuple[float, float]:
@@ -399,30 +476,39 @@ STEP_KEYS = axes.AXES  # never a metric of a step: the step itself
 # One step's metrics: the steps (ascending), each metric's value at each of them (NaN where not logged), and
 # where a logged value was not finite (metric -> step -> "NaN" / "Infinity" / "-Infinity").
 MetricTable = tuple[np.ndarray, dict[str, np.ndarray], dict[str, dict[str, str]]]
-NO_METRICS: MetricTable = (np.zeros(0, dtype=np.int64), {}, {})
 
 
 def _metric_tables(run: RunData, problems: list[Problem], join: axes.Join, *,
-                   rules_only: bool = False) -> tuple[MetricTable, dict[str, MetricTable]]:
+                   only: Collection[str] | None = None) -> tuple[MetricTable, dict[str, MetricTable]]:
     """The per-step table's metrics, by rollout id, and a table of each other step axis that has values.
 
     `rollout/*` and `perf/*` are logged against `rollout/step`, `train/*` against `train/step`, `eval/*` against
     `eval/step` (axes.py). With one optimizer step per rollout (as in every example run) rollout/step and
     train/step count the same steps and are merged into one table, the trainer's and the rollout manager's lines
     for a step together; with more, train/step is an axis of its own, each step joined to its rollout.
+    With `only` (validation), each table keeps the columns of those metrics alone, in no particular order.
     """
     groups: list[tuple[str, ...]] = [(axes.ROLLOUT, axes.TRAIN)] if join.identity else [(axes.ROLLOUT,),
                                                                                          (axes.TRAIN,)]
     groups.append((axes.EVAL,))
     columns = run.tables.get("metrics")
-    found = [_metric_columns(columns, keys, rules_only=rules_only) if columns else None for keys in groups]
+    found = [_metric_columns(columns, keys, only=only) if columns else None for keys in groups]
     if any(table is None for table in found):  # read line by line, once for every axis that must be
         lines = load.records(run, "metrics")
-        found = [table if table is not None else _metric_rows(lines, problems, keys)
+        found = [table if table is not None else _only(_metric_rows(lines, problems, keys), only)
                  for table, keys in zip(found, groups, strict=True)]
     tables = [table for table in found if table is not None]
     main = _by_rollout(tables[0], join) if join.train_scaled else tables[0]
     return main, {keys[0]: table for keys, table in zip(groups[1:], tables[1:], strict=True) if len(table[0])}
+
+
+def _only(table: MetricTable, only: Collection[str] | None) -> MetricTable:
+    """The table with only the columns (and non-finite values) of the metrics named; whole when none is."""
+    if only is None:
+        return table
+    steps, metrics, non_finite = table
+    return (steps, {name: column for name, column in metrics.items() if name in only},
+            {name: at for name, at in non_finite.items() if name in only})
 
 
 def _join(run: RunData) -> axes.Join:
@@ -508,10 +594,11 @@ def _metric_rows(records: Iterable[Record], problems: list[Problem], keys: tuple
 
 
 def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
-                    rules_only: bool = False) -> MetricTable | None:
+                    only: Collection[str] | None = None) -> MetricTable | None:
     """The metric table from the stream's columns, or None when it must be read line by line: a step logged
     twice with different values, or two metrics a step first logs on one line whose order there the columns
-    cannot tell. With `rules_only`, NO_METRICS once no step is logged twice with different values."""
+    cannot tell. With `only` (validation), the columns of those metrics alone, in no particular order (so never
+    None for that), every step that logs a metric still a row."""
     logged: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # name -> (rows, steps, values)
     first_row: dict[str, tuple[int, int]] = {}  # name -> (its first row in its first table, its place there)
     all_steps, offset = [], 0
@@ -537,7 +624,8 @@ def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
             if kind.name not in first_row and present.any():
                 first_row[kind.name] = (int(np.argmax(present)) + offset, place)
         offset += table.num_rows
-    order = _first_appearance(np.concatenate(all_steps) if all_steps else np.zeros(0, dtype=np.int64))
+    order = _first_appearance(np.concatenate(all_steps) if all_steps else np.zeros(0, dtype=np.int64)) \
+        if only is None else np.zeros((0, 2), dtype=np.int64)
     kept: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     placed: dict[str, tuple[int, int]] = {}  # name -> (rank of the first step holding it, the row it comes from)
     for name, parts in logged.items():
@@ -547,18 +635,18 @@ def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
         unique, first = np.unique(steps, return_index=True)
         if len(unique) < len(steps) and not _repeats_agree(steps, values, unique, first):
             return None
-        if rules_only:
-            continue
         kept[name] = (unique, values[first])
+        if only is not None:
+            continue
         ranks = order[np.searchsorted(order[:, 0], steps), 1]
         at = int(np.argmin(ranks))
         placed[name] = (int(ranks[at]), int(rows[at]))
-    if rules_only:
-        return NO_METRICS
-    names = _column_order(placed, first_row)
+    names = _column_order(placed, first_row) if only is None else [name for name in kept if name in only]
     if names is None:
         return None
-    steps = np.unique(np.concatenate([kept[name][0] for name in names])) if names else np.zeros(0, np.int64)
+    # Every step that logs a metric is a row, whichever metrics are kept.
+    steps = np.unique(np.concatenate([logged_at for logged_at, _ in kept.values()])) if kept else \
+        np.zeros(0, np.int64)
     metrics, non_finite = {}, {}
     for name in names:
         logged_at, values = kept[name]
@@ -612,8 +700,8 @@ PHASE_COLUMNS = ["name", "t0", "t1", "node", "gpus", "rank", "role"]
 
 
 def _phase_columns(run: RunData, deaths: Sequence[float], *, times_only: bool = False) -> dict[str, np.ndarray]:
-    """The run's closed phases in time order (`_phases`), as one array per column (`times_only`: t0 and t1 alone,
-    in no order, when read from columns)."""
+    """The run's closed phases in time order (`_phases`), as one array per column (`times_only`: t0, t1, rank, name
+    and role alone, in no order, when read from columns)."""
     tables = run.tables.get("phases")
     if tables:
         columns = _closed_phases(tables, run.warnings, deaths, times_only=times_only)
@@ -651,13 +739,15 @@ def _closed_phases(tables: list[Columns], warnings: list[str], deaths: Sequence[
                    times_only: bool = False) -> dict[str, np.ndarray] | None:
     """_phases, from the stream's columns. None when the lines must be read again: a phase that never closed
     (its warning quotes the time as written), or times all whole numbers in a column of floats (the record path
-    keeps them as integers). With `times_only`, t0 and t1 alone, in no order (what validation reads)."""
+    keeps them as integers). With `times_only`, t0, t1, rank, name and role alone, in no order (what validation
+    reads)."""
     table = pa.concat_tables([columns.table for columns in tables], promote_options="permissive")
     t0, t1 = (table.column(key).to_numpy(zero_copy_only=False) for key in ("t0", "t1"))
     rank = table.column("rank").to_numpy(zero_copy_only=False)
     # One row per (name, t0, rank, role), in the order each first appears: its last closed record, else its
     # first (the open one). Texts are told apart by their dictionary codes, any consistent numbering will do.
-    codes = [_distinct_codes(table.column("name")), t0, rank, _distinct_codes(table.column("role"))]
+    names, roles = (table.column(key).combine_chunks().dictionary_encode() for key in ("name", "role"))
+    codes = [_indices(names), t0, rank, _indices(roles)]
     order = np.lexsort(codes[::-1])
     ends = np.flatnonzero(np.any([np.diff(code[order]) != 0 for code in codes], axis=0)) + 1
     starts = np.concatenate(([0], ends)).astype(np.int64)
@@ -669,22 +759,32 @@ def _closed_phases(tables: list[Columns], warnings: list[str], deaths: Sequence[
     kept = kept[np.argsort(firsts, kind="stable")]
     if (t1[kept] == -1).any():
         return None
-    if times_only:
-        return {"t0": t0[kept], "t1": t1[kept]}
+    if times_only:  # what numbering the steps reads: its texts compared at C speed, as fixed-width strings
+        return {"t0": t0[kept], "t1": t1[kept], "rank": rank[kept], "name": _decoded(names, codes[0], kept, str),
+                "role": _decoded(roles, codes[3], kept, str)}
+    name, role = _decoded(names, codes[0], kept), _decoded(roles, codes[3], kept)
     for values in (t0, t1):
         if values.dtype.kind == "f" and len(kept) and np.all(np.floor(values[kept]) == values[kept]):
             return None
-    name, role, node = (_texts(table.column(key))[kept] for key in ("name", "role", "node"))
+    node = _texts(table.column("node"))[kept]
     columns = {"name": name, "t0": t0[kept], "t1": t1[kept], "node": node,
                "gpus": _tuples(table.column("gpus"))[kept], "rank": rank[kept], "role": role}
     by_time = np.lexsort((_codes(columns["name"]), columns["rank"], columns["t0"]))
     return {key: values[by_time] for key, values in columns.items()}
 
 
-def _distinct_codes(column: pa.ChunkedArray) -> np.ndarray:
-    """A number for each distinct text of a column (in no particular order)."""
-    codes: np.ndarray = column.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
+def _indices(encoded: pa.DictionaryArray) -> np.ndarray:
+    """A number for each distinct text of a column (in no particular order): its dictionary code."""
+    codes: np.ndarray = encoded.indices.to_numpy(zero_copy_only=False)
     return codes
+
+
+def _decoded(encoded: pa.DictionaryArray, codes: np.ndarray, rows: np.ndarray, dtype: type = object) -> np.ndarray:
+    """The texts of some rows of a dictionary-encoded column, each distinct text made once and shared (or, with
+    dtype str, as a fixed-width array)."""
+    distinct: np.ndarray = np.asarray(encoded.dictionary.to_pylist(), dtype=dtype)
+    texts: np.ndarray = distinct[codes[rows]]
+    return texts
 
 
 def _codes(texts: np.ndarray) -> np.ndarray:
@@ -741,8 +841,7 @@ def _step_table(metric_steps: np.ndarray, metrics: dict[str, np.ndarray], phases
                 phase_steps: np.ndarray, events: pd.DataFrame) -> pd.DataFrame:
     """One row per step: its metrics, each phase's seconds (rank 0 and the rollout manager), its first start
     and last end, and the heat-guard pause it overlapped. Steps that only phases or only metrics know are rows too."""
-    counted = np.isin(phases["rank"], COUNTED_RANKS) & (phase_steps >= 0) if len(phase_steps) else \
-        np.zeros(0, dtype=bool)
+    counted = _counted(phases["rank"], phase_steps)
     if not counted.any():
         index = pd.Index(metric_steps, name="step") if len(metric_steps) else pd.RangeIndex(0, name="step")
         columns = {**metrics, "t0": np.full(len(metric_steps), math.nan), "t1": np.full(len(metric_steps), math.nan)}
@@ -750,7 +849,7 @@ def _step_table(metric_steps: np.ndarray, metrics: dict[str, np.ndarray], phases
     step, t0, t1 = phase_steps[counted], phases["t0"][counted], phases["t1"][counted]
     codes, names = pd.factorize(phases["name"][counted], sort=True)
     rows = np.unique(step)
-    everything = np.union1d(metric_steps, rows)
+    everything = _step_index(metric_steps, phases["rank"], phase_steps)
     columns = {key: _spread(values, metric_steps, everything) for key, values in metrics.items()}
     by_name = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[by_name], np.arange(len(names) + 1))
@@ -766,6 +865,22 @@ def _step_table(metric_steps: np.ndarray, metrics: dict[str, np.ndarray], phases
     columns["t0"] = _spread(first.astype(t0.dtype), rows, everything)
     columns["t1"] = _spread(last.astype(t1.dtype), rows, everything)
     return _with_heat(pd.DataFrame(columns, index=pd.Index(everything, name="step")), events)
+
+
+def _counted(rank: np.ndarray, phase_steps: np.ndarray) -> np.ndarray:
+    """Which phases the per-step table counts: rank 0's and the rollout manager's, of a step."""
+    if not len(phase_steps):
+        return np.zeros(0, dtype=bool)
+    # One comparison a rank: np.isin sorts both arrays first, the slower for two ranks.
+    counted: np.ndarray = np.logical_or.reduce([rank == one for one in COUNTED_RANKS]) & (phase_steps >= 0)
+    return counted
+
+
+def _step_index(metric_steps: np.ndarray, rank: np.ndarray, phase_steps: np.ndarray) -> np.ndarray:
+    """The per-step table's steps, ascending: those that log a metric and those of a counted phase (a summary's
+    table and a validated run's count of rows are both made here)."""
+    counted = _counted(rank, phase_steps)
+    return np.union1d(metric_steps, phase_steps[counted]) if counted.any() else metric_steps
 
 
 def _group_sum(values: np.ndarray, groups: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -913,27 +1028,40 @@ def _read_validated(cache_dir: Path | None, warnings: list[str]) -> dict[str, di
         return {}
 
 
-def _validated(run_id: str, record: dict[str, Any]) -> ValidatedRun:
+def _validated(run_id: str, record: dict[str, Any], metrics: Collection[str]) -> ValidatedRun:
+    """The run a record remembers, with the facts of the metrics asked for (the record holds them all)."""
     return ValidatedRun(run_id, record["config"], float(record["start_ts"]), float(record["end_ts"]),
-                        list(record["warnings"]))
+                        list(record["warnings"]), steps=int(record["steps"]),
+                        metrics={name: summary_cache.facts_from_record(record["metrics"][name]) for name in metrics})
 
 
-def _record(digest: str, run: RunSummary | ValidatedRun) -> dict[str, Any]:
+def _record(digest: str, run: RunSummary | ValidatedRun, known: dict[str, Any]) -> dict[str, Any]:
+    """What validated.json remembers of a run that passed: the metric facts already known of its input (`known`)
+    and those taken now. A summarised run takes none (that would decode its table): it is validated again if it is
+    ever read only for facts its record lacks."""
     start, end = _time_span(run)
-    return {"digest": digest, "config": run.config, "start_ts": start, "end_ts": end, "warnings": list(run.warnings)}
+    if isinstance(run, ValidatedRun):
+        steps, metrics = run.steps, {**known, **{name: summary_cache.facts_record(facts)
+                                                 for name, facts in run.metrics.items()}}
+    else:
+        steps, metrics = int(run.facts["steps"]), known
+    return {"digest": digest, "config": run.config, "start_ts": start, "end_ts": end, "warnings": list(run.warnings),
+            "steps": steps, "metrics": metrics, "facts_format": summary_cache.FACTS_FORMAT}
 
 
 def _records(known: dict[str, dict[str, Any]], digests: dict[Path, str], read: set[str],
              runs: _Runs) -> dict[str, dict[str, Any]]:
     """What validated.json holds after this check: every run present that passed (whatever problems the others
-    have: a run fixed later is the only one read again), the record already known when the run was not read."""
+    have: a run fixed later is the only one read again), the record already known when the run was not read. A run
+    summarised now keeps the metric facts its record of the same input held (`make check ALL=1` forgets none)."""
     records = {}
     for path, digest in digests.items():
         old = known.get(path.name)
-        if path.name not in read and old is not None and old["digest"] == digest:
-            records[path.name] = old
+        same = old if old is not None and old["digest"] == digest else None
+        if path.name not in read and same is not None:
+            records[path.name] = same
         elif (run := runs.passed(path.name)) is not None:
-            records[path.name] = _record(digest, run)
+            records[path.name] = _record(digest, run, same["metrics"] if same is not None else {})
     return records
 
 

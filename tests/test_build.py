@@ -203,7 +203,10 @@ def test_skipped_line_counts_the_runs() -> None:
                                                "reads them")
 
 
-def test_the_site_also_summarises_the_runs_the_metrics_page_reads(project: Path) -> None:
+def test_the_site_summarises_only_the_runs_a_metrics_row_reads_whole(project: Path) -> None:
+    """The rows over every run (`all`: train/entropy_loss all_zero, perf/train_wait_time every_step) read the facts
+    validation takes, at a check too; a row that reads whole summaries (a median) summarises its runs."""
+    from build_tools import metrics_table
     from build_tools.blocks import load_tables, read_blocks
     from build_tools.build import _wanted
 
@@ -211,13 +214,42 @@ def test_the_site_also_summarises_the_runs_the_metrics_page_reads(project: Path)
     blocks = read_blocks(layout.docs, layout.figures_src)
     benchmark = {"run_id": "scale-0000", "tags": ["benchmark"]}
     tables = load_tables(layout.data)
-    assert not _wanted(layout, blocks, tables, site=False).wants("scale-0000", benchmark)  # no figure names it
-    assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", benchmark)  # the run set `all`
+    named = metrics_table.metrics_named(tables["metrics"])
+    assert {"train/entropy_loss", "perf/train_wait_time"} <= set(named)
+    for site in (False, True):
+        wanted = _wanted(layout, blocks, tables, site=site)
+        assert not wanted.wants("scale-0000", benchmark) and wanted.metrics == named
+    assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", {"tags": ["baseline"]})  # its medians
+    assert not _wanted(layout, blocks, tables, site=False).wants("scale-0000", {"tags": ["baseline"]})
     spec = project / "docs" / "data" / "metrics.yml"
-    spec.write_text(spec.read_text().replace("        runs: all\n", "        runs: baseline\n"))
+    spec.write_text(spec.read_text().replace("        runs: before_heat_guard\n        stat: median\n",
+                                             "        runs: all\n        stat: median\n", 1))
     tables = load_tables(layout.data)
-    assert not _wanted(layout, blocks, tables, site=True).wants("scale-0000", benchmark)
-    assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", {"tags": ["baseline"]})
+    assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", benchmark)
+
+
+def test_a_build_reads_the_runs_only_the_metrics_page_reads_by_their_facts(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """After a check, a build summarises no scaled run (only the `all` rows read them, from the facts the check
+    took) and says nothing of runs nothing reads: the Metrics page reads them. Its pages are those of a build that
+    summarises every run, byte for byte."""
+    from build_tools._settings import Settings
+    from build_tools.build import build
+    from examples._scaled import write_scaled
+
+    write_scaled(project / "runs", 2, 16, workers=1)
+    assert main(["check"]) == 0
+    assert SKIPPED in capsys.readouterr().out.splitlines()
+    result = build(project, Settings())
+    assert sorted(result.validated) == ["scale-0000", "scale-0001"]
+    assert "validated but not summarised" not in capsys.readouterr().err
+    assert not [entry for entry in (project / "build" / "cache" / "summaries").iterdir()
+                if entry.name.startswith("scale-")]
+    pages = {path.name: path.read_bytes() for path in (project / "build" / "docs").glob("*.md")}
+    assert b"scale-0001" in pages["index.md"]
+    everything = build(project, Settings(all_runs=True))
+    assert sorted(everything.summaries)[-2:] == ["scale-0000", "scale-0001"] and not everything.validated
+    assert {path.name: path.read_bytes() for path in (project / "build" / "docs").glob("*.md")} == pages
 
 
 # --- an unchanged check -------------------------------------------------------------------------------

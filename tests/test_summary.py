@@ -200,6 +200,50 @@ def test_a_validated_run_is_read_again_only_when_it_changes(tmp_path: Path, monk
     assert calls == ["no-watchdog", "no-watchdog"] and none == {}
 
 
+def test_a_validated_record_is_replayed_only_with_the_facts_of_every_metric_asked_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The facts are kept by metric: a spec naming a metric the record lacks validates the run again (a stale record
+    is never replayed), one naming fewer reads nothing; a record written before facts were taken is dropped
+    without a warning, its run validated again."""
+    runs, cache = _two_runs(tmp_path), tmp_path / "cache"
+    grad = summary.Wanted(frozenset({"baseline-seed1"}), metrics=("train/grad_norm",))
+    both = summary.Wanted(frozenset({"baseline-seed1"}), metrics=("train/grad_norm", "perf/step_time"))
+    summarise_runs(runs, cache, wanted=grad)
+    fresh = summary.load_and_validate(runs / "no-watchdog", both.metrics)[0]
+    calls: list[str] = []
+    real = load.load_run
+    monkeypatch.setattr(load, "load_run", lambda path, problems, **how: calls.append(path.name) or real(path, problems,
+                                                                                                       **how))
+    validated: dict[str, summary.ValidatedRun] = {}
+    summarise_runs(runs, cache, wanted=grad, validated=validated)
+    assert calls == [] and list(validated["no-watchdog"].metrics) == ["train/grad_norm"]
+    summarise_runs(runs, cache, wanted=both, validated=validated)
+    assert calls == ["no-watchdog"] and list(validated["no-watchdog"].metrics) == ["train/grad_norm", "perf/step_time"]
+    assert fresh is not None and validated["no-watchdog"].metrics == fresh.metrics
+    summarise_runs(runs, cache, wanted=grad, validated=validated)
+    assert calls == ["no-watchdog"] and list(validated["no-watchdog"].metrics) == ["train/grad_norm"]
+    loss = summary.Wanted(frozenset({"baseline-seed1"}), metrics=("train/loss",))
+    summarise_runs(runs, cache, wanted=loss, validated=validated)  # a new metric: validated again, ...
+    assert calls == ["no-watchdog", "no-watchdog"] and list(validated["no-watchdog"].metrics) == ["train/loss"]
+    summarise_runs(runs, cache, wanted=both, validated=validated)  # ... the facts known of its input kept
+    assert calls == ["no-watchdog", "no-watchdog"]
+    records = summary_cache.read_validated(cache)
+    assert sorted(records["no-watchdog"]["metrics"]) == ["perf/step_time", "train/grad_norm", "train/loss"]
+    assert records["baseline-seed1"]["metrics"] == {}  # summarised: its facts come from its summary
+    summarise_runs(runs, cache)  # every run summarised (ALL=1): the facts known of the same input are kept
+    assert summary_cache.read_validated(cache) == records
+    summarise_runs(runs, cache, wanted=grad, validated=validated)
+    assert calls == ["no-watchdog"] * 3  # summarised once above, then replayed
+    for record in records.values():  # as written before validation took facts
+        for key in ("steps", "metrics", "facts_format"):
+            del record[key]
+    summary_cache.write_validated(cache, records)
+    warnings: list[str] = []
+    summarise_runs(runs, cache, wanted=grad, validated=validated, warnings=warnings)
+    assert calls == ["no-watchdog"] * 4 and warnings == []
+    assert validated["no-watchdog"].steps == fresh.steps == 6  # no-watchdog is cut short by an engine death
+
+
 def test_a_run_the_cache_knows_nothing_of_is_hashed_by_its_reader(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A cold check hashes each run in the task that reads it (not first in the parent); what it remembers is

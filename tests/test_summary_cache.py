@@ -50,6 +50,34 @@ def test_a_validated_record_of_another_shape_is_dropped(tmp_path: Path, record: 
     assert summary_cache.read_validated(tmp_path) == {}
 
 
+FACTS = {"logged": True, "steps": 3, "present": 2, "low": 0.0, "high": 1.5, "zeros": 1, "first": 0.0, "first_step": 0,
+         "non_finite": {"2": "NaN"}}
+RECORD = {"digest": "x", "config": {}, "warnings": [], "start_ts": 0, "end_ts": 1.5, "steps": 3,
+          "facts_format": summary_cache.FACTS_FORMAT, "metrics": {"train/grad_norm": FACTS}}
+
+
+def test_a_validated_record_with_its_facts_is_kept_as_written(tmp_path: Path) -> None:
+    _rehashed_validated(tmp_path, {"tiny-run": RECORD})
+    assert summary_cache.read_validated(tmp_path) == {"tiny-run": RECORD}
+    facts = summary_cache.facts_from_record(FACTS)
+    assert (facts.present, facts.high, facts.non_finite) == (2, 1.5, {"2": "NaN"})
+    assert summary_cache.facts_record(facts) == FACTS
+
+
+@pytest.mark.parametrize("change", [
+    {"steps": None, "metrics": None, "facts_format": None},  # a record written before validation took facts
+    {"facts_format": summary_cache.FACTS_FORMAT + 1}, {"steps": -1}, {"steps": 2.5}, {"metrics": []},
+    {"metrics": {"m": {**FACTS, "present": -1}}}, {"metrics": {"m": {**FACTS, "logged": 1}}},
+    {"metrics": {"m": {**FACTS, "first_step": True}}}, {"metrics": {"m": {**FACTS, "low": "0"}}},
+    {"metrics": {"m": {**FACTS, "non_finite": {"2": 1}}}}, {"metrics": {"m": {**FACTS, "extra": 1}}},
+    {"metrics": {"m": {key: value for key, value in FACTS.items() if key != "zeros"}}},
+])
+def test_a_validated_record_whose_facts_are_of_another_shape_is_dropped(tmp_path: Path, change: dict) -> None:
+    record = {key: value for key, value in {**RECORD, **change}.items() if value is not None}
+    _rehashed_validated(tmp_path, {"tiny-run": record, "kept-run": RECORD})
+    assert summary_cache.read_validated(tmp_path) == {"kept-run": RECORD}
+
+
 def test_a_deeply_nested_validated_file_is_discarded_in_one_warning(warm: tuple[Path, Path, str]) -> None:
     runs, cache, digest = warm
     (cache / summary_cache.VALIDATED).write_bytes(hashlib.sha256(DEEP).hexdigest().encode() + b"\n" + DEEP)

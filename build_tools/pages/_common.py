@@ -9,7 +9,7 @@ from pathlib import Path
 import jinja2
 
 from .._escape import md_code, md_text
-from .._types import FigureBlock, RunSummary
+from .._types import FigureBlock, RunSummary, ValidatedRun
 from ..blocks import resolve_references
 from ..wording import join
 
@@ -25,7 +25,7 @@ def environment(templates: Path) -> jinja2.Environment:
     return env
 
 
-def machine(summaries: Mapping[str, RunSummary], run_ids: Sequence[str] | None = None) -> str:
+def machine(summaries: Mapping[str, RunSummary | ValidatedRun], run_ids: Sequence[str] | None = None) -> str:
     ids = run_ids if run_ids is not None else list(summaries)
     names = sorted({str(summaries[r].config.get("hardware", {}).get("machine", "")) for r in ids if r in summaries})
     return join([name for name in names if name], "or") or "machine"

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import palette
 from .._escape import Markdown, html_text, md_code, md_text
 from .._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, METRICS_PAGE, RECORD_PAGES
-from .._types import FigureBlock, RunSummary
+from .._types import FigureBlock, RunSummary, ValidatedRun
 from ..palette import Palette, Role
 from ..wording import Provenance, join, provenance, words
 from ._common import machine
@@ -30,11 +30,12 @@ def readers(blocks: Sequence[FigureBlock], metrics_runs: Sequence[str]) -> dict[
     return found
 
 
-def render_index(path: Path, summaries: Mapping[str, RunSummary], role_palette: Palette,
+def render_index(path: Path, summaries: Mapping[str, RunSummary | ValidatedRun], role_palette: Palette,
                  pages: Sequence[Page], read_by: Mapping[str, Sequence[str]] | None = None,
                  edition: str = "", *, published: bool = False, links: Mapping[str, str] | None = None) -> str:
-    """docs/index.md with its markers filled from the data and the palette; `published` for a published
-    edition's build (it links its print edition)."""
+    """docs/index.md with its markers filled from the data and the palette; `summaries` every run the manual reads
+    (summarised, or validated for the Metrics page); `published` for a published edition's build (it links its
+    print edition)."""
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Miles on one DGX Spark\n"
     source = provenance({run_id: summary.config for run_id, summary in summaries.items()})
     fills = {
@@ -126,7 +127,7 @@ def provenance_paragraph(source: Provenance, machine: str,
             f"says which run is which and what reads it.\n\n{readme}")
 
 
-def runs_table(summaries: Mapping[str, RunSummary], read_by: Mapping[str, Sequence[str]] | None = None,
+def runs_table(summaries: Mapping[str, RunSummary | ValidatedRun], read_by: Mapping[str, Sequence[str]] | None = None,
                links: Mapping[str, str] | None = None) -> str:
     """One row per run; under "Figures that read it", each figure's number links to the figure (`links`:
     number -> page#id) and the Metrics page to its page."""
@@ -142,9 +143,14 @@ def runs_table(summaries: Mapping[str, RunSummary], read_by: Mapping[str, Sequen
         model = config.get("model")
         lines.append(f"| {md_code(run_id)} | {md_text(config.get('title', ''))} | "
                      f"{md_text(model.get('name', '') if isinstance(model, Mapping) else '')} | "
-                     f"{len(summary.steps)} | {kind} | {', '.join(pages) or 'no page'} |")
+                     f"{_steps(summary)} | {kind} | {', '.join(pages) or 'no page'} |")
     count = len(summaries)
     return f"The manual reads {words(count)} run{'s' if count != 1 else ''}:\n\n" + "\n".join(lines)
+
+
+def _steps(run: RunSummary | ValidatedRun) -> int:
+    """The rows of the run's per-step table (a validated run counted them as its summary would)."""
+    return run.steps if isinstance(run, ValidatedRun) else len(run.steps)
 
 
 def _linked(text: str, href: str | None) -> str:

@@ -9,13 +9,13 @@ from typing import Any
 import jinja2
 
 from .. import metrics_table
-from .._types import RunSummary
 from ..wording import provenance
 
 
-def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str, summaries: Mapping[str, RunSummary],
-                   chapters: Mapping[int, str]) -> str:
-    """The page from the spec (docs/data/metrics.yml, shown as where in its problems) and the runs."""
+def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
+                   summaries: Mapping[str, metrics_table.Run], chapters: Mapping[int, str]) -> str:
+    """The page from the spec (docs/data/metrics.yml, shown as where in its problems) and the runs: summarised, or
+    validated for the rows that read only their facts (metrics_table.summarises)."""
     context = {f"chapter_{number}": name for number, name in chapters.items()}
     tables = metrics_table.build_tables(spec, summaries, where, context)
     intro = metrics_table.intro(spec, summaries, where)

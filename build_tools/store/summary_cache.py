@@ -7,7 +7,14 @@ pickle); an entry whose hashes do not match, or that does not parse, is discarde
 the run is summarised again.
 
 `validated.json` remembers every run that passed its checks, summarised or not: its input hash, run.yaml,
-first and last record times and warnings, so that a run nobody reads is validated once, not at every check.
+first and last record times, warnings, the rows of its per-step table and the facts of the metrics the Metrics
+page named when it was validated (a run summarised takes none, and keeps those known of the same input), so that
+a run nobody reads, or only the Metrics page reads, is validated once, not at every check.
+
+A record's facts are keyed by metric and computed over every step, unrounded: of the Metrics spec they depend
+only on which metrics it names, so a record is replayed only when it holds every metric the spec names now (a
+changed wording, rounding, run set or statistic changes nothing of them; a metric added is taken by validating
+the run again). FACTS_FORMAT names what the facts are: a record of another is dropped, its run validated again.
 """
 
 from __future__ import annotations
@@ -28,9 +35,10 @@ import pyarrow.parquet as pq
 
 from .._exceptions import CacheChanged
 from .._staging import temporary_prefix, write_atomic
-from .._types import RunSummary
+from .._types import MetricFacts, RunSummary
 
 FORMAT = 1
+FACTS_FORMAT = 1
 # pyarrow's rows per Parquet row group (pq.write_table's default).
 ROW_GROUP = 1024 * 1024
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
@@ -220,7 +228,8 @@ VALIDATED = "validated.json"
 
 def read_validated(cache_dir: Path) -> dict[str, dict[str, Any]]:
     """What the cache remembers of every run that passed its checks, by run id: its input hash (`digest`), its
-    run.yaml (`config`), the times of its first and last records (`start_ts`, `end_ts`) and its `warnings`.
+    run.yaml (`config`), the times of its first and last records (`start_ts`, `end_ts`), its `warnings`, the rows
+    of its per-step table (`steps`) and the facts of metrics by name (`metrics`: facts_record).
     Empty when there is none; ValueError when the file exists but is damaged (then it is removed).
 
     The file is its body's sha256 on the first line and the body below it, so checking it costs one hash."""
@@ -250,8 +259,46 @@ def _well_formed(record: object) -> bool:
     return (isinstance(record, dict) and isinstance(record.get("digest"), str)
             and isinstance(record.get("config"), dict) and isinstance(record.get("warnings"), list)
             and all(isinstance(warning, str) for warning in record["warnings"])
-            and all(isinstance(record.get(name), int | float) and not isinstance(record.get(name), bool)
-                    for name in ("start_ts", "end_ts")))
+            and all(_number(record.get(name)) for name in ("start_ts", "end_ts"))
+            and _count(record.get("steps")) and record.get("facts_format") == FACTS_FORMAT
+            and isinstance(record.get("metrics"), dict)
+            and all(_facts_well_formed(facts) for facts in record["metrics"].values()))
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def facts_record(facts: MetricFacts) -> dict[str, Any]:
+    """A metric's facts as validated.json holds them."""
+    return {"logged": facts.logged, "steps": facts.steps, "present": facts.present, "low": facts.low,
+            "high": facts.high, "zeros": facts.zeros, "first": facts.first, "first_step": facts.first_step,
+            "non_finite": dict(facts.non_finite)}
+
+
+def facts_from_record(record: dict[str, Any]) -> MetricFacts:
+    """facts_record's record as the facts again (read_validated checked its shape)."""
+    return MetricFacts(record["logged"], record["steps"], record["present"], record["low"], record["high"],
+                       record["zeros"], record["first"], record["first_step"], dict(record["non_finite"]))
+
+
+def _facts_well_formed(record: object) -> bool:
+    if not isinstance(record, dict) or set(record) != FACT_FIELDS:
+        return False
+    non_finite = record["non_finite"]
+    return (isinstance(record["logged"], bool) and all(_count(record[name]) for name in ("steps", "present", "zeros"))
+            and all(record[name] is None or _number(record[name]) for name in ("low", "high", "first"))
+            and (record["first_step"] is None or (isinstance(record["first_step"], int)
+                                                  and not isinstance(record["first_step"], bool)))
+            and isinstance(non_finite, dict)
+            and all(isinstance(step, str) and isinstance(marker, str) for step, marker in non_finite.items()))
+
+
+FACT_FIELDS = {"logged", "steps", "present", "low", "high", "zeros", "first", "first_step", "non_finite"}
 
 
 def write_validated(cache_dir: Path, runs: dict[str, dict[str, Any]]) -> None:
