@@ -16,8 +16,10 @@ the scaled runs (hard links into the generated set; the one run changed is repla
 - full build: `build` after those checks (figures, pages and site from scratch).
 
 Each is timed on the wall clock, with the CPU seconds of its whole process tree (user + system) and the peak
-memory of the tree (the sum of the resident memory of the process and all its descendants, sampled every 100 ms
-from /proc) and of its largest process (the kernel's ru_maxrss). The floor and the checks are measured REPEATS
+memory of the tree, sampled every 100 ms from /proc: the sum of the resident memory of the process and all its
+descendants, and the sum of their proportional set sizes (PSS: a page shared by several processes, as a fork
+server's imported libraries are by its workers, counted once, split among them), which is what the goals judge;
+and the peak of its largest process (the kernel's ru_maxrss). The floor and the checks are measured REPEATS
 times each (a cold one from an empty build/ every time) and judged by their median, their fastest and slowest
 beside it: this machine's speed was seen to swing by 1.6x from one minute to the next with nothing else running.
 The table compares the medians with the goals, and build/bench.json keeps every number and the load average;
@@ -90,6 +92,9 @@ class Measurement:
     exit_code: int
     times: list[float] = field(default_factory=list)  # every time measured, in order
     cpu_seconds: float = 0.0  # user + system time of the process tree (of the median run, for repeats)
+    # The tree's proportional set size: each page counted once, split among the processes that share it (a fork
+    # server's imports are its workers' too: the summed resident memory counts them once a process).
+    peak_tree_pss_mib: float = 0.0
 
 
 def busy_machine(load_before: float, load_after: float) -> str | None:
@@ -276,7 +281,8 @@ def repeated(what: str, work: Path, command: list[str], before: Callable[[], obj
     times = [run.seconds for run in runs]
     median = sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
     return Measurement(what, statistics.median(times), max(run.peak_tree_mib for run in runs),
-                       max(run.peak_process_mib for run in runs), 0, times, median.cpu_seconds)
+                       max(run.peak_process_mib for run in runs), 0, times, median.cpu_seconds,
+                       max(run.peak_tree_pss_mib for run in runs))
 
 
 def measure(what: str, work: Path, command: list[str]) -> Measurement:
@@ -299,17 +305,18 @@ def measure(what: str, work: Path, command: list[str]) -> Measurement:
     largest = usage.ru_maxrss * 1024  # KiB; the tree held at least its largest process, which sampling can miss
     cpu = usage.ru_utime + usage.ru_stime + sampler.unreaped_cpu()
     return Measurement(what, round(seconds, 2), round(max(sampler.peak, largest) / MIB, 1), round(largest / MIB, 1),
-                       process.returncode, [round(seconds, 2)], round(cpu, 2))
+                       process.returncode, [round(seconds, 2)], round(cpu, 2), round(sampler.peak_pss / MIB, 1))
 
 
 class _TreeSampler(threading.Thread):
-    """The peak, over time, of the summed resident memory of a process and all its descendants; and the CPU time
+    """The peak, over time, of the summed resident memory of a process and all its descendants (and of their summed
+    proportional set sizes, which count a page the processes share once); and the CPU time
     of the descendants the process does not reap itself (a fork server's workers: a fork server outlives its
     parent, so the kernel never adds its time to the parent's), each as last sampled."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak = pid, 0
+        self.pid, self.peak, self.peak_pss = pid, 0, 0
         self._done = threading.Event()
         self.cpu: dict[int, tuple[int, float]] = {}  # each descendant's parent and CPU seconds, as last sampled
         self.reaped: set[int] = set()  # the process's children that ended while it lived: in its own rusage
@@ -321,6 +328,7 @@ class _TreeSampler(threading.Thread):
     def sample(self) -> None:
         tree = _tree(self.pid)
         self.peak = max(self.peak, sum(rss for _, rss, _, _ in tree.values()))
+        self.peak_pss = max(self.peak_pss, sum(_pss(pid) for pid in tree))
         if self.pid not in tree or tree[self.pid][3] == "Z":  # ended: its children are the init process's now
             return
         gone = {pid for pid, (parent, _) in self.cpu.items() if parent == self.pid and pid not in tree}
@@ -377,6 +385,15 @@ def _tree(root: int) -> dict[int, tuple[int, int, float, str]]:
     return found
 
 
+def _pss(pid: int) -> int:
+    """The process's proportional set size in bytes (Linux's smaps_rollup): its own pages, plus each page it
+    shares divided by the number of processes sharing it. 0 when it is gone."""
+    for line in _proc_file(f"/proc/{pid}/smaps_rollup").splitlines():
+        if line.startswith(b"Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def _tree_rss(root: int) -> int:
     """Bytes resident in root and every process descending from it (0 for those gone meanwhile)."""
     return sum(rss for _, rss, _, _ in _tree(root).values())
@@ -419,7 +436,7 @@ def _goal_lines(scale: str, measured: list[Measurement]) -> list[dict[str, objec
                 goals.append(_goal(f"{what} time / {FLOOR} ({floor.seconds:.2f} s)",
                                    round(m.seconds / floor.seconds, 2), goal.floor_ratio, strict=goal.strict))
         if goal.mib is not None:
-            goals.append(_goal(f"{what} peak memory of the process tree (MiB)", m.peak_tree_mib, goal.mib,
+            goals.append(_goal(f"{what} peak PSS of the process tree (MiB)", m.peak_tree_pss_mib, goal.mib,
                                strict=True))
     return goals
 
@@ -431,10 +448,11 @@ def _goal(what: str, value: float, goal: float, *, strict: bool) -> dict[str, ob
 
 
 def _print_table(measured: list[Measurement], goals: list[dict[str, object]]) -> None:
-    print(f"{'measurement':<52} {'wall s':>8} {'CPU s':>7} {'tree MiB':>9} {'max proc MiB':>13} {'exit':>5}  "
-          "every time (s)")
+    print(f"{'measurement':<52} {'wall s':>8} {'CPU s':>7} {'tree MiB':>9} {'tree PSS':>9} {'max proc MiB':>13} "
+          f"{'exit':>5}  every time (s)")
     for m in measured:
-        print(f"{m.what:<52} {m.seconds:8.2f} {m.cpu_seconds:7.1f} {m.peak_tree_mib:9.0f} {m.peak_process_mib:13.0f} "
+        print(f"{m.what:<52} {m.seconds:8.2f} {m.cpu_seconds:7.1f} {m.peak_tree_mib:9.0f} {m.peak_tree_pss_mib:9.0f} "
+              f"{m.peak_process_mib:13.0f} "
               f"{m.exit_code:5d}  "
               f"{', '.join(f'{time:.2f}' for time in m.times)}")
     by_what = {m.what: m for m in measured}

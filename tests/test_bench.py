@@ -3,6 +3,7 @@ are the example generator's runs, written fast but byte for byte as its own writ
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -112,6 +113,31 @@ def test_the_memory_of_a_process_tree_counts_its_children(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_pss_of_a_tree_counts_what_a_forked_child_shares_once() -> None:
+    """A parent touches 100 MB, then forks a child that only sleeps: both hold the pages (their resident memory
+    sums to 200 MB), but they are one copy (their PSS sums to about 100 MB)."""
+    import subprocess
+    import sys
+    import time
+
+    script = ("import os, sys, time\nb = bytearray(100_000_000)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+              "if os.fork() == 0:\n    time.sleep(30)\n    os._exit(0)\nprint('ready', flush=True)\ntime.sleep(30)")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == "ready\n"
+        time.sleep(0.2)  # the child's pages are mapped once it runs
+        sampler = bench_scale._TreeSampler(parent.pid)
+        sampler.sample()
+        assert sampler.peak >= 190_000_000
+        assert 95_000_000 <= sampler.peak_pss <= 140_000_000
+    finally:
+        for pid in bench_scale._tree(parent.pid):
+            if pid != parent.pid:
+                os.kill(pid, 9)
+        parent.kill()
+        parent.wait()
 
 
 def test_a_check_is_judged_by_the_median_of_its_repeats_and_the_most_memory(monkeypatch, tmp_path):
@@ -235,7 +261,8 @@ def test_the_cpu_seconds_of_a_build_count_what_it_left_running(adopt: bool) -> N
 
 
 def m(what: str, seconds: float, mib: float = 100.0, cpu: float = 1.0, exit_code: int = 0) -> bench_scale.Measurement:
-    return bench_scale.Measurement(what, seconds, mib, mib, exit_code, [seconds], cpu)
+    """A measurement whose summed resident memory is half again its PSS: the goals read the PSS."""
+    return bench_scale.Measurement(what, seconds, mib * 1.5, mib, exit_code, [seconds], cpu, mib)
 
 
 def test_the_cold_check_is_judged_by_its_ratio_to_the_floor_and_the_rest_by_time_and_memory(capsys) -> None:
@@ -247,7 +274,7 @@ def test_the_cold_check_is_judged_by_its_ratio_to_the_floor_and_the_rest_by_time
     assert lines[5:] == [
         "cold check / JSON-parse floor: 1.40x wall, 1.40x CPU seconds",
         "cold check time / JSON-parse floor (6.00 s)              1.40   goal <= 1.5  ratio 0.93  met",
-        "cold check peak memory of the process tree (MiB)       590.00   goal < 600  ratio 0.98  met",
+        "cold check peak PSS of the process tree (MiB)          590.00   goal < 600  ratio 0.98  met",
         "warm check time (s)                                      0.50   goal < 0.5  ratio 1.00  missed",
         "full build (after the checks) time (s)                  12.00   goal <= 12  ratio 1.00  met",
     ]
@@ -267,7 +294,7 @@ def test_the_long_run_is_judged_summarised(capsys) -> None:
     goals = bench_scale._goal_lines("1x10000", measured)
     assert [(goal["what"], goal["met"]) for goal in goals] == [
         ("cold check ALL=1 (every run summarised) time (s)", True),
-        ("cold check ALL=1 (every run summarised) peak memory of the process tree (MiB)", False)]
+        ("cold check ALL=1 (every run summarised) peak PSS of the process tree (MiB)", False)]
     bench_scale._print_table(measured, goals)
     assert "cold check / JSON-parse floor" not in capsys.readouterr().out
 
