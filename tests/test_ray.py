@@ -121,8 +121,8 @@ def _cache_files(root: Path) -> dict[str, bytes]:
 def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A head with no CPU and two nodes of one CPU each (ray.cluster_utils.Cluster, all on this machine): the check,
-    the check of every run (ALL=1), and summaries sent back as bytes rather than written by the workers, each give
-    what the local process pool gives, file for file in the summary cache."""
+    the check of every run (ALL=1), and those two checks with summaries sent back as bytes rather than written by the
+    workers, each give what the local process pool gives, file for file in the summary cache."""
     from ray.cluster_utils import Cluster
 
     write_scaled(tmp_path / "scaled", 3, 20, workers=1)
@@ -138,19 +138,22 @@ def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
         ray_outs = [_check(shared, [*args, "--ray", cluster.address], monkeypatch, capsys) for args in ([], ["--all"])]
-        # Every run read again, every summary sent back as summary_wire bytes and written by the driver.
+        # The same two checks again, every summary sent back as summary_wire bytes and written by the driver.
         summariser = _ray.RaySummariser(cluster.address, workers_write=False)
-        monkeypatch.chdir(wire)
-        summaries = summarise_runs(Path("runs"), wire / "build" / "cache" / "summaries", summariser=summariser)
+        monkeypatch.setattr(_ray, "ray_summariser", lambda address: summariser)
+        wire_outs = [_check(wire, [*args, "--ray", cluster.address], monkeypatch, capsys) for args in ([], ["--all"])]
     finally:
         ray.shutdown()
         cluster.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)
     assert [(code, out) for code, out, _ in ray_outs] == [(0, out) for _, out, _ in outs]
+    assert [(code, out) for code, out, _ in wire_outs] == [(0, out) for _, out, _ in outs]
     assert summariser.nodes == workers  # both nodes read runs, the head none
     assert (shared / "build" / "claims.json").read_bytes() == (pool / "build" / "claims.json").read_bytes()
     pool_files, wire_files = _cache_files(pool), _cache_files(wire)
     assert _cache_files(shared) == pool_files  # the probe file is gone; every entry as the pool wrote it
+    monkeypatch.chdir(wire)  # every summary now from the cache the driver wrote
+    summaries = summarise_runs(Path("runs"), wire / "build" / "cache" / "summaries")
     assert sorted(summaries) == sorted(path.name for path in (pool / "runs").iterdir() if path.is_dir())
     assert wire_files == pool_files
     pooled = summarise_runs(pool / "runs", pool / "build" / "cache" / "summaries")

@@ -198,10 +198,10 @@ def test_a_file_rewritten_between_listing_and_reading_is_not_remembered(tmp_path
     listed_digest = run_hash.input_hash(run, None, job.listing)
     real_load = summary.load_and_validate
 
-    def rewritten_then_loaded(path: Path) -> object:
+    def rewritten_then_loaded(path: Path, metrics: tuple[str, ...] = ()) -> object:
         run_yaml = path / "run.yaml"
         run_yaml.write_text(run_yaml.read_text().replace("A tiny run", "A small run"))
-        return real_load(path)
+        return real_load(path, metrics)
 
     monkeypatch.setattr(summary, "load_and_validate", rewritten_then_loaded)
     result, problems, hashed = summary._read_run(job)
