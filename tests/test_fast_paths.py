@@ -263,12 +263,14 @@ def entries_both_ways(run: Path, tmp_path: Path) -> tuple[dict[str, bytes], dict
     return entry_files(tmp_path / "streamed"), entry_files(tmp_path / "whole")
 
 
-@pytest.mark.parametrize("way", ["as built", "columns"])
+@pytest.mark.parametrize("way", ["as built", "columns", "batches"])
 @pytest.mark.parametrize("run_id", EXAMPLES)
 def test_a_cache_entry_written_as_the_run_is_read_is_the_entry_of_the_whole_summary(
         run_id: str, way: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if way == "columns":  # every stream that can be read as columns is (as a long run's telemetry is)
+    if way != "as built":  # every stream that can be read as columns is (as a long run's telemetry is) ...
         monkeypatch.setattr(_columnar, "FAST_FROM_BYTES", 0)
+    if way == "batches":  # ... and in many batches (its files joined up to a batch, a large one read in several)
+        monkeypatch.setattr(_columnar, "BATCH_BYTES", 4096)
     found = entries_both_ways(ROOT / "runs" / run_id, tmp_path)
     assert found is not None
     streamed, whole = found
