@@ -67,7 +67,8 @@ class RunData:
     # Sampled streams whose columns the summary took as it made their frames (a stream is never held twice).
     taken: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
-    # A run only validated (load_run keep=False) keeps no sampled stream, only each one's last sample time.
+    # A run only validated (load_run keep=False) keeps no sampled stream, only each one's last sample time; so
+    # does a run whose series were written to its cache entry as each stream was read (load_run on_sampled).
     last_samples: dict[str, float] = field(default_factory=dict)
 
 

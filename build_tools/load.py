@@ -80,14 +80,23 @@ def load_runs(runs_dir: Path) -> list[RunData]:
     return runs
 
 
-def load_run(root: Path, problems: list[Problem], *, keep: bool = True, columns_from: float | None = None) -> RunData:
+# Called with a run and the name of a sampled stream (_columnar.FLAT_STREAMS) as soon as the stream is read whole:
+# summary._read_run makes its series and writes it to the cache entry there and then, so that one stream's
+# samples at a time are in memory, not every stream's (the hook takes the stream: run.taken).
+SampledHook = Callable[[RunData, str], None]
+
+
+def load_run(root: Path, problems: list[Problem], *, keep: bool = True, columns_from: float | None = None,
+             on_sampled: SampledHook | None = None) -> RunData:
     """Load one run directory, appending what is wrong with it to problems. Its streams are reached through
     `records` (every record) whichever reader read them; a run with other sources than the dump has its metrics
     and phases as records (sources.merge checks each against the other sources'). `keep=False` is for a run
     only validated: every line is checked, but of a sampled stream (_columnar.FLAT_STREAMS) only the time of its
     last sample is kept (memory bounded by a batch, not by the run's hours of telemetry). `columns_from`: the
     bytes of a stream from which it is read as columns (None: _columnar.FAST_FROM_BYTES; 0: every stream that
-    can be; math.inf: none), the same records and problems either way."""
+    can be; math.inf: none), the same records and problems either way. `on_sampled` (SampledHook) is called for
+    each sampled stream as it is read while the run has no problem, in a run with no other sources than the dump
+    (theirs are merged into the streams after)."""
     run_id = root.name
     if not RUN_ID.match(run_id):
         problems.append(Problem(display_path(root), None, None,
@@ -102,9 +111,10 @@ def load_run(root: Path, problems: list[Problem], *, keep: bool = True, columns_
     if lab_only:
         run.warnings.append(LAB_ONLY.format(display_path(root)))
     _check_flags_agree(root, config, lines, meta, problems)
-    by_line = _columnar.NESTED_STREAMS if sources.source_files(root) else ()
+    others = bool(sources.source_files(root))
+    by_line = _columnar.NESTED_STREAMS if others else ()
     _read_streams(run, {root / "dashboard": DASHBOARD_STREAMS, root / "lab": LAB_STREAMS}, problems, by_line, keep,
-                  columns_from)
+                  columns_from, None if others or not keep else on_sampled)
     sources.add_streams(run, problems)  # the other sources' streams, checked against the dump's
     return run
 
@@ -231,8 +241,10 @@ def time_problems(where: str, config: dict[str, Any], first: float, last: float,
 
 
 def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: list[Problem],
-                  by_line: tuple[str, ...] = (), keep: bool = True, columns_from: float | None = None) -> None:
-    """Every stream of the folders into run: as columns where it can be (_columnar.py), else line by line."""
+                  by_line: tuple[str, ...] = (), keep: bool = True, columns_from: float | None = None,
+                  on_sampled: SampledHook | None = None) -> None:
+    """Every stream of the folders into run: as columns where it can be (_columnar.py), else line by line; each
+    sampled one handed to `on_sampled` once read."""
     fast_from = _columnar.FAST_FROM_BYTES if columns_from is None else columns_from
     for name, files in _stream_files(folders, problems):
         run.streams[name] = []
@@ -244,6 +256,8 @@ def _read_streams(run: RunData, folders: dict[Path, tuple[str, ...]], problems: 
                 run.streams[name] += _read_stream(path, name, problems, run.warnings)
         if not keep and name in _columnar.FLAT_STREAMS:
             _keep_last_sample(run, name)
+        elif on_sampled is not None and name in _columnar.FLAT_STREAMS and not problems:
+            on_sampled(run, name)  # (a run already refused keeps its streams: it is not summarised)
 
 
 def _keep_last_sample(run: RunData, stream: str) -> None:

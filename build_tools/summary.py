@@ -130,17 +130,24 @@ def _read_run(job: Job) -> Read:
     digest = job.digest
     reading: contextlib.AbstractContextManager[dict[str, Seen]]
     reading = hashing_reads() if job.listing is not None else contextlib.nullcontext({})
-    with reading as seen:
-        result, problems = load_and_summarise(job.path) if job.summarise else load_and_validate(job.path,
-                                                                                                 job.metrics)
-    if job.listing is not None:
-        memo: dict[str, Any] = {}
-        digest = input_hash(job.path, memo, job.listing, key="run", seen=seen)
-        hashed = memo.get("run", {"digest": digest})  # its digest alone when a file of it is too new to remember
-    if isinstance(result, RunSummary) and job.cache_dir is not None and digest is not None:
-        result.source_hash = digest
-        _write_cache(job.cache_dir, job.path, digest, result)
-        return Written(), problems, hashed
+    # Its cache entry written as it is read (a run summarised for the cache: the summary is handed back written).
+    writing = job.summarise and (digest is not None or job.listing is not None)
+    entry = summary_cache.EntryWriter(job.cache_dir, job.path.name) if writing and job.cache_dir else None
+    with entry if entry is not None else contextlib.nullcontext():
+        with reading as seen:
+            result, problems = load_and_summarise(job.path, entry) if job.summarise else \
+                load_and_validate(job.path, job.metrics)
+        if job.listing is not None:
+            memo: dict[str, Any] = {}
+            digest = input_hash(job.path, memo, job.listing, key="run", seen=seen)
+            hashed = memo.get("run", {"digest": digest})  # its digest alone when a file of it is too new to remember
+        if isinstance(result, RunSummary) and entry is not None and digest is not None:
+            result.source_hash = digest
+            frames, body = summary_cache.summary_parts(result)
+            for name, frame in frames.items():  # with the series written while it was read (_written_series)
+                entry.add(name, frame)
+            entry.commit(digest, body)
+            return Written(), problems, hashed
     return result, problems, hashed
 
 
@@ -323,10 +330,13 @@ def _time_span(run: RunSummary | ValidatedRun) -> tuple[float, float]:
     return run.facts["start_ts"], run.facts["end_ts"]
 
 
-def load_and_summarise(path: Path) -> tuple[RunSummary | None, list[Problem]]:
-    """One run from disk to its summary; None with the problems when anything is wrong."""
+def load_and_summarise(path: Path, entry: summary_cache.EntryWriter | None = None) -> tuple[RunSummary | None,
+                                                                                             list[Problem]]:
+    """One run from disk to its summary; None with the problems when anything is wrong. With `entry` (its cache
+    entry, being written), each sampled stream's series is written to it as soon as the stream is read, and the
+    summary holds none of those series: only the entry has them all (at most one stream's samples in memory)."""
     problems: list[Problem] = []
-    run = load.load_run(path, problems)
+    run = load.load_run(path, problems, on_sampled=None if entry is None else _written_series(entry))
     if not problems:
         summary = summarise(run, problems)  # its own rules may still refuse the run (a step logged twice)
         return (None if problems else summary), problems
@@ -365,9 +375,7 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
     sampled = [name for name in load.stream_names(run) if name not in ("metrics", "phases", "events")]
     run.taken.update(name for name in sampled if run.tables.get(name))
-    series = {name: _series(run.streams.get(name, []), run.tables.get(name, [])) for name in sampled}
-    if "host_memory" in series:
-        series["host_memory"] = _host_memory(series["host_memory"])
+    series = {name: _sampled_series(run, name) for name in sampled}
     summary = RunSummary(run.run_id, run.config, steps, _phase_frame(phases, phase_steps), events, series,
                          warnings=list(run.warnings), axes=_axis_frames(others, join))
     for _, _, more in others.values():  # each value's steps are those of its own axis
@@ -933,6 +941,28 @@ def _with_heat(steps: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
 # --- series and facts -------------------------------------------------------------------------
 
 
+def _sampled_series(run: RunData, name: str) -> pd.DataFrame:
+    """A sampled stream's series in the summary (its columns freed as it is made)."""
+    frame = _series(run.streams.get(name, []), run.tables.get(name, []))
+    return _host_memory(frame) if name == "host_memory" else frame
+
+
+def _written_series(entry: summary_cache.EntryWriter) -> load.SampledHook:
+    """load.SampledHook: a sampled stream's series written to the run's cache entry as soon as the stream is read,
+    and the stream dropped from the run (taken); the time of its last sample kept for the run's window."""
+    def write(run: RunData, name: str) -> None:
+        frame = _sampled_series(run, name)
+        run.taken.add(name)
+        run.streams.pop(name, None)
+        run.tables.pop(name, None)
+        if "ts" in frame and len(frame):  # as _facts takes it from a series the summary holds
+            run.last_samples[name] = float(frame["ts"].max())
+        entry.add(f"series/{name}", frame)
+        del frame
+        pa.default_memory_pool().release_unused()
+    return write
+
+
 def _series(records: list[Record], tables: list[Columns]) -> pd.DataFrame:
     """A sampled stream: its records read line by line and its lines read as columns, in time order. The
     Arrow tables become one frame in one step, each column's batches freed once it is made (the caller's list of
@@ -995,6 +1025,7 @@ def _host_memory(frame: pd.DataFrame) -> pd.DataFrame:
 def _facts(summary: RunSummary, run: RunData, phases: dict[str, np.ndarray]) -> dict[str, Any]:
     steps, events = summary.steps, summary.events
     lasts = [float(frame["ts"].max()) for frame in summary.series.values() if "ts" in frame and len(frame)]
+    lasts += run.last_samples.values()  # the series written to the cache as they were read (_written_series)
     start, end = _window(run, phases, lasts)
     nodes, node_names = pd.factorize(phases["node"])
     gpus, gpu_lists = pd.factorize(phases["gpus"])

@@ -40,8 +40,8 @@ from build_tools._settings import Settings
 from build_tools._types import RunSummary, ValidatedRun
 from build_tools.build import check
 from build_tools.cli import main
-from build_tools.store import run_hash
-from build_tools.summary import Wanted, summarise_runs
+from build_tools.store import run_hash, summary_cache
+from build_tools.summary import Job, Wanted, Written, _read_run, load_and_summarise, summarise_runs
 
 EXAMPLES = sorted(path.name for path in (ROOT / "runs").iterdir() if path.is_dir())
 # Every sample scenario: a runs folder of its own (tests/samples/hostile/README.md), and each run folder in it.
@@ -240,6 +240,51 @@ def test_a_sample_summarised_from_the_cache_is_what_it_is_afresh(scenario: str, 
     assert memo is not None
     runs = sorted(run for run in (SAMPLES / scenario).iterdir() if run.is_dir())
     assert sorted(entry["digest"] for entry in memo.values()) == sorted(run_hash.input_hash(run) for run in runs)
+
+
+def entry_files(cache: Path) -> dict[str, bytes]:
+    """Every file of the cache's one entry, by name, as bytes."""
+    (entry,) = [folder for folder in cache.iterdir() if folder.is_dir()]
+    return {file.name: file.read_bytes() for file in sorted(entry.iterdir())}
+
+
+def entries_both_ways(run: Path, tmp_path: Path) -> tuple[dict[str, bytes], dict[str, bytes]] | None:
+    """A run's cache entry as its worker writes it (each sampled series written as soon as its stream is read:
+    summary._read_run) and as the summary made whole writes it; None for a run with problems (no entry)."""
+    digest = run_hash.input_hash(run)
+    result, problems, _ = _read_run(Job(run, True, None, digest, tmp_path / "streamed"))
+    whole, whole_problems = load_and_summarise(run)
+    assert problems == whole_problems
+    if whole is None:
+        assert result is None and list((tmp_path / "streamed").glob("*")) == []  # nothing half-written
+        return None
+    assert isinstance(result, Written)
+    summary_cache.write_entry(tmp_path / "whole", run.name, digest, *summary_cache.summary_parts(whole))
+    return entry_files(tmp_path / "streamed"), entry_files(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("way", ["as built", "columns", "batches"])
+@pytest.mark.parametrize("run_id", EXAMPLES)
+def test_a_cache_entry_written_as_the_run_is_read_is_the_entry_of_the_whole_summary(
+        run_id: str, way: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if way != "as built":  # every stream that can be read as columns is (as a long run's telemetry is) ...
+        monkeypatch.setattr(_columnar, "FAST_FROM_BYTES", 0)
+    if way == "batches":  # ... and in many batches (its files joined up to a batch, a large one read in several)
+        monkeypatch.setattr(_columnar, "BATCH_BYTES", 4096)
+    found = entries_both_ways(ROOT / "runs" / run_id, tmp_path)
+    assert found is not None
+    streamed, whole = found
+    assert any(name.endswith(".parquet") for name in whole)
+    assert streamed == whole
+
+
+@pytest.mark.parametrize(("scenario", "run_id"), SAMPLE_RUNS)
+def test_a_sample_cache_entry_written_as_it_is_read_is_the_entry_of_the_whole_summary(
+        scenario: str, run_id: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SAMPLES / scenario)  # problems name files as test_hostile's expected.txt does
+    found = entries_both_ways(Path(run_id), tmp_path)
+    if found is not None:
+        assert found[0] == found[1]
 
 
 # --- memoised validation and the memo of input hashes -------------------------------------------------------

@@ -80,31 +80,66 @@ def entry_dir(cache_dir: Path, run_id: str, digest: str) -> Path:
 def write_entry(cache_dir: Path, run_id: str, digest: str, frames: dict[str, pd.DataFrame],
                 body: dict[str, Any]) -> None:
     """Write one entry whole (a unique temporary folder renamed into place), replacing older ones of the run."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(run_id), dir=cache_dir))  # swept if this process dies
-    try:
+    with EntryWriter(cache_dir, run_id) as entry:
+        for name, frame in frames.items():
+            entry.add(name, frame)
+        entry.commit(digest, body)
+
+
+class EntryWriter:
+    """One entry written a table at a time, so that a summary of millions of samples need never hold all its
+    series at once (summary._read_run writes each sampled stream's series as soon as it is read, then drops it):
+    each table goes to a file of the entry's temporary folder as it is added, and `commit` gives the files their
+    names (their place among the tables' names sorted, as write_entry always named them), writes entry.json and
+    renames the folder into place. Left without a commit (a run with problems, an exception), the folder is
+    removed: no half-written entry is ever seen. Nothing is made on disk before the first table."""
+
+    def __init__(self, cache_dir: Path, run_id: str) -> None:
+        self.cache_dir, self.run_id = cache_dir, run_id
+        self._tmp: Path | None = None
+        self.written: dict[str, tuple[Path, str]] = {}  # table name -> its file (not yet named), its sha256
+
+    @property
+    def tmp(self) -> Path:
+        if self._tmp is None:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            self._tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(self.run_id), dir=self.cache_dir))  # swept
+        return self._tmp                                                                          # if this dies
+
+    def __enter__(self) -> EntryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._tmp is not None:  # after a commit, only a folder another build won the race to
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def add(self, name: str, frame: pd.DataFrame) -> None:
+        if name in self.written:
+            raise ValueError(f"the table {name} was added twice")
+        file = self.tmp / f"table-{len(self.written)}"
+        _write_frame(frame, file)
+        self.written[name] = file, _sha256(file)
+
+    def commit(self, digest: str, body: dict[str, Any]) -> None:
         files = {}
-        for index, (name, frame) in enumerate(sorted(frames.items())):
-            file = f"{index:02d}.parquet"
-            _write_frame(frame, tmp / file)
-            files[file] = {"name": name, "sha256": _sha256(tmp / file)}
+        for index, name in enumerate(sorted(self.written)):
+            file, sha = self.written[name]
+            named = f"{index:02d}.parquet"
+            file.rename(self.tmp / named)
+            files[named] = {"name": name, "sha256": sha}
         content = {"format": FORMAT, "digest": digest, "files": files, **body}
         text = json.dumps(content, sort_keys=True, allow_nan=True)
         # The body in its own order (a run.yaml's, the facts'), so that it reads back as the summary had it; its
         # hash is of its keys sorted.
-        (tmp / "entry.json").write_text(json.dumps({"sha256": _sha256_text(text), "body": content},
-                                                   allow_nan=True), encoding="utf-8")
-        for stale in cache_dir.glob(f"{run_id}-*"):
-            if stale.is_dir() and stale != tmp:
+        (self.tmp / "entry.json").write_text(json.dumps({"sha256": _sha256_text(text), "body": content},
+                                                        allow_nan=True), encoding="utf-8")
+        for stale in self.cache_dir.glob(f"{self.run_id}-*"):
+            if stale.is_dir() and stale != self.tmp:
                 shutil.rmtree(stale, ignore_errors=True)
-        target = entry_dir(cache_dir, run_id, digest)
         try:
-            tmp.rename(target)
-        except OSError:  # another build wrote the same entry meanwhile: keep theirs
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            self.tmp.rename(entry_dir(self.cache_dir, self.run_id, digest))
+        except OSError:  # another build wrote the same entry meanwhile: keep theirs (__exit__ removes ours)
+            pass
 
 
 def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[Callable[[str], bool]],
