@@ -23,12 +23,12 @@ from ._exceptions import (
     EXIT_MARGIN,
     ManualError,
     MissingMakeVariable,
-    NotAFlag,
     NotAFormat,
     NotAnEditionVariable,
     NotAPort,
     NotARunId,
 )
+from ._settings import flag as _flag
 from .cli import _err, report
 
 OUTCOMES = {
@@ -51,15 +51,6 @@ def _edition(env: Mapping[str, str], name: str, example: str) -> str:
     if value and not EDITION_NUMBER.match(value):
         raise NotAnEditionVariable(name, value, example)
     return value
-
-
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    value = env.get(name, "").strip().lower()
-    if value in ("", "0", "no", "false"):
-        return False
-    if value in ("1", "yes", "true"):
-        return True
-    raise NotAFlag(name, env[name])
 
 
 def _branch(env: Mapping[str, str], root: Path) -> list[str]:

@@ -64,10 +64,10 @@ def main() -> int:
     """`make bench`; with SCALE=RUNSxSTEPS in the environment, the scaled benchmark (bench_scale.py)."""
     scale = os.environ.get("SCALE", "").strip()
     if os.environ.get("RAY"):
-        from ._make import _flag
+        from ._settings import flag
         from .bench_ray import ray_main
 
-        return ray_main(os.environ["RAY"], scale, _flag(os.environ, "ALL"))
+        return ray_main(os.environ["RAY"], scale, flag(os.environ, "ALL"))
     if scale:
         from .bench_scale import scaled_main
 

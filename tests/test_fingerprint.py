@@ -52,6 +52,7 @@ def _project(tmp_path: Path) -> Layout:
 
 def _every_key(layout: Layout) -> dict[str, str]:
     run_hash.code_digest.cache_clear()  # kept for the process: recomputed under the versions of this test
+    _ray.code_digest.cache_clear()
     manifest = _manifest.compute(layout.root, edition={"edition": "2026.10", "date": "2026-10-01", "image": "i",
                                                        "branch": "b", "commit": "c", "commit_date": "d"},
                                  project_commit="p", source_date_epoch=0)
@@ -75,6 +76,7 @@ def test_every_cache_key_and_the_manifest_change_with_each_listed_library(librar
     after = _every_key(layout)
     monkeypatch.undo()
     run_hash.code_digest.cache_clear()
+    _ray.code_digest.cache_clear()
     assert [name for name in before if before[name] == after[name]] == []
 
 
