@@ -131,8 +131,8 @@ def report(results: Results, load_before: float, load_after: float) -> tuple[lis
                      "(not judged: the cold build draws on every core)")
     lines.append(_goal_line(f"no-op / {NOOP_SECONDS} s", noop_goal_ratio, 1.0, busy))
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        lines.append("PYTHONDONTWRITEBYTECODE is set: every build compiled the build's code anew, which a user's "
-                     "make does once")
+        lines.append("PYTHONDONTWRITEBYTECODE is set here: the builds ran without it, as a user's make does (with "
+                     "it, every build compiles the build's code anew)")
     if busy:
         return [*lines, busy], 0
     met = noop_ratio <= NOOP_GOAL and cold_ratio <= COLD_GOAL and noop_goal_ratio <= 1.0
@@ -186,9 +186,17 @@ def timed(action: Callable[[], object]) -> Timing:
     return Timing(seconds, _cpu_seconds() - cpu)
 
 
+def users_environment() -> dict[str, str]:
+    """This environment as a user's make has it: without PYTHONDONTWRITEBYTECODE (which some sandboxes and CI
+    images set), so that a build caches the build's compiled code as a user's does, not compiling it anew each
+    time (about 0.05 s of every no-op)."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_and_wait(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run command, then wait for what it left behind (a build's fork server), so that all of it is counted."""
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    """Run command (as a user's make would: users_environment), then wait for what it left behind (a build's fork
+    server), so that all of it is counted."""
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, env=users_environment())
     _wait_for_orphans()
     return done
 
@@ -233,7 +241,7 @@ def _bare_mkdocs(work: Path, site: Path) -> None:
     """mkdocs alone on the pages the build generated, with the config the build wrote."""
     config = work / "build" / "mkdocs.yml"
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config), "-d", str(site)],
-                          cwd=work, capture_output=True, text=True, check=False)
+                          cwd=work, capture_output=True, text=True, check=False, env=users_environment())
     if done.returncode != 0:
         raise RuntimeError(f"mkdocs build failed during the benchmark:\n{done.stdout}{done.stderr}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -232,8 +233,18 @@ def test_builds_that_cannot_cache_their_bytecode_are_said_to(monkeypatch) -> Non
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     lines, _ = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2)
-    assert lines[-1] == ("PYTHONDONTWRITEBYTECODE is set: every build compiled the build's code anew, which a user's "
-                         "make does once")
+    assert lines[-1] == ("PYTHONDONTWRITEBYTECODE is set here: the builds ran without it, as a user's make does "
+                         "(with it, every build compiles the build's code anew)")
+
+
+def test_the_builds_run_as_a_users_make_runs_them(monkeypatch, tmp_path: Path) -> None:
+    from build_tools import bench
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("MANUAL_BENCH_PROBE", "kept")
+    script = "import os; print(os.environ.get('PYTHONDONTWRITEBYTECODE'), os.environ.get('MANUAL_BENCH_PROBE'))"
+    done = bench.run_and_wait([sys.executable, "-c", script], tmp_path)
+    assert done.stdout == "None kept\n"
 
 
 # A process that starts a child burning half a second of CPU and exits at once, leaving it to init (or a subreaper).
