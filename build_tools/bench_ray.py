@@ -4,9 +4,8 @@ On a throw-away copy of the project (the 20 example runs, and with SCALE the sca
 beside them) a cold `check` (`--all` with ALL=1) is run in a fresh process through the local process pool and
 through Ray (`--ray ADDRESS`), in turns (pool, Ray, pool, Ray, ...: other work on the machine slows both alike),
 REPEATS times each, build/ emptied before each. For each: the wall time (median, with every time), the CPU
-seconds of the process tree (what the kernel counted of the driver and the children it reaped, plus the processes
-it did not reap as last sampled: the pool's workers, and with `auto` Ray's own processes and workers; a running
-cluster's are not in the tree), the peak resident memory of the tree
+seconds of the process tree (user + system of every process seen in it: the pool's workers, and with `auto` Ray's
+own processes and workers; a running cluster's are not in the tree), the peak resident memory of the tree
 (bench_scale's sampler), and the driver's own peak (its ru_maxrss, written by the driver process as it exits).
 
 Issue 22's goals: Ray within 1.3x of the pool's wall time on one machine, and at 1,000 runs with ALL=1 the
@@ -23,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,7 +32,9 @@ from ._layout import copy_inputs
 from .bench_scale import (
     MIB,
     ROOT,
+    SAMPLE_SECONDS,
     _date_after,
+    _proc_file,
     _TreeSampler,
     busy_machine,
     link_runs,
@@ -44,6 +46,7 @@ REPEATS = 3
 GOAL_RATIO = 1.3  # issue 22: Ray on one machine within 1.3x of the pool's wall time
 GOAL_DRIVER_MIB = 600.0  # issue 22: the driver's peak at 1,000 runs with ALL=1
 DRIVER_GOAL_SCALE = "1000x1000"
+TICKS = os.sysconf("SC_CLK_TCK")
 # The command, run by a driver that writes its own peak resident memory (ru_maxrss, KiB) on its last line of
 # stderr as it exits: the tree's sampled peak holds Ray's processes too, and the kernel's peak of a waited-for
 # child includes the children it reaped (Ray's).
@@ -133,22 +136,62 @@ def measure(what: str, work: Path, args: list[str]) -> Timed:
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-c", DRIVER, "--root", str(work), *args], cwd=work,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    memory = _TreeSampler(process.pid)
+    memory, cpu = _TreeSampler(process.pid), _TreeCPU(process.pid)
     memory.start()
+    cpu.start()
     stderr = process.stderr.read() if process.stderr else b""
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     memory.stop()
+    cpu.stop()
     code = os.waitstatus_to_exitcode(status)
     lines = stderr.decode(errors="replace").strip().splitlines()
     driver_kib = int(lines[-1].split()[-1]) if lines and lines[-1].startswith("driver-maxrss-kib ") else 0
     if code:
         print(f"  {what} exited with {code}:", *lines[-5:], sep="\n  ")
-    # What the kernel counted of the driver and the children it reaped, and what was seen of the processes it did
-    # not reap (the pool's fork server's workers; Ray's workers, children of its raylet): bench_scale's one rule.
-    cpu_seconds = usage.ru_utime + usage.ru_stime + memory.unreaped_cpu()
+    # What the kernel counted of the driver and the children it waited for, or what was seen of the whole tree
+    # (Ray's processes are not all waited for by the driver), whichever is more.
+    cpu_seconds = max(usage.ru_utime + usage.ru_stime, cpu.seconds())
     return Timed(what, round(seconds, 2), round(cpu_seconds, 1), round(max(memory.peak, usage.ru_maxrss * 1024) / MIB),
                  round(driver_kib / 1024), code, [round(seconds, 2)])
+
+
+class _TreeCPU(threading.Thread):
+    """The CPU time of every process seen in a process's tree (user + system, as last seen before it ended)."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.ticks = pid, dict[int, int]()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(SAMPLE_SECONDS):
+            for pid in _tree(self.pid):
+                stat = _proc_file(f"/proc/{pid}/stat")
+                if stat:
+                    fields = stat[stat.rindex(b")") + 2:].split()
+                    self.ticks[pid] = max(self.ticks.get(pid, 0), int(fields[11]) + int(fields[12]))
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join()
+
+    def seconds(self) -> float:
+        return sum(self.ticks.values()) / TICKS
+
+
+def _tree(root: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (stat := _proc_file(f"/proc/{name}/stat")):
+            parents[int(name)] = int(stat[stat.rindex(b")") + 2:].split()[1])
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier += children
+    return tree
 
 
 def _goals(pool: Timed, on_ray: Timed, driver_goal: bool) -> list[dict[str, object]]:
