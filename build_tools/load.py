@@ -6,7 +6,6 @@ collected; the stage then fails once with the whole list.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import datetime as dt
 import gzip
@@ -17,7 +16,6 @@ import re
 import stat
 import zlib
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,8 +46,6 @@ RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
 PARTITION = re.compile(r"^(?P<hour>\d{8}_\d{2})\.jsonl(\.gz)?$")
 LAB_ONLY = "{}: only lab/, no Miles output (a dashboard dump, a log, ...): the run has no steps"
 MAX_JSON_DEPTH = _columnar.MAX_JSON_DEPTH
-# Batches of one large file parsed at once, each on a thread (pyarrow's parser lets go of Python's lock).
-PARSING = 2
 # A run's records may start a little before the day its run.yaml names (a job launched before midnight).
 DATE_SLACK = dt.timedelta(days=1)
 
@@ -368,32 +364,14 @@ class _ColumnReader:
         self.run.streams[self.stream] += _read_stream(path, self.stream, self.problems, self.run.warnings)
 
     def _read_large(self, first: bytes, blocks: Iterator[bytes], path: Path) -> None:
-        """A file of several batches, read one batch at a time. Each batch is parsed on a thread while the next
-        ones are read, PARSING at once (pyarrow parses without Python's lock: a long run's telemetry, most of its
-        reading time, is parsed on two cores); the batches are taken in file order, as if one after the other."""
+        """A file of several batches, read one batch at a time."""
         line, carry = 1, b""
-        parsing: collections.deque[tuple[_Piece, Future[_Parsed]]] = collections.deque()
-        with ThreadPoolExecutor(PARSING) as threads:
-            try:
-                for number, block in enumerate(_chain(first, blocks)):
-                    piece, carry = _split(carry + block, path, 0, bom=number == 0)  # its first line: when taken
-                    if piece.data:
-                        parsing.append((piece, threads.submit(_parsed, self.stream, [piece])))
-                    while len(parsing) > PARSING or (parsing and parsing[0][1].done()):
-                        line = self._take(*parsing.popleft(), line)
-                while parsing:
-                    line = self._take(*parsing.popleft(), line)
-            finally:  # a file the columns refuse: what is still parsing is dropped
-                for _, future in parsing:
-                    future.cancel()
+        for block in _chain(first, blocks):
+            piece, carry = _split(carry + block, path, line, bom=line == 1 and not carry)
+            if piece.data and not self._read_batch([piece]):
+                raise _Unreadable  # a batch the columns refuse: the file is read line by line, whole
+            line += piece.lines
         self._warn_tail(path, carry, lambda: line)
-
-    def _take(self, piece: _Piece, parsed: Future[_Parsed], line: int) -> int:
-        """A parsed batch of a large file taken (its first line is `line`); the line after it."""
-        piece.first_line = line
-        if not self._accepted([piece], parsed.result()):
-            raise _Unreadable  # a batch the columns refuse: the file is read line by line, whole
-        return line + piece.lines
 
     def _warn_tail(self, path: Path, tail: bytes, line: Callable[[], int]) -> None:
         """A last line without its newline is being written: skipped, as the record path does (`line`: its
@@ -426,16 +404,14 @@ class _ColumnReader:
 
     def _read_batch(self, pieces: list[_Piece]) -> bool:
         """The batch read as columns, if they accept it whole."""
-        return self._accepted(pieces, _parsed(self.stream, pieces))
-
-    def _accepted(self, pieces: list[_Piece], parsed: _Parsed) -> bool:
-        """Whether the columns accept the parsed batch whole: then it is kept (as columns, or its last time)."""
-        data, starts, table = parsed
+        data = pieces[0].data if len(pieces) == 1 else b"".join(piece.data for piece in pieces)
+        starts = _columnar.line_starts(data)  # the batch's one pass over its newlines: each piece's lines from it
         ends = np.cumsum([len(piece.data) for piece in pieces])
         firsts = np.searchsorted(starts, [0, *ends.tolist()], side="right") - 1  # each piece's first row, then all
         for piece, count in zip(pieces, np.diff(firsts).tolist(), strict=True):
             piece.counted = count
         self.batches += 1
+        table = _columnar.read_frame(self.stream, data, len(starts) - 1, starts)
         columns = None if table is None else Columns(table, [p.file for p in pieces], [p.first_line for p in pieces],
                                                      firsts[:-1].tolist())
         if columns is not None and self._suspects_hold(columns, data, starts):
@@ -470,17 +446,6 @@ class _ColumnReader:
         text = piece.data.decode("utf-8")
         self.run.streams[self.stream] += _records(text.split("\n")[:-1], display_path(piece.file), piece.first_line,
                                                   self.stream, self.problems)
-
-
-# A batch's bytes, where its lines start, and its table when the columns passed it (_columnar.read_frame).
-_Parsed = tuple[bytes, np.ndarray, pa.Table | None]
-
-
-def _parsed(stream: str, pieces: list[_Piece]) -> _Parsed:
-    """The batch parsed as columns (what a thread may do: it reads nothing but the batch's bytes)."""
-    data = pieces[0].data if len(pieces) == 1 else b"".join(piece.data for piece in pieces)
-    starts = _columnar.line_starts(data)  # the batch's one pass over its newlines: each piece's lines from it
-    return data, starts, _columnar.read_frame(stream, data, len(starts) - 1, starts)
 
 
 def _joined(batches: list[Columns]) -> Columns:
