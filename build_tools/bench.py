@@ -6,8 +6,8 @@ rebuild (which finds its inputs unchanged and stops), and a rebuild after one ru
 figures are then drawn in this one warm process, and the generated pages are built by mkdocs alone.
 Goals (issue 22): no-op at most 0.25x bare mkdocs; cold at most 1.15x its floor, the figures drawn serially
 plus bare mkdocs; no-op at most 0.14 s (issue 12). Wall seconds are judged, CPU seconds (user + system of
-every process, a build's figure workers included) printed beside them; no verdict while the load average
-exceeds the cores.
+every process, a build's figure workers included) printed beside them; no verdict while the machine is busy
+(bench_scale.busy_machine: its load at the start, or other processes' CPU while measuring).
 
 `make bench SCALE=RUNSxSTEPS` (SCALE read from the environment) measures the loader at scale instead: see
 `scaled_main`. `make bench RAY=auto` (or a head's HOST:PORT; with SCALE, and ALL=1) measures Ray's check against
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ._exceptions import EXIT_GOAL_MISSED
 from ._layout import copy_inputs
-from .bench_scale import busy_machine
+from .bench_scale import OtherWork, busy_machine
 
 ROOT = Path(__file__).resolve().parent.parent
 NOOP_GOAL = 0.25  # no-op rebuild / bare mkdocs build
@@ -79,8 +79,10 @@ def examples_main() -> int:
     """Measure, print the timings and the ratios; 0 when every goal is met (or the machine was too busy to judge),
     EXIT_GOAL_MISSED when not."""
     load_before = os.getloadavg()[0]
+    other = OtherWork()
+    other.start()
     results = measure()
-    lines, code = report(results, load_before, os.getloadavg()[0])
+    lines, code = report(results, load_before, os.getloadavg()[0], other.stop())
     print(*lines, sep="\n")
     return code
 
@@ -107,13 +109,14 @@ def measure() -> Results:
     return Results(cold, noops[len(noops) // 2], touched, run_id, serial, parallel, bare, peak_mib)
 
 
-def report(results: Results, load_before: float, load_after: float) -> tuple[list[str], int]:
+def report(results: Results, load_before: float, load_after: float,
+           other_share: float) -> tuple[list[str], int]:
     """The table of timings, then each goal's ratio and verdict; and the exit code."""
     r = results
     floor = r.serial.seconds + r.bare.seconds
     noop_ratio, cold_ratio, noop_goal_ratio = r.noop.seconds / r.bare.seconds, r.cold.seconds / floor, \
         r.noop.seconds / NOOP_SECONDS
-    busy = busy_machine(load_before, load_after)
+    busy = busy_machine(load_before, other_share)
     lines = [f"{'':<52} {'wall s':>7} {'CPU s':>7}"]
     for what, timing in [("cold build (empty build/)", r.cold), (f"no-op rebuild (median of {NOOP_REPEATS})", r.noop),
                          (f"rebuild after touching runs/{r.touched_run}/run.yaml", r.touched),
@@ -124,6 +127,7 @@ def report(results: Results, load_before: float, load_after: float) -> tuple[lis
     lines += [f"{'peak memory of one build or figure process':<52} {r.peak_mib:7.0f} MiB",
               f"{'load average (1 min) before, after':<52} {load_before:7.2f}, {load_after:.2f} on "
               f"{os.cpu_count()} cores",
+              f"{'other work while measuring, of the CPU':<52} {other_share:7.0%}",
               _goal_line("no-op / bare mkdocs", noop_ratio, NOOP_GOAL, busy),
               _goal_line("cold / (figures serially, warm + bare mkdocs)", cold_ratio, COLD_GOAL, busy)]
     if r.cold.cpu is not None and r.serial.cpu is not None and r.bare.cpu is not None:

@@ -23,7 +23,8 @@ and the peak of its largest process (the kernel's ru_maxrss). The floor and the 
 times each (a cold one from an empty build/ every time) and judged by their median, their fastest and slowest
 beside it: this machine's speed was seen to swing by 1.6x from one minute to the next with nothing else running.
 The table compares the medians with the goals, and build/bench.json keeps every number and the load average;
-a machine whose load exceeded its cores gets no verdict.
+a busy machine gets no verdict (busy_machine: its load average above its cores at the start, or other
+processes, OtherWork, using more than a tenth of its CPU while measuring).
 """
 
 from __future__ import annotations
@@ -97,16 +98,63 @@ class Measurement:
     peak_tree_pss_mib: float = 0.0
 
 
-def busy_machine(load_before: float, load_after: float) -> str | None:
-    """The line that withholds a verdict when other work shared the machine: the 1-minute load average before the
-    benchmark started, or at its end, above the number of cores (the benchmark's own processes are at most one a
-    core). None on a quiet machine."""
+# Other work may use at most this share of the machine's CPU while the benchmark measures, for a verdict.
+OTHER_SHARE_MOST = 0.1
+OTHER_SAMPLE_SECONDS = 0.5  # other work is sampled less often than a measured tree: it only has to be seen
+QUIET = "so the times say more about the other work than about the build; run make bench on a quiet machine"
+
+
+def busy_machine(load_before: float, other_share: float) -> str | None:
+    """The line that withholds a verdict when other work shared the machine: the 1-minute load average above the
+    number of cores when the benchmark started, or other processes (OtherWork) using more than OTHER_SHARE_MOST of
+    the machine's CPU while it measured. Not the load average at its end: on two cores the benchmark's own two
+    workers make it about 2, whatever else runs. None on a quiet machine."""
     cores = os.cpu_count() or 1
-    load = max(load_before, load_after)
-    if load <= cores:
-        return None
-    return (f"no verdict: the load average ({load:.2f}) exceeded this machine's {cores} cores while measuring, so the "
-            "times say more about the other work than about the build; run make bench on a quiet machine")
+    if load_before > cores:
+        return (f"no verdict: the load average ({load_before:.2f}) exceeded this machine's {cores} cores when the "
+                f"benchmark started, {QUIET}")
+    if other_share > OTHER_SHARE_MOST:
+        return (f"no verdict: other work used {other_share:.0%} of this machine's CPU while measuring (more than "
+                f"{OTHER_SHARE_MOST:.0%}), {QUIET}")
+    return None
+
+
+class OtherWork(threading.Thread):
+    """The CPU seconds that processes other than `root` and its descendants used while it measured, sampled every
+    OTHER_SAMPLE_SECONDS from /proc (a process seen once among root's descendants stays root's, as a fork server does
+    after its parent ends): the other work that slowed the measurements, which the load average cannot tell from
+    the benchmark's own processes."""
+
+    def __init__(self, root: int | None = None) -> None:
+        super().__init__(daemon=True)
+        self.root = root if root is not None else os.getpid()
+        self.ours: set[int] = set()
+        self.first: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self.started = time.perf_counter()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(OTHER_SAMPLE_SECONDS):
+            self.sample()
+
+    def sample(self) -> None:
+        processes = _processes()
+        self.ours |= _descendants(self.root, processes)
+        for pid, (_, cpu, _) in processes.items():
+            self.first.setdefault(pid, cpu)
+            self.last[pid] = cpu
+
+    def stop(self) -> float:
+        """Stop sampling; the share of the machine's CPU (every core, for the time sampled) the others used."""
+        self.sample()
+        self._done.set()
+        self.join()
+        capacity = (time.perf_counter() - self.started) * (os.cpu_count() or 1)
+        return self.other_seconds() / capacity if capacity > 0 else 0.0
+
+    def other_seconds(self) -> float:
+        return sum(self.last[pid] - self.first[pid] for pid in self.last if pid not in self.ours)
 
 
 def scaled_main(scale: str) -> int:
@@ -120,6 +168,8 @@ def scaled_main(scale: str) -> int:
         return 2
     scale = f"{runs}x{steps}"
     load_before = os.getloadavg()[0]
+    other = OtherWork()
+    other.start()
     started = time.perf_counter()
     generated, reused = scaled_set(ROOT / "build" / "bench-runs" / scale, runs, steps)
     generation = time.perf_counter() - started
@@ -137,10 +187,13 @@ def scaled_main(scale: str) -> int:
     # gives no verdict.
     load = [round(value, 2) for value in os.getloadavg()]
     print(f"load average at the end (1, 5, 15 min): {load[0]}, {load[1]}, {load[2]} on {os.cpu_count()} CPUs")
-    busy = busy_machine(load_before, load[0])
+    other_share = other.stop()
+    print(f"other work while measuring: {other_share:.0%} of this machine's CPU")
+    busy = busy_machine(load_before, other_share)
     report = {"scale": scale, "runs": runs, "steps": steps, "telemetry": runs == 1, "example_runs": 20,
               "generation_seconds": round(generation, 2), "generation_reused": reused,
               "cpus": os.cpu_count(), "load_average_at_start": round(load_before, 2), "load_average_at_end": load,
+              "other_work_share": round(other_share, 3),
               "verdict": None if busy else all(goal["met"] for goal in goals),
               "measurements": [asdict(m) for m in measured], "goals": goals}
     out = ROOT / "build" / "bench.json"
@@ -359,30 +412,40 @@ def _tree(root: int) -> dict[int, tuple[int, int, float, str]]:
     """root and every process descending from it: its parent, resident bytes, own CPU seconds (user + system) and
     state (Z: ended, not yet reaped). Read with plain system calls: the sampler shares the machine with what it
     measures."""
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    states: dict[int, str] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (stat := _proc_file(f"/proc/{name}/stat")):
-            fields = stat[stat.rindex(b")") + 2:].split()
-            parents[int(name)] = int(fields[1])
-            states[int(name)] = fields[0].decode()
-            cpu[int(name)] = (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15)
-    tree, frontier = {root}, [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
-        tree.update(children)
-        frontier += children
+    processes = _processes()
     found = {}
-    for pid in tree:
+    for pid in _descendants(root, processes):
         try:
             rss = int(_proc_file(f"/proc/{pid}/statm").split()[1]) * PAGE
         except (ValueError, IndexError):
             rss = 0
-        if pid in parents:
-            found[pid] = (parents[pid], rss, cpu[pid], states[pid])
+        if pid in processes:
+            parent, cpu, state = processes[pid]
+            found[pid] = (parent, rss, cpu, state)
     return found
+
+
+def _processes() -> dict[int, tuple[int, float, str]]:
+    """Every process of the machine: its parent, own CPU seconds (user + system) and state (Z: ended, not yet
+    reaped)."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (stat := _proc_file(f"/proc/{name}/stat")):
+            fields = stat[stat.rindex(b")") + 2:].split()
+            # parent (field 4), utime and stime (fields 14 and 15), state (field 3)
+            found[int(name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS, fields[0].decode())
+    return found
+
+
+def _descendants(root: int, processes: dict[int, tuple[int, float, str]]) -> set[int]:
+    """root and every process descending from it."""
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, (ppid, _, _) in processes.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier += children
+    return tree
 
 
 def _pss(pid: int) -> int:

@@ -165,10 +165,44 @@ def test_a_failed_repeat_stops_the_measurement_with_its_exit_code(monkeypatch, t
 
 def test_a_busy_machine_gets_no_verdict(monkeypatch) -> None:
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
-    assert bench_scale.busy_machine(1.5, 1.9) is None
-    assert bench_scale.busy_machine(3.1, 1.0) == (
-        "no verdict: the load average (3.10) exceeded this machine's 2 cores while measuring, so the times say more "
-        "about the other work than about the build; run make bench on a quiet machine")
+    assert bench_scale.busy_machine(1.5, 0.1) is None
+    assert bench_scale.busy_machine(3.1, 0.0) == (
+        "no verdict: the load average (3.10) exceeded this machine's 2 cores when the benchmark started, so the times "
+        "say more about the other work than about the build; run make bench on a quiet machine")
+    assert bench_scale.busy_machine(1.5, 0.35) == (
+        "no verdict: other work used 35% of this machine's CPU while measuring (more than 10%), so the times say "
+        "more about the other work than about the build; run make bench on a quiet machine")
+
+
+def test_other_work_is_the_cpu_of_processes_outside_the_measured_tree() -> None:
+    """A process (ours) whose child spins counts as ours; a spinning process beside it is other work."""
+    import subprocess
+    import sys
+    import time
+
+    spin = "x = 0\nwhile True: x += 1"
+    ours = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; subprocess.Popen([sys.executable, "
+                             f"'-c', {spin!r}]); print('ready', flush=True); time.sleep(30)"],
+                            stdout=subprocess.PIPE, text=True)
+    other = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        assert ours.stdout is not None and ours.stdout.readline() == "ready\n"
+        sampler = bench_scale.OtherWork(ours.pid)
+        sampler.sample()
+        time.sleep(1.5)
+        sampler.sample()
+        child = next(pid for pid in bench_scale._descendants(ours.pid, bench_scale._processes()) if pid != ours.pid)
+        assert child in sampler.ours and other.pid not in sampler.ours
+        spun = {pid: sampler.last[pid] - sampler.first[pid] for pid in (child, other.pid)}
+        assert spun[other.pid] > 0.2 and spun[child] > 0.2  # both spun
+        assert sampler.other_seconds() >= spun[other.pid]  # (with whatever else the machine ran meanwhile)
+    finally:
+        for pid in bench_scale._descendants(ours.pid, bench_scale._processes()) - {ours.pid}:
+            os.kill(pid, 9)
+        ours.kill()
+        other.kill()
+        ours.wait()
+        other.wait()
 
 
 # --- build_tools/bench.py: the example runs' goals ------------------------------------------------------------
@@ -186,7 +220,7 @@ def test_the_example_goals_are_judged_by_their_ratios_and_printed(monkeypatch) -
 
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-    lines, code = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2)
+    lines, code = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2, 0.02)
     assert code == 0
     assert lines == [
         f"{'':<52}  wall s   CPU s",
@@ -198,6 +232,7 @@ def test_the_example_goals_are_judged_by_their_ratios_and_printed(monkeypatch) -
         f"{'bare mkdocs build of the same pages':<52}    2.00     1.5",
         f"{'peak memory of one build or figure process':<52}     190 MiB",
         f"{'load average (1 min) before, after':<52}    0.50, 1.20 on 2 cores",
+        f"{'other work while measuring, of the CPU':<52}      2%",
         f"{'no-op / bare mkdocs':<52}    0.06   goal <= 0.25  met",
         f"{'cold / (figures serially, warm + bare mkdocs)':<52}    1.14   goal <= 1.15  met",
         f"{'  the same in CPU seconds':<52}    2.11   (not judged: the cold build draws on every core)",
@@ -212,7 +247,7 @@ def test_an_example_goal_missed_says_which_and_exits_5(cold, noop, missed, monke
     from build_tools import bench
 
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
-    lines, code = bench.report(example_results(cold=cold, noop=noop), 0.5, 1.2)
+    lines, code = bench.report(example_results(cold=cold, noop=noop), 0.5, 1.2, 0.02)
     assert code == 5
     assert [line[:52].strip() for line in lines if line.endswith("missed")] == missed
 
@@ -222,17 +257,17 @@ def test_a_busy_machine_gets_no_verdict_on_the_example_goals(monkeypatch) -> Non
 
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-    lines, code = bench.report(example_results(cold=30.0, noop=0.6), 3.4, 2.0)
+    lines, code = bench.report(example_results(cold=30.0, noop=0.6), 1.0, 2.0, 0.3)
     assert code == 0
     assert [line[-10:] for line in lines if "goal <=" in line] == ["no verdict"] * 3
-    assert lines[-1].startswith("no verdict: the load average (3.40) exceeded this machine's 2 cores")
+    assert lines[-1].startswith("no verdict: other work used 30% of this machine's CPU while measuring")
 
 
 def test_builds_that_cannot_cache_their_bytecode_are_said_to(monkeypatch) -> None:
     from build_tools import bench
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    lines, _ = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2)
+    lines, _ = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2, 0.02)
     assert lines[-1] == ("PYTHONDONTWRITEBYTECODE is set here: the builds ran without it, as a user's make does "
                          "(with it, every build compiles the build's code anew)")
 
