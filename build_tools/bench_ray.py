@@ -35,7 +35,8 @@ from .bench_scale import (
     SAMPLE_SECONDS,
     OtherWork,
     _date_after,
-    _proc_file,
+    _descendants,
+    _processes,
     _TreeSampler,
     busy_machine,
     link_runs,
@@ -47,7 +48,6 @@ REPEATS = 3
 GOAL_RATIO = 1.3  # issue 22: Ray on one machine within 1.3x of the pool's wall time
 GOAL_DRIVER_MIB = 600.0  # issue 22: the driver's peak at 1,000 runs with ALL=1
 DRIVER_GOAL_SCALE = "1000x1000"
-TICKS = os.sysconf("SC_CLK_TCK")
 # The command, run by a driver that writes its own peak resident memory (ru_maxrss, KiB) on its last line of
 # stderr as it exits: the tree's sampled peak holds Ray's processes too, and the kernel's peak of a waited-for
 # child includes the children it reaped (Ray's).
@@ -163,41 +163,26 @@ def measure(what: str, work: Path, args: list[str]) -> Timed:
 
 
 class _TreeCPU(threading.Thread):
-    """The CPU time of every process seen in a process's tree (user + system, as last seen before it ended)."""
+    """The CPU time of every process seen in a process's tree (user + system, as last seen before it ended): Ray's
+    workers are killed, not reaped, so no rusage holds their time."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.ticks = pid, dict[int, int]()
+        self.pid, self.cpu = pid, dict[int, float]()
         self._done = threading.Event()
 
     def run(self) -> None:
         while not self._done.wait(SAMPLE_SECONDS):
-            for pid in _tree(self.pid):
-                stat = _proc_file(f"/proc/{pid}/stat")
-                if stat:
-                    fields = stat[stat.rindex(b")") + 2:].split()
-                    self.ticks[pid] = max(self.ticks.get(pid, 0), int(fields[11]) + int(fields[12]))
+            processes = _processes()
+            for pid in _descendants(self.pid, processes) & processes.keys():
+                self.cpu[pid] = max(self.cpu.get(pid, 0.0), processes[pid][1])
 
     def stop(self) -> None:
         self._done.set()
         self.join()
 
     def seconds(self) -> float:
-        return sum(self.ticks.values()) / TICKS
-
-
-def _tree(root: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (stat := _proc_file(f"/proc/{name}/stat")):
-            parents[int(name)] = int(stat[stat.rindex(b")") + 2:].split()[1])
-    tree, frontier = {root}, [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
-        tree.update(children)
-        frontier += children
-    return tree
+        return sum(self.cpu.values())
 
 
 def _goals(pool: Timed, on_ray: Timed, driver_goal: bool) -> list[dict[str, object]]:

@@ -25,6 +25,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from .._files import identity
+
 # The libraries whose versions can change an output: the drawing (matplotlib and the PNG and font libraries it
 # writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard; wandb,
 # whose presence decides whether an offline run's .wandb is read or refused), the pages and the site (Jinja2,
@@ -43,7 +45,7 @@ ONE_READ = 1 << 20
 # A file's identity as a listing keeps it after its name (_files.identity): size, mtime and ctime (ns), inode, device.
 Identity = tuple[int, int, int, int, int]
 
-_digests: dict[Identity, bytes] = {}  # by identity (_identity)
+_digests: dict[Identity, bytes] = {}  # by identity (_files.identity)
 
 
 @functools.cache
@@ -87,11 +89,11 @@ def read_digest(path: Path) -> tuple[Identity | None, bytes]:
     """The file's identity (size, mtime and ctime in ns, inode, device: what a listing keeps of it after its name)
     and the sha256 of its bytes; identity None when the file changed while it was read (its digest then is of
     bytes no listing describes, and is not remembered)."""
-    before = _identity(os.stat(path))
+    before = identity(os.stat(path))
     digest = _digests.get(before)
     if digest is None:
         digest = _sha256(path, before[0])
-        if _identity(os.stat(path)) != before:  # written while read: its stats do not describe these bytes
+        if identity(os.stat(path)) != before:  # written while read: its stats do not describe these bytes
             return None, digest
         note_digest(before, digest)
     return before, digest
@@ -102,10 +104,6 @@ def _sha256(path: Path, size: int) -> bytes:
         return hashlib.sha256(path.read_bytes()).digest()
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").digest()
-
-
-def _identity(info: os.stat_result) -> Identity:
-    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev
 
 
 def note_digest(identity: Identity, digest: bytes) -> None:
