@@ -117,8 +117,11 @@ def suspect_rows(stream: str, table: pa.Table, data: bytes, starts: np.ndarray |
         if stream in FLAT_STREAMS and data.count(b'"' + name.encode() + b'":') == table.num_rows:
             continue
         rows |= table.column(name).is_null().to_numpy(zero_copy_only=False)
-    for column in _numeric_columns(table):
-        if pa.types.is_floating(column.type):
+    floats = [column for column in _numeric_columns(table) if pa.types.is_floating(column.type)]
+    doubles = all(column.type == pa.float64() for column in floats)  # as pyarrow's JSON reader makes them
+    if floats and not (doubles and _within_int64(pa.chunked_array(  # all columns at once: the common case
+            [chunk for column in floats for chunk in column.chunks], type=pa.float64()))):
+        for column in floats:
             within = pc.less(pc.abs(column), BEYOND_INT64)  # false for NaN and the infinities, null where null
             if not pc.all(within).as_py():
                 rows |= pc.fill_null(pc.invert(within), False).to_numpy(zero_copy_only=False)
@@ -126,6 +129,11 @@ def suspect_rows(stream: str, table: pa.Table, data: bytes, starts: np.ndarray |
         # a null inside the mapping reads as a key left out
         rows[_lines_holding(data, b"null", line_starts(data) if starts is None else starts)] = True
     return np.flatnonzero(rows)
+
+
+def _within_int64(column: pa.ChunkedArray) -> bool:
+    """Every number of the column is finite and within 64 bits (nulls aside)."""
+    return bool(pc.all(pc.less(pc.abs(column), BEYOND_INT64)).as_py())
 
 
 def line_starts(data: bytes) -> np.ndarray:

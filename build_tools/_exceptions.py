@@ -42,6 +42,13 @@ class Problem:
 def display_path(path: Path | str) -> str:
     """A path as the user would type it: relative to the working directory where possible."""
     # abspath, not resolve: a path may be a link loop or lead outside, and is shown as the user wrote it.
+    absolute, here = os.path.abspath(path), os.getcwd()
+    if absolute.startswith(here + os.sep) and here != os.sep:  # the common case, told on the strings (abspath
+        return absolute[len(here) + 1:]                          # normalised both): what relative_to gives
+    return _display_path(path)
+
+
+def _display_path(path: Path | str) -> str:
     absolute, here = Path(os.path.abspath(path)), Path(os.path.abspath(Path.cwd()))
     try:
         return str(absolute.relative_to(here))

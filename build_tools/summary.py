@@ -542,6 +542,10 @@ def _axis_counts(run: RunData) -> dict[str, int]:
              for record in run.streams.get("metrics", [])}
     if keyed:
         table = pa.concat_tables(keyed, promote_options="permissive").drop_null()
+        if not pairs:  # all read as columns: each key's distinct steps counted in arrays, not pair by pair
+            keys = table.column("step_key").combine_chunks().dictionary_encode()
+            codes, steps = keys.indices.to_numpy(zero_copy_only=False), table.column("step").to_numpy()
+            return {key: len(np.unique(steps[codes == code])) for code, key in enumerate(keys.dictionary.to_pylist())}
         pairs |= set(zip(*(table.group_by(["step_key", "step"]).aggregate([]).column(name).to_pylist()
                            for name in ("step_key", "step")), strict=True))
     return dict(collections.Counter(key for key, step in pairs if key is not None and step is not None))
@@ -619,6 +623,9 @@ def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
         steps = pc.fill_null(steps, 0).to_numpy(zero_copy_only=False) if counted.any() else \
             np.zeros(table.num_rows, dtype=np.int64)
         all_steps.append(steps[counted])
+        if only is not None and not counted.any():  # no row of these axes: validation reads nothing of it
+            offset += table.num_rows
+            continue
         mapping = table.column("metrics")
         for place, kind in enumerate(mapping.type):
             if kind.name in STEP_KEYS or not (pa.types.is_integer(kind.type) or pa.types.is_floating(kind.type)
@@ -640,10 +647,13 @@ def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
         rows, steps, values = (np.concatenate(part) for part in zip(*parts, strict=True))
         if not len(rows):
             continue
-        unique, first = np.unique(steps, return_index=True)
-        if len(unique) < len(steps) and not _repeats_agree(steps, values, unique, first):
-            return None
-        kept[name] = (unique, values[first])
+        if len(steps) < 2 or bool((steps[1:] > steps[:-1]).all()):  # each step once, in order: as np.unique gives
+            kept[name] = (steps, values)
+        else:
+            unique, first = np.unique(steps, return_index=True)
+            if len(unique) < len(steps) and not _repeats_agree(steps, values, unique, first):
+                return None
+            kept[name] = (unique, values[first])
         if only is not None:
             continue
         ranks = order[np.searchsorted(order[:, 0], steps), 1]
