@@ -104,6 +104,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
         _out.print(last.report, markup=False)
         return _margins(layout, args, threshold, [])
+    if not args.ray:  # a first check of many runs: their readers' imports run beside this process's own
+        from . import _workers
+
+        _workers.start_early([f"{__package__}.summary"], layout.runs, layout.cache / "summaries")
     from .build import check, skipped_line
     from .summary import describe
 
