@@ -13,8 +13,8 @@ from build_tools import bench_ray, bench_scale
 def test_a_malformed_address_is_one_line_before_anything_is_measured(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench_ray.ray_main("head-node", "", False) == 2
     out, err = capsys.readouterr()
-    assert (out, err) == ("", "ERROR --ray: 'head-node' is not an address (expected HOST:PORT, ray://HOST:PORT or "
-                              "auto)\n")
+    assert (out, err) == ("", "ERROR --ray: 'head-node' is not an address (expected HOST:PORT, ray://HOST:PORT, "
+                              "auto or local)\n")
     assert bench_ray.ray_main("auto", "12", False) == 2
     assert capsys.readouterr().err.startswith("ERROR SCALE='12': expected RUNSxSTEPS")
 
