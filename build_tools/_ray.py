@@ -17,14 +17,14 @@ tasks' results: with the cache, the summaries are read back from it lazily, as o
 must see the run folders at the driver's paths; a worker that cannot is one line naming the run and its node.
 Each task first compares its code's digest with the driver's and reads nothing when they differ.
 
-`local` starts a private Ray instance on this machine for the one command (two CPUs, no dashboard, a small
-object store, only the loopback address, its files in a temporary folder removed afterwards). `auto` does so
-only when there is enough to read for Ray's start-up to pay (`worth_starting`: about 6 s here, more than the
-pool's whole check of the 20 example runs); with less, the local pool reads the runs, as without `--ray`,
-and one line on stderr says so. Any other value is the address of a running cluster (`HOST:PORT` of its
-head, or `ray://HOST:PORT`), always used. A process already connected to Ray (`ray.init` called before)
-uses that connection, whatever the runs. Ray not installed, not
-reachable, or a worker lost is one line (`RayError`), never a traceback; Ray is imported only here.
+`local` starts a private Ray instance on this machine for the one command (a CPU for each of the pool's workers,
+no dashboard, a small object store, only the loopback address, its files in a temporary folder removed
+afterwards). `auto` does so only when there is enough to read for Ray's start-up to pay (`worth_starting`: about
+6 s here, more than the pool's whole check of the 20 example runs); with less, the local pool reads the runs, as
+without `--ray`, and one line on stderr says so. Any other value is the address of a running cluster
+(`HOST:PORT` of its head, or `ray://HOST:PORT`), always used. A process already connected to Ray (`ray.init`
+called before) uses that connection, whatever the runs. Ray not installed, not reachable, or a worker lost is
+one line (`RayError`), never a traceback; Ray is imported only here.
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ from .summary import Job, Read, _read_run, chunk_size, summarise_in_pool
 
 AUTO = "auto"  # a private instance when the runs to read are many enough (worth_starting), else the local pool
 LOCAL = "local"  # a private instance, whatever the runs
-LOCAL_CPUS = 2
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray spills to disk past this; results are fetched a task at a time
 CONNECT_TIMEOUT_S = 5.0  # Ray itself retries an unreachable head for minutes
 # Tasks in flight per CPU of the cluster: each worker has its next task waiting when one ends.
@@ -79,9 +78,11 @@ WAITING_PER_IN_FLIGHT = 2
 # the 20 example runs (1.6 MB, nearly nothing to read) on a quiet machine, 7.8 s on Ray against the pool's 2.1 s.
 # The pool validates a run at about 176 MB/s (the 1000x1000 set's 1.85 GB: 12.6 s against 2.1 s without them,
 # issue 22) and summarises one at about 45 MB/s (the same set with ALL=1: 42.9 s, bench_ray at load 1.4-2.5).
+# Elsewhere the pool, and the private instance, have as many workers as CPUs: its speed is taken to grow with them.
 RAY_START_SECONDS = 5.7
 POOL_VALIDATES_BYTES_PER_SECOND = 176e6
 POOL_SUMMARISES_BYTES_PER_SECOND = 45e6
+MEASURED_ON_CPUS = 2
 # Ray is started when its start-up is at most this share of the pool's reading: issue 22's "within 1.3x of the
 # pool" as a rule of when Ray pays on one machine (where it reads no faster than the pool, on the same cores).
 RAY_SHARE = 0.3
@@ -120,8 +121,15 @@ def ray_summariser(address: str) -> RaySummariser:
 
 def pool_seconds(jobs: Sequence[Job]) -> float:
     """About how long the local pool takes to read the jobs' runs here (their bytes at its measured speeds)."""
-    return sum(_run_bytes(job) / (POOL_SUMMARISES_BYTES_PER_SECOND if job.summarise else
-                                  POOL_VALIDATES_BYTES_PER_SECOND) for job in jobs)
+    seconds = sum(_run_bytes(job) / (POOL_SUMMARISES_BYTES_PER_SECOND if job.summarise else
+                                     POOL_VALIDATES_BYTES_PER_SECOND) for job in jobs)
+    return seconds * MEASURED_ON_CPUS / local_cpus()
+
+
+def local_cpus() -> int:
+    """The CPUs of a private instance: as many as the local pool has workers (summary._in_pool), so that on one
+    machine Ray reads with what the pool reads with."""
+    return os.cpu_count() or 1
 
 
 def worth_starting(jobs: Sequence[Job]) -> bool:
@@ -318,7 +326,7 @@ def _connected(address: str) -> Iterator[ModuleType]:
     try:
         if private:
             temp_dir = tempfile.mkdtemp(prefix="manual-ray-")  # short: Ray's socket paths must fit 107 bytes
-            ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+            ray.init(num_cpus=local_cpus(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
                      _temp_dir=temp_dir, _node_ip_address="127.0.0.1", log_to_driver=False,
                      logging_level=logging.ERROR)
         else:

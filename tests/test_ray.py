@@ -69,9 +69,9 @@ def test_check_on_a_local_ray_gives_the_local_claims_byte_for_byte(
     by_address = copy_project(tmp_path / "address")
     code, local_out, _ = _check(local, [], monkeypatch, capsys)
     assert code == 0
-    try:  # the private instance `--ray auto` starts: two CPUs, no dashboard, a 100 MB object store, loopback
+    try:  # the private instance `--ray auto` starts: the pool's CPUs, no dashboard, a 100 MB object store, loopback
         with _ray._connected("auto"):
-            assert ray.cluster_resources()["CPU"] == 2
+            assert ray.cluster_resources()["CPU"] == os.cpu_count()
             assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
             code, ray_out, err = _check(on_ray, ["--ray", "auto"], monkeypatch, capsys)  # uses that instance
             assert code == 0, err
