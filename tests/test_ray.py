@@ -352,9 +352,15 @@ def _big_jobs(size: int, summarise: bool, count: int = 2) -> list[Job]:
             for job in _jobs(*[f"baseline-seed{seed}" for seed in range(1, count + 1)])]
 
 
-def test_auto_starts_ray_when_the_pool_would_read_long_enough_for_its_start_up_to_pay() -> None:
+def test_auto_starts_ray_when_the_pool_would_read_long_enough_for_its_start_up_to_pay(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Ray's start-up (RAY_START_SECONDS) at most RAY_SHARE of the pool's reading: the bytes from which that holds,
-    at the pool's speed for summarising, or for validating (faster, so more bytes)."""
+    at the pool's speed for summarising, or for validating (faster, so more bytes), on the CPUs it was measured on;
+    a pool of twice the CPUs reads twice the bytes in that time."""
+    monkeypatch.setattr(os, "cpu_count", lambda: _ray.MEASURED_ON_CPUS * 2)
+    assert not _ray.worth_starting(_big_jobs(int(_ray.RAY_START_SECONDS / _ray.RAY_SHARE
+                                                 * _ray.POOL_SUMMARISES_BYTES_PER_SECOND / 2) + 1, True))
+    monkeypatch.setattr(os, "cpu_count", lambda: _ray.MEASURED_ON_CPUS)
     least = _ray.RAY_START_SECONDS / _ray.RAY_SHARE  # seconds of the pool's reading
     summarised = int(least * _ray.POOL_SUMMARISES_BYTES_PER_SECOND / 2) + 1  # two runs of this size
     validated = int(least * _ray.POOL_VALIDATES_BYTES_PER_SECOND / 2) + 1
@@ -383,6 +389,7 @@ def test_auto_reads_many_runs_on_ray_and_an_address_or_local_always(monkeypatch:
         yield
 
     monkeypatch.setattr(_ray, "_connected", connected)
+    monkeypatch.setattr(os, "cpu_count", lambda: _ray.MEASURED_ON_CPUS)
     monkeypatch.chdir(ROOT)
     many = _big_jobs(int(_ray.RAY_START_SECONDS / _ray.RAY_SHARE * _ray.POOL_SUMMARISES_BYTES_PER_SECOND), True)
     few = _jobs("baseline-seed1", "baseline-seed2")
