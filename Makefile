@@ -70,7 +70,7 @@ $(PDF_STAMP): $(STAMP)
 site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP))
 	@$(MANUAL) build
 
-# RAY (auto, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn
+# RAY (auto, local, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn
 # of a claim whose margin is below this fraction), STRICT (1: exit 6 when one is) and FORMAT (github: workflow
 # commands) reach the command as environment variables, never as shell text.
 check: $(STAMP) $(if $(RAY),$(RAY_STAMP))

@@ -680,7 +680,7 @@ class RayBadAddress(RayError):
 
     def __str__(self) -> str:
         why = f": {self.reason}" if self.reason else ""
-        return f"--ray: {self.address!r} is not an address{why} (expected HOST:PORT, ray://HOST:PORT or auto)"
+        return f"--ray: {self.address!r} is not an address{why} (expected HOST:PORT, ray://HOST:PORT, auto or local)"
 
 
 @dataclass(eq=False)
@@ -696,10 +696,10 @@ class RayUnreachable(RayError):
 @dataclass(eq=False)
 class RayStartFailed(RayError):
     address: str
-    local: bool  # a local instance for `auto`, else the cluster at address
+    local: bool  # a local instance for `auto` or `local`, else the cluster at address
     error: str  # the exception's type
     reason: str
-    hint = ("give the address of a running cluster's head (HOST:PORT), or `auto`; a cluster with "
+    hint = ("give the address of a running cluster's head (HOST:PORT), or `local`; a cluster with "
             "token authentication also needs RAY_AUTH_MODE=token and its token")
 
     def __str__(self) -> str:

@@ -120,7 +120,8 @@ def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
         return simple[target]
     builders: dict[str, Callable[[], list[str]]] = {
         "serve": lambda: ["serve", *_port(env)],
-        # RAY: auto or a head's HOST:PORT, checked by the command before anything starts; ALL=1: every run summarised
+        # RAY: auto, local or a head's HOST:PORT, checked by the command before anything starts; ALL=1: every run
+        # summarised
         "check": lambda: ["check", *([f"--ray={env['RAY']}"] if env.get("RAY") else []),
                           *(["--all"] if _flag(env, "ALL") else []), *_margin_options(env)],
         "compare": lambda: ["compare", "--", *_run(env)],

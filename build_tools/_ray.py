@@ -1,4 +1,4 @@
-"""Reading runs as Ray tasks: `manual check --ray ADDRESS` (or `--ray auto`).
+"""Reading runs as Ray tasks: `manual check --ray ADDRESS` (or `--ray auto`, `--ray local`).
 
 The runs the cache does not hold are handed out in tasks of a few runs each (as the local pool hands out
 chunks); a task runs the local pool's own function on each (`summary._read_run`: the run hashed when the cache
@@ -17,11 +17,14 @@ tasks' results: with the cache, the summaries are read back from it lazily, as o
 must see the run folders at the driver's paths; a worker that cannot is one line naming the run and its node.
 Each task first compares its code's digest with the driver's and reads nothing when they differ.
 
-`auto` starts a private Ray instance on this machine for the one command (two CPUs, no dashboard, a small
-object store, only the loopback address, its files in a temporary folder removed afterwards); any other
-value is the address of a running cluster (`HOST:PORT` of its head, or `ray://HOST:PORT`). A process
-already connected to Ray (`ray.init` called before) uses that connection. Ray not installed, not
-reachable, or a worker lost is one line (`RayError`), never a traceback; Ray is imported only here.
+`local` starts a private Ray instance on this machine for the one command (a CPU for each of the pool's workers,
+no dashboard, a small object store, only the loopback address, its files in a temporary folder removed
+afterwards). `auto` does so only when there is enough to read for Ray's start-up to pay (`worth_starting`: about
+6 s here, more than the pool's whole check of the 20 example runs); with less, the local pool reads the runs, as
+without `--ray`, and one line on stderr says so. Any other value is the address of a running cluster
+(`HOST:PORT` of its head, or `ray://HOST:PORT`), always used. A process already connected to Ray (`ray.init`
+called before) uses that connection, whatever the runs. Ray not installed, not reachable, or a worker lost is
+one line (`RayError`), never a traceback; Ray is imported only here.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
@@ -57,10 +61,10 @@ from ._exceptions import (
 from ._staging import temporary_prefix
 from ._types import RunSummary
 from .store import fingerprint
-from .summary import Job, Read, _read_run, chunk_size
+from .summary import Job, Read, _read_run, chunk_size, summarise_in_pool
 
-AUTO = "auto"
-LOCAL_CPUS = 2
+AUTO = "auto"  # a private instance when the runs to read are many enough (worth_starting), else the local pool
+LOCAL = "local"  # a private instance, whatever the runs
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # Ray spills to disk past this; results are fetched a task at a time
 CONNECT_TIMEOUT_S = 5.0  # Ray itself retries an unreachable head for minutes
 # Tasks in flight per CPU of the cluster: each worker has its next task waiting when one ends.
@@ -68,6 +72,22 @@ IN_FLIGHT_PER_CPU = 2
 # Finished tasks waiting for an earlier one (results are handed on in the order of the runs), at most this many
 # times the tasks in flight: a slow task does not let the others' results pile up in the driver.
 WAITING_PER_IN_FLIGHT = 2
+
+# When `auto` starts Ray: what a private instance adds to a check, and how fast the local pool reads, on this
+# 2-core machine. Ray's start-up (its head's processes, then two workers importing pandas) took 5.7 s: bench_ray,
+# the 20 example runs (1.6 MB, nearly nothing to read) on a quiet machine, 7.8 s on Ray against the pool's 2.1 s.
+# The pool validates a run at about 176 MB/s (the 1000x1000 set's 1.85 GB: 12.6 s against 2.1 s without them,
+# issue 22) and summarises one at about 45 MB/s (the same set with ALL=1: 42.9 s, bench_ray at load 1.4-2.5).
+# Elsewhere the pool, and the private instance, have as many workers as CPUs: its speed is taken to grow with them.
+RAY_START_SECONDS = 5.7
+POOL_VALIDATES_BYTES_PER_SECOND = 176e6
+POOL_SUMMARISES_BYTES_PER_SECOND = 45e6
+MEASURED_ON_CPUS = 2
+# Ray is started when its start-up is at most this share of the pool's reading: issue 22's "within 1.3x of the
+# pool" as a rule of when Ray pays on one machine (where it reads no faster than the pool, on the same cores).
+RAY_SHARE = 0.3
+# The first words of the line `auto` writes when it reads with the local pool (bench_ray looks for them).
+NOT_STARTED = "Ray not started:"
 
 
 class RaySummariser:
@@ -77,13 +97,17 @@ class RaySummariser:
     cache does (the tests use it on one machine); `nodes` collects the Ray nodes that ran a task."""
 
     def __init__(self, address: str, *, workers_write: bool = True) -> None:
-        if address != AUTO:
+        if address not in (AUTO, LOCAL):
             _host_port(address)  # a malformed address is refused even when the cache holds every run
         self.address, self.workers_write = address, workers_write
         self.nodes: set[str] = set()
 
     def __call__(self, jobs: Sequence[Job]) -> Iterator[Read]:
         if not jobs:  # everything came from the cache: no need for Ray at all
+            return
+        if self.address == AUTO and not _connected_already() and not worth_starting(jobs):
+            sys.stderr.write(not_started_line(jobs) + "\n")
+            yield from summarise_in_pool(jobs)  # the path without --ray: its results, byte for byte
             return
         cache_dir = jobs[0].cache_dir
         with _connected(self.address) as ray, _probe_file(cache_dir if self.workers_write else None) as probe:
@@ -93,6 +117,56 @@ class RaySummariser:
 def ray_summariser(address: str) -> RaySummariser:
     """The Summariser of `--ray ADDRESS`."""
     return RaySummariser(address)
+
+
+def pool_seconds(jobs: Sequence[Job]) -> float:
+    """About how long the local pool takes to read the jobs' runs here (their bytes at its measured speeds)."""
+    seconds = sum(_run_bytes(job) / (POOL_SUMMARISES_BYTES_PER_SECOND if job.summarise else
+                                     POOL_VALIDATES_BYTES_PER_SECOND) for job in jobs)
+    return seconds * MEASURED_ON_CPUS / local_cpus()
+
+
+def local_cpus() -> int:
+    """The CPUs of a private instance: as many as the local pool has workers (summary._in_pool), so that on one
+    machine Ray reads with what the pool reads with."""
+    return os.cpu_count() or 1
+
+
+def worth_starting(jobs: Sequence[Job]) -> bool:
+    """Whether a private Ray instance pays for its start-up on reading these runs (RAY_SHARE)."""
+    return RAY_START_SECONDS <= RAY_SHARE * pool_seconds(jobs)
+
+
+def not_started_line(jobs: Sequence[Job]) -> str:
+    """What `auto` says when the local pool reads the runs."""
+    size = sum(_run_bytes(job) for job in jobs)
+    one = len(jobs) == 1
+    runs = f"this run ({_megabytes(size)}) takes" if one else f"these {len(jobs)} runs ({_megabytes(size)}) take"
+    return (f"{NOT_STARTED} {runs} the local pool {_duration(pool_seconds(jobs))} to read, too little for Ray's "
+            f"start-up (about {RAY_START_SECONDS:.0f} s here) to pay; the local pool reads {'it' if one else 'them'} "
+            "(--ray local, or make check RAY=local, starts Ray whatever the runs)")
+
+
+def _duration(seconds: float) -> str:
+    return "under a second" if seconds < 1 else f"about {seconds:.0f} s"
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
+
+
+def _run_bytes(job: Job) -> int:
+    """The bytes of a run's files: as the parent listed them, or (a run the cache knows) as they are now."""
+    if job.listing is not None:
+        return sum(stat[1] for stat in job.listing)
+    return sum(os.lstat(os.path.join(folder, name)).st_size
+               for folder, _, names in os.walk(job.path) for name in names)
+
+
+def _connected_already() -> bool:
+    """Whether this process is connected to Ray (without importing Ray when nothing did)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(ray.is_initialized())
 
 
 class _Done(NamedTuple):
@@ -232,11 +306,12 @@ def _probe_file(cache_dir: Path | None) -> Iterator[str | None]:
 
 @contextmanager
 def _connected(address: str) -> Iterator[ModuleType]:
-    """Ray, connected to `address` (or a private local instance for `auto`); disconnected afterwards."""
+    """Ray, connected to `address` (or a private local instance for `auto` and `local`); disconnected afterwards."""
     # Read by Ray when it is imported and passed on to the processes it starts: no usage report sent out,
     # and a local instance on the loopback address only.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if address == AUTO:
+    private = address in (AUTO, LOCAL)
+    if private:
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
         import ray
@@ -246,19 +321,19 @@ def _connected(address: str) -> Iterator[ModuleType]:
         yield ray
         return
     temp_dir = None
-    if address != AUTO:
+    if not private:
         _probe(address)
     try:
-        if address == AUTO:
+        if private:
             temp_dir = tempfile.mkdtemp(prefix="manual-ray-")  # short: Ray's socket paths must fit 107 bytes
-            ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
+            ray.init(num_cpus=local_cpus(), include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES,
                      _temp_dir=temp_dir, _node_ip_address="127.0.0.1", log_to_driver=False,
                      logging_level=logging.ERROR)
         else:
             ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except (Exception, SystemExit) as error:  # Ray exits the process when it gives up on a head
         _remove(temp_dir)
-        raise RayStartFailed(address, address == AUTO, type(error).__name__, _first_line(error)) from None
+        raise RayStartFailed(address, private, type(error).__name__, _first_line(error)) from None
     try:
         yield ray
     finally:

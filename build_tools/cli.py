@@ -340,7 +340,9 @@ def _parser() -> argparse.ArgumentParser:
                             "otherwise)")
     check.add_argument("--ray", metavar="ADDRESS", default=None,
                        help="read (hash, validate, summarise) the runs as Ray tasks on the cluster at ADDRESS "
-                            "(HOST:PORT), or on a local Ray instance started for the command (auto)")
+                            "(HOST:PORT), or on a local Ray instance started for the command (local; auto: only "
+                            "when the runs to read are many enough for its start-up to pay, else the local pool reads "
+                            "them)")
     check.add_argument("--warn-margin", metavar="F", default=None,
                        help="warn of each claim whose margin, as a fraction of its tolerance, is below F "
                             "(default: warn_margin in edition.yml, else no warning)")

@@ -105,7 +105,7 @@ def test_make_variables_become_single_arguments() -> None:
                                 "commands for GitHub) or leave it out")
 
 
-RAY_EXPECTED = "(expected HOST:PORT, ray://HOST:PORT or auto)"
+RAY_EXPECTED = "(expected HOST:PORT, ray://HOST:PORT, auto or local)"
 
 
 @pytest.mark.parametrize(("value", "error"), [

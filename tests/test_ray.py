@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -67,9 +69,9 @@ def test_check_on_a_local_ray_gives_the_local_claims_byte_for_byte(
     by_address = copy_project(tmp_path / "address")
     code, local_out, _ = _check(local, [], monkeypatch, capsys)
     assert code == 0
-    try:  # the private instance `--ray auto` starts: two CPUs, no dashboard, a 100 MB object store, loopback
+    try:  # the private instance `--ray auto` starts: the pool's CPUs, no dashboard, a 100 MB object store, loopback
         with _ray._connected("auto"):
-            assert ray.cluster_resources()["CPU"] == 2
+            assert ray.cluster_resources()["CPU"] == os.cpu_count()
             assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")
             code, ray_out, err = _check(on_ray, ["--ray", "auto"], monkeypatch, capsys)  # uses that instance
             assert code == 0, err
@@ -170,7 +172,7 @@ def test_an_unreachable_cluster_is_one_line(tmp_path: Path, monkeypatch: pytest.
                    "hint: is the cluster's head running (`ray start --head`) and is this its address?\n")
     code, out, err = _check(root, ["--ray", "head-node"], monkeypatch, capsys)
     assert (code, out) == (2, "")
-    assert err == "ERROR --ray: 'head-node' is not an address (expected HOST:PORT, ray://HOST:PORT or auto)\n"
+    assert err == "ERROR --ray: 'head-node' is not an address (expected HOST:PORT, ray://HOST:PORT, auto or local)\n"
     assert not ray.is_initialized()
 
 
@@ -290,3 +292,113 @@ def test_a_worker_that_cannot_see_a_run_is_one_line(monkeypatch: pytest.MonkeyPa
 
 def test_nothing_to_summarise_needs_no_ray() -> None:
     assert list(_ray.ray_summariser("127.0.0.1:1")([])) == []
+
+
+def _not_started(count: int, size: int) -> str:
+    """The line `--ray auto` writes when the local pool reads the runs, as a user sees it."""
+    return (f"Ray not started: these {count} runs ({size / 1e6:,.1f} MB) take the local pool under a second to read, "
+            "too little for Ray's start-up (about 6 s here) to pay; the local pool reads them (--ray local, or make "
+            "check RAY=local, starts Ray whatever the runs)")
+
+
+def _run_folders_bytes(root: Path) -> tuple[int, int]:
+    """How many run folders runs/ holds, and the bytes of their files."""
+    runs = [path for path in (root / "runs").iterdir() if path.is_dir()]
+    return len(runs), sum(file.stat().st_size for run in runs for file in run.rglob("*") if file.is_file())
+
+
+def test_auto_reads_few_runs_with_the_pool_and_local_starts_ray_with_the_same_results(
+        tmp_path: Path, short_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The 20 example runs are too few for Ray's start-up to pay: `auto` reads them with the local pool and says so
+    in one line; `local` starts Ray for them all the same. Both give the pool's report, claims and cache, byte for
+    byte; a warm check with `auto` has nothing to read, starts nothing and says nothing of Ray."""
+    pool, auto, local = (copy_project(tmp_path / name) for name in ("pool", "auto", "local"))
+    pool_code, pool_out, _ = _check(pool, [], monkeypatch, capsys)
+    assert pool_code == 0
+    real_connected = _ray._connected
+
+    def not_started(address: str) -> object:
+        raise AssertionError(f"Ray was started for {address}")
+
+    monkeypatch.setattr(_ray, "_connected", not_started)
+    for warm in (False, True):  # every run from the cache the second time
+        auto_code, auto_out, auto_err = _check(auto, ["--ray", "auto"], monkeypatch, capsys)
+        assert (auto_code, auto_out) == (0, pool_out)
+        if not warm:
+            assert _not_started(*_run_folders_bytes(pool)) in auto_err.splitlines()
+            assert _cache_files(auto) == _cache_files(pool)
+    assert "Ray not started" not in auto_err  # the warm check: nothing to read, nothing said
+    assert not ray.is_initialized()
+    monkeypatch.setattr(_ray, "_connected", real_connected)
+    summariser = _ray.RaySummariser("local")
+    monkeypatch.setattr(_ray, "ray_summariser", lambda address: summariser)
+    try:
+        local_code, local_out, local_err = _check(local, ["--ray", "local"], monkeypatch, capsys)
+    except RayError as error:
+        if "could not start a local Ray instance" in str(error):
+            pytest.skip(f"Ray cannot start here: {error}")
+        raise
+    assert (local_code, local_out) == (0, pool_out) and "Ray not started" not in local_err
+    assert len(summariser.nodes) == 1  # read by the private instance's one node
+    assert not ray.is_initialized()
+    for root in (auto, local):
+        assert (root / "build" / "claims.json").read_bytes() == (pool / "build" / "claims.json").read_bytes()
+        assert _cache_files(root) == _cache_files(pool)
+
+
+def _big_jobs(size: int, summarise: bool, count: int = 2) -> list[Job]:
+    """Example runs as the parent lists them, but for one file of `size` bytes each (what `auto` weighs)."""
+    return [job._replace(summarise=summarise, listing=[("dashboard/metrics.jsonl", size, 0, 0, 0, 0)])
+            for job in _jobs(*[f"baseline-seed{seed}" for seed in range(1, count + 1)])]
+
+
+def test_auto_starts_ray_when_the_pool_would_read_long_enough_for_its_start_up_to_pay(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray's start-up (RAY_START_SECONDS) at most RAY_SHARE of the pool's reading: the bytes from which that holds,
+    at the pool's speed for summarising, or for validating (faster, so more bytes), on the CPUs it was measured on;
+    a pool of twice the CPUs reads twice the bytes in that time."""
+    monkeypatch.setattr(os, "cpu_count", lambda: _ray.MEASURED_ON_CPUS * 2)
+    assert not _ray.worth_starting(_big_jobs(int(_ray.RAY_START_SECONDS / _ray.RAY_SHARE
+                                                 * _ray.POOL_SUMMARISES_BYTES_PER_SECOND / 2) + 1, True))
+    monkeypatch.setattr(os, "cpu_count", lambda: _ray.MEASURED_ON_CPUS)
+    least = _ray.RAY_START_SECONDS / _ray.RAY_SHARE  # seconds of the pool's reading
+    summarised = int(least * _ray.POOL_SUMMARISES_BYTES_PER_SECOND / 2) + 1  # two runs of this size
+    validated = int(least * _ray.POOL_VALIDATES_BYTES_PER_SECOND / 2) + 1
+    assert _ray.worth_starting(_big_jobs(summarised, True)) and not _ray.worth_starting(_big_jobs(summarised - 2, True))
+    assert _ray.worth_starting(_big_jobs(validated, False))
+    assert not _ray.worth_starting(_big_jobs(summarised, False))
+    assert _ray.not_started_line(_big_jobs(500_000_000, True, count=1)) == (
+        "Ray not started: this run (500.0 MB) takes the local pool about 11 s to read, too little for Ray's start-up "
+        "(about 6 s here) to pay; the local pool reads it (--ray local, or make check RAY=local, starts Ray "
+        "whatever the runs)")
+
+
+def test_auto_reads_many_runs_on_ray_and_an_address_or_local_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which path the summariser takes: Ray (here a stand-in that records the address it was asked for) for `auto`
+    with enough to read, for `local` and for a cluster's address with little; the local pool otherwise, with the
+    results of the plain path."""
+    asked: list[str] = []
+
+    class Asked(Exception):
+        pass
+
+    @contextlib.contextmanager
+    def connected(address: str) -> Iterator[None]:
+        asked.append(address)
+        raise Asked()
+        yield
+
+    monkeypatch.setattr(_ray, "_connected", connected)
+    monkeypatch.setattr(os, "cpu_count", lambda: _ray.MEASURED_ON_CPUS)
+    monkeypatch.chdir(ROOT)
+    many = _big_jobs(int(_ray.RAY_START_SECONDS / _ray.RAY_SHARE * _ray.POOL_SUMMARISES_BYTES_PER_SECOND), True)
+    few = _jobs("baseline-seed1", "baseline-seed2")
+    for address, jobs in (("auto", many), ("local", few), ("127.0.0.1:6379", few)):
+        with pytest.raises(Asked):
+            list(_ray.RaySummariser(address)(jobs))
+    assert asked == ["auto", "local", "127.0.0.1:6379"]
+    reads = list(_ray.RaySummariser("auto")(few))
+    assert asked == ["auto", "local", "127.0.0.1:6379"]  # not asked again
+    plain = summarise_serially(few)
+    assert [(summary_wire.encode(result), problems) for result, problems, _ in reads] == \
+        [(summary_wire.encode(result), problems) for result, problems, _ in plain]
