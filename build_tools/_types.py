@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
+    from .store.run_hash import RunsRead
+
 Status = Literal["pass", "fail"]
 
 
@@ -226,3 +228,4 @@ class BuildResult:
     report_lines: list[str] = field(default_factory=list)
     validated: dict[str, ValidatedRun] = field(default_factory=dict)  # the runs nothing reads: checked only
     warnings: list[str] = field(default_factory=list)  # those of the runs and the cache, shown as it ran
+    runs_read: RunsRead | None = None  # the listing of runs/ and each run's input hash: for the inputs' key

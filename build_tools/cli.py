@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import math
 import os
 import signal
@@ -54,6 +55,50 @@ class _Console:
             self._console = Console(**self._options)
         self._console.print(*(terminal_text(o) if isinstance(o, str) else o for o in objects), **options)
 
+    def render(self, text: str, **options: Any) -> str:
+        """What print(text) writes, as text."""
+        import io
+
+        from rich.console import Console
+
+        rendered = io.StringIO()
+        Console(file=rendered, **self._options).print(terminal_text(text), **options)
+        return rendered.getvalue()
+
+
+class _Plain:
+    """Plain text on stdout as `_Console.print(text, markup=False)` writes it, each rendering kept: a check keeps
+    those of its report and margins with its record, and the check that replays them writes the same bytes
+    without importing rich (a tenth of a second)."""
+
+    def __init__(self, console: _Console) -> None:
+        self.console = console
+        self.rendered: dict[str, str] = {}  # text -> what rich writes of it
+
+    def say(self, text: str) -> None:
+        rendered = self.rendered.get(text)
+        if rendered is None:
+            rendered = self.rendered[text] = self.console.render(text, markup=False)
+        sys.stdout.write(rendered)
+        sys.stdout.flush()
+
+    def record(self, report: str) -> str:
+        """The report printed and every rendering, for `replay`."""
+        return json.dumps({"report": report, "rendered": self.rendered}, ensure_ascii=False, sort_keys=True)
+
+    def replayed(self, record: str) -> str | None:
+        """The report of a record, its renderings taken (to print it again); None when the record is not one."""
+        try:
+            found = json.loads(record)
+        except ValueError:
+            return None
+        report, rendered = (found.get("report"), found.get("rendered")) if isinstance(found, dict) else (None, None)
+        if not (isinstance(report, str) and isinstance(rendered, dict)
+                and all(isinstance(value, str) for value in rendered.values())):
+            return None
+        self.rendered = rendered
+        return report
+
 
 def escape(text: str) -> str:
     """rich's markup escape, imported when a message is printed."""
@@ -100,10 +145,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
     last = uptodate.last_check(layout, settings) if not args.ray else uptodate.LastCheck(None, None)
-    if last.report is not None:
+    plain = _Plain(_out)
+    if last.report is not None and (report := plain.replayed(last.report)) is not None:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
-        _out.print(last.report, markup=False)
-        return _margins(layout, args, threshold, [])
+        plain.say(report)
+        return _margins(layout, args, plain, threshold, [])
     from .build import check, skipped_line
     from .summary import describe
 
@@ -125,10 +171,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     lines = [describe(summary) for summary in result.summaries.values()]
     lines += [skipped_line(len(result.validated))] if result.validated else []
     report = "\n".join([*lines, *result.report_lines])
-    _out.print(report, markup=False)
-    if not args.ray and not result.warnings:
-        uptodate.record_check(layout, settings, report, last.key)
-    return _margins(layout, args, threshold, result.warnings)
+    plain.say(report)
+    try:
+        return _margins(layout, args, plain, threshold, result.warnings)
+    finally:  # the report and margins as printed (its margins' warnings are shown again, as they are found)
+        if not args.ray and not result.warnings:
+            uptodate.record_check(layout, settings, plain.record(report), last.key, result.runs_read)
 
 
 def _fraction(text: str) -> float:
@@ -142,14 +190,15 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _margins(layout: Layout, args: argparse.Namespace, threshold: float | None, data_warnings: Sequence[str]) -> int:
+def _margins(layout: Layout, args: argparse.Namespace, plain: _Plain, threshold: float | None,
+             data_warnings: Sequence[str]) -> int:
     """After every claim held: the claims closest to failing, a warning for each below the threshold (the option's,
     else edition.yml's), and with --strict exit 6 when there is one."""
     from . import margins
     from ._exceptions import MarginsBelow, StrictWithoutThreshold, display_path
 
     report_data = margins.read_report(layout.build / "claims.json")
-    _out.print("\n".join(margins.closest_lines(report_data)), markup=False)
+    plain.say("\n".join(margins.closest_lines(report_data)))
     if threshold is None:
         threshold = margins.threshold_of(layout.edition_yml)
     if threshold is None and args.strict:
