@@ -137,20 +137,6 @@ def open_input(path: Path) -> _Input:
     return _Input(path)
 
 
-def by_run(files: list[FileStat]) -> tuple[dict[str, list[FileStat]], list[str]]:
-    """The files of runs/ (as scan_tree lists them) by run folder, each relative to its run, and the files
-    directly in runs/."""
-    listings: dict[str, list[FileStat]] = {}
-    loose: list[str] = []
-    for relative, *identity in files:
-        run_id, _, inside = relative.partition("/")
-        if inside:
-            listings.setdefault(run_id, []).append((inside, *identity))  # type: ignore[arg-type]
-        else:
-            loose.append(relative)
-    return listings, loose
-
-
 def scan_tree(folder: Path, boundary: Path, *, links: bool = True) -> tuple[list[Problem], list[FileStat]]:
     """check_tree's problems, and every regular file under folder reached without following a link (what
     plain_files lists), with its size and modification time, in plain_files' order: one walk and one system
@@ -165,9 +151,10 @@ def scan_tree(folder: Path, boundary: Path, *, links: bool = True) -> tuple[list
 
 
 def scan_runs(runs: Path, boundary: Path) -> tuple[list[Problem], dict[str, list[FileStat]]]:
-    """scan_tree's problems and the run folders of `by_run` of its files, from the same walk: each folder directly
-    in runs/ is listed into a list of its own, its files named relative to it, so that no path of a thousand
-    runs' files is split again (a warm check lists every file of runs/)."""
+    """scan_tree's problems, and its files by run: each folder directly in runs/ that holds a file, with the files
+    scan_tree lists under it, each named relative to it. One walk, each folder's files put in a list of their own
+    as they are found, so that no path of a thousand runs' files is split again (a warm check lists every file of
+    runs/). tests/test_hostile.py holds it equal to splitting scan_tree's listing."""
     problems: list[Problem] = []
     walk = _Walk(boundary.resolve(), problems, [], links=True, runs={})
     walk.top(runs)
@@ -175,7 +162,8 @@ def scan_runs(runs: Path, boundary: Path) -> tuple[list[Problem], dict[str, list
 
 
 def loose_files(runs: Path) -> list[str]:
-    """The names of the plain files directly in runs/, in order (the files `by_run` does not give a run)."""
+    """The names of the plain files directly in runs/, in order: the files of scan_tree's listing that scan_runs
+    gives no run."""
     try:
         with os.scandir(runs) as found:
             return sorted(entry.name for entry in found if entry.is_file(follow_symlinks=False))
@@ -273,7 +261,7 @@ class _Walk:
             self.folder(entry.path, "", real, linked=linked)
         finally:
             listing, self.files = self.files, outer
-        if listing:  # as by_run: a folder without a file lists nothing
+        if listing:  # a folder without a file is no run of the listing
             self.runs[entry.name] = listing
 
 

@@ -66,14 +66,16 @@ class _Console:
         return rendered.getvalue()
 
 
-class _Plain:
-    """Plain text on stdout as `_Console.print(text, markup=False)` writes it, each rendering kept: a check keeps
-    those of its report and margins with its record, and the check that replays them writes the same bytes
-    without importing rich (a tenth of a second)."""
+class _Replay:
+    """What a check printed on stdout (each text as `_Console.print(text, markup=False)` writes it) and read of
+    edition.yml (its warn_margin), kept with its record: the check that replays it writes the same bytes without
+    importing rich or yaml (a tenth of a second). Both are functions of the inputs the record's key hashes (the
+    report's text; edition.yml)."""
 
     def __init__(self, console: _Console) -> None:
         self.console = console
         self.rendered: dict[str, str] = {}  # text -> what rich writes of it
+        self.margin: dict[str, float | None] = {}  # edition.yml's warn_margin, once read
 
     def say(self, text: str) -> None:
         rendered = self.rendered.get(text)
@@ -82,21 +84,33 @@ class _Plain:
         sys.stdout.write(rendered)
         sys.stdout.flush()
 
+    def edition_margin(self, edition_yml: Path) -> float | None:
+        if "warn_margin" not in self.margin:
+            from .margins import threshold_of
+
+            self.margin["warn_margin"] = threshold_of(edition_yml)
+        return self.margin["warn_margin"]
+
     def record(self, report: str) -> str:
-        """The report printed and every rendering, for `replay`."""
-        return json.dumps({"report": report, "rendered": self.rendered}, ensure_ascii=False, sort_keys=True)
+        """The report printed, every rendering and what was read of edition.yml, for `replayed`."""
+        return json.dumps({"report": report, "rendered": self.rendered, "margin": self.margin}, ensure_ascii=False,
+                          sort_keys=True)
 
     def replayed(self, record: str) -> str | None:
-        """The report of a record, its renderings taken (to print it again); None when the record is not one."""
+        """The report of a record, its renderings and reading taken (to print it again); None when the record is
+        not one."""
         try:
             found = json.loads(record)
         except ValueError:
             return None
-        report, rendered = (found.get("report"), found.get("rendered")) if isinstance(found, dict) else (None, None)
-        if not (isinstance(report, str) and isinstance(rendered, dict)
-                and all(isinstance(value, str) for value in rendered.values())):
+        if not isinstance(found, dict):
             return None
-        self.rendered = rendered
+        report, rendered, margin = found.get("report"), found.get("rendered"), found.get("margin")
+        if not (isinstance(report, str) and isinstance(rendered, dict) and isinstance(margin, dict)
+                and all(isinstance(value, str) for value in rendered.values())
+                and all(value is None or type(value) is float for value in margin.values())):
+            return None
+        self.rendered, self.margin = rendered, margin
         return report
 
 
@@ -145,7 +159,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
     last = uptodate.last_check(layout, settings) if not args.ray else uptodate.LastCheck(None, None)
-    plain = _Plain(_out)
+    plain = _Replay(_out)
     if last.report is not None and (report := plain.replayed(last.report)) is not None:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
         plain.say(report)
@@ -190,7 +204,7 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _margins(layout: Layout, args: argparse.Namespace, plain: _Plain, threshold: float | None,
+def _margins(layout: Layout, args: argparse.Namespace, plain: _Replay, threshold: float | None,
              data_warnings: Sequence[str]) -> int:
     """After every claim held: the claims closest to failing, a warning for each below the threshold (the option's,
     else edition.yml's), and with --strict exit 6 when there is one."""
@@ -200,7 +214,7 @@ def _margins(layout: Layout, args: argparse.Namespace, plain: _Plain, threshold:
     report_data = margins.read_report(layout.build / "claims.json")
     plain.say("\n".join(margins.closest_lines(report_data)))
     if threshold is None:
-        threshold = margins.threshold_of(layout.edition_yml)
+        threshold = plain.edition_margin(layout.edition_yml)
     if threshold is None and args.strict:
         raise StrictWithoutThreshold(display_path(layout.edition_yml))
     weak = margins.below(report_data, threshold) if threshold is not None else []

@@ -325,6 +325,72 @@ def test_an_unchanged_check_imports_nothing_heavy(project: Path) -> None:
     assert done.stdout.splitlines()[-1] == "0 []" and done.stderr == UNCHANGED
 
 
+def test_a_replayed_check_imports_neither_rich_nor_yaml(project: Path) -> None:
+    """The report and margins as rich wrote them, edition.yml's warn_margin as read, all kept with the record."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from build_tools.cli import main; code = main(['check']); "
+            "print(code, sorted(m for m in ('rich', 'yaml') if m in sys.modules))")
+    first = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
+    again = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
+    assert first.stdout.splitlines()[-1] == "0 ['rich', 'yaml']" and again.stdout.splitlines()[-1] == "0 []"
+    assert again.stdout.splitlines()[:-1] == first.stdout.splitlines()[:-1] and again.stderr == UNCHANGED
+
+
+def test_a_replayed_check_warns_of_the_margins_as_edition_yml_asks(project: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    edition_yml = project / "edition.yml"
+    edition_yml.write_text(edition_yml.read_text() + "warn_margin: 0.9\n")
+    assert main(["check"]) == 0
+    first = capsys.readouterr()
+    assert main(["check"]) == 0
+    again = capsys.readouterr()
+    assert "WARNING" in first.err and again.err == UNCHANGED + first.err[first.err.index("WARNING"):]
+    assert again.out == first.out
+    assert main(["check", "--strict"]) == 6 and "WARNING" in capsys.readouterr().err  # not replayed: --strict
+    edition_yml.write_text(edition_yml.read_text().replace("warn_margin: 0.9", "warn_margin: 0.0001"))
+    assert main(["check"]) == 0  # another edition.yml: checked again, the margins judged by the new threshold
+    err = capsys.readouterr().err
+    assert UNCHANGED not in err and "is below 0.9 " not in err and "is below 0.0001 " in err
+
+
+@pytest.mark.parametrize("record", ["not json", "[]", '{"report": 1, "rendered": {}, "margin": {}}',
+                                    '{"report": "x", "rendered": {"x": 2}, "margin": {}}',
+                                    '{"report": "x", "rendered": {}, "margin": {"warn_margin": "0.2"}}'])
+def test_a_check_whose_record_is_not_one_is_checked_again(project: Path, capsys: pytest.CaptureFixture[str],
+                                                          record: str) -> None:
+    assert main(["check"]) == 0
+    first = capsys.readouterr()
+    (project / "build" / uptodate.CHECK_OUTPUT).write_text(record)
+    assert main(["check"]) == 0
+    again = capsys.readouterr()
+    assert again.out == first.out and UNCHANGED not in again.err
+
+
+def test_the_key_a_check_records_is_that_of_its_inputs_listed_afresh(project: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made from the listing of runs/ and the input hashes the check took, not from a second walk of every file:
+    the same key as a fresh walk gives, with scaled runs, a file and a folder the loader skips beside the runs."""
+    from build_tools._settings import from_environment
+    from examples._scaled import write_scaled
+
+    write_scaled(project / "runs", 2, 16, workers=1)
+    (project / "runs" / "__pycache__").mkdir()
+    (project / "runs" / "__pycache__" / "x.pyc").write_bytes(b"x")
+    walks: list[object] = []
+    real = uptodate.scan_runs
+    monkeypatch.setattr(uptodate, "scan_runs", lambda *args: walks.append(args) or real(*args))
+    assert main(["check"]) == 0
+    assert walks == []  # a cold check: no key was compared, and the recorded one was made from the check's walk
+    recorded = json.loads((project / "build" / uptodate.CHECK_KEY_FILE).read_text())
+    fresh = uptodate._check_key(Layout(project), from_environment(all_runs=False))
+    assert walks and recorded["key"] == fresh.hexdigest() and recorded["made_from"] == fresh.made_from
+    inputs = uptodate._inputs(Layout(project), from_environment(all_runs=False))
+    assert recorded["made_from"]["inputs"] == inputs.hexdigest()
+    assert {"runs/__pycache__/", "runs/scale-0001/", "runs/README.md"} <= inputs.made_from.keys()
+
+
 def test_a_run_changed_while_the_check_ran_is_checked_again(project: Path, capsys: pytest.CaptureFixture[str],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """The check is remembered under the key of its inputs as they were before it ran, not as they are after."""
