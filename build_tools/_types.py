@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-    from .store.run_hash import RunsRead
-
 Status = Literal["pass", "fail"]
 
 
@@ -215,6 +213,17 @@ class ValidatedRun:
     warnings: list[str] = field(default_factory=list)
     steps: int = 0
     metrics: dict[str, MetricFacts] = field(default_factory=dict)
+
+
+@dataclass
+class RunsRead:
+    """What one summarise_runs found of runs/: each run folder's files, as its walk listed them (`_files.scan_runs`:
+    name, size, mtime and ctime in ns, inode, device), and the input hash of each run it read or took from the
+    memo, by run id. The key of the inputs recorded after a check or build is made from these (store/uptodate.py),
+    not from a second walk of every file."""
+
+    listings: dict[str, list[tuple[str, int, int, int, int, int]]] = field(default_factory=dict)  # _files.FileStat
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

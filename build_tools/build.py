@@ -20,10 +20,9 @@ from ._lock import build_lock
 from ._progress import Progress
 from ._settings import Settings
 from ._staging import clean_leftovers, staging, temporary_prefix
-from ._types import BuildResult, FigureBlock, Stamp, ValidatedRun
+from ._types import BuildResult, FigureBlock, RunsRead, Stamp, ValidatedRun
 from .stamp import check_commits, load_stamp
 from .store import uptodate
-from .store.run_hash import RunsRead
 from .summary import Wanted, summarise_runs
 
 

@@ -27,10 +27,10 @@ import pyarrow.compute as pc
 from . import _columnar, _workers, axes, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, Seen, hashing_reads, read_text, scan_tree
-from ._types import Columns, MetricFacts, Record, RunData, RunSummary, ValidatedRun
+from ._types import Columns, MetricFacts, Record, RunData, RunsRead, RunSummary, ValidatedRun
 from ._yaml import load_yaml
 from .store import summary_cache
-from .store.run_hash import RunsRead, input_hash, memo_stale, present, read_memo, write_memo
+from .store.run_hash import input_hash, memo_stale, present, read_memo, write_memo
 
 # Trainer phases are counted once per step (rank 0); the rollout manager writes rank -1.
 COUNTED_RANKS = (0, -1)

@@ -14,7 +14,6 @@ import json
 import pickle
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,6 @@ from . import fingerprint
 
 CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_layout.py", "store/summary_cache.py",
               "_columnar.py", "store/run_hash.py")
-
-
-@dataclass
-class RunsRead:
-    """What one summarise_runs found of runs/: each run folder's files, as its walk listed them (`_files.scan_runs`),
-    and the input hash of each run it read or took from the memo, by run id. The key of the inputs recorded after
-    a check or build is made from these (`uptodate`), not from a second walk of every file."""
-
-    listings: dict[str, list[FileStat]] = field(default_factory=dict)
-    digests: dict[str, str] = field(default_factory=dict)
 
 
 @functools.cache
