@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
+import os
 from collections.abc import Sequence
 
 # Below this many runs to read, starting worker processes costs more than it saves.
@@ -16,3 +17,16 @@ def context(preload: Sequence[str]) -> multiprocessing.context.ForkServerContext
     forkserver = multiprocessing.get_context("forkserver")
     forkserver.set_forkserver_preload(list(preload))
     return forkserver
+
+
+def start_early(preload: Sequence[str], jobs: int) -> bool:
+    """Start the fork server now when `jobs` runs are to be read in a pool of more than one worker (as the summary
+    stage decides): its imports (pandas, pyarrow, pydantic: about a second) then run while this process makes
+    its own, not after them. True when it was started."""
+    if min(os.cpu_count() or 1, jobs) <= 1 or jobs < POOL_FROM:
+        return False
+    import multiprocessing.forkserver
+
+    context(preload)
+    multiprocessing.forkserver.ensure_running()
+    return True

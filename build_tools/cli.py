@@ -164,6 +164,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
         plain.say(report)
         return _margins(layout, args, plain, threshold, [])
+    if not args.ray:
+        _start_readers_early(layout, settings)
     from .build import check, skipped_line
     from .summary import describe
 
@@ -191,6 +193,21 @@ def _cmd_check(args: argparse.Namespace) -> int:
     finally:  # the report and margins as printed (its margins' warnings are shown again, as they are found)
         if not args.ray and not result.warnings:
             uptodate.record_check(layout, settings, plain.record(report), last.key, result.runs_read)
+
+
+def _start_readers_early(layout: Layout, settings: Settings) -> None:
+    """A check with no summary cache (a cold one, or an edition's, which trusts none) reads every run in the summary
+    stage's pool: its fork server starts before the build's imports, so that the two import at once."""
+    if settings.trust_state and (layout.cache / "summaries").is_dir():
+        return
+    try:
+        with os.scandir(layout.runs) as found:
+            runs = sum(entry.is_dir() for entry in found)
+    except OSError:
+        return  # the check says what is wrong with runs/
+    from ._workers import start_early
+
+    start_early(["build_tools.summary"], runs)  # what summary._in_pool's workers import (its __name__)
 
 
 def _fraction(text: str) -> float:
