@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -389,6 +391,60 @@ def test_the_key_a_check_records_is_that_of_its_inputs_listed_afresh(project: Pa
     inputs = uptodate._inputs(Layout(project), from_environment(all_runs=False))
     assert recorded["made_from"]["inputs"] == inputs.hexdigest()
     assert {"runs/__pycache__/", "runs/scale-0001/", "runs/README.md"} <= inputs.made_from.keys()
+
+
+def _keep_times_rewrite(path: Path) -> None:
+    before = path.stat()
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"title: ", b"title= ", 1) if b"title: " in data else data[:-1] + b" ")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def _to_link(path: Path) -> None:
+    keep = path.parent.parent / f"{path.name}.keep"
+    path.rename(keep)
+    path.symlink_to(Path("..") / keep.name)
+
+
+CHANGES: dict[str, Callable[[Path], object]] = {
+    "content (size and mtime kept)": _keep_times_rewrite,
+    "size": lambda path: path.write_bytes(path.read_bytes() + b"\n"),
+    "a new file": lambda path: (path.parent / "notes.txt").write_text("n"),
+    "a deleted file": lambda path: path.unlink(),
+    "a file replaced by a link": _to_link,
+    "a file replaced by a FIFO": lambda path: (path.unlink(), os.mkfifo(path)),
+}
+
+
+def test_any_change_to_a_runs_file_makes_the_check_read_again(project: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay's key lists every file of runs/: whatever changed, the check reads again (and says so, or fails);
+    a file whose mtime alone changed is read again, and its run's report replayed (its bytes are the same)."""
+    from conftest import ROOT
+
+    from build_tools.store import fingerprint
+
+    run = project / "runs" / "nondet-a"
+    assert main(["check"]) == 0
+    for what, change in CHANGES.items():
+        for name in ("run.yaml", "dashboard/metrics.jsonl"):
+            capsys.readouterr()
+            change(run / name)
+            main(["check"])
+            assert UNCHANGED not in capsys.readouterr().err, (what, name)
+            shutil.rmtree(run)
+            for keep in run.parent.glob("*.keep"):
+                keep.unlink()
+            shutil.copytree(ROOT / "runs" / "nondet-a", run)
+            assert main(["check"]) == 0
+    hashed: list[Path] = []
+    real = fingerprint._sha256
+    monkeypatch.setattr(fingerprint, "_sha256", lambda path, size: hashed.append(path) or real(path, size))
+    path = run / "dashboard" / "metrics.jsonl"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert main(["check"]) == 0
+    assert capsys.readouterr().err.endswith(UNCHANGED) and path in hashed
 
 
 def test_a_run_changed_while_the_check_ran_is_checked_again(project: Path, capsys: pytest.CaptureFixture[str],
