@@ -12,6 +12,7 @@ import contextlib
 import gzip
 import hashlib
 import io
+import operator
 import os
 import stat
 import zlib
@@ -136,20 +137,6 @@ def open_input(path: Path) -> _Input:
     return _Input(path)
 
 
-def by_run(files: list[FileStat]) -> tuple[dict[str, list[FileStat]], list[str]]:
-    """The files of runs/ (as scan_tree lists them) by run folder, each relative to its run, and the files
-    directly in runs/."""
-    listings: dict[str, list[FileStat]] = {}
-    loose: list[str] = []
-    for relative, *identity in files:
-        run_id, _, inside = relative.partition("/")
-        if inside:
-            listings.setdefault(run_id, []).append((inside, *identity))  # type: ignore[arg-type]
-        else:
-            loose.append(relative)
-    return listings, loose
-
-
 def scan_tree(folder: Path, boundary: Path, *, links: bool = True) -> tuple[list[Problem], list[FileStat]]:
     """check_tree's problems, and every regular file under folder reached without following a link (what
     plain_files lists), with its size and modification time, in plain_files' order: one walk and one system
@@ -159,25 +146,54 @@ def scan_tree(folder: Path, boundary: Path, *, links: bool = True) -> tuple[list
     copies files, never what a link names); folder itself may still be one."""
     problems: list[Problem] = []
     files: list[FileStat] = []
-    try:
-        info = folder.lstat()
-    except OSError as error:
-        problems.append(Problem(display_path(folder), None, None, f"cannot be read ({error.strerror})"))
-        return problems, files
-    walk = _Walk(boundary.resolve(), problems, files, links=links)
-    walk.entry(str(folder), "", info, str(folder.resolve()), linked=False, top=True)
+    _Walk(boundary.resolve(), problems, files, links=links).top(folder)
     return problems, files
 
 
-class _Walk:
-    """The state of one scan_tree: the boundary, what was found, and the real folders already entered."""
+def scan_runs(runs: Path, boundary: Path) -> tuple[list[Problem], dict[str, list[FileStat]]]:
+    """scan_tree's problems, and its files by run: each folder directly in runs/ that holds a file, with the files
+    scan_tree lists under it, each named relative to it. One walk, each folder's files put in a list of their own
+    as they are found, so that no path of a thousand runs' files is split again (a warm check lists every file of
+    runs/). tests/test_hostile.py holds it equal to splitting scan_tree's listing."""
+    problems: list[Problem] = []
+    walk = _Walk(boundary.resolve(), problems, [], links=True, runs={})
+    walk.top(runs)
+    return problems, walk.runs or {}
 
-    def __init__(self, boundary: Path, problems: list[Problem], files: list[FileStat], *, links: bool) -> None:
+
+def loose_files(runs: Path) -> list[str]:
+    """The names of the plain files directly in runs/, in order: the files of scan_tree's listing that scan_runs
+    gives no run."""
+    try:
+        with os.scandir(runs) as found:
+            return sorted(entry.name for entry in found if entry.is_file(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+_NAME = operator.attrgetter("name")
+
+
+class _Walk:
+    """The state of one scan_tree: the boundary, what was found, and the real folders already entered. With
+    `runs`, the files of each folder directly in the top one go to a list of their own there (scan_runs)."""
+
+    def __init__(self, boundary: Path, problems: list[Problem], files: list[FileStat], *, links: bool,
+                 runs: dict[str, list[FileStat]] | None = None) -> None:
         self.boundary, self.problems, self.files, self.links = boundary, problems, files, links
+        self.runs = runs
         self.seen: set[str] = set()  # real paths, as text: a set of a thousand Paths costs more than the walk
 
     def problem(self, path: str, message: str) -> None:
         self.problems.append(Problem(display_path(Path(path)), None, None, message))
+
+    def top(self, folder: Path) -> None:
+        try:
+            info = folder.lstat()
+        except OSError as error:
+            self.problems.append(Problem(display_path(folder), None, None, f"cannot be read ({error.strerror})"))
+            return
+        self.entry(str(folder), "", info, str(folder.resolve()), linked=False, top=True)
 
     def entry(self, path: str, relative: str, info: os.stat_result, real: str, *, linked: bool,
               top: bool = False) -> None:
@@ -200,14 +216,15 @@ class _Walk:
                 return
             real, info, linked = str(target), target.stat(), linked or not top
         if stat.S_ISDIR(info.st_mode):
-            self.folder(path, relative, real, linked=linked)
+            self.folder(path, relative, real, linked=linked, split=top and self.runs is not None)
         elif stat.S_ISREG(info.st_mode):
             if not linked:
                 self.files.append(file_stat(relative, info))
         else:
             self.problem(path, f"is a {_kind(info.st_mode)}, not a plain file; only plain files are read")
 
-    def folder(self, path: str, relative: str, real: str, *, linked: bool) -> None:
+    def folder(self, path: str, relative: str, real: str, *, linked: bool, split: bool = False) -> None:
+        """The entries of a folder, in order of name; `split`: each folder in it listed into self.runs."""
         if real in self.seen:
             self.problem(path, "is a folder reached twice (a link loop)")
             return
@@ -215,21 +232,37 @@ class _Walk:
         prefix = f"{relative}/" if relative else ""
         try:
             with os.scandir(path) as found:
-                entries = sorted(found, key=lambda entry: entry.name)
+                entries = sorted(found, key=_NAME)
         except OSError as error:
             self.problem(path, f"cannot be read ({error.strerror})")
             return
+        append, regular = self.files.append, stat.S_ISREG  # a thousand runs of fifty files: each lookup counts
         for entry in entries:
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError as error:
                 self.problem(entry.path, f"cannot be read ({error.strerror})")
                 continue
-            if stat.S_ISREG(info.st_mode):  # most entries: listed without another call
+            if regular(info.st_mode):  # most entries: listed without another call (file_stat, inlined)
                 if not linked:
-                    self.files.append(file_stat(prefix + entry.name, info))
+                    append((prefix + entry.name, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
+                            info.st_dev))
+                continue
+            if split and stat.S_ISDIR(info.st_mode):
+                self.run_folder(entry, f"{real}/{entry.name}", linked=linked)
                 continue
             self.entry(entry.path, prefix + entry.name, info, f"{real}/{entry.name}", linked=linked)
+
+    def run_folder(self, entry: os.DirEntry[str], real: str, *, linked: bool) -> None:
+        """A folder directly in the top one (a run), its files named relative to it, in a list of their own."""
+        assert self.runs is not None
+        outer, self.files = self.files, []
+        try:
+            self.folder(entry.path, "", real, linked=linked)
+        finally:
+            listing, self.files = self.files, outer
+        if listing:  # a folder without a file is no run of the listing
+            self.runs[entry.name] = listing
 
 
 def _kind(mode: int) -> str:

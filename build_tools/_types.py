@@ -216,6 +216,17 @@ class ValidatedRun:
 
 
 @dataclass
+class RunsRead:
+    """What one summarise_runs found of runs/: each run folder's files, as its walk listed them (`_files.scan_runs`:
+    name, size, mtime and ctime in ns, inode, device), and the input hash of each run it read or took from the
+    memo, by run id. The key of the inputs recorded after a check or build is made from these (store/uptodate.py),
+    not from a second walk of every file."""
+
+    listings: dict[str, list[tuple[str, int, int, int, int, int]]] = field(default_factory=dict)  # _files.FileStat
+    digests: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class BuildResult:
     """What a build made: the summaries, the blocks, their verdicts, the figures drawn and the claims report."""
 
@@ -226,3 +237,4 @@ class BuildResult:
     report_lines: list[str] = field(default_factory=list)
     validated: dict[str, ValidatedRun] = field(default_factory=dict)  # the runs nothing reads: checked only
     warnings: list[str] = field(default_factory=list)  # those of the runs and the cache, shown as it ran
+    runs_read: RunsRead | None = None  # the listing of runs/ and each run's input hash: for the inputs' key

@@ -7,7 +7,6 @@ import multiprocessing
 import multiprocessing.context
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 # Below this many runs to read, starting worker processes costs more than it saves.
 POOL_FROM = 24
@@ -20,19 +19,11 @@ def context(preload: Sequence[str]) -> multiprocessing.context.ForkServerContext
     return forkserver
 
 
-def start_early(preload: Sequence[str], runs: Path, cache: Path) -> bool:
-    """Start the fork server now, before this process imports the stage's code itself, when a check is to read
-    many runs afresh: nothing cached under `cache` (a first or `make clean` check), at least POOL_FROM folders in
-    `runs`, and more than one core. The server's imports (about 1.5 CPU seconds) then run beside this process's
-    own, not after them. True when it was started."""
-    if (os.cpu_count() or 1) <= 1 or cache.exists():
-        return False
-    try:
-        with os.scandir(runs) as entries:
-            folders = sum(entry.is_dir(follow_symlinks=False) for entry in entries)
-    except OSError:  # the check words what is wrong with runs/
-        return False
-    if folders < POOL_FROM:
+def start_early(preload: Sequence[str], jobs: int) -> bool:
+    """Start the fork server now when `jobs` runs are to be read in a pool of more than one worker (as the summary
+    stage decides): its imports (pandas, pyarrow, pydantic: about a second) then run while this process makes
+    its own, not after them. True when it was started."""
+    if min(os.cpu_count() or 1, jobs) <= 1 or jobs < POOL_FROM:
         return False
     import multiprocessing.forkserver
 

@@ -20,7 +20,7 @@ from ._lock import build_lock
 from ._progress import Progress
 from ._settings import Settings
 from ._staging import clean_leftovers, staging, temporary_prefix
-from ._types import BuildResult, FigureBlock, Stamp, ValidatedRun
+from ._types import BuildResult, FigureBlock, RunsRead, Stamp, ValidatedRun
 from .stamp import check_commits, load_stamp
 from .store import uptodate
 from .summary import Wanted, summarise_runs
@@ -86,6 +86,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     stamp, stamp_problems = _stamp_or_problems(layout)
     warnings: list[str] = []
     validated: dict[str, ValidatedRun] = {}
+    read = RunsRead()  # what the walk of runs/ found: the inputs' key recorded at the end is made from it
     with progress.stage("Loading and summarising runs"):
         try:
             blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
@@ -102,7 +103,8 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
             summaries = summarise_runs(layout.runs, cache / "summaries" if settings.trust_state else None,
                                        warnings=warnings,
                                        latest=dt.date.fromisoformat(stamp.date) if stamp else None,
-                                       summariser=settings.summariser, wanted=wanted, validated=validated)
+                                       summariser=settings.summariser, wanted=wanted, validated=validated,
+                                       read=read)
         except RunDataError as error:  # the edition file's problems are listed with the runs'
             raise RunDataError([*error.problems, *stamp_problems]) from None
     if stamp is None:
@@ -122,7 +124,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         verdicts = claims_stage.check_claims(blocks, summaries, tables)
         claims_stage.write_reports(verdicts, layout.build)
     result = BuildResult(summaries, blocks, verdicts, report_lines=claims_stage.report_lines(verdicts),
-                         validated=validated, warnings=warnings)
+                         validated=validated, warnings=warnings, runs_read=read)
     claims_stage.raise_if_failed(verdicts)
     if not site:
         return result
@@ -158,7 +160,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         with progress.stage("Writing the print edition"):
             pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch)
     if settings.trust_state:  # an edition's build leaves no key: the next everyday build starts afresh
-        uptodate.record(layout, settings)
+        uptodate.record(layout, settings, read)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import math
 import os
 import signal
@@ -54,6 +55,64 @@ class _Console:
             self._console = Console(**self._options)
         self._console.print(*(terminal_text(o) if isinstance(o, str) else o for o in objects), **options)
 
+    def render(self, text: str, **options: Any) -> str:
+        """What print(text) writes, as text."""
+        import io
+
+        from rich.console import Console
+
+        rendered = io.StringIO()
+        Console(file=rendered, **self._options).print(terminal_text(text), **options)
+        return rendered.getvalue()
+
+
+class _Replay:
+    """What a check printed on stdout (each text as `_Console.print(text, markup=False)` writes it) and read of
+    edition.yml (its warn_margin), kept with its record: the check that replays it writes the same bytes without
+    importing rich or yaml (a tenth of a second). Both are functions of the inputs the record's key hashes (the
+    report's text; edition.yml)."""
+
+    def __init__(self, console: _Console) -> None:
+        self.console = console
+        self.rendered: dict[str, str] = {}  # text -> what rich writes of it
+        self.margin: dict[str, float | None] = {}  # edition.yml's warn_margin, once read
+
+    def say(self, text: str) -> None:
+        rendered = self.rendered.get(text)
+        if rendered is None:
+            rendered = self.rendered[text] = self.console.render(text, markup=False)
+        sys.stdout.write(rendered)
+        sys.stdout.flush()
+
+    def edition_margin(self, edition_yml: Path) -> float | None:
+        if "warn_margin" not in self.margin:
+            from .margins import threshold_of
+
+            self.margin["warn_margin"] = threshold_of(edition_yml)
+        return self.margin["warn_margin"]
+
+    def record(self, report: str) -> str:
+        """The report printed, every rendering and what was read of edition.yml, for `replayed`."""
+        return json.dumps({"report": report, "rendered": self.rendered, "margin": self.margin}, ensure_ascii=False,
+                          sort_keys=True)
+
+    def replayed(self, record: str) -> str | None:
+        """The report of a record, its renderings and reading taken (to print it again); None when the record is
+        not one."""
+        try:
+            found = json.loads(record)
+        except ValueError:
+            return None
+        if not isinstance(found, dict):
+            return None
+        report, rendered, margin = found.get("report"), found.get("rendered"), found.get("margin")
+        if not (isinstance(report, str) and isinstance(rendered, dict) and isinstance(margin, dict)
+                and all(isinstance(value, str) for value in rendered.values())
+                and all(value is None or type(value) is float for value in margin.values())):
+            return None
+        self.rendered, self.margin = rendered, margin
+        return report
+
 
 def escape(text: str) -> str:
     """rich's markup escape, imported when a message is printed."""
@@ -100,14 +159,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
     last = uptodate.last_check(layout, settings) if not args.ray else uptodate.LastCheck(None, None)
-    if last.report is not None:
+    plain = _Replay(_out)
+    if last.report is not None and (report := plain.replayed(last.report)) is not None:
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
-        _out.print(last.report, markup=False)
-        return _margins(layout, args, threshold, [])
-    if not args.ray:  # a first check of many runs: their readers' imports run beside this process's own
-        from . import _workers
-
-        _workers.start_early([f"{__package__}.summary"], layout.runs, layout.cache / "summaries")
+        plain.say(report)
+        return _margins(layout, args, plain, threshold, [])
+    if not args.ray:
+        _start_readers_early(layout, settings)
     from .build import check, skipped_line
     from .summary import describe
 
@@ -129,10 +187,27 @@ def _cmd_check(args: argparse.Namespace) -> int:
     lines = [describe(summary) for summary in result.summaries.values()]
     lines += [skipped_line(len(result.validated))] if result.validated else []
     report = "\n".join([*lines, *result.report_lines])
-    _out.print(report, markup=False)
-    if not args.ray and not result.warnings:
-        uptodate.record_check(layout, settings, report, last.key)
-    return _margins(layout, args, threshold, result.warnings)
+    plain.say(report)
+    try:
+        return _margins(layout, args, plain, threshold, result.warnings)
+    finally:  # the report and margins as printed (its margins' warnings are shown again, as they are found)
+        if not args.ray and not result.warnings:
+            uptodate.record_check(layout, settings, plain.record(report), last.key, result.runs_read)
+
+
+def _start_readers_early(layout: Layout, settings: Settings) -> None:
+    """A check with no summary cache (a cold one, or an edition's, which trusts none) reads every run in the summary
+    stage's pool: its fork server starts before the build's imports, so that the two import at once."""
+    if settings.trust_state and (layout.cache / "summaries").is_dir():
+        return
+    try:
+        with os.scandir(layout.runs) as found:
+            runs = sum(entry.is_dir() for entry in found)
+    except OSError:
+        return  # the check says what is wrong with runs/
+    from ._workers import start_early
+
+    start_early(["build_tools.summary"], runs)  # what summary._in_pool's workers import (its __name__)
 
 
 def _fraction(text: str) -> float:
@@ -146,16 +221,17 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _margins(layout: Layout, args: argparse.Namespace, threshold: float | None, data_warnings: Sequence[str]) -> int:
+def _margins(layout: Layout, args: argparse.Namespace, plain: _Replay, threshold: float | None,
+             data_warnings: Sequence[str]) -> int:
     """After every claim held: the claims closest to failing, a warning for each below the threshold (the option's,
     else edition.yml's), and with --strict exit 6 when there is one."""
     from . import margins
     from ._exceptions import MarginsBelow, StrictWithoutThreshold, display_path
 
     report_data = margins.read_report(layout.build / "claims.json")
-    _out.print("\n".join(margins.closest_lines(report_data)), markup=False)
+    plain.say("\n".join(margins.closest_lines(report_data)))
     if threshold is None:
-        threshold = margins.threshold_of(layout.edition_yml)
+        threshold = plain.edition_margin(layout.edition_yml)
     if threshold is None and args.strict:
         raise StrictWithoutThreshold(display_path(layout.edition_yml))
     weak = margins.below(report_data, threshold) if threshold is not None else []

@@ -29,14 +29,13 @@ from ._exceptions import InputProblem, Problem, RunDataError, display_path
 from ._files import (
     STREAM_LIMIT,
     FileStat,
-    by_run,
     check_tree,
     check_utf8,
     decode_utf8,
     open_input,
     read_bytes,
     read_text,
-    scan_tree,
+    scan_runs,
 )
 from ._layout import DASHBOARD_DOCUMENTS, DASHBOARD_STREAMS, JSONL, LAB_STREAMS, PARTITIONED
 from ._types import Columns, Record, RunData
@@ -59,10 +58,10 @@ def run_folders(runs_dir: Path, problems: list[Problem],
     if not runs_dir.is_dir():
         problems.append(Problem(display_path(runs_dir), None, None, "no runs folder"))
         return []
-    found, files = scan_tree(runs_dir, runs_dir.resolve().parent)
+    found, listed = scan_runs(runs_dir, runs_dir.resolve().parent)
     problems += found
     if listings is not None:
-        listings.update(by_run(files)[0])
+        listings.update(listed)
     bad = {Path(p.file) for p in problems}
     folders = [path for path in sorted(runs_dir.iterdir())
                if path.is_dir() and not (bad and Path(display_path(path)) in bad) and path.name != "__pycache__"]

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from . import _columnar, _workers, axes, load
 from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
 from ._files import FileStat, Seen, hashing_reads, read_text, scan_tree
-from ._types import Columns, MetricFacts, Record, RunData, RunSummary, ValidatedRun
+from ._types import Columns, MetricFacts, Record, RunData, RunsRead, RunSummary, ValidatedRun
 from ._yaml import load_yaml
 from .store import summary_cache
 from .store.run_hash import input_hash, memo_stale, present, read_memo, write_memo
@@ -163,14 +163,17 @@ def _in_pool(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int |
 def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: list[str] | None = None,
                    latest: dt.date | None = None, summariser: Summariser | None = None,
                    wanted: Wanted | None = None,
-                   validated: dict[str, ValidatedRun] | None = None) -> dict[str, RunSummary]:
+                   validated: dict[str, ValidatedRun] | None = None,
+                   read: RunsRead | None = None) -> dict[str, RunSummary]:
     """Summaries of the runs under runs_dir, by run id; cached under cache_dir by input content.
 
     Warnings about the cache, and those of the runs validated only, go to `warnings`; `latest` is the
     edition's date, after which no run may end; `summariser` reads the runs that the cache does not hold
     (default: a local process pool for many runs; Summariser). With `wanted`, only the runs it wants are
     summarised; every other one is validated (by the same summariser), remembered by its input hash in the
-    cache, and handed back in `validated`. Every problem of every run is raised at once (RunDataError).
+    cache, and handed back in `validated`. `read` receives the listing of runs/ and each run's input hash (for
+    the key of the inputs recorded after a check or build). Every problem of every run is raised at once
+    (RunDataError).
     """
     warnings = warnings if warnings is not None else []
     problems: list[Problem] = []
@@ -207,6 +210,9 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     warnings += [warning for _, run in sorted(runs.validated.items()) for warning in run.warnings]
     if validated is not None:
         validated.update(sorted(runs.validated.items()))
+    if read is not None:
+        read.listings.update(listings)
+        read.digests.update((path.name, digest) for path, digest in digests.items())
     return dict(sorted(runs.summaries.items()))
 
 

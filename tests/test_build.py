@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -323,6 +325,126 @@ def test_an_unchanged_check_imports_nothing_heavy(project: Path) -> None:
     subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
     done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "0 []" and done.stderr == UNCHANGED
+
+
+def test_a_replayed_check_imports_neither_rich_nor_yaml(project: Path) -> None:
+    """The report and margins as rich wrote them, edition.yml's warn_margin as read, all kept with the record."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from build_tools.cli import main; code = main(['check']); "
+            "print(code, sorted(m for m in ('rich', 'yaml') if m in sys.modules))")
+    first = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
+    again = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=True)
+    assert first.stdout.splitlines()[-1] == "0 ['rich', 'yaml']" and again.stdout.splitlines()[-1] == "0 []"
+    assert again.stdout.splitlines()[:-1] == first.stdout.splitlines()[:-1] and again.stderr == UNCHANGED
+
+
+def test_a_replayed_check_warns_of_the_margins_as_edition_yml_asks(project: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    edition_yml = project / "edition.yml"
+    edition_yml.write_text(edition_yml.read_text() + "warn_margin: 0.9\n")
+    assert main(["check"]) == 0
+    first = capsys.readouterr()
+    assert main(["check"]) == 0
+    again = capsys.readouterr()
+    assert "WARNING" in first.err and again.err == UNCHANGED + first.err[first.err.index("WARNING"):]
+    assert again.out == first.out
+    assert main(["check", "--strict"]) == 6 and "WARNING" in capsys.readouterr().err  # not replayed: --strict
+    edition_yml.write_text(edition_yml.read_text().replace("warn_margin: 0.9", "warn_margin: 0.0001"))
+    assert main(["check"]) == 0  # another edition.yml: checked again, the margins judged by the new threshold
+    err = capsys.readouterr().err
+    assert UNCHANGED not in err and "is below 0.9 " not in err and "is below 0.0001 " in err
+
+
+@pytest.mark.parametrize("record", ["not json", "[]", '{"report": 1, "rendered": {}, "margin": {}}',
+                                    '{"report": "x", "rendered": {"x": 2}, "margin": {}}',
+                                    '{"report": "x", "rendered": {}, "margin": {"warn_margin": "0.2"}}'])
+def test_a_check_whose_record_is_not_one_is_checked_again(project: Path, capsys: pytest.CaptureFixture[str],
+                                                          record: str) -> None:
+    assert main(["check"]) == 0
+    first = capsys.readouterr()
+    (project / "build" / uptodate.CHECK_OUTPUT).write_text(record)
+    assert main(["check"]) == 0
+    again = capsys.readouterr()
+    assert again.out == first.out and UNCHANGED not in again.err
+
+
+def test_the_key_a_check_records_is_that_of_its_inputs_listed_afresh(project: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made from the listing of runs/ and the input hashes the check took, not from a second walk of every file:
+    the same key as a fresh walk gives, with scaled runs, a file and a folder the loader skips beside the runs."""
+    from build_tools._settings import from_environment
+    from examples._scaled import write_scaled
+
+    write_scaled(project / "runs", 2, 16, workers=1)
+    (project / "runs" / "__pycache__").mkdir()
+    (project / "runs" / "__pycache__" / "x.pyc").write_bytes(b"x")
+    walks: list[object] = []
+    real = uptodate.scan_runs
+    monkeypatch.setattr(uptodate, "scan_runs", lambda *args: walks.append(args) or real(*args))
+    assert main(["check"]) == 0
+    assert walks == []  # a cold check: no key was compared, and the recorded one was made from the check's walk
+    recorded = json.loads((project / "build" / uptodate.CHECK_KEY_FILE).read_text())
+    fresh = uptodate._check_key(Layout(project), from_environment(all_runs=False))
+    assert walks and recorded["key"] == fresh.hexdigest() and recorded["made_from"] == fresh.made_from
+    inputs = uptodate._inputs(Layout(project), from_environment(all_runs=False))
+    assert recorded["made_from"]["inputs"] == inputs.hexdigest()
+    assert {"runs/__pycache__/", "runs/scale-0001/", "runs/README.md"} <= inputs.made_from.keys()
+
+
+def _keep_times_rewrite(path: Path) -> None:
+    before = path.stat()
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"title: ", b"title= ", 1) if b"title: " in data else data[:-1] + b" ")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def _to_link(path: Path) -> None:
+    keep = path.parent.parent / f"{path.name}.keep"
+    path.rename(keep)
+    path.symlink_to(Path("..") / keep.name)
+
+
+CHANGES: dict[str, Callable[[Path], object]] = {
+    "content (size and mtime kept)": _keep_times_rewrite,
+    "size": lambda path: path.write_bytes(path.read_bytes() + b"\n"),
+    "a new file": lambda path: (path.parent / "notes.txt").write_text("n"),
+    "a deleted file": lambda path: path.unlink(),
+    "a file replaced by a link": _to_link,
+    "a file replaced by a FIFO": lambda path: (path.unlink(), os.mkfifo(path)),
+}
+
+
+def test_any_change_to_a_runs_file_makes_the_check_read_again(project: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replay's key lists every file of runs/: whatever changed, the check reads again (and says so, or fails);
+    a file whose mtime alone changed is read again, and its run's report replayed (its bytes are the same)."""
+    from conftest import ROOT
+
+    from build_tools.store import fingerprint
+
+    run = project / "runs" / "nondet-a"
+    assert main(["check"]) == 0
+    for what, change in CHANGES.items():
+        for name in ("run.yaml", "dashboard/metrics.jsonl"):
+            capsys.readouterr()
+            change(run / name)
+            main(["check"])
+            assert UNCHANGED not in capsys.readouterr().err, (what, name)
+            shutil.rmtree(run)
+            for keep in run.parent.glob("*.keep"):
+                keep.unlink()
+            shutil.copytree(ROOT / "runs" / "nondet-a", run)
+            assert main(["check"]) == 0
+    hashed: list[Path] = []
+    real = fingerprint._sha256
+    monkeypatch.setattr(fingerprint, "_sha256", lambda path, size: hashed.append(path) or real(path, size))
+    path = run / "dashboard" / "metrics.jsonl"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert main(["check"]) == 0
+    assert capsys.readouterr().err.endswith(UNCHANGED) and path in hashed
 
 
 def test_a_run_changed_while_the_check_ran_is_checked_again(project: Path, capsys: pytest.CaptureFixture[str],

@@ -26,7 +26,7 @@ from build_tools._exceptions import (
     Problem,
     RunDataError,
 )
-from build_tools._files import file_stat, plain_files, scan_tree
+from build_tools._files import FileStat, file_stat, loose_files, plain_files, scan_runs, scan_tree
 from build_tools._yaml import parse_yaml
 from build_tools.blocks import read_blocks
 from build_tools.cli import main
@@ -142,6 +142,59 @@ def test_the_walk_that_checks_the_tree_lists_what_plain_files_lists(tiny_runs: P
     assert problems == []
     assert files == [file_stat(path.relative_to(tiny_runs).as_posix(), path.stat()) for path in plain_files(tiny_runs)]
     assert "tiny-run/lab/host_memory.jsonl" not in [name for name, *_ in files] and len(files) == 8
+
+
+def split_by_run(files: list[FileStat]) -> tuple[dict[str, list[FileStat]], list[str]]:
+    """The plain way to scan_runs' listing and loose_files: scan_tree's files of runs/ split by their first folder."""
+    listings: dict[str, list[FileStat]] = {}
+    loose: list[str] = []
+    for relative, *identity in files:
+        run_id, _, inside = relative.partition("/")
+        if inside:
+            listings.setdefault(run_id, []).append((inside, *identity))  # type: ignore[arg-type]
+        else:
+            loose.append(relative)
+    return listings, loose
+
+
+def assert_listed_by_run_as_split(runs: Path) -> None:
+    problems, files = scan_tree(runs, runs.resolve().parent)
+    assert scan_runs(runs, runs.resolve().parent) == (problems, split_by_run(files)[0])
+    assert loose_files(runs) == split_by_run(files)[1]
+
+
+@pytest.mark.parametrize("runs", [ROOT / "runs", SAMPLES / "hostile", SAMPLES / "load" / "good"],
+                         ids=["examples", "hostile", "good"])
+def test_the_runs_are_listed_by_run_as_the_whole_listing_split(runs: Path) -> None:
+    assert_listed_by_run_as_split(runs)
+
+
+def test_the_runs_are_listed_by_run_as_split_whatever_runs_holds(tiny_runs: Path) -> None:
+    """Links (to a file, to a run, out of the project, a loop), a FIFO, an empty run, a run of empty folders, a
+    file and a __pycache__ folder beside the runs."""
+    run = tiny_runs / "tiny-run"
+    (run / "lab" / "host_memory.jsonl").rename(tiny_runs / "host_memory.keep")
+    (run / "lab" / "host_memory.jsonl").symlink_to(Path("../../host_memory.keep"))
+    (tiny_runs / "linked-run").symlink_to("tiny-run")
+    (tiny_runs / "linked-file").symlink_to("host_memory.keep")
+    (tiny_runs / "empty-run").mkdir()
+    (tiny_runs / "hollow-run" / "a" / "b").mkdir(parents=True)
+    (tiny_runs / "__pycache__").mkdir()
+    (tiny_runs / "__pycache__" / "x.pyc").write_bytes(b"x")
+    (run / "dashboard" / "deeper" / "still").mkdir(parents=True)
+    (run / "dashboard" / "deeper" / "still" / "notes.txt").write_text("n")
+    assert_listed_by_run_as_split(tiny_runs)
+    os.mkfifo(run / "lab" / "fifo.jsonl")
+    (tiny_runs / "outside").symlink_to("/etc")
+    (tiny_runs / "loop").symlink_to("loop")
+    os.mkfifo(tiny_runs / "fifo")
+    problems, listings = scan_runs(tiny_runs, tiny_runs.resolve().parent)
+    assert [problem.file for problem in problems] == ["runs/fifo", "runs/linked-run/lab/fifo.jsonl", "runs/loop",
+                                                      "runs/outside", "runs/tiny-run"]  # reached first by linked-run
+    assert sorted(listings) == ["__pycache__"] and loose_files(tiny_runs) == ["host_memory.keep"]
+    assert_listed_by_run_as_split(tiny_runs)
+    assert scan_runs(tiny_runs / "nowhere", tiny_runs.resolve().parent)[1] == {} == \
+        split_by_run(scan_tree(tiny_runs / "nowhere", tiny_runs.resolve().parent)[1])[0]
 
 
 def test_a_link_inside_the_project_is_read(tiny_runs: Path) -> None:

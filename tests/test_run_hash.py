@@ -85,6 +85,24 @@ def test_the_memo_keys_on_ctime_inode_and_device(project: Path) -> None:
     assert run_hash.memo_stale(memo, "run", scan_tree(run, run.resolve())[1])
 
 
+def test_the_stats_of_a_listing_are_its_value_and_every_field_counts(project: Path) -> None:
+    """Equal listings give equal stats, however their strings were made (listed again, handed to a worker through
+    a pipe); a listing that differs in any field, in order or in length gives other stats."""
+    import pickle
+
+    run = project / "runs" / "no-watchdog"
+    files = scan_tree(run, run.resolve())[1]
+    stats = run_hash.stats_of(files)
+    remade = [("".join(list(name)), *rest) for name, *rest in files]
+    assert run_hash.stats_of(scan_tree(run, run.resolve())[1]) == stats == run_hash.stats_of(remade)  # type: ignore
+    assert run_hash.stats_of(pickle.loads(pickle.dumps(files))) == stats
+    for index in range(6):
+        changed = [*files[:1], tuple(field if at != index else (field + "x" if index == 0 else field + 1)
+                                     for at, field in enumerate(files[1])), *files[2:]]
+        assert run_hash.stats_of(changed) != stats  # type: ignore[arg-type]
+    assert run_hash.stats_of(files[::-1]) != stats and run_hash.stats_of(files[:-1]) != stats
+
+
 def test_a_racy_file_is_not_remembered(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file whose mtime or ctime is within the last two seconds could change again unseen: not remembered."""
     monkeypatch.setattr(fingerprint, "SETTLED_NS", 2_000_000_000)

@@ -1,5 +1,6 @@
-"""_workers.start_early: a first check of many runs starts its readers' fork server before importing them itself;
-any other check does not start one (a warm check must stay light)."""
+"""The summary stage's fork server started early: a check with no summary cache and at least POOL_FROM runs starts
+it before importing the build (cli._start_readers_early, _workers.start_early); any other check starts none (a
+warm or touched check must stay light)."""
 
 from __future__ import annotations
 
@@ -17,38 +18,48 @@ ROOT = Path(__file__).resolve().parent.parent
 STARTS = """
 import sys, multiprocessing.forkserver as fs
 from pathlib import Path
-from build_tools import _workers
-started = _workers.start_early(["json"], Path(sys.argv[1]), Path(sys.argv[2]))
-print(started, fs._forkserver._forkserver_pid is not None)
+from build_tools import cli
+from build_tools._layout import Layout
+from build_tools._settings import Settings
+cli._start_readers_early(Layout(Path(sys.argv[1])), Settings(trust_state=sys.argv[2] == "trusted"))
+print(fs._forkserver._forkserver_pid is not None)
 """
 
 
-def _start(runs: Path, cache: Path) -> str:
-    done = subprocess.run([sys.executable, "-c", STARTS, str(runs), str(cache)], capture_output=True, text=True,
+def _started(root: Path, trust: str = "trusted") -> str:
+    done = subprocess.run([sys.executable, "-c", STARTS, str(root), trust], capture_output=True, text=True,
                           cwd=ROOT, check=True)
     return done.stdout.strip()
 
 
-def _runs(tmp_path: Path, count: int) -> Path:
-    runs = tmp_path / "runs"
-    for index in range(count):
-        (runs / f"run-{index:03d}").mkdir(parents=True)
-    (runs / "README.md").write_text("not a run\n")
-    return runs
+def _project(tmp_path: Path, runs: int) -> Path:
+    for index in range(runs):
+        (tmp_path / "runs" / f"run-{index:03d}").mkdir(parents=True)
+    (tmp_path / "runs" / "README.md").write_text("not a run\n")
+    return tmp_path
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) <= 1, reason="one core: no pool, so no server")
 def test_a_first_check_of_many_runs_starts_the_server(tmp_path: Path) -> None:
-    assert _start(_runs(tmp_path, _workers.POOL_FROM), tmp_path / "build" / "cache" / "summaries") == "True True"
+    assert _started(_project(tmp_path, _workers.POOL_FROM)) == "True"
 
 
-@pytest.mark.parametrize(("count", "cached"), [(_workers.POOL_FROM - 1, False), (_workers.POOL_FROM, True)])
-def test_few_runs_or_a_cache_start_nothing(tmp_path: Path, count: int, cached: bool) -> None:
-    cache = tmp_path / "build" / "cache" / "summaries"
-    if cached:
-        cache.mkdir(parents=True)
-    assert _start(_runs(tmp_path, count), cache) == "False False"
+@pytest.mark.skipif((os.cpu_count() or 1) <= 1, reason="one core: no pool, so no server")
+def test_an_editions_check_trusts_no_cache_and_starts_it(tmp_path: Path) -> None:
+    project = _project(tmp_path, _workers.POOL_FROM)
+    (project / "build" / "cache" / "summaries").mkdir(parents=True)
+    assert _started(project, "fresh") == "True"
+
+
+def test_few_runs_start_nothing(tmp_path: Path) -> None:
+    assert _started(_project(tmp_path, _workers.POOL_FROM - 1)) == "False"
+
+
+def test_a_summary_cache_starts_nothing(tmp_path: Path) -> None:
+    project = _project(tmp_path, _workers.POOL_FROM)
+    (project / "build" / "cache" / "summaries").mkdir(parents=True)
+    assert _started(project) == "False"
 
 
 def test_no_runs_folder_starts_nothing(tmp_path: Path) -> None:
-    assert _start(tmp_path / "missing", tmp_path / "cache") == "False False"
+    assert _started(tmp_path) == "False"

