@@ -81,7 +81,8 @@ class _Replay:
         rendered = self.rendered.get(text)
         if rendered is None:
             rendered = self.rendered[text] = self.console.render(text, markup=False)
-        sys.stdout.write(rendered)
+        # A record is build/'s, not the data's: whatever it holds, no control sequence reaches the terminal.
+        sys.stdout.write(terminal_text(rendered))
         sys.stdout.flush()
 
     def edition_margin(self, edition_yml: Path) -> float | None:

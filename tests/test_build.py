@@ -370,6 +370,20 @@ def test_a_check_whose_record_is_not_one_is_checked_again(project: Path, capsys:
     assert again.out == first.out and UNCHANGED not in again.err
 
 
+def test_a_replayed_record_writes_no_control_sequence(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A record edited in build/ (its renderings are printed as they are kept) cannot clear or retitle the
+    terminal: the replay strips control sequences as a fresh check's printing does."""
+    assert main(["check"]) == 0
+    first = capsys.readouterr()
+    path = project / "build" / uptodate.CHECK_OUTPUT
+    record = json.loads(path.read_text())
+    record["rendered"] = {text: "\x1b[2J\x1b]0;owned\x07" + shown for text, shown in record["rendered"].items()}
+    path.write_text(json.dumps(record))
+    assert main(["check"]) == 0
+    again = capsys.readouterr()
+    assert again.err.startswith(UNCHANGED) and again.out == first.out and "\x1b" not in again.out
+
+
 def test_the_key_a_check_records_is_that_of_its_inputs_listed_afresh(project: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Made from the listing of runs/ and the input hashes the check took, not from a second walk of every file:
