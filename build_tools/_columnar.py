@@ -119,10 +119,10 @@ def suspect_rows(stream: str, table: pa.Table, data: bytes, starts: np.ndarray |
         rows |= table.column(name).is_null().to_numpy(zero_copy_only=False)
     floats = [column for column in _numeric_columns(table) if pa.types.is_floating(column.type)]
     doubles = all(column.type == pa.float64() for column in floats)  # as pyarrow's JSON reader makes them
-    if floats and not (doubles and _within_int64(pa.chunked_array(  # all columns at once: the common case
-            [chunk for column in floats for chunk in column.chunks], type=pa.float64()))):
+    if floats and not (doubles and pc.all(_within_int64(pa.chunked_array(  # all columns at once: the common case
+            [chunk for column in floats for chunk in column.chunks], type=pa.float64()))).as_py()):
         for column in floats:
-            within = pc.less(pc.abs(column), BEYOND_INT64)  # false for NaN and the infinities, null where null
+            within = _within_int64(column)
             if not pc.all(within).as_py():
                 rows |= pc.fill_null(pc.invert(within), False).to_numpy(zero_copy_only=False)
     if any(pa.types.is_struct(kind) for kind in table.schema.types) and b"null" in data:
@@ -131,9 +131,9 @@ def suspect_rows(stream: str, table: pa.Table, data: bytes, starts: np.ndarray |
     return np.flatnonzero(rows)
 
 
-def _within_int64(column: pa.ChunkedArray) -> bool:
-    """Every number of the column is finite and within 64 bits (nulls aside)."""
-    return bool(pc.all(pc.less(pc.abs(column), BEYOND_INT64)).as_py())
+def _within_int64(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Whether each number is finite and within 64 bits: false for NaN and the infinities, null where null."""
+    return pc.less(pc.abs(column), BEYOND_INT64)
 
 
 def line_starts(data: bytes) -> np.ndarray:

@@ -236,17 +236,15 @@ class _Walk:
         except OSError as error:
             self.problem(path, f"cannot be read ({error.strerror})")
             return
-        append, regular = self.files.append, stat.S_ISREG  # a thousand runs of fifty files: each lookup counts
         for entry in entries:
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError as error:
                 self.problem(entry.path, f"cannot be read ({error.strerror})")
                 continue
-            if regular(info.st_mode):  # most entries: listed without another call (file_stat, inlined)
+            if stat.S_ISREG(info.st_mode):  # most entries: listed without another call
                 if not linked:
-                    append((prefix + entry.name, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino,
-                            info.st_dev))
+                    self.files.append(file_stat(prefix + entry.name, info))
                 continue
             if split and stat.S_ISDIR(info.st_mode):
                 self.run_folder(entry, f"{real}/{entry.name}", linked=linked)

@@ -25,8 +25,13 @@ def start_early(preload: Sequence[str], jobs: int) -> bool:
     its own, not after them. True when it was started."""
     if min(os.cpu_count() or 1, jobs) <= 1 or jobs < POOL_FROM:
         return False
+    start_server(preload)
+    return True
+
+
+def start_server(preload: Sequence[str]) -> None:
+    """The fork server started now, importing `preload` (a pool made later forks its workers from it)."""
     import multiprocessing.forkserver
 
     context(preload)
     multiprocessing.forkserver.ensure_running()
-    return True

@@ -373,10 +373,7 @@ def start_workers_early(blocks: Sequence[FigureBlock], cache_dir: Path, workers:
         return False
     if sum(not (cache_dir / f"{block.id}.key").is_file() for block in blocks) < 2:
         return False
-    import multiprocessing.forkserver
-
-    _workers.context([*also, *WORKER_PRELOAD])
-    multiprocessing.forkserver.ensure_running()
+    _workers.start_server([*also, *WORKER_PRELOAD])
     return True
 
 
