@@ -68,14 +68,27 @@ def read_frame(stream: str, data: bytes, lines: int, starts: np.ndarray | None =
     passed every column check and rule, or None when the batch must go down the record path. Rows in doubt are
     left to suspect_rows(). `starts`: line_starts(data), when the caller has it (one pass over the bytes finds
     the newlines, and every question about the lines is answered from them)."""
+    starts = line_starts(data) if starts is None else starts
+    return checked_frame(stream, parsed_lines(stream, data, lines, starts), lines)
+
+
+def parsed_lines(stream: str, data: bytes, lines: int, starts: np.ndarray) -> pa.Table | None:
+    """read_frame's first half: the batch as pyarrow parses it, when it is safe to parse (None when it is not, or
+    does not parse). It holds the GIL little, so a large file's next batch is parsed in a thread while this one
+    is checked (load._ColumnReader._read_large)."""
     if not columnar(stream):
         return None
-    starts = line_starts(data) if starts is None else starts
     if len(starts) - 1 != lines or not _one_object_per_line(data, starts) or not _shallow(data, starts):
         return None
     try:
-        table = _parse(data)
+        return _parse(data)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnicodeDecodeError):
+        return None
+
+
+def checked_frame(stream: str, table: pa.Table | None, lines: int) -> pa.Table | None:
+    """read_frame's second half: the parsed table if it passes every column check and rule, else None."""
+    if table is None:
         return None
     fields = _FIELDS[stream]
     if table.num_rows != lines or not set(table.column_names) <= set(fields) or _row_depth(table) > MAX_JSON_DEPTH:

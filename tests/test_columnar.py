@@ -8,6 +8,7 @@ import gzip
 import os
 import re
 import shutil
+import threading
 from pathlib import Path
 
 import pyarrow.compute as pc
@@ -296,12 +297,44 @@ def test_memory_of_a_large_file_is_bounded_by_its_batches(monkeypatch: pytest.Mo
     shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
     monkeypatch.setattr(_columnar, "BATCH_BYTES", 32 * 1024)
     parsed: list[int] = []
-    real = _columnar.read_frame
-    monkeypatch.setattr(_columnar, "read_frame", lambda stream, data, *rest: parsed.append(len(data)) or real(
-        stream, data, *rest))
+    real = _columnar._parse
+    monkeypatch.setattr(_columnar, "_parse", lambda data: parsed.append(len(data)) or real(data))
     summaries(tmp_path / "runs")
     held = len(gzip.decompress((tmp_path / "runs" / RUN / "lab" / "held_memory.jsonl.gz").read_bytes()))
     assert held > 20 * 32 * 1024 and max(parsed) < 2 * 32 * 1024
+
+
+def test_a_file_of_many_batches_is_parsed_ahead_in_threads_and_summarised_as_line_by_line(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    monkeypatch.setattr(_columnar, "BATCH_BYTES", 32 * 1024)
+    threads: list[str] = []
+    real = _columnar._parse
+    monkeypatch.setattr(_columnar, "_parse", lambda data: threads.append(threading.current_thread().name) or real(
+        data))
+    fast = summaries(tmp_path / "runs")[RUN]
+    ahead = sum(name.startswith("parse") for name in threads)  # a stream's last batch is parsed as it is used
+    assert ahead > 10 * threads.count(threading.current_thread().name)
+    line_by_line(monkeypatch)
+    assert_same(fast, summaries(tmp_path / "runs")[RUN])
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_a_bad_line_in_a_file_parsed_ahead_is_reported_as_the_record_path_reports_it(
+        where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Batches after the bad one are already being parsed when it is checked: the problem is the record path's,
+    with its line, and nothing of the file read as columns is kept."""
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    held = tmp_path / "runs" / RUN / "lab" / "held_memory.jsonl.gz"
+    lines = gzip.decompress(held.read_bytes()).split(b"\n")
+    bad = {"first": 3, "middle": len(lines) // 2, "last": len(lines) - 3}[where]
+    lines[bad] = lines[bad].replace(b'"gib":', b'"gib":"many",', 1)
+    held.write_bytes(gzip.compress(b"\n".join(lines)))
+    monkeypatch.setattr(_columnar, "BATCH_BYTES", 32 * 1024)
+    fast = outcome(tmp_path / "runs")[0]
+    line_by_line(monkeypatch)
+    assert fast == outcome(tmp_path / "runs")[0] and len(fast) == 1
+    assert f"held_memory.jsonl.gz:{bad + 1}:" in fast[0]
 
 
 def test_a_run_with_other_sources_keeps_its_metrics_as_records(tmp_path: Path) -> None:
