@@ -7,6 +7,21 @@ import multiprocessing
 import multiprocessing.context
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+# This process's pools of threads, by name, with the process they were started in.
+_THREADS: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+
+
+def threads(name: str, count: int) -> ThreadPoolExecutor:
+    """This process's pool of `count` threads called `name`, started at its first use and kept: a thread's
+    allocator keeps what it freed for the thread's next task (threads started afresh for each stream left their
+    memory behind). A forked child starts its own (it has none of its parent's threads)."""
+    started = _THREADS.get(name)
+    if started is None or started[0] != os.getpid():
+        started = _THREADS[name] = os.getpid(), ThreadPoolExecutor(max_workers=count, thread_name_prefix=name)
+    return started[1]
+
 
 # Below this many runs to read, starting worker processes costs more than it saves.
 POOL_FROM = 24

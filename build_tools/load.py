@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import _columnar, schemas
+from . import _columnar, _workers, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
 from ._files import (
     STREAM_LIMIT,
@@ -388,7 +388,7 @@ class _ColumnReader:
 
     def _parse_ahead(self, pieces: list[_Piece]) -> None:
         if self.ahead is None:
-            self.ahead = _parsers()
+            self.ahead = _workers.threads("parse", PARSE_AHEAD)
         data = pieces[0].data if len(pieces) == 1 else b"".join(piece.data for piece in pieces)
         self.parsing.append((pieces, self.ahead.submit(_parsed_ahead, self.stream, data)))
 
@@ -513,25 +513,18 @@ def _joined(batches: list[Columns]) -> Columns:
         starts += [offset + start for start in columns.starts]
         offset += columns.table.num_rows
     batches.clear()  # the batches' memory goes as each column is joined
-    return Columns(table.combine_chunks(), files, first_lines, starts)
+    schema, joined = table.schema, []
+    while table.num_columns:  # a column at a time: at most one column is held twice
+        column, table = table.column(0), table.remove_column(0)
+        joined.append(column.combine_chunks())
+        del column
+    return Columns(pa.Table.from_arrays(joined, schema=schema), files, first_lines, starts)
 
 
 # How many batches are parsed at once in threads, beside the one being checked: one a core (each holds a
 # batch's bytes and table, a few MB). pyarrow's parse releases the GIL, so a stream of many batches (a long
 # run's telemetry) is parsed on every core while this thread checks, hashes and reads.
 PARSE_AHEAD = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-
-_PARSERS: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _parsers() -> ThreadPoolExecutor:
-    """The process's parsing threads, started once: a thread's allocator keeps what it freed for its next
-    batch (threads started for each stream left their memory behind: 470 MiB at the peak, not 340)."""
-    global _PARSERS
-    if _PARSERS is None or _PARSERS[0] != os.getpid():  # a forked child has no thread of its parent's
-        _PARSERS = os.getpid(), ThreadPoolExecutor(max_workers=PARSE_AHEAD, thread_name_prefix="parse")
-    return _PARSERS[1]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -163,3 +166,16 @@ def test_cli_prints_every_problem_and_exits_with_bad_input(capsys: pytest.Captur
     assert "  runs/run-a/dashboard/metrics.jsonl:1: not valid JSON: Expecting value" in err.splitlines()
     assert "hint: fix the files named above; runs/README.md documents every field" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("set_by_user", "expected"), [(None, "0"), ("250", "250")])
+def test_pyarrows_allocator_purges_freed_pages_at_once_unless_the_user_says(set_by_user: str | None,
+                                                                             expected: str) -> None:
+    """build_tools sets the option before pyarrow loads, so mimalloc reads it (it says so when verbose)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MIMALLOC_")}
+    env["MIMALLOC_VERBOSE"] = "1"
+    if set_by_user is not None:
+        env["MIMALLOC_PURGE_DELAY"] = set_by_user
+    done = subprocess.run([sys.executable, "-c", "import build_tools.load"], env=env, capture_output=True,
+                          text=True, check=True)
+    assert f"option 'purge_delay': {expected}" in done.stderr

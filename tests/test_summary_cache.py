@@ -7,8 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import SAMPLES
 
@@ -94,3 +97,55 @@ def test_a_deeply_nested_cache_entry_is_discarded_and_the_run_read_again(warm: t
     again = summarise_runs(runs, cache, warnings=warnings)["tiny-run"]
     assert again.source_hash == digest and again.steps is not None
     assert len(warnings) == 1 and warnings[0].startswith("build/cache: a damaged cache entry was discarded")
+
+
+# --- an entry written a table at a time, each table in the writer thread -------------------------------------
+
+
+def test_a_table_is_written_in_the_writer_thread_while_the_caller_goes_on(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    go_on = threading.Event()
+    real = summary_cache._write_frame
+
+    def held_back(frame: pd.DataFrame, file: Path) -> None:
+        assert go_on.wait(10)
+        real(frame, file)
+
+    monkeypatch.setattr(summary_cache, "_write_frame", held_back)
+    frame = pd.DataFrame({"ts": [1.0, 2.0], "gib": [0.5, 0.25]})
+    with summary_cache.EntryWriter(tmp_path, "run-a") as entry:
+        entry.add("series/held_memory", frame)  # returns while the table is still unwritten
+        assert not any(entry.tmp.iterdir())
+        go_on.set()
+        entry.commit("d" * 20, {})
+    found = summary_cache.read_entry(tmp_path, "run-a", "d" * 20)
+    assert found is not None
+    assert found[0](lambda name: True)["series/held_memory"].equals(frame)
+
+
+def test_a_table_that_fails_to_be_written_fails_the_commit_and_leaves_no_entry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(frame: pd.DataFrame, file: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(summary_cache, "_write_frame", failing)
+    with pytest.raises(OSError, match="No space left"), summary_cache.EntryWriter(tmp_path, "run-a") as entry:
+        entry.add("series/held_memory", pd.DataFrame({"ts": [1.0]}))
+        entry.commit("d" * 20, {})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_entry_left_while_a_table_is_written_is_removed_once_written(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run with problems drops its entry: the folder goes only after the writer thread is done with it."""
+    real, written = summary_cache._write_frame, threading.Event()
+
+    def slow(frame: pd.DataFrame, file: Path) -> None:
+        time.sleep(0.3)
+        real(frame, file)
+        written.set()
+
+    monkeypatch.setattr(summary_cache, "_write_frame", slow)
+    with summary_cache.EntryWriter(tmp_path, "run-a") as entry:
+        entry.add("series/held_memory", pd.DataFrame({"ts": [1.0]}))
+    assert written.is_set() and list(tmp_path.iterdir()) == []

@@ -19,12 +19,14 @@ the run again). FACTS_FORMAT names what the facts are: a record of another is dr
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import hashlib
 import json
 import shutil
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,6 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import _workers
 from .._exceptions import CacheChanged
 from .._staging import temporary_prefix, write_atomic
 from .._types import MetricFacts, RunSummary
@@ -98,6 +101,8 @@ class EntryWriter:
         self.cache_dir, self.run_id = cache_dir, run_id
         self._tmp: Path | None = None
         self.written: dict[str, tuple[Path, str]] = {}  # table name -> its file (not yet named), its sha256
+        # The table being written in the writer thread, while the caller reads on (its sha256 when done).
+        self._writing: tuple[str, Future[str]] | None = None
 
     @property
     def tmp(self) -> Path:
@@ -110,17 +115,30 @@ class EntryWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._writing is not None:  # the folder is removed once nothing writes in it; the entry is dropped,
+            concurrent.futures.wait([self._writing[1]])  # so a failed write has nothing left to spoil
         if self._tmp is not None:  # after a commit, only a folder another build won the race to
             shutil.rmtree(self._tmp, ignore_errors=True)
 
     def add(self, name: str, frame: pd.DataFrame) -> None:
+        """The table written to the entry's folder in the writer thread, while the caller goes on (Parquet's
+        encoding releases the GIL): a long run's next stream is read meanwhile. One table is written at a time,
+        so at most one is held for writing; the caller must not change the frame after."""
         if name in self.written:
             raise ValueError(f"the table {name} was added twice")
+        self._written()
         file = self.tmp / f"table-{len(self.written)}"
-        _write_frame(frame, file)
-        self.written[name] = file, _sha256(file)
+        self.written[name] = file, ""
+        self._writing = name, _workers.threads("write", 1).submit(_write_and_hash, frame, file)
+
+    def _written(self) -> None:
+        """Wait for the table being written (its error raised here) and keep its sha256."""
+        if self._writing is not None:
+            (name, writing), self._writing = self._writing, None
+            self.written[name] = self.written[name][0], writing.result()
 
     def commit(self, digest: str, body: dict[str, Any]) -> None:
+        self._written()
         files = {}
         for index, name in enumerate(sorted(self.written)):
             file, sha = self.written[name]
@@ -140,6 +158,14 @@ class EntryWriter:
             self.tmp.rename(entry_dir(self.cache_dir, self.run_id, digest))
         except OSError:  # another build wrote the same entry meanwhile: keep theirs (__exit__ removes ours)
             pass
+
+
+def _write_and_hash(frame: pd.DataFrame, file: Path) -> str:
+    """EntryWriter.add's work, in the writer thread: the table written, what it used given back, its sha256."""
+    _write_frame(frame, file)
+    del frame
+    pa.default_memory_pool().release_unused()
+    return _sha256(file)
 
 
 def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[Callable[[str], bool]],
