@@ -356,11 +356,16 @@ def test_a_long_frame_is_cached_a_row_group_at_a_time_byte_for_byte(index: pd.Ra
     table = pa.Table.from_pandas(frame)  # the RangeIndex kept as metadata
     expected = io.BytesIO()
     pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"manual_json_columns": b"[]"}),
-                   expected, row_group_size=1000)
+                   expected, row_group_size=1000, use_dictionary=["node"], write_statistics=False)
     written = io.BytesIO()
     summary_cache._write_frame(frame, written)
     assert written.getvalue() == expected.getvalue()
-    assert pq.ParquetFile(io.BytesIO(written.getvalue())).metadata.num_row_groups == 3
+    metadata = pq.ParquetFile(io.BytesIO(written.getvalue())).metadata
+    assert metadata.num_row_groups == 3
+    dictionary = {metadata.row_group(0).column(i).path_in_schema for i in range(metadata.num_columns)
+                  if metadata.row_group(0).column(i).has_dictionary_page}
+    assert dictionary == {"node"}  # text only: numbers seldom repeat
+    assert not metadata.row_group(0).column(0).is_stats_set
     assert summary_cache._read_frame(io.BytesIO(written.getvalue())).equals(frame)
 
 

@@ -218,7 +218,17 @@ def _write_frame(frame: pd.DataFrame, path: Path) -> None:
     if len(frame) <= ROW_GROUP or not isinstance(frame.index, pd.RangeIndex) or not _write_by_row_groups(
             frame, path, json_columns):
         table = pa.Table.from_pandas(frame)  # a RangeIndex as metadata (read back a RangeIndex), any other as a column
-        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **json_columns}), path)
+        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **json_columns}), path,
+                       **_parquet_options(table.schema))
+
+
+def _parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """How the cache writes Parquet: a dictionary for text only (numbers rarely repeat: building one for a million
+    floats, to drop it, was a sixth of the writing), and no statistics (the cache reads a file whole, never
+    filtering on them)."""
+    text = [field.name for field in schema if pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+            or pa.types.is_dictionary(field.type)]
+    return {"use_dictionary": text, "write_statistics": False}
 
 
 def _write_by_row_groups(frame: pd.DataFrame, path: Any, metadata: dict[bytes, bytes]) -> bool:
@@ -237,7 +247,7 @@ def _write_by_row_groups(frame: pd.DataFrame, path: Any, metadata: dict[bytes, b
         if isinstance(index, dict) and index.get("kind") == "range":
             index["stop"] = cast(pd.RangeIndex, frame.index).stop
     schema = first.schema.with_metadata({**first.schema.metadata, b"pandas": json.dumps(pandas).encode(), **metadata})
-    with pq.ParquetWriter(path, schema) as writer:
+    with pq.ParquetWriter(path, schema, **_parquet_options(schema)) as writer:
         writer.write_table(first)
         del first
         for start in range(ROW_GROUP, len(frame), ROW_GROUP):
