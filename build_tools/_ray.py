@@ -204,8 +204,10 @@ def _node() -> str:
 
 
 def _read_on_worker(job: Job) -> tuple[Any, list[Problem], dict[str, str] | None]:
+    from . import load
     from .store import summary_wire
 
+    load.share_cores(load.CORES)  # a task has one CPU of its node: it parses one batch ahead
     result, problems, hashed = _read_run(job)
     return (summary_wire.encode(result) if isinstance(result, RunSummary) else result), problems, hashed
 

@@ -524,7 +524,20 @@ def _joined(batches: list[Columns]) -> Columns:
 # How many batches are parsed at once in threads, beside the one being checked: one a core (each holds a
 # batch's bytes and table, a few MB). pyarrow's parse releases the GIL, so a stream of many batches (a long
 # run's telemetry) is parsed on every core while this thread checks, hashes and reads.
-PARSE_AHEAD = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+CORES = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+PARSE_AHEAD = CORES
+
+
+def share_cores(processes: int) -> None:
+    """This process is one of `processes` reading at once (a pool's worker, a Ray task): it parses ahead on its
+    share of the cores, so that the pool's threads are not the cores' count times over."""
+    global PARSE_AHEAD
+    PARSE_AHEAD = max(1, CORES // max(1, processes))
+
+
+def parse_threads() -> int:
+    """How many batches this process parses ahead at once (PARSE_AHEAD)."""
+    return PARSE_AHEAD
 
 
 @dataclass(frozen=True)

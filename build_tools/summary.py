@@ -156,7 +156,8 @@ def _in_pool(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int |
     if count <= 1 or len(jobs) < _workers.POOL_FROM:
         yield from (function(job) for job in jobs)
         return
-    with ProcessPoolExecutor(count, mp_context=_workers.context([__name__])) as pool:
+    with ProcessPoolExecutor(count, mp_context=_workers.context([__name__]), initializer=load.share_cores,
+                             initargs=(count,)) as pool:
         yield from pool.map(function, jobs, chunksize=chunk_size(len(jobs), count))
 
 

@@ -63,3 +63,17 @@ def test_a_summary_cache_starts_nothing(tmp_path: Path) -> None:
 
 def test_no_runs_folder_starts_nothing(tmp_path: Path) -> None:
     assert _started(tmp_path) == "False"
+
+
+def test_a_pools_workers_parse_ahead_on_their_share_of_the_cores() -> None:
+    from build_tools import load, summary
+
+    jobs = [None] * _workers.POOL_FROM
+    shares = set(summary._in_pool(_parse_threads_of, jobs, workers=2))
+    assert shares == {max(1, load.CORES // 2)} and load.parse_threads() == load.CORES  # this process keeps all
+
+
+def _parse_threads_of(job: None) -> int:
+    from build_tools import load
+
+    return load.parse_threads()
