@@ -207,8 +207,8 @@ def _read_on_worker(job: Job) -> tuple[Any, list[Problem], dict[str, str] | None
     from . import load
     from .store import summary_wire
 
-    load.share_cores(load.CORES)  # a task has one CPU of its node: it parses one batch ahead
-    result, problems, hashed = _read_run(job)
+    with load.cores_shared(load.CORES):  # a task has one CPU of its node: it parses one batch ahead
+        result, problems, hashed = _read_run(job)
     return (summary_wire.encode(result) if isinstance(result, RunSummary) else result), problems, hashed
 
 

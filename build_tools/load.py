@@ -535,6 +535,18 @@ def share_cores(processes: int) -> None:
     PARSE_AHEAD = max(1, CORES // max(1, processes))
 
 
+@contextlib.contextmanager
+def cores_shared(processes: int) -> Iterator[None]:
+    """share_cores while a Ray task reads (a task may run in the driver's own process, as tests run it)."""
+    global PARSE_AHEAD
+    before = PARSE_AHEAD
+    share_cores(processes)
+    try:
+        yield
+    finally:
+        PARSE_AHEAD = before
+
+
 def parse_threads() -> int:
     """How many batches this process parses ahead at once (PARSE_AHEAD)."""
     return PARSE_AHEAD

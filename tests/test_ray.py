@@ -402,3 +402,13 @@ def test_auto_reads_many_runs_on_ray_and_an_address_or_local_always(monkeypatch:
     plain = summarise_serially(few)
     assert [(summary_wire.encode(result), problems) for result, problems, _ in reads] == \
         [(summary_wire.encode(result), problems) for result, problems, _ in plain]
+
+
+def test_a_task_parses_one_batch_ahead_and_leaves_its_process_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task has one CPU of its node (and may run in this very process, as here)."""
+    from build_tools import load
+
+    before = load.parse_threads()
+    monkeypatch.setattr(_ray, "_read_run", lambda job: (load.parse_threads(), [], None))
+    assert _ray._read_on_worker(_jobs("baseline-seed1")[0]) == (1, [], None)
+    assert load.parse_threads() == before
