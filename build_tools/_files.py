@@ -18,7 +18,7 @@ import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ._exceptions import InputProblem, Problem, display_path
 
@@ -104,6 +104,16 @@ class _Input:
             self._sha.update(data)
         self._read += len(data)
         return data
+
+    def readinto(self, buffer: Any, /) -> int:
+        """read(), into the caller's buffer (isal's gzip reader reads so), hashed the same way."""
+        count: int | None = self._file.readinto(buffer)
+        if not count:
+            return 0
+        if self._sha is not None:
+            self._sha.update(memoryview(buffer)[:count])
+        self._read += count
+        return count
 
     def seek(self, offset: int, /) -> int:
         raise io.UnsupportedOperation("an input file is read once, from start to end")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime as dt
-import gzip
 import json
 import math
 import os
@@ -20,11 +19,12 @@ from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from isal import igzip, isal_zlib
 
 from . import _columnar, _workers, schemas
 from ._exceptions import InputProblem, Problem, RunDataError, display_path
@@ -586,6 +586,10 @@ def _split(data: bytes, path: Path, first_line: int, bom: bool = True) -> tuple[
     return _Piece(path, first_line, lines), data[max(end, start):]
 
 
+# What isal raises for data that does not inflate (its stub types it as an instance; it is the class).
+_ISAL_ERROR = cast("type[Exception]", isal_zlib.error)
+
+
 def _blocks(path: Path) -> Generator[bytes, None, None]:
     """The file's bytes (gunzipped when its name ends in .gz) a batch at a time; _Unreadable for anything
     read_bytes refuses, which the record path then words."""
@@ -594,14 +598,16 @@ def _blocks(path: Path) -> Generator[bytes, None, None]:
         if not stat.S_ISREG(info.st_mode) or info.st_size > STREAM_LIMIT:
             raise _Unreadable
         total = 0
-        with open_input(path) as raw, (gzip.GzipFile(fileobj=raw, mode="rb")
+        # isal's gzip reader, a port of the standard one, inflates 3 to 4 times faster: a long run's telemetry
+        # is inflated in the thread that checks it. What it refuses, the record path (the standard gzip) words.
+        with open_input(path) as raw, (igzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[no-untyped-call]
                                        if path.name.endswith(".gz") else contextlib.nullcontext(raw)) as handle:
             while block := handle.read(_columnar.BATCH_BYTES):
                 total += len(block)
                 if total > STREAM_LIMIT:
                     raise _Unreadable
                 yield block
-    except (OSError, EOFError, zlib.error):  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, zlib.error, _ISAL_ERROR):  # gzip.BadGzipFile is an OSError
         raise _Unreadable from None
 
 

@@ -420,3 +420,52 @@ def test_validation_read_as_columns_finds_what_the_summary_finds(stream: str, ch
     assert any(expected in line for line in found) if expected else not checked
     assert (checked, validated.warnings) == (problems, run.warnings)
     assert problems or window == (facts["start_ts"], facts["end_ts"])
+
+
+def _members(data: bytes) -> bytes:
+    half = data.index(b"\n", len(data) // 2) + 1
+    return gzip.compress(data[:half], mtime=0) + gzip.compress(data[half:], mtime=0)
+
+
+def _bad_crc(data: bytes) -> bytes:
+    packed = bytearray(gzip.compress(data, mtime=0))
+    packed[-8] ^= 0xFF
+    return bytes(packed)
+
+
+def _bad_length(data: bytes) -> bytes:
+    packed = bytearray(gzip.compress(data, mtime=0))
+    packed[-4] ^= 0x01
+    return bytes(packed)
+
+
+ODD_GZIP = {
+    "two members": _members,
+    "zero padding after": lambda data: gzip.compress(data, mtime=0) + b"\0" * 64,
+    "bytes after": lambda data: gzip.compress(data, mtime=0) + b"garbage",
+    "a wrong checksum": _bad_crc,
+    "a wrong length": _bad_length,
+    "cut short": lambda data: gzip.compress(data, mtime=0)[:-20],
+    "a deflate stream broken": lambda data: gzip.compress(data, mtime=0)[:40] + b"\xff" * 16
+                                            + gzip.compress(data, mtime=0)[56:],
+}
+
+
+@pytest.mark.parametrize("batch", [4 * 1024 * 1024, 32 * 1024], ids=["one batch", "many batches"])
+@pytest.mark.parametrize("odd", list(ODD_GZIP))
+def test_the_column_reader_inflates_what_the_record_path_inflates_and_refuses_the_rest(
+        odd: str, batch: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The column reader inflates with isal, the record path with Python's gzip: the same files pass, the same
+    rows are read, and a file one refuses is worded by the record path."""
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    held = tmp_path / "runs" / RUN / "lab" / "held_memory.jsonl.gz"
+    held.write_bytes(ODD_GZIP[odd](gzip.decompress(held.read_bytes())))
+    monkeypatch.setattr(_columnar, "BATCH_BYTES", batch)
+    monkeypatch.setattr(_columnar, "FAST_FROM_BYTES", 0)
+    fast_problems, fast = outcome(tmp_path / "runs")
+    line_by_line(monkeypatch)
+    slow_problems, slow = outcome(tmp_path / "runs")
+    assert fast_problems == slow_problems
+    assert (fast_problems == []) == (odd in ("two members", "zero padding after"))
+    if not fast_problems:
+        assert_same(fast[RUN], slow[RUN])
