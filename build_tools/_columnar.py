@@ -74,8 +74,8 @@ def read_frame(stream: str, data: bytes, lines: int, starts: np.ndarray | None =
 
 def parsed_lines(stream: str, data: bytes, lines: int, starts: np.ndarray) -> pa.Table | None:
     """read_frame's first half: the batch as pyarrow parses it, when it is safe to parse (None when it is not, or
-    does not parse). It holds the GIL little, so a large file's next batch is parsed in a thread while this one
-    is checked (load._ColumnReader._read_large)."""
+    does not parse). It holds the GIL little, so a stream's next batches are parsed in threads while this one
+    is checked (load._ColumnReader)."""
     if not columnar(stream):
         return None
     if len(starts) - 1 != lines or not _one_object_per_line(data, starts) or not _shallow(data, starts):
