@@ -90,16 +90,24 @@ def runs_section(runs: Path) -> dict[str, Any]:
     return section
 
 
+# Fields of a figure's entry that manifests gained after editions were published without them: a published
+# manifest that records the field for no figure predates it, and its rebuild's value is not a difference.
+LATER_FIGURE_FIELDS = ("json_sha256",)
+
+
 def figures_section(figures: Path) -> dict[str, Any]:
-    """Every figure's files by sha256: its SVG and CSV, and the SVG of each other variant (`phone`, `dark`,
-    `phone.dark`: build_tools/variants.py) as `<variant>_svg_sha256`; its PNG as `png_sha256` when it has one
-    (editions built before issue 22 shipped one, and verifying one rebuilds it with its own code)."""
+    """Every figure's files by sha256: its SVG and CSV, its CSV's descriptor (.json: provenance, title, and that
+    the data was synthesized) as `json_sha256`, and the SVG of each other variant (`phone`, `dark`, `phone.dark`:
+    build_tools/variants.py) as `<variant>_svg_sha256`; its PNG as `png_sha256` when it has one (editions built
+    before issue 22 shipped one, and verifying one rebuilds it with its own code)."""
     section: dict[str, Any] = {}
     for svg in sorted(figures.glob("*.svg")) if figures.is_dir() else []:
         if "." in svg.stem:
             continue  # a variant, recorded with its figure
-        csv, png = svg.with_suffix(".csv"), svg.with_suffix(".png")
+        csv, png, descriptor = svg.with_suffix(".csv"), svg.with_suffix(".png"), svg.with_suffix(".json")
         entry = {"svg_sha256": _sha256(svg), "csv_sha256": _sha256(csv) if csv.is_file() else None}
+        if descriptor.is_file():
+            entry["json_sha256"] = _sha256(descriptor)
         if png.is_file():
             entry["png_sha256"] = _sha256(png)
         for variant in sorted(figures.glob(f"{glob.escape(svg.stem)}.*.svg")):
@@ -257,9 +265,13 @@ def _show(value: Any) -> str:
 def differences(published: Manifest, rebuilt: Manifest) -> list[str]:
     """Every field that differs, as 'figures.fig-x.svg_sha256: published A, rebuilt B'."""
     old, new = dict(_leaves(published)), dict(_leaves(rebuilt))
+    predates = {field for field in LATER_FIGURE_FIELDS
+                if not any(len(path) == 3 and path[0] == "figures" and path[2] == field for path in old)}
     lines = []
     for path in sorted(set(old) | set(new)):
         name = ".".join(path)
+        if path not in old and len(path) == 3 and path[0] == "figures" and path[2] in predates:
+            continue  # a field this edition's manifest was published without
         if path not in new:
             lines.append(f"{name}: published {_show(old[path])}, missing from the rebuild")
         elif path not in old:
@@ -403,8 +415,12 @@ def _value_moves(old: Any, new: Any) -> list[tuple[str, str]]:
 
 def _figure_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     changed = _changed_fields(old, new, (("data (CSV)", "csv_sha256"), ("image (SVG)", "svg_sha256")))
+    for figure in sorted(set(old) & set(new)):  # the descriptor, where both manifests record it
+        if {"json_sha256"} <= old[figure].keys() & new[figure].keys() \
+                and old[figure]["json_sha256"] != new[figure]["json_sha256"]:
+            changed.setdefault(figure, []).append("descriptor (JSON)")
     return _added_removed(old, new, "figure") + [f"figure {figure}: {' and '.join(what)} changed"
-                                                 for figure, what in changed.items()]
+                                                 for figure, what in sorted(changed.items())]
 
 
 def _metric_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

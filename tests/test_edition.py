@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
@@ -255,14 +256,44 @@ def test_a_figure_is_recorded_by_the_files_it_ships_its_png_only_when_it_has_one
     """Editions since issue 22 ship no PNG; one built before did, and verifying it rebuilds it with its own code,
     so its manifest, computed again, must still record that PNG and nothing for a figure without one."""
     for name, text in {"fig-new.svg": "<svg/>", "fig-new.dark.svg": "<svg id='d'/>", "fig-new.csv": "a\n1\n",
+                       "fig-new.json": '{"description": "synthesized"}',
                        "fig-old.svg": "<svg/>", "fig-old.csv": "a\n2\n", "fig-old.png": "png bytes"}.items():
         (tmp_path / name).write_text(text)
     digest = {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in tmp_path.iterdir()}
     assert _manifest.figures_section(tmp_path) == {
         "fig-new": {"svg_sha256": digest["fig-new.svg"], "csv_sha256": digest["fig-new.csv"],
-                    "dark_svg_sha256": digest["fig-new.dark.svg"]},
+                    "json_sha256": digest["fig-new.json"], "dark_svg_sha256": digest["fig-new.dark.svg"]},
         "fig-old": {"svg_sha256": digest["fig-old.svg"], "csv_sha256": digest["fig-old.csv"],
                     "png_sha256": digest["fig-old.png"]}}
+
+
+def _with_descriptors(figures: dict[str, dict[str, str]], **descriptors: str) -> dict[str, Any]:
+    return {"figures": {name: {**entry, **({"json_sha256": descriptors[name]} if name in descriptors else {})}
+                        for name, entry in figures.items()}}
+
+
+FIGURES = {"fig-a": {"svg_sha256": "s1", "csv_sha256": "c1"}, "fig-b": {"svg_sha256": "s2", "csv_sha256": "c2"}}
+
+
+def test_an_edition_published_before_descriptors_were_recorded_still_verifies() -> None:
+    assert _manifest.differences(_with_descriptors(FIGURES), _with_descriptors(FIGURES, **{"fig-a": "j1",
+                                                                                            "fig-b": "j2"})) == []
+
+
+def test_a_changed_or_unpublished_descriptor_is_a_difference_once_descriptors_are_recorded() -> None:
+    published = _with_descriptors(FIGURES, **{"fig-a": "j1"})
+    assert _manifest.differences(published, _with_descriptors(FIGURES, **{"fig-a": "jX", "fig-b": "j2"})) == [
+        "figures.fig-a.json_sha256: published j1, rebuilt jX",
+        "figures.fig-b.json_sha256: not published, rebuilt j2"]
+    assert _manifest.differences(published, _with_descriptors(FIGURES)) == [
+        "figures.fig-a.json_sha256: published j1, missing from the rebuild"]
+
+
+def test_changes_name_a_changed_descriptor_only_where_both_editions_record_one() -> None:
+    old, new = _with_descriptors(FIGURES, **{"fig-a": "j1"}), _with_descriptors(FIGURES, **{"fig-a": "j9",
+                                                                                           "fig-b": "j2"})
+    assert _manifest._figure_changes(old["figures"], new["figures"]) == ["figure fig-a: descriptor (JSON) changed"]
+    assert _manifest._figure_changes(_with_descriptors(FIGURES)["figures"], new["figures"]) == []
 
 
 # --- verify --------------------------------------------------------------------------------------------------
@@ -579,11 +610,11 @@ def test_real_manifest_covers_every_run_figure_claim_and_metrics_row(real_editio
     assert f"Rollout › `{NUDGED_METRIC}`" in manifest["metrics"]
     assert "index.html" in manifest["pages"] and "06-metrics.html" in manifest["pages"]
     assert "fig-response-length" in show(real_editions, "2026.10/manifest.html")
-    # every image and CSV the edition ships is recorded by its hash (the CSV's .json beside it is not), no PNG
+    # every file of a figure the edition ships is recorded by its hash (its CSV's .json descriptor too), no PNG
     shipped = git(real_editions, "ls-tree", "--name-only", "gh-pages", "2026.10/figures/").splitlines()
     recorded = {f"{figure}.{field.removesuffix('_sha256').replace('_', '.')}"
                 for figure, entry in manifest["figures"].items() for field in entry}
-    assert sorted(Path(p).name for p in shipped if not p.endswith(".json")) == sorted(recorded)
+    assert sorted(Path(p).name for p in shipped) == sorted(recorded)
     assert not [p for p in shipped if p.endswith(".png")]
 
 
