@@ -16,7 +16,7 @@ import re
 import stat
 import zlib
 from collections.abc import Callable, Generator, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -316,7 +316,6 @@ class _ColumnReader:
         # Batches being parsed in threads, oldest first, each checked in turn (_parse_ahead). The threads start
         # with a stream's second batch: a stream of one batch (most runs' streams) is parsed here, as it is used.
         self.parsing: collections.deque[tuple[list[_Piece], Future[_Parsed]]] = collections.deque()
-        self.ahead: ThreadPoolExecutor | None = None
 
     def read(self, files: list[Path]) -> None:
         marks = len(self.problems), len(self.run.warnings)
@@ -387,10 +386,9 @@ class _ColumnReader:
         self._warn_tail(path, carry, lambda: line)
 
     def _parse_ahead(self, pieces: list[_Piece]) -> None:
-        if self.ahead is None:
-            self.ahead = _workers.threads("parse", PARSE_AHEAD)
         data = pieces[0].data if len(pieces) == 1 else b"".join(piece.data for piece in pieces)
-        self.parsing.append((pieces, self.ahead.submit(_parsed_ahead, self.stream, data)))
+        parsers = _workers.threads("parse", PARSE_AHEAD)  # the process's, started at the first batch parsed ahead
+        self.parsing.append((pieces, parsers.submit(_parsed_ahead, self.stream, data)))
 
     def _check_parsed(self, keep: int, whole_file: bool = False, line: int = 1) -> int:
         """Check the batches parsed ahead, oldest first, until `keep` are left. A batch of a large file
@@ -545,11 +543,6 @@ def cores_shared(processes: int) -> Iterator[None]:
         yield
     finally:
         PARSE_AHEAD = before
-
-
-def parse_threads() -> int:
-    """How many batches this process parses ahead at once (PARSE_AHEAD)."""
-    return PARSE_AHEAD
 
 
 @dataclass(frozen=True)

@@ -408,7 +408,7 @@ def test_a_task_parses_one_batch_ahead_and_leaves_its_process_as_it_was(monkeypa
     """A task has one CPU of its node (and may run in this very process, as here)."""
     from build_tools import load
 
-    before = load.parse_threads()
-    monkeypatch.setattr(_ray, "_read_run", lambda job: (load.parse_threads(), [], None))
+    before = load.PARSE_AHEAD
+    monkeypatch.setattr(_ray, "_read_run", lambda job: (load.PARSE_AHEAD, [], None))
     assert _ray._read_on_worker(_jobs("baseline-seed1")[0]) == (1, [], None)
-    assert load.parse_threads() == before
+    assert load.PARSE_AHEAD == before

@@ -70,10 +70,10 @@ def test_a_pools_workers_parse_ahead_on_their_share_of_the_cores() -> None:
 
     jobs = [None] * _workers.POOL_FROM
     shares = set(summary._in_pool(_parse_threads_of, jobs, workers=2))
-    assert shares == {max(1, load.CORES // 2)} and load.parse_threads() == load.CORES  # this process keeps all
+    assert shares == {max(1, load.CORES // 2)} and load.PARSE_AHEAD == load.CORES  # this process keeps all
 
 
 def _parse_threads_of(job: None) -> int:
     from build_tools import load
 
-    return load.parse_threads()
+    return load.PARSE_AHEAD
