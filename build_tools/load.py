@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import datetime as dt
+import itertools
 import json
 import math
 import os
@@ -344,7 +345,9 @@ class _ColumnReader:
     def _read_blocks(self, path: Path, blocks: Iterator[bytes]) -> None:
         try:
             first = next(blocks, b"")
-            if len(first) < _columnar.BATCH_BYTES:  # the whole file, in one piece
+            # Less than a batch is the whole file unless more follows (a file that grew after it was sized).
+            more = next(blocks, None) if len(first) < _columnar.BATCH_BYTES else b""
+            if more is None:  # the whole file, in one piece
                 piece, tail = _split(first, path, 1)
                 self._warn_tail(path, tail, lambda: 1 + piece.lines)
                 if piece.data:
@@ -359,7 +362,7 @@ class _ColumnReader:
         self._flush(drain=True)
         kept = len(self.run.tables.get(self.stream, [])), len(self.run.streams[self.stream]), len(self.problems)
         try:
-            self._read_large(first, blocks, path)
+            self._read_large(first, itertools.chain((more,) if more else (), blocks), path)
         except _Unreadable:  # forget what was read of it: the record path reads it whole
             self._drop_parsing()
             del self.run.tables.get(self.stream, [])[kept[0]:]
@@ -593,13 +596,20 @@ def _blocks(path: Path) -> Generator[bytes, None, None]:
         total = 0
         # isal's gzip reader, a port of the standard one, inflates 3 to 4 times faster: a long run's telemetry
         # is inflated in the thread that checks it. What it refuses, the record path (the standard gzip) words.
+        plain = not path.name.endswith(".gz")
+        # A plain file smaller than a batch (most files: an hour's phases) is read in one call, its size and one
+        # byte more: a short read is its end (one more byte would say it grew meanwhile, and is read on).
+        size = min(info.st_size + 1, _columnar.BATCH_BYTES) if plain else _columnar.BATCH_BYTES
         with open_input(path) as raw, (igzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[no-untyped-call]
-                                       if path.name.endswith(".gz") else contextlib.nullcontext(raw)) as handle:
-            while block := handle.read(_columnar.BATCH_BYTES):
+                                       if not plain else contextlib.nullcontext(raw)) as handle:
+            while block := handle.read(size):
                 total += len(block)
                 if total > STREAM_LIMIT:
                     raise _Unreadable
                 yield block
+                if plain and len(block) < size:
+                    break
+                size = _columnar.BATCH_BYTES
     except (OSError, EOFError, zlib.error, _ISAL_ERROR):  # gzip.BadGzipFile is an OSError
         raise _Unreadable from None
 

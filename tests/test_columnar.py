@@ -469,3 +469,50 @@ def test_the_column_reader_inflates_what_the_record_path_inflates_and_refuses_th
     assert (fast_problems == []) == (odd in ("two members", "zero padding after"))
     if not fast_problems:
         assert_same(fast[RUN], slow[RUN])
+
+
+@pytest.mark.parametrize("batch", [4 * 1024 * 1024, 1024], ids=["smaller than a batch", "many batches"])
+def test_a_plain_file_that_grows_after_it_is_sized_is_read_to_its_end(batch: int, monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    """A plain file smaller than a batch is read in one call of its size and a byte more: lines added between
+    its stat and its reading are read too, as the record path reads them; one read whole asks nothing more."""
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    path = tmp_path / "runs" / RUN / "dashboard" / "metrics.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-3]))
+    monkeypatch.setattr(_columnar, "BATCH_BYTES", batch)
+    real_open, reads = load.open_input, []
+
+    def grown_once_opened(opened: Path) -> object:
+        handle = real_open(opened)
+        if opened == path:
+            path.write_bytes(b"".join(lines))  # written after _blocks' stat sized it, before its read
+            real_read = handle.read
+            handle.read = lambda size=-1: reads.append(size) or real_read(size)
+        return handle
+
+    monkeypatch.setattr(load, "open_input", grown_once_opened)
+    fast = summaries(tmp_path / "runs")[RUN]
+    monkeypatch.setattr(load, "open_input", real_open)
+    line_by_line(monkeypatch)
+    assert_same(fast, summaries(tmp_path / "runs")[RUN])
+    assert len(fast.steps) == len(summaries(tmp_path / "runs")[RUN].steps)
+    short = len(b"".join(lines[:-3]))
+    assert reads[0] == (short + 1 if batch > short else batch) and len(reads) > 1
+
+
+def test_a_plain_file_read_whole_is_read_in_one_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
+    path = tmp_path / "runs" / RUN / "dashboard" / "metrics.jsonl"
+    real_open, reads = load.open_input, []
+
+    def counted(opened: Path) -> object:
+        handle = real_open(opened)
+        if opened == path:
+            real_read = handle.read
+            handle.read = lambda size=-1: reads.append(size) or real_read(size)
+        return handle
+
+    monkeypatch.setattr(load, "open_input", counted)
+    summaries(tmp_path / "runs")
+    assert reads == [path.stat().st_size + 1]
