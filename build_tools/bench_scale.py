@@ -20,7 +20,8 @@ memory of the tree, sampled every 100 ms from /proc: the sum of the resident mem
 descendants, and the sum of their proportional set sizes (PSS: a page shared by several processes, as a fork
 server's imported libraries are by its workers, counted once, split among them), which is what the goals judge;
 and the peak of its largest process (the kernel's ru_maxrss). The floor and the checks are measured REPEATS
-times each (a cold one from an empty build/ every time) and judged by their median, their fastest and slowest
+times each (a cold one from an empty build/ every time; the floor and the cold check in turn, so that both meet
+the machine's same swings) and judged by their median, their fastest and slowest
 beside it: this machine's speed was seen to swing by 1.6x from one minute to the next with nothing else running.
 The table compares the medians with the goals, and build/bench.json keeps every number and the load average;
 a busy machine gets no verdict (busy_machine: its load average above its cores at the start, or other
@@ -293,7 +294,8 @@ def measure_all(work: Path, generated: Path, linked: list[str], scale: str) -> l
     def emptied() -> None:
         shutil.rmtree(work / "build", ignore_errors=True)
 
-    measured = [repeated(FLOOR, work, floor_command(generated)), repeated(COLD, work, ["check"], before=emptied)]
+    # The floor and the cold check in turn, so that both are measured at the machine's same speeds.
+    measured = alternated([(FLOOR, floor_command(generated), lambda: None), (COLD, ["check"], emptied)], work)
     if measured[-1].exit_code != 0:
         return measured
     measured.append(repeated("warm check", work, ["check"]))
@@ -325,12 +327,26 @@ def all_runs_command(work: Path) -> list[str]:
 
 def repeated(what: str, work: Path, command: list[str], before: Callable[[], object] = lambda: None) -> Measurement:
     """REPEATS measurements of the command, each after `before`: the median time, the most memory."""
-    runs = []
+    return alternated([(what, command, before)], work)[0]
+
+
+def alternated(commands: list[tuple[str, list[str], Callable[[], object]]], work: Path) -> list[Measurement]:
+    """REPEATS measurements of each command (what, command, before), the commands taken in turn each round, so that
+    a swing of the machine's speed meets all of them: each one's median time and most memory. A failed
+    measurement ends the list there."""
+    runs: list[list[Measurement]] = [[] for _ in commands]
     for _ in range(REPEATS):
-        before()
-        runs.append(measure(what, work, command))
-        if runs[-1].exit_code != 0:
-            return runs[-1]
+        for (what, command, before), taken in zip(commands, runs, strict=True):
+            before()
+            taken.append(measure(what, work, command))
+            if taken[-1].exit_code != 0:
+                return [_median(done) for done in runs[:runs.index(taken)]] + [taken[-1]]
+    return [_median(taken) for taken in runs]
+
+
+def _median(runs: list[Measurement]) -> Measurement:
+    """The measurements of one command as one: the median time (its CPU seconds), the most memory."""
+    what = runs[0].what
     times = [run.seconds for run in runs]
     median = sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
     return Measurement(what, statistics.median(times), max(run.peak_tree_mib for run in runs),
@@ -521,7 +537,9 @@ def _print_table(measured: list[Measurement], goals: list[dict[str, object]]) ->
     by_what = {m.what: m for m in measured}
     judged = any(str(goal["what"]).startswith(f"{COLD} time / {FLOOR}") for goal in goals)
     if judged and by_what[FLOOR].cpu_seconds > 0:  # the floor is of the streams of many runs, not of telemetry
-        print(f"{COLD} / {FLOOR}: {by_what[COLD].seconds / by_what[FLOOR].seconds:.2f}x wall, "
+        rounds = zip(by_what[COLD].times, by_what[FLOOR].times, strict=False)  # in turn: each round
+        print(f"{COLD} / {FLOOR}: {by_what[COLD].seconds / by_what[FLOOR].seconds:.2f}x wall (each round: "
+              f"{', '.join(f'{cold / floor:.2f}' for cold, floor in rounds)}), "
               f"{by_what[COLD].cpu_seconds / by_what[FLOOR].cpu_seconds:.2f}x CPU seconds")
     for goal in goals:
         if goal["value"] is None:

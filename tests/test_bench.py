@@ -156,6 +156,32 @@ def test_a_check_is_judged_by_the_median_of_its_repeats_and_the_most_memory(monk
     assert (m.seconds, m.times, m.peak_tree_mib, m.peak_process_mib) == (29.5, [31.0, 28.0, 29.5], 700.0, 350.0)
 
 
+def test_commands_alternated_are_measured_in_turn_and_each_judged_by_its_own_median(monkeypatch, tmp_path):
+    seen: list[str] = []
+    results = iter([10.0, 17.0, 14.0, 22.0, 12.0, 19.0])  # floor, check, floor, check, floor, check
+
+    def measure(what, work, command):
+        seconds = next(results)
+        seen.append(f"measure {command}")
+        return bench_scale.Measurement(what, seconds, 100.0, 50.0, 0, [seconds], seconds * 2)
+
+    monkeypatch.setattr(bench_scale, "measure", measure)
+    floor, cold = bench_scale.alternated([("floor", ["floor"], lambda: None),
+                                          ("cold check", ["check"], lambda: seen.append("emptied build/"))], tmp_path)
+    assert seen == ["measure ['floor']", "emptied build/", "measure ['check']"] * 3
+    assert (floor.what, floor.seconds, floor.times, floor.cpu_seconds) == ("floor", 12.0, [10.0, 14.0, 12.0], 24.0)
+    assert (cold.what, cold.seconds, cold.times, cold.cpu_seconds) == ("cold check", 19.0, [17.0, 22.0, 19.0], 38.0)
+
+
+def test_a_failed_alternated_measurement_ends_the_list_with_its_exit_code(monkeypatch, tmp_path):
+    codes = iter([0, 0, 0, 3])
+    monkeypatch.setattr(bench_scale, "measure", lambda what, work, command: bench_scale.Measurement(
+        what, 1.0, 1.0, 1.0, next(codes), [1.0]))
+    measured = bench_scale.alternated([("floor", ["floor"], lambda: None), ("cold check", ["check"], lambda: None)],
+                                      tmp_path)
+    assert [(one.what, one.exit_code) for one in measured] == [("floor", 0), ("cold check", 3)]
+
+
 def test_a_failed_repeat_stops_the_measurement_with_its_exit_code(monkeypatch, tmp_path):
     calls = iter([0, 2])
     monkeypatch.setattr(bench_scale, "measure", lambda what, work, command: bench_scale.Measurement(
@@ -318,7 +344,7 @@ def test_the_cold_check_is_judged_by_its_ratio_to_the_floor_and_the_rest_by_time
     bench_scale._print_table(measured, goals)
     lines = capsys.readouterr().out.splitlines()
     assert lines[5:] == [
-        "cold check / JSON-parse floor: 1.40x wall, 1.40x CPU seconds",
+        "cold check / JSON-parse floor: 1.40x wall (each round: 1.40), 1.40x CPU seconds",
         "cold check time / JSON-parse floor (6.00 s)              1.40   goal <= 1.5  ratio 0.93  met",
         "cold check peak PSS of the process tree (MiB)          590.00   goal < 600  ratio 0.98  met",
         "warm check time (s)                                      0.50   goal < 0.5  ratio 1.00  missed",
