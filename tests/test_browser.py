@@ -95,13 +95,15 @@ def test_every_page_loads_cleanly(built_manual, server, visit):
     figures_seen = 0
     for name in names:
         visit.goto(urljoin(server, name), wait_until="load")
+        _scroll_through_the_shown_images(visit)
         images = visit.evaluate("""() => Array.from(document.images).map(img => ({
             src: img.currentSrc || img.src, complete: img.complete, width: img.naturalWidth,
             shown: img.getClientRects().length > 0, lazy: img.loading === 'lazy',
             figure: !!img.closest('figure.manual-figure') && img.getClientRects().length > 0}))""")
         broken = [image["src"] for image in images if image["shown"] and (not image["complete"] or image["width"] == 0)]
         assert broken == [], f"{name}: images that did not load"
-        # The dark scheme's figures, lazy and not shown, are never fetched on a light page.
+        # The dark scheme's figures, lazy and not shown, are never fetched on a light page (nor the light ones on
+        # a dark page: test_a_reader_fetches_only_the_figures_of_their_scheme_and_width).
         assert all(image["lazy"] and image["width"] == 0 for image in images if not image["shown"]), name
         figures_seen += sum(image["figure"] for image in images)  # the one shown of each figure
         footer = visit.locator("footer .md-copyright").inner_text()
@@ -242,6 +244,53 @@ def test_no_metrics_cell_breaks_inside_a_word(server, sized):
     size = sized.evaluate("""() => [getComputedStyle(document.querySelector('table td')).fontSize,
                                     getComputedStyle(document.querySelector('.md-typeset p')).fontSize]""")
     assert size[0] == size[1]  # the table's text at body size
+
+
+def _scroll_through_the_shown_images(page: object) -> list[str]:
+    """Each image the page shows scrolled into view and waited for (every figure loads lazily, when shown),
+    then the page scrolled back to its top; the images' addresses, as loaded."""
+    return page.evaluate("""async () => {  // type: ignore[attr-defined]
+        const loaded = [];
+        for (const img of document.images) {
+            if (!img.getClientRects().length) continue;  // not shown: the other scheme's
+            img.scrollIntoView();
+            while (!img.complete || !img.currentSrc) await new Promise(done => setTimeout(done, 50));
+            loaded.push(img.currentSrc);
+        }
+        window.scrollTo(0, 0);
+        return loaded;
+    }""")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_reader_fetches_only_the_figures_of_their_scheme_and_width(server, browser, width, scheme):
+    """Every figure is served in two schemes and two layouts; a reader's browser fetches one of the four, the
+    one it shows, and each image has its room before it loads (its width and height given). The dark reader
+    chose the scheme with the toggle on an earlier page (Material remembers it and sets it before the page's
+    content; on a first visit it follows the system's scheme only once its script runs, after the figures in
+    view may have been fetched light)."""
+    context = browser.new_context(viewport={"width": width, "height": 900})  # type: ignore[attr-defined]
+    if scheme == "dark":
+        earlier = context.new_page()
+        earlier.goto(urljoin(server, "index.html"), wait_until="load")
+        earlier.locator("label.md-header__button[for^='__palette']:visible").first.click()
+        assert earlier.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate"
+        earlier.close()
+    page = context.new_page()
+    fetched: list[str] = []
+    page.on("request", lambda request: "/figures/" in request.url and request.url.endswith(".svg")
+            and fetched.append(request.url))
+    page.goto(urljoin(server, "08-on-policy.html"), wait_until="load")
+    before = page.evaluate("""() => Array.from(document.querySelectorAll('figure.manual-figure img'))
+        .filter(img => img.getClientRects().length).map(img => img.getBoundingClientRect().height)""")
+    shown = [url for url in _scroll_through_the_shown_images(page) if "/figures/" in url]
+    context.close()
+    ending = ("" if width == 1440 else ".phone") + ("" if scheme == "light" else ".dark") + ".svg"
+    names = [url.rpartition("/")[2] for url in shown]
+    assert names and all(name.endswith(ending) and name.count(".") == ending.count(".") for name in names)
+    assert sorted(set(fetched)) == sorted(set(shown))
+    assert len(before) == len(shown) and min(before) > 100  # the room of each, kept before it loaded
 
 
 def test_scheme_toggle_and_search_work_offline(server, visit):

@@ -3,10 +3,13 @@ its runs are)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import ROOT
 
 from build_tools._escape import html_attribute
+from build_tools._types import DrawnFigure
 from build_tools.pages.chapters import figure_markup, figure_source
 
 
@@ -71,11 +74,31 @@ def test_a_figure_is_served_for_each_scheme_with_the_phones_layout_below_45em(bl
     assert image == (
         f'<a class="manual-zoom" href="figures/{block.id}.svg" title="Open Figure {block.number} full size">'
         f'<picture class="manual-light">{media.format(block.id + ".phone.svg")}'
-        f'<img src="figures/{block.id}.svg" alt="{alt}" data-manual-full="figures/{block.id}.svg"></picture>'
-        f'<picture class="manual-dark">{media.format(block.id + ".phone.dark.svg")}'
+        f'<img src="figures/{block.id}.svg" alt="{alt}" data-manual-full="figures/{block.id}.svg" loading="lazy">'
+        f'</picture><picture class="manual-dark">{media.format(block.id + ".phone.dark.svg")}'
         f'<img src="figures/{block.id}.dark.svg" alt="{alt}" data-manual-full="figures/{block.id}.dark.svg" '
         'loading="lazy">'
         "</picture></a>")
+
+
+def test_each_image_and_source_carries_its_svgs_size_in_css_pixels(blocks, tmp_path):
+    """A point is 4/3 of a CSS pixel, as a browser sizes an SVG; a variant missing or stating no size gets none."""
+    block = blocks[0]
+    sizes = {".svg": ('width="518.4pt" height="331.2pt"', ' width="691" height="442"'),
+             ".dark.svg": ('width="518.4pt" height="331.2pt"', ' width="691" height="442"'),
+             ".phone.svg": ('width="358px" height="614"', ' width="358" height="614"'),
+             ".phone.dark.svg": ('viewBox="0 0 1 1"', "")}
+    for ending, (attributes, _) in sizes.items():
+        (tmp_path / f"{block.id}{ending}").write_text(f'<?xml version="1.0"?>\n<svg {attributes} '
+                                                     'xmlns="http://www.w3.org/2000/svg"></svg>\n', encoding="utf-8")
+    figure = DrawnFigure(block.id, block.number, tmp_path / f"{block.id}.svg", tmp_path / f"{block.id}.csv", "", False)
+    markup = figure_markup(block, figure, None)
+    for ending, (_, expected) in sizes.items():
+        tag = "source" if ".phone" in ending else "img"
+        attribute = "srcset" if tag == "source" else "src"
+        found = re.search(rf'<{tag} [^>]*{attribute}="figures/{re.escape(block.id + ending)}"[^>]*>', markup)
+        assert found is not None and ("width=" in found[0]) == bool(expected), ending
+        assert expected in found[0], ending
 
 
 def test_an_alt_text_reaches_the_html_escaped(blocks):

@@ -4,6 +4,7 @@ resolved, and the troubleshooting table where its marker stands."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,8 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
         "",
         f'<figure class="manual-figure" id="{html_text(block.id)}" markdown="1">',
         "",
-        table if table is not None else figure_image(stem, alt, block.number),
+        table if table is not None else figure_image(stem, alt, block.number,
+                                                     figure.svg.parent if figure else None),
         "",
         f'<figcaption markdown="span"><strong>Figure {block.number}.</strong> {md_text(block.claim)} '
         f'<span class="manual-data">[data behind this figure]({csv}) ([where it comes from]({csv[:-4]}.json))</span>'
@@ -95,24 +97,44 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
     ])
 
 
-def figure_image(stem: str, alt: str, number: str) -> str:
+def figure_image(stem: str, alt: str, number: str, drawn: Path | None = None) -> str:
     """The figure's variants (build_tools/variants.py) as the page serves them: a <picture> for each colour
     scheme, of which the page shows the one of the scheme its reader chose (manual.css: Material's palette
     toggle sets `data-md-color-scheme`, offline, with no request), each choosing the phone's layout below the
-    phone's breakpoint (`<source media>`). The light image loads with the page (the one shown without
-    JavaScript and in print), the dark one lazily, so a light page never fetches it. The zoom link opens the
-    desktop figure; zoom.js the scheme's."""
+    phone's breakpoint (`<source media>`). Every image loads lazily, when shown: a reader fetches the figures
+    of their own scheme and width alone, never the other scheme's (browsers load lazy images before printing).
+    Each image and source carries its SVG's size (read from the variant in `drawn`, the folder the figures were
+    drawn to), so the page keeps each figure's room before it loads and a link to a figure lands on it. The
+    zoom link opens the desktop figure; zoom.js the scheme's."""
     pictures = []
     for scheme in SCHEMES:
-        sources = "".join(f'<source media="{screen.media}" srcset="figures/{stem}{suffix(screen, scheme)}">'
-                          for screen in SCREENS if screen.media)
+        sources = "".join(f'<source media="{screen.media}" srcset="figures/{stem}{suffix(screen, scheme)}"'
+                          f'{_size(drawn, stem, suffix(screen, scheme))}>' for screen in SCREENS if screen.media)
         desktop = f"figures/{stem}{suffix(DESKTOP, scheme)}"
-        # The dark scheme's image loads when shown (lazy): a reader of the light scheme never fetches it.
-        lazy = ' loading="lazy"' if scheme == "dark" else ""
         pictures.append(f'<picture class="manual-{scheme}">{sources}<img src="{desktop}" alt="{html_attribute(alt)}" '
-                        f'data-manual-full="{desktop}"{lazy}></picture>')
+                        f'data-manual-full="{desktop}"{_size(drawn, stem, suffix(DESKTOP, scheme))} '
+                        'loading="lazy"></picture>')
     return (f'<a class="manual-zoom" href="figures/{stem}.svg" title="Open Figure {number} full size">'
             + "".join(pictures) + "</a>")
+
+
+# The size matplotlib writes on an SVG's root element: `width="518.4pt" height="244.8pt"`.
+_SVG_SIZE = re.compile(r'<svg\b[^>]*?\swidth="([\d.]+)(pt|px)?"[^>]*?\sheight="([\d.]+)(pt|px)?"')
+_CSS_PX = {"pt": 96 / 72, "px": 1.0, None: 1.0}
+
+
+def _size(drawn: Path | None, stem: str, ending: str) -> str:
+    """` width="W" height="H"`: the variant's size in CSS px as a browser sizes the SVG (a point is 4/3 px);
+    empty when there is no such file or it states no size (the image then takes its room when it loads)."""
+    try:
+        head = (drawn / f"{stem}{ending}").read_text(encoding="utf-8")[:2048] if drawn is not None else ""
+    except (OSError, UnicodeDecodeError):
+        return ""
+    found = _SVG_SIZE.search(head)
+    if found is None:
+        return ""
+    width, height = (float(found[at]) * _CSS_PX[found[at + 1]] for at in (1, 3))
+    return f' width="{round(width)}" height="{round(height)}"'
 
 
 def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
