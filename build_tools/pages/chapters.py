@@ -15,6 +15,7 @@ from .._exceptions import ChapterError, Problem, display_path
 from .._layout import CHAPTER, METRICS_PAGE
 from .._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
 from ..blocks import fenced_blocks
+from ..legibility import css_px
 from ..palette import SCHEMES
 from ..variants import DESKTOP, SCREENS, suffix
 from ..wording import provenance
@@ -119,22 +120,19 @@ def figure_image(stem: str, alt: str, number: str, drawn: Path | None = None) ->
 
 
 # The size matplotlib writes on an SVG's root element: `width="518.4pt" height="244.8pt"`.
-_SVG_SIZE = re.compile(r'<svg\b[^>]*?\swidth="([\d.]+)(pt|px)?"[^>]*?\sheight="([\d.]+)(pt|px)?"')
-_CSS_PX = {"pt": 96 / 72, "px": 1.0, None: 1.0}
+_SVG_SIZE = re.compile(r'<svg\b[^>]*?\swidth="([^"]*)"[^>]*?\sheight="([^"]*)"')
 
 
 def _size(drawn: Path | None, stem: str, ending: str) -> str:
-    """` width="W" height="H"`: the variant's size in CSS px as a browser sizes the SVG (a point is 4/3 px);
-    empty when there is no such file or it states no size (the image then takes its room when it loads)."""
+    """` width="W" height="H"`: the variant's size in CSS px as a browser sizes the SVG (legibility.css_px: a
+    point is 4/3 px); empty when there is no such file or it states no size (the image takes its room when it
+    loads)."""
     try:
         head = (drawn / f"{stem}{ending}").read_text(encoding="utf-8")[:2048] if drawn is not None else ""
-    except (OSError, UnicodeDecodeError):
+        found = _SVG_SIZE.search(head)
+        return "" if found is None else f' width="{round(css_px(found[1]))}" height="{round(css_px(found[2]))}"'
+    except (OSError, UnicodeDecodeError, ValueError):  # ValueError: a length css_px cannot read
         return ""
-    found = _SVG_SIZE.search(head)
-    if found is None:
-        return ""
-    width, height = (float(found[at]) * _CSS_PX[found[at + 1]] for at in (1, 3))
-    return f' width="{round(width)}" height="{round(height)}"'
 
 
 def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
