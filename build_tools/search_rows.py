@@ -8,7 +8,7 @@ snippet merges neighbouring rows (`perf/step_time the full step 152.6 s ... perf
 - `index_rows(site)`, after mkdocs has built the site: one search entry per such row, its first cell the title
   and its other cells the text, after the entries of its page.
 
-Zensical indexes pages its own way, without the second part (build_tools/site.py calls it for MkDocs only).
+Zensical leaves the tables out of its own index as Material's does, and `index_rows` adds the rows to it too.
 """
 
 from __future__ import annotations
@@ -64,19 +64,20 @@ def makeExtension(**kwargs: object) -> RowsExtension:  # noqa: N802 (Python-Mark
 
 
 class _RowParser(HTMLParser):
-    """The rows with an id of the tables left out of the index, each as the text of its cells."""
+    """The rows the extension gave an id (`row-...`), each as the text of its cells. Their tables are left out of
+    the engine's index (Zensical drops the attribute that says so from its pages, and leaves tables out anyway)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.rows: list[tuple[str, list[str]]] = []
         self._row: tuple[str, list[str]] | None = None
         self._cell: list[str] | None = None
-        self._depth = 0  # inside a table left out of the index
+        self._depth = 0  # inside a table
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         found = dict(attrs)
         if tag == "table":
-            self._depth += 1 if EXCLUDE in found or self._depth else 0
+            self._depth += 1
         elif self._depth and tag == "tr" and (found.get("id") or "").startswith(ROW_PREFIX):
             self._row = (str(found["id"]), [])
         elif self._row is not None and tag in ("td", "th"):
@@ -103,20 +104,33 @@ def page_rows(page_html: str) -> list[tuple[str, list[str]]]:
     return parser.rows
 
 
+# Where each engine writes its search index, and the key of its list of entries: MkDocs' search plugin, Zensical.
+INDEXES = ((Path("search", "search_index.json"), "docs"), (Path("search.json"), "items"))
+# Zensical's entries say how deep each heading is (1 the page, 2 a section): a row is below its section.
+ROW_LEVEL = 3
+
+
 def index_rows(site: Path) -> None:
-    """Add one entry per table row to site/search/search_index.json, after its page's entries."""
-    index_file = site / "search" / "search_index.json"
-    if not index_file.is_file():
-        return
-    index: dict[str, Any] = json.loads(index_file.read_text(encoding="utf-8"))
-    docs: list[dict[str, Any]] = []
-    for position, doc in enumerate(index["docs"]):
-        docs.append(doc)
-        page = str(doc["location"]).split("#")[0]
-        following = index["docs"][position + 1]["location"].split("#")[0] if position + 1 < len(index["docs"]) else None
-        if following != page and (site / page).is_file() and page.endswith(".html"):
-            docs += [{"location": f"{page}#{ident}", "title": html.escape(cells[0], quote=False),
-                      "text": html.escape(" · ".join(cells[1:]), quote=False)}
-                     for ident, cells in page_rows((site / page).read_text(encoding="utf-8")) if cells]
-    index["docs"] = docs
-    index_file.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    """Add one entry per table row to the site's search index (MkDocs' or Zensical's, INDEXES), after its page's
+    entries. A Zensical entry also carries its page's `path` (the navigation above it) and a level."""
+    for relative, key in INDEXES:
+        index_file = site / relative
+        if index_file.is_file():
+            index: dict[str, Any] = json.loads(index_file.read_text(encoding="utf-8"))
+            index[key] = _with_rows(site, index[key])
+            index_file.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+
+
+def _with_rows(site: Path, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for position, entry in enumerate(entries):
+        found.append(entry)
+        page = str(entry["location"]).split("#")[0]
+        following = entries[position + 1]["location"].split("#")[0] if position + 1 < len(entries) else None
+        if following == page or not (site / page).is_file() or not page.endswith(".html"):
+            continue
+        zensical = {"level": ROW_LEVEL, "path": entry["path"], "tags": []} if "path" in entry else {}
+        found += [{"location": f"{page}#{ident}", "title": html.escape(cells[0], quote=False),
+                   "text": html.escape(" · ".join(cells[1:]), quote=False), **zensical}
+                  for ident, cells in page_rows((site / page).read_text(encoding="utf-8")) if cells]
+    return found

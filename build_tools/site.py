@@ -109,6 +109,7 @@ def run_zensical(config_file: Path, site_dir: Path) -> None:
     for item in sorted(built.iterdir()):
         shutil.move(str(item), str(site_dir / item.name))
     built.rmdir()
+    search_rows.index_rows(site_dir)  # each table row its own search entry, as for MkDocs
 
 
 def _with_source(message: str, root: Path) -> str:

@@ -34,6 +34,21 @@ def test_index_rows_adds_one_entry_per_row_after_its_page(tmp_path):
     assert written[2] == {"location": "a.html#row-x", "title": "x &lt;y&gt;", "text": "one · two"}
 
 
+def test_index_rows_adds_zensicals_entries_with_their_pages_path_and_a_level(tmp_path):
+    """Zensical's index is search.json's `items`, each with the navigation path above it; its pages keep the rows'
+    ids but not the attribute that leaves their table out of the index."""
+    (tmp_path / "a.html").write_text('<table><tbody><tr id="row-x"><td>x</td><td>one</td></tr>'
+                                     "<tr><td>no id</td><td>two</td></tr></tbody></table>", encoding="utf-8")
+    items = [{"location": "a.html", "level": 1, "title": "A", "text": "", "path": ["Part"], "tags": []},
+             {"location": "b.html", "level": 1, "title": "B", "text": "", "path": ["Other"], "tags": []}]
+    (tmp_path / "search.json").write_text(json.dumps({"config": {"lang": ["en"]}, "items": items}))
+    index_rows(tmp_path)
+    written = json.loads((tmp_path / "search.json").read_text())
+    assert written["config"] == {"lang": ["en"]}
+    assert written["items"] == [items[0], {"location": "a.html#row-x", "title": "x", "text": "one", "level": 3,
+                                           "path": ["Part"], "tags": []}, items[1]]
+
+
 def test_the_built_search_index_has_a_row_per_entry_and_no_check_notes(built_manual):
     docs = json.loads((built_manual / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
     by_location = {doc["location"]: doc for doc in docs}

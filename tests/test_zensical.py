@@ -1,10 +1,12 @@
 """The same pages built with Zensical (`make site ENGINE=zensical`): every page, no cache folder left in the
-project, and the reader's checks of the browser test: pages load offline, the zoom by keyboard, axe-core."""
+project, and the reader's checks of the browser test: pages load offline, the zoom by keyboard, axe-core, a metric
+found by search."""
 
 from __future__ import annotations
 
 import functools
 import http.server
+import json
 import shutil
 import threading
 from urllib.parse import urljoin
@@ -89,3 +91,19 @@ def test_zensical_pages_in_the_browser(zensical_manual, zensical_server, browser
         assert page.locator("dialog.manual-zoom-dialog").count() == 0
         context.close()
     assert found == [] and errors == [] and outside == []
+
+
+def test_zensicals_search_finds_a_metric_by_its_row(zensical_manual, zensical_server, browser):  # noqa: F811
+    """Each table row is an entry of Zensical's index, as of MkDocs': a metric's name finds its row."""
+    items = json.loads((zensical_manual / "site" / "search.json").read_text(encoding="utf-8"))["items"]
+    by_location = {item["location"]: item for item in items}
+    assert by_location["06-metrics.html#row-perf-step-time"]["title"] == "perf/step_time"
+    assert by_location["06-metrics.html#row-perf-step-time"]["path"] == by_location["06-metrics.html"]["path"]
+    assert len(by_location) == len(items)
+    page = browser.new_page()
+    page.goto(urljoin(zensical_server, "index.html"), wait_until="load")
+    page.locator("input.md-search__input").first.click()
+    page.keyboard.type("grad_norm", delay=20)
+    found = page.locator("a[href*='06-metrics.html'][href$='#row-train-grad-norm']")  # in Zensical's search element
+    found.first.wait_for(state="attached", timeout=15_000)
+    page.close()
