@@ -108,14 +108,15 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
     if problems:
         raise FigureFilesError(problems)
     shared = _shared_digest(layout)
-    to_draw: list[tuple[_Job, str, dict[str, Any] | None]] = []
+    to_draw: list[tuple[_Job, fingerprint.Key, dict[str, Any] | None]] = []
     ready: dict[str, bool] = {}  # block id -> redrawn
     for block in blocks:
         missing = _missing_inputs(block, summaries, tables, layout)
         if missing:
             problems += [_problem(block, message) for message in missing]
             continue
-        key = cache_key(block, summaries, tables, layout, shared)
+        made = figure_key(block, summaries, tables, layout, shared)
+        key = made.hexdigest()
         stem = cache_dir / block.id
         entry = _cache_holds(stem, key, warnings if warnings is not None else [])
         if entry is not None and entry["key"] == key:
@@ -124,15 +125,15 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
         job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
                    stem, _module_file(layout, block.module) or Path(), layout, shared,
                    entry.get("drawing") if entry is not None else None)
-        to_draw.append((job, key, entry))
+        to_draw.append((job, made, entry))
 
-    for (job, key, entry), outcome in zip(to_draw, _draw_all([job for job, _, _ in to_draw], jobs), strict=True):
+    for (job, made, entry), outcome in zip(to_draw, _draw_all([job for job, _, _ in to_draw], jobs), strict=True):
         if outcome.error is not None:
             problems.append(_problem(job.block, outcome.error))
             continue
         if not outcome.rendered and entry is not None:
             # draw() returned and drew exactly what the cached files show: they stay, under the new inputs' key
-            _write_text(job.stem.with_suffix(".key"), json.dumps({**entry, "key": key}, sort_keys=True))
+            _write_text(job.stem.with_suffix(".key"), json.dumps({**entry, **_record(made)}, sort_keys=True))
             ready[job.block.id] = False
             continue
         # The palette and legibility checks run on every new drawing; only a figure that passed gets a cache
@@ -142,7 +143,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             problems += off_palette
             continue
         # last: a key means complete, checked outputs, with the hash of each
-        _write_text(job.stem.with_suffix(".key"), _cache_entry(job.stem, key, outcome.drawing))
+        _write_text(job.stem.with_suffix(".key"), _cache_entry(job.stem, made, outcome.drawing))
         ready[job.block.id] = True
 
     drawn = [_publish(block, cache_dir / block.id, out_dir, ready[block.id], epoch)
@@ -272,16 +273,27 @@ def _shared_digest(layout: Layout) -> str:
 def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
               layout: Layout, shared: str | None = None) -> str:
     """Hash of everything one figure's files depend on."""
-    key = fingerprint.Key("figure inputs").add(shared or _shared_digest(layout))
+    return figure_key(block, summaries, tables, layout, shared).hexdigest()
+
+
+def figure_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
+               layout: Layout, shared: str | None = None) -> fingerprint.Key:
+    """The key of everything one figure's files depend on, each part named with its digest (the record its cache
+    entry keeps, as build/*.key do: what the figure was drawn from)."""
+    key = fingerprint.Key("figure inputs").named("drawing code, figure helpers, palette and style",
+                                                 shared or _shared_digest(layout))
     module_file = _module_file(layout, block.module)
-    key.add(module_file.read_bytes() if module_file else b"no module")
+    key.named(f"figures/{block.module}.py", fingerprint.file_digest(module_file) if module_file else "no module")
     for run_id in block.runs:
-        key.add(f"run {run_id} {summaries[run_id].source_hash}")
+        key.named(f"run {run_id}", summaries[run_id].source_hash)
     for name in block.tables:
-        key.add(f"table {name} {json.dumps(tables[name], sort_keys=True, default=str)}")
+        key.named(f"table {name}", _text_digest(json.dumps(tables[name], sort_keys=True, default=str)))
     settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options, "alt": block.alt}
-    key.add(json.dumps(settings, sort_keys=True, default=str))
-    return key.hexdigest()
+    return key.named("the figure block", _text_digest(json.dumps(settings, sort_keys=True, default=str)))
+
+
+def _text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | None:
@@ -314,10 +326,17 @@ def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | 
     return None
 
 
-def _cache_entry(stem: Path, key: str, drawing: str) -> str:
-    return json.dumps({"key": key, "drawing": drawing,
+def _cache_entry(stem: Path, made: fingerprint.Key, drawing: str) -> str:
+    return json.dumps({**_record(made), "drawing": drawing,
                        "sha256": {suffix: _sha256(stem.with_suffix(suffix)) for suffix in (*OUTPUTS, ".alt")}},
                       sort_keys=True)
+
+
+def _record(made: fingerprint.Key) -> dict[str, Any]:
+    """What a figure's cache entry says of its inputs, as fingerprint.remember's records do: the key, its kind,
+    the tools' versions and each part it was drawn from with its digest."""
+    return {"key": made.hexdigest(), "kind": "figure", "tools": fingerprint.tool_versions(),
+            "made_from": made.made_from}
 
 
 def _sha256(path: Path) -> str:

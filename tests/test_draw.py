@@ -4,12 +4,14 @@ what they read, checked against the palette, and every problem names the figure,
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import io
 import json
 import math
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -226,6 +228,31 @@ def test_changing_one_run_redraws_only_the_figures_that_read_it(sample_figures, 
     assert redrawn() == {"fig-a": False, "fig-b": False, "fig-ab": False}
     runs["run-b"] = fake_summary("run-b", [0.2, 0.4], source_hash="v2")
     assert redrawn() == {"fig-a": False, "fig-b": True, "fig-ab": True}
+
+
+def test_a_figures_cache_entry_says_what_it_was_drawn_from(sample_figures, tmp_path):
+    """As build/*.key records do: the kind, the tools' versions and each part with its digest, so a person can
+    tell why a figure was, or was not, drawn again; a run changed shows as its new digest."""
+    runs = {"run-a": fake_summary("run-a", [0.5, 0.6]), "run-b": fake_summary("run-b", [0.2, 0.3])}
+    blocks = [block("1.3", "tiny_reward", ("run-a", "run-b"), block_id="fig-ab")]
+
+    def record() -> dict:
+        draw.draw_figures(blocks, runs, {}, tmp_path / "out", tmp_path / "cache", jobs=1, layout=sample_figures)
+        return json.loads((tmp_path / "cache" / "fig-ab.key").read_text())
+
+    first = record()
+    module = hashlib.sha256((sample_figures.figures_src / "tiny_reward.py").read_bytes()).hexdigest()
+    assert first["kind"] == "figure" and first["tools"]["python"] == sys.version.split()[0]
+    assert sorted(first["made_from"]) == ["drawing code, figure helpers, palette and style", "figures/tiny_reward.py",
+                                          "run run-a", "run run-b", "the figure block"]
+    assert first["made_from"]["figures/tiny_reward.py"] == module
+    assert (first["made_from"]["run run-a"], first["made_from"]["run run-b"]) == ("v1", "v1")
+    assert first["key"] == draw.cache_key(blocks[0], runs, {}, sample_figures)
+    runs["run-b"] = fake_summary("run-b", [0.2, 0.4], source_hash="v2")
+    second = record()
+    assert {name for name in first["made_from"] if first["made_from"][name] != second["made_from"][name]} == {
+        "run run-b"}
+    assert second["made_from"]["run run-b"] == "v2" and second["key"] != first["key"]
 
 
 def test_a_changed_run_whose_plotted_data_is_the_same_redraws_nothing(sample_figures, tmp_path):

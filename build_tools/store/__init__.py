@@ -26,6 +26,7 @@ What is trusted, and when:
   earlier state (`Settings.trust_state`): no memo, no cached summary or figure, no site key, no replayed report;
   every input byte is hashed and read, so an edition's manifest records only what its commit's data gives.
 
-Each key file (`build/*.key`) is a JSON record: the output's kind and key, the tools' versions, and each file or run
-it was made from with its digest, for a person asking why an output was, or was not, made again.
+Each key file (`build/*.key`, and each figure's `build/cache/figures/<id>.key` beside the hashes of its files) is a
+JSON record: the output's kind and key, the tools' versions, and each file or run it was made from with its digest,
+for a person asking why an output was, or was not, made again.
 """
