@@ -33,12 +33,13 @@ class Screen:
 
 # The content column of a chapter in Chromium, measured (tests/test_browser.py measures it again): at a
 # 1440 px window, Material for MkDocs' column with the navigation and the table of contents beside it
-# (legibility.CONTENT_WIDTH_PX); at a 390 px window (a phone held upright), the page less its margins. The
+# (legibility.CONTENT_WIDTH_PX); at a 360 px window (the narrowest common phone, held upright), the page less its
+# 16 px margins: a phone's figure is drawn that wide and shown at its own width on a wider phone. The
 # desktop figure keeps its text at 12 px or more down to a column of about 655 px, which Material's layout
 # gives at every window from 720 px up; below that (Material's own breakpoint, 45em) the page shows the
 # phone's layout, at its own width up to 719 px.
 DESKTOP = Screen("desktop", CONTENT_WIDTH_PX, stacked=False, legend_columns=4, ticks=None, media=None)
-PHONE = Screen("phone", 358.0, stacked=True, legend_columns=2, ticks=5, media="(max-width: 44.984375em)")
+PHONE = Screen("phone", 328.0, stacked=True, legend_columns=2, ticks=5, media="(max-width: 44.984375em)")
 SCREENS = (DESKTOP, PHONE)
 
 _active = DESKTOP

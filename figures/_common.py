@@ -70,7 +70,7 @@ def _stacked(mosaic: list[HashableList[str]]) -> list[HashableList[str]]:
     return [[name] for name in names]
 
 
-def fitted(text: str, chars: int = 36) -> str:
+def fitted(text: str, chars: int = 33) -> str:
     """A title or label on the screen being drawn: on a phone, wrapped at about `chars` characters a line."""
     return textwrap.fill(text, chars, break_long_words=False, break_on_hyphens=False) if on_phone() else text
 
@@ -159,7 +159,7 @@ def legend_columns(labels: list[str], wanted: int) -> int:
     return max(1, min(wanted, screen.legend_columns))
 
 
-PHONE_LABEL_CHARS = 18  # longer legend labels take a phone's whole width
+PHONE_LABEL_CHARS = 16  # longer legend labels take a phone's whole width
 
 
 def seed_label(run_id: str) -> str:

@@ -41,7 +41,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     left_out = data[~data["clean_in_both"]]
     ax.plot(left_out["step"], [0.0] * len(left_out), ls="none", marker="o", ms=8, mfc=PAPER,
             mec=colour("outside"), mew=1.5, clip_on=False, zorder=3,
-            label="step a heat pause touched in either run: left out")
+            label=fitted("step a heat pause touched in either run: left out"))
     ax.axhline(0, color=INK, lw=0.8)
     # The caption's "0.6 to 1.8 s": the smallest and the largest saving.
     ax.set_title(fitted(f"saving on the {len(clean)} steps clean in both runs: {clean['saving_s'].min():.2f} to "

@@ -55,13 +55,15 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         of_step = spans[spans["step"] == step]
         total = float((of_step["t1_s"] - of_step["t0_s"]).sum())
         middle = float(window.loc[step, ["t0", "t1"]].astype(float).mean()) - t0
-        ax.annotate(f"step {int(step)}: {total:.1f} s", xy=(middle, band_top), xycoords=("data", "axes fraction"),
-                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom")
+        between = "\n" if on_phone() else " "  # a phone's two labels side by side: each on two lines
+        ax.annotate(f"step {int(step)}:{between}{total:.1f} s", xy=(middle, band_top),
+                    xycoords=("data", "axes fraction"), xytext=(0, 3), textcoords="offset points", ha="center",
+                    va="bottom")
     # The caption's "about 2 s of each step": the run's typical step, as the claim's check reads it, the median
     # over its clean steps.
     typical = step_values(summary, [f"perf/{name}_time" for name in HAND_OFFS])
     ax.text(0.01, 0.98, fitted(f"timed hand-offs, median of the run's {len(typical)} clean steps: "
-                               f"{typical.median():.1f} s a step", 40), transform=ax.transAxes, ha="left", va="top",
+                               f"{typical.median():.1f} s a step", 36), transform=ax.transAxes, ha="left", va="top",
             weight="bold")
     shade_heat_pauses(ax, summary, t0, 1.0)
     ax.set_xlim(0, t1 - t0)

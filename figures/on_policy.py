@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import series_of, step_values
 
-from ._common import INK, colour, new_figure
+from ._common import INK, colour, fitted, new_figure
 
 ROOM = 1.15  # the axes' top over the tallest bar: room for its label
 
@@ -48,7 +48,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     engine_ax.set_ylim(0, 100 * ROOM)
     engine_ax.set_yticks(range(0, 101, 20))
     engine_ax.set_ylabel("probes whose repeats agree (%)")
-    engine_ax.set_title("rollout engine: same answer twice?")
+    engine_ax.set_title(fitted("rollout engine: same answer twice?"))
     gap_bars = gap_ax.bar(names, gap, color=colour("trainer"), width=0.6)
     _label_bars(gap_ax, gap_bars, ["0 (none)" if value == 0 else f"{value:.4f}" for value in gap])
     gap_ax.set_ylim(0, float(gap.max()) * ROOM)

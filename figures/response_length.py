@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from build_tools._types import RunSummary
 from build_tools.readers import config_value, step_values
 
-from ._common import INK, colour, legend, new_figure, window
+from ._common import INK, colour, legend, new_figure, on_phone, window
 
 ALT = ("Two panels over the steps: the mean answer length falls, below the length cap drawn as a dashed line, "
        "and the share of answers cut at the cap falls with it; in both panels the first and the last steps are "
@@ -75,7 +75,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     top.axhline(cap, color=INK, ls="--", lw=1.0, label=f"length cap ({cap:,} tokens)")
     top.plot([], [], color=INK, lw=2.2, label=f"mean of the first and of the last {size} steps")
     # The caption's "from about A to about B": the windows the check averages, and their means.
-    _mark_windows(top, mean["step"], length_means, size, "mean {:.0f} tokens")
+    _mark_windows(top, mean["step"], length_means, size, "mean {:.0f}" if on_phone() else "mean {:.0f} tokens")
     _mark_windows(bottom, mean["step"], cut_means, size, "mean {:.0f} %")
     top.set_ylim(0, cap * 1.22)
     top.set_ylabel("mean answer length\n(tokens)")

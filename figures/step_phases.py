@@ -12,7 +12,7 @@ from matplotlib.patches import Patch, Rectangle
 from build_tools._types import RunSummary
 from build_tools.readers import counted_phases
 
-from ._common import INK, PAPER, colour, figure_legend, new_figure, shade_heat_pauses
+from ._common import INK, PAPER, colour, figure_legend, new_figure, on_phone, shade_heat_pauses
 
 ALT = ("Three panels of one timeline: above, the first clean steps of one baseline seed, in one row for its one "
        "GPU; below, two close-ups of the first step: in each step the rollout comes first, then scoring, log "
@@ -71,7 +71,8 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         if name in windows:
             title, start, end = windows[name]
             panel.set_xlim(start, end)
-            panel.set_title(title)
+            # One line on a phone too (two would run into the gap's label): the words the panel needs.
+            panel.set_title(title.replace("from the rollout to the log", "rollout to log") if on_phone() else title)
             panel.set_xlabel("time (s)")
             ax.add_patch(Rectangle((start, 0.02), end - start, 0.96, fill=False, edgecolor=INK, lw=1.0))
             ax.annotate(title[0], xy=(end, 0.98), xytext=(2, 0), textcoords="offset points", va="top")

@@ -79,7 +79,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
                     va="center")
     beside = "; beside each bar, that share and the hand-offs" if on_phone() else ""
     ax.set_title(fitted(f"rollout + training: {every_step.median():.3f} of a clean step (median of "
-                        f"{len(every_step)} steps){beside}", 40))
+                        f"{len(every_step)} steps){beside}", 36))
     ax.set_xlim(0, 100)
     ax.set_xticks(range(0, 101, 50 if on_phone() else 20))
     ax.set_xlabel("median share of a clean step (%)")

@@ -60,7 +60,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         ax.axhspan(0, limits["trainer_state_gib"], **shaded("trainer"))
         # The caption's "about half the machine", as the ratio of the two numbers.
         gib = limits["trainer_state_gib"]
-        state = fitted(f"estimated trainer state: {gib:.0f} GiB, {share:.2f} of the machine", 34)
+        state = fitted(f"estimated trainer state: {gib:.0f} GiB, {share:.2f} of the machine", 31)
         ax.text(0.01, limits["trainer_state_gib"] / 2, state, transform=ax.get_yaxis_transform(), va="center")
         ax.axhline(limits["machine_gib"], color=INK, lw=1.0, label=f"machine memory ({limits['machine_gib']:.1f} GiB)")
         ax.axhline(limits["ray_limit_gib"], color=colour("failure"), lw=1.2, ls=(0, (4, 2)),

@@ -307,9 +307,9 @@ def test_scheme_toggle_and_search_work_offline(server, visit):
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("width", [1440, 390])
+@pytest.mark.parametrize("width", [1440, 390, 360])
 def test_figure_text_is_at_least_12_px_at_every_width_in_both_schemes(built_manual, server, browser, width, scheme):
-    """Figure text as Chromium draws it at a 1440 px and a 390 px window, in the scheme a reader's system asks
+    """Figure text as Chromium draws it at a 1440 px, a 390 px and a 360 px window, in the scheme a reader's system asks
     for: each SVG text's font size times the width the page shows the image at, over the SVG's viewBox width
     (the SVG is an <img>, so its text is scaled with it); each page shows the variant of its width and scheme."""
     from build_tools import legibility, variants
