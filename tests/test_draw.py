@@ -413,8 +413,8 @@ def test_every_figure_has_a_phone_layout_and_a_dark_variant(sample_figures, tmp_
     desktop, phone = axes_of("fig-two-panels.svg"), axes_of("fig-two-panels.phone.svg")
     assert desktop[0][1] == desktop[1][1] and desktop[0][0] < desktop[1][0]  # side by side
     assert phone[0][0] == phone[1][0] and phone[0][1] < phone[1][1]  # one above the other
-    assert ET.parse(out / "fig-two-panels.phone.svg").getroot().get("width") == "268.5pt"  # 358 CSS px
-    assert legibility.css_px("268.5pt") == variants.PHONE.content_px
+    assert ET.parse(out / "fig-two-panels.phone.svg").getroot().get("width") == "246pt"  # 328 CSS px
+    assert legibility.css_px("246pt") == variants.PHONE.content_px
     # The dark variants: the same drawing with the dark shades, on the dark background.
     light, dark = (out / "fig-two-panels.svg").read_text(), (out / "fig-two-panels.dark.svg").read_text()
     loaded = palette.load_palette(sample_figures.palette_yml)
@@ -441,7 +441,7 @@ def test_small_text_on_the_phone_is_named_with_its_variant(sample_figures, tmp_p
         draw.draw_figures([block("1.1", "tiny_reward", ("run-a",))], runs, {}, tmp_path / "out", tmp_path / "cache",
                           jobs=1, layout=sample_figures)
     assert [p.message for p in caught.value.problems] == [
-        "fig 1.1 (fig-tiny-reward, phone): text 'tiny' is drawn 8.0 px high in a 358 px column (expected at least "
+        "fig 1.1 (fig-tiny-reward, phone): text 'tiny' is drawn 8.0 px high in a 328 px column (expected at least "
         "12 px: a font size of at least 9.00 in this figure)"]
 
 
