@@ -114,9 +114,9 @@ def html_scripts(text: str) -> list[str]:
     return found
 
 
-def _element_addresses(tag: str, attributes: dict[str, str], text: str) -> list[Address]:
-    """What one element loads (its sources, stylesheet, style, inline frame) and the link it is."""
-    values = attributes
+def _element_addresses(tag: str, values: dict[str, str], text: str) -> list[Address]:
+    """What one element loads (its sources, stylesheet, style, inline frame) and the link it is (`values`: its
+    attributes, as _elements gives them)."""
     # An <a> is a link to click, unless it attaches its target (WeasyPrint embeds it in the PDF).
     clicked = tag in ("a", "area") and "attachment" not in values.get("rel", "").lower().split()
     found = []
