@@ -133,7 +133,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             continue
         if not outcome.rendered and entry is not None:
             # draw() returned and drew exactly what the cached files show: they stay, under the new inputs' key
-            _write_text(job.stem.with_suffix(".key"), json.dumps({**entry, **_record(made)}, sort_keys=True))
+            _write_text(job.stem.with_suffix(".key"), json.dumps({**entry, **fingerprint.record(made)}, sort_keys=True))
             ready[job.block.id] = False
             continue
         # The palette and legibility checks run on every new drawing; only a figure that passed gets a cache
@@ -270,17 +270,11 @@ def _shared_digest(layout: Layout) -> str:
     return key.hexdigest()
 
 
-def cache_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
-              layout: Layout, shared: str | None = None) -> str:
-    """Hash of everything one figure's files depend on."""
-    return figure_key(block, summaries, tables, layout, shared).hexdigest()
-
-
 def figure_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
                layout: Layout, shared: str | None = None) -> fingerprint.Key:
     """The key of everything one figure's files depend on, each part named with its digest (the record its cache
     entry keeps, as build/*.key do: what the figure was drawn from)."""
-    key = fingerprint.Key("figure inputs").named("drawing code, figure helpers, palette and style",
+    key = fingerprint.Key("figure").named("drawing code, figure helpers, palette and style",
                                                  shared or _shared_digest(layout))
     module_file = _module_file(layout, block.module)
     key.named(f"figures/{block.module}.py", fingerprint.file_digest(module_file) if module_file else "no module")
@@ -327,16 +321,9 @@ def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | 
 
 
 def _cache_entry(stem: Path, made: fingerprint.Key, drawing: str) -> str:
-    return json.dumps({**_record(made), "drawing": drawing,
+    return json.dumps({**fingerprint.record(made), "drawing": drawing,
                        "sha256": {suffix: _sha256(stem.with_suffix(suffix)) for suffix in (*OUTPUTS, ".alt")}},
                       sort_keys=True)
-
-
-def _record(made: fingerprint.Key) -> dict[str, Any]:
-    """What a figure's cache entry says of its inputs, as fingerprint.remember's records do: the key, its kind,
-    the tools' versions and each part it was drawn from with its digest."""
-    return {"key": made.hexdigest(), "kind": "figure", "tools": fingerprint.tool_versions(),
-            "made_from": made.made_from}
 
 
 def _sha256(path: Path) -> str:

@@ -43,6 +43,14 @@ def css_px(length: str) -> float:
     return float(match[1]) * PX_PER_UNIT[match[2]]
 
 
+def svg_size(svg: Path) -> tuple[float, float]:
+    """The SVG's width and height in CSS px, from its root element alone (the rest of the file is not parsed);
+    ValueError when it states no size css_px reads."""
+    for _, root in ET.iterparse(svg, events=("start",)):
+        return css_px(root.get("width", "")), css_px(root.get("height", ""))
+    raise ValueError(f"{svg.name} has no root element")
+
+
 def shown_width(root: ET.Element, content_width: float) -> float:
     """The width the page shows the SVG at: its own width, at most the content column's."""
     return min(css_px(root.get("width", "")), content_width)

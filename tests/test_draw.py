@@ -247,7 +247,7 @@ def test_a_figures_cache_entry_says_what_it_was_drawn_from(sample_figures, tmp_p
                                           "run run-a", "run run-b", "the figure block"]
     assert first["made_from"]["figures/tiny_reward.py"] == module
     assert (first["made_from"]["run run-a"], first["made_from"]["run run-b"]) == ("v1", "v1")
-    assert first["key"] == draw.cache_key(blocks[0], runs, {}, sample_figures)
+    assert first["key"] == draw.figure_key(blocks[0], runs, {}, sample_figures).hexdigest()
     runs["run-b"] = fake_summary("run-b", [0.2, 0.4], source_hash="v2")
     second = record()
     assert {name for name in first["made_from"] if first["made_from"][name] != second["made_from"][name]} == {
@@ -272,7 +272,7 @@ def test_a_changed_run_whose_plotted_data_is_the_same_redraws_nothing(sample_fig
     assert [d.redrawn for d in again] == [False, False]
     assert {d.block_id: d.svg.read_bytes() for d in again} == first
     # the entry now answers for the new inputs: the next build takes it without calling draw() at all
-    key = draw.cache_key(blocks[1], runs, {}, sample_figures)
+    key = draw.figure_key(blocks[1], runs, {}, sample_figures).hexdigest()
     assert json.loads((tmp_path / "cache" / "fig-ab.key").read_text())["key"] == key
     runs["run-b"] = fake_summary("run-b", [0.2, 0.35], source_hash="v3")  # a plotted number changes
     assert [d.redrawn for d in drawn()] == [False, True]

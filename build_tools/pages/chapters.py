@@ -4,7 +4,7 @@ resolved, and the troubleshooting table where its marker stands."""
 
 from __future__ import annotations
 
-import re
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from .._exceptions import ChapterError, Problem, display_path
 from .._layout import CHAPTER, METRICS_PAGE
 from .._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
 from ..blocks import fenced_blocks
-from ..legibility import css_px
+from ..legibility import svg_size
 from ..palette import SCHEMES
 from ..variants import DESKTOP, SCREENS, suffix
 from ..wording import provenance
@@ -119,20 +119,17 @@ def figure_image(stem: str, alt: str, number: str, drawn: Path | None = None) ->
             + "".join(pictures) + "</a>")
 
 
-# The size matplotlib writes on an SVG's root element: `width="518.4pt" height="244.8pt"`.
-_SVG_SIZE = re.compile(r'<svg\b[^>]*?\swidth="([^"]*)"[^>]*?\sheight="([^"]*)"')
-
-
 def _size(drawn: Path | None, stem: str, ending: str) -> str:
-    """` width="W" height="H"`: the variant's size in CSS px as a browser sizes the SVG (legibility.css_px: a
+    """` width="W" height="H"`: the variant's size in CSS px as a browser sizes the SVG (legibility.svg_size: a
     point is 4/3 px); empty when there is no such file or it states no size (the image takes its room when it
     loads)."""
-    try:
-        head = (drawn / f"{stem}{ending}").read_text(encoding="utf-8")[:2048] if drawn is not None else ""
-        found = _SVG_SIZE.search(head)
-        return "" if found is None else f' width="{round(css_px(found[1]))}" height="{round(css_px(found[2]))}"'
-    except (OSError, UnicodeDecodeError, ValueError):  # ValueError: a length css_px cannot read
+    if drawn is None:
         return ""
+    try:
+        width, height = svg_size(drawn / f"{stem}{ending}")
+    except (OSError, ValueError, ET.ParseError):  # ValueError: no size css_px reads
+        return ""
+    return f' width="{round(width)}" height="{round(height)}"'
 
 
 def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:

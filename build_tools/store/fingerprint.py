@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .._files import identity
 
@@ -161,11 +162,16 @@ def recorded(key_file: Path) -> str | None:
     return key if isinstance(key, str) else None
 
 
+def record(key: Key) -> dict[str, Any]:
+    """What a record says of an output: its kind and key, the tools' versions, and each named part it was made
+    from with its digest (build/*.key; a figure's cache entry, draw.py, beside the hashes of its files)."""
+    return {"kind": key.kind, "key": key.hexdigest(), "tools": tool_versions(), "made_from": key.made_from}
+
+
 def remember(key_file: Path, key: Key) -> None:
     """Write the record of an output that was just made, whole or not at all: its key, and what it was made from
     (the tools' versions, and each named part with its digest), for a person asking why it was, or was not, made
     again."""
     from .._staging import write_atomic  # after a build: not on the no-op path
 
-    record = {"kind": key.kind, "key": key.hexdigest(), "tools": tool_versions(), "made_from": key.made_from}
-    write_atomic(key_file, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    write_atomic(key_file, (json.dumps(record(key), indent=1, sort_keys=True) + "\n").encode("utf-8"))
