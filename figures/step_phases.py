@@ -55,7 +55,9 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     end_of = dict(zip(first["phase"], first["t1"], strict=True))
     start_of = dict(zip(first["phase"], first["t0"], strict=True))
     next_start = float(following["t0"].min()) if not following.empty else float(first["t1"].max())
-    windows = {"after_rollout": ("A: from the rollout to the log probabilities",
+    # Close-up A's title on one line on a phone too (two would run into the gap's label): the words it needs.
+    windows = {"after_rollout": ("A: rollout to log probabilities" if on_phone()
+                                 else "A: from the rollout to the log probabilities",
                                  end_of["rollout"] - PAD_S, start_of["log_probs"] + PAD_S),
                "after_training": ("B: from training to the next step",
                                   end_of["actor_train"] - PAD_S, max(next_start, float(first["t1"].max())) + PAD_S)}
@@ -71,8 +73,7 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         if name in windows:
             title, start, end = windows[name]
             panel.set_xlim(start, end)
-            # One line on a phone too (two would run into the gap's label): the words the panel needs.
-            panel.set_title(title.replace("from the rollout to the log", "rollout to log") if on_phone() else title)
+            panel.set_title(title)
             panel.set_xlabel("time (s)")
             ax.add_patch(Rectangle((start, 0.02), end - start, 0.96, fill=False, edgecolor=INK, lw=1.0))
             ax.annotate(title[0], xy=(end, 0.98), xytext=(2, 0), textcoords="offset points", va="top")
