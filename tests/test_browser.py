@@ -255,7 +255,10 @@ def _scroll_through_the_shown_images(page: object) -> list[str]:
         for (const img of document.images) {
             if (!img.getClientRects().length) continue;  // not shown: the other scheme's
             img.scrollIntoView();
-            while (!img.complete || !img.currentSrc) await new Promise(done => setTimeout(done, 50));
+            for (let waited = 0; !img.complete || !img.currentSrc; waited += 50) {  // a test fails, never hangs
+                if (waited > 20000) throw new Error('not loaded in 20 s: ' + img.outerHTML.slice(0, 200));
+                await new Promise(done => setTimeout(done, 50));
+            }
             loaded.push(img.currentSrc);
         }
         window.scrollTo(0, 0);
@@ -329,8 +332,12 @@ def test_figure_text_is_at_least_12_px_at_every_width_in_both_schemes(built_manu
             const out = [];
             for (const img of document.querySelectorAll('figure.manual-figure img')) {
                 if (!img.getClientRects().length) continue;  // the other scheme's
-                img.scrollIntoView();  // a lazy image (the dark scheme's) loads when shown
-                while (!img.complete || !img.currentSrc) await new Promise(done => setTimeout(done, 50));
+                img.loading = 'eager';  // measured here, not how it loads (the fetch test checks that)
+                img.scrollIntoView();
+                for (let waited = 0; !img.complete || !img.currentSrc; waited += 50) {  // a test fails, never hangs
+                if (waited > 20000) throw new Error('not loaded in 20 s: ' + img.outerHTML.slice(0, 200));
+                await new Promise(done => setTimeout(done, 50));
+            }
                 const text = await (await fetch(img.currentSrc)).text();
                 const svg = new DOMParser().parseFromString(text, 'image/svg+xml');
                 const viewBox = svg.documentElement.getAttribute('viewBox').split(/[ ,]+/).map(Number);
@@ -365,7 +372,10 @@ def test_the_scheme_toggle_swaps_every_figure_and_its_zoom(server, visit):
             for (const img of document.querySelectorAll('figure.manual-figure img')) {
                 if (!img.getClientRects().length) continue;
                 img.scrollIntoView();  // a lazy image (the dark scheme's) loads when shown
-                while (!img.complete || !img.currentSrc) await new Promise(done => setTimeout(done, 50));
+                for (let waited = 0; !img.complete || !img.currentSrc; waited += 50) {  // a test fails, never hangs
+                if (waited > 20000) throw new Error('not loaded in 20 s: ' + img.outerHTML.slice(0, 200));
+                await new Promise(done => setTimeout(done, 50));
+            }
                 out.push(img.currentSrc.split('/').pop());
             }
             window.scrollTo(0, 0);
