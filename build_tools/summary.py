@@ -618,26 +618,21 @@ def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
     twice with different values, or two metrics a step first logs on one line whose order there the columns
     cannot tell. With `only` (validation), the columns of those metrics alone, in no particular order (so never
     None for that), every step that logs a metric still a row."""
+    if only is not None and len(tables) == 1 and (fast := _validated_columns(tables[0].table, keys, only)):
+        return fast
     logged: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # name -> (rows, steps, values)
     first_row: dict[str, tuple[int, int]] = {}  # name -> (its first row in its first table, its place there)
     all_steps, offset = [], 0
     for columns in tables:
         table = columns.table
-        key, steps = table.column("step_key"), table.column("step")
-        counted = np.zeros(table.num_rows, dtype=bool) if pa.types.is_null(key.type) or pa.types.is_null(
-            steps.type) else (pc.fill_null(pc.is_in(key, pa.array(keys)), False).to_numpy(zero_copy_only=False)
-                              & steps.is_valid().to_numpy(zero_copy_only=False))
-        steps = pc.fill_null(steps, 0).to_numpy(zero_copy_only=False) if counted.any() else \
-            np.zeros(table.num_rows, dtype=np.int64)
+        counted, steps = _counted_steps(table, keys)
         all_steps.append(steps[counted])
         if only is not None and not counted.any():  # no row of these axes: validation reads nothing of it
             offset += table.num_rows
             continue
         mapping = table.column("metrics")
-        for place, kind in enumerate(mapping.type):
-            if kind.name in STEP_KEYS or not (pa.types.is_integer(kind.type) or pa.types.is_floating(kind.type)
-                                              or pa.types.is_boolean(kind.type)):
-                continue  # strings are not metrics of a step
+        for place in _metric_places(mapping.type):
+            kind = mapping.type.field(place)
             child = _columnar._child(mapping, place)
             present = child.is_valid().to_numpy(zero_copy_only=False)
             values = pc.cast(child, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
@@ -672,9 +667,32 @@ def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
     # Every step that logs a metric is a row, whichever metrics are kept.
     steps = np.unique(np.concatenate([logged_at for logged_at, _ in kept.values()])) if kept else \
         np.zeros(0, np.int64)
+    return _placed(steps, {name: kept[name] for name in names})
+
+
+def _counted_steps(table: pa.Table, keys: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows log against one of the step keys (with a step), and each row's step (0 where none is)."""
+    key, steps = table.column("step_key"), table.column("step")
+    counted = np.zeros(table.num_rows, dtype=bool) if pa.types.is_null(key.type) or pa.types.is_null(
+        steps.type) else (pc.fill_null(pc.is_in(key, pa.array(keys)), False).to_numpy(zero_copy_only=False)
+                          & steps.is_valid().to_numpy(zero_copy_only=False))
+    values = pc.fill_null(steps, 0).to_numpy(zero_copy_only=False) if counted.any() else \
+        np.zeros(table.num_rows, dtype=np.int64)
+    return counted, values
+
+
+def _metric_places(mapping: pa.DataType) -> list[int]:
+    """The places of the metrics of a step in the struct of metrics: numbers and true/false, not a step key (strings
+    are not metrics of a step)."""
+    return [place for place, kind in enumerate(mapping) if kind.name not in STEP_KEYS and (
+        pa.types.is_integer(kind.type) or pa.types.is_floating(kind.type) or pa.types.is_boolean(kind.type))]
+
+
+def _placed(steps: np.ndarray, kept: dict[str, tuple[np.ndarray, np.ndarray]]) -> MetricTable:
+    """The metric table of the steps: each metric's values (logged at its steps) placed in its column, NaN at the
+    steps it did not log, and where it logged a value that is not finite."""
     metrics, non_finite = {}, {}
-    for name in names:
-        logged_at, values = kept[name]
+    for name, (logged_at, values) in kept.items():
         column = np.full(len(steps), math.nan)
         column[np.searchsorted(steps, logged_at)] = values
         metrics[name] = column
@@ -683,6 +701,33 @@ def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
             non_finite[name] = {str(step): _marker(value) for step, value in zip(logged_at[bad].tolist(),
                                                                                  values[bad].tolist(), strict=True)}
     return steps, metrics, non_finite
+
+
+def _validated_columns(table: pa.Table, keys: tuple[str, ...], only: Collection[str]) -> MetricTable | None:
+    """_metric_columns with `only` of one table, every metric at once: a matrix of metrics by rows, checked in one
+    pass for each metric's steps ascending (each logged once, the common case). None when it cannot tell, and
+    _metric_columns reads the metrics one by one: a step a metric logs again, no row of these axes, a name twice."""
+    counted, steps = _counted_steps(table, keys)
+    mapping = table.column("metrics")
+    places = _metric_places(mapping.type)
+    names = [mapping.type.field(place).name for place in places]
+    if not counted.any() or not places or mapping.num_chunks != 1 or steps.dtype != np.int64 \
+            or len(set(names)) < len(names):
+        return None
+    struct = mapping.chunk(0)
+    children = [struct.field(place) for place in places]
+    every = pa.chunked_array([child if child.type == pa.float64() else pc.cast(child, pa.float64(), safe=False)
+                              for child in children], type=pa.float64())
+    shape = (len(children), table.num_rows)
+    logged = every.is_valid().to_numpy(zero_copy_only=False).reshape(shape) & counted
+    values = every.to_numpy(zero_copy_only=False).reshape(shape)
+    # A metric's steps ascend when each step it logs is above every step it logged before (on an earlier row).
+    before = np.maximum.accumulate(np.where(logged, steps, np.iinfo(np.int64).min), axis=1)
+    if (logged[:, 1:] & (steps[1:] <= before[:, :-1])).any():
+        return None
+    kept = {name: (steps[at], values[row, at]) for row, (name, at) in enumerate(zip(names, logged, strict=True))
+            if name in only and at.any()}
+    return _placed(np.unique(steps[logged.any(axis=0)]), kept)
 
 
 def _first_appearance(steps: np.ndarray) -> np.ndarray:

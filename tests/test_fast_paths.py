@@ -30,11 +30,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools import _columnar, load
+from build_tools import summary as summary_stage
 from build_tools._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_MARGIN, RunDataError
 from build_tools._settings import Settings
 from build_tools._types import RunSummary, ValidatedRun
@@ -456,6 +458,61 @@ def test_a_sample_read_as_columns_is_summarised_and_validated_as_read_line_by_li
         scenario: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(SAMPLES / scenario)  # problems name files as test_hostile's expected.txt does
     assert_read_alike(read_each_way(Path(".")))
+
+
+# --- validation's metric tables: every metric at once against one at a time ---------------------------------
+
+AXES = [("rollout/step", "train/step"), ("rollout/step",), ("train/step",), ("eval/step",)]
+
+
+def metric_tables_both_ways(run_dir: Path) -> list[tuple[Any, Any]]:
+    """Each axis group's metric table of the run's columns, as validation makes it (every metric at once) and one
+    metric at a time (_validated_columns declined), for no metric named and for every metric the run logs; pairs
+    where the fast path declines are left out (they are the same call)."""
+    problems: list[Any] = []
+    with reading("columns"):
+        run = load.load_run(run_dir, problems, keep=False)
+    tables = run.tables.get("metrics") or []
+    names = frozenset(field.name for columns in tables for field in columns.table.column("metrics").type)
+    pairs: list[tuple[Any, Any]] = []
+    for keys in AXES:
+        for only in (frozenset(), names):
+            fast = summary_stage._validated_columns(tables[0].table, keys, only) if len(tables) == 1 else None
+            if fast is not None:
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setattr(summary_stage, "_validated_columns", lambda *_: None)
+                    pairs.append((fast, summary_stage._metric_columns(tables, keys, only=only)))
+    return pairs
+
+
+def same_table(fast: Any, plain: Any) -> bool:
+    (steps, metrics, non_finite), (plain_steps, plain_metrics, plain_non_finite) = fast, plain
+    return (steps.dtype == plain_steps.dtype and steps.tolist() == plain_steps.tolist()
+            and list(metrics) == list(plain_metrics) and non_finite == plain_non_finite
+            and all(np.array_equal(metrics[name], plain_metrics[name], equal_nan=True) for name in metrics))
+
+
+@pytest.mark.parametrize("run_dir", [ROOT / "runs" / run_id for run_id in EXAMPLES]
+                         + [SAMPLES / scenario / run for scenario, run in SAMPLE_RUNS], ids=str)
+def test_validation_takes_every_metric_at_once_as_it_takes_them_one_at_a_time(run_dir: Path) -> None:
+    for fast, plain in metric_tables_both_ways(run_dir):
+        assert same_table(fast, plain), run_dir
+
+
+def test_validation_takes_the_metrics_one_at_a_time_when_a_step_is_logged_again(tmp_path: Path) -> None:
+    """A step's line written twice (same values: no problem) is told by the one pass, and left to the plain path."""
+    run = tmp_path / "baseline-seed2"
+    shutil.copytree(ROOT / "runs" / run.name, run)
+    metrics = run / "dashboard" / "metrics.jsonl"
+    lines = metrics.read_bytes().splitlines(keepends=True)
+    metrics.write_bytes(b"".join(lines[:5] + [lines[3]] + lines[5:]))
+    problems: list[Any] = []
+    with reading("columns"):
+        loaded = load.load_run(run, problems, keep=False)
+    assert problems == [] and len(loaded.tables["metrics"]) == 1
+    table = loaded.tables["metrics"][0].table
+    assert summary_stage._validated_columns(table, AXES[0], frozenset()) is None
+    assert summary_stage._metric_columns(loaded.tables["metrics"], AXES[0], only=frozenset()) is not None
 
 
 # --- check: cold, warm, replayed ----------------------------------------------------------------------------
