@@ -378,7 +378,8 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     join = _join(run)
     phases, ((metric_steps, metrics, non_finite), others) = _apply_rules(run, problems, join)
     events = _frame(load.records(run, "events"), ["kind", "t0", "t1", "detail"])
-    phase_steps = _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0)
+    phase_steps = _assign_steps(phases, _step_marks(phases["name"], phases["role"]),
+                                first_step=int(metric_steps.min()) if len(metric_steps) else 0)
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
     sampled = [name for name in load.stream_names(run) if name not in ("metrics", "phases", "events")]
     run.taken.update(name for name in sampled if run.tables.get(name))
@@ -400,8 +401,8 @@ def _apply_rules(run: RunData, problems: list[Problem], join: axes.Join, *,
                                                                tuple[MetricTable, dict[str, MetricTable]]]:
     """Every rule of the summary applied: the closed phases (a phase never closed is warned of) and the metric
     table (a step logged twice with different values is a problem). A run only validated stops here, with `only`
-    the metrics it takes the facts of: the phases' times, names, roles and ranks alone, in no order, and metric
-    tables of those metrics only (every step still a row)."""
+    the metrics it takes the facts of: the phases' times and ranks and what numbering the steps reads of their
+    texts (_step_marks) alone, in no order, and metric tables of those metrics only (every step still a row)."""
     # A rollout left open by an engine death the lab recorded is explained by the data: no warning for it.
     deaths = [float(rec.data["t0"]) for rec in load.records(run, "events") if rec.data.get("kind") == "engine_death"]
     phases = _phase_columns(run, deaths, times_only=only is not None)
@@ -434,7 +435,7 @@ def validation(run: RunData, problems: list[Problem], metrics: Collection[str] =
     phases, (main, others) = _apply_rules(run, problems, join, only=frozenset(metrics))
     metric_steps = main[0]
     index = _step_index(metric_steps, phases["rank"],
-                        _assign_steps(phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0))
+                        _assign_steps(phases, phases, first_step=int(metric_steps.min()) if len(metric_steps) else 0))
     return Validation(*_window(run, phases, run.last_samples.values()), len(index),
                       {name: _facts_of(name, index, main, others) for name in metrics})
 
@@ -770,14 +771,17 @@ PHASE_COLUMNS = ["name", "t0", "t1", "node", "gpus", "rank", "role"]
 
 
 def _phase_columns(run: RunData, deaths: Sequence[float], *, times_only: bool = False) -> dict[str, np.ndarray]:
-    """The run's closed phases in time order (`_phases`), as one array per column (`times_only`: t0, t1, rank, name
-    and role alone, in no order, when read from columns)."""
+    """The run's closed phases in time order (`_phases`), as one array per column (`times_only`: t0, t1, rank and
+    the step marks of each phase (_step_marks) alone, in no order when read from columns)."""
     tables = run.tables.get("phases")
     if tables:
         columns = _closed_phases(tables, run.warnings, deaths, times_only=times_only)
         if columns is not None:
             return columns
     frame = _phases(load.records(run, "phases"), run.warnings, deaths)
+    if times_only:
+        return {name: frame[name].to_numpy() for name in ("t0", "t1", "rank")} | _step_marks(
+            frame["name"].to_numpy(), frame["role"].to_numpy())
     return {name: frame[name].to_numpy() for name in PHASE_COLUMNS}
 
 
@@ -809,8 +813,8 @@ def _closed_phases(tables: list[Columns], warnings: list[str], deaths: Sequence[
                    times_only: bool = False) -> dict[str, np.ndarray] | None:
     """_phases, from the stream's columns. None when the lines must be read again: a phase that never closed
     (its warning quotes the time as written), or times all whole numbers in a column of floats (the record path
-    keeps them as integers). With `times_only`, t0, t1, rank, name and role alone, in no order (what validation
-    reads)."""
+    keeps them as integers). With `times_only`, t0, t1, rank and the step marks (_step_marks) alone, in no order
+    (what validation reads)."""
     table = pa.concat_tables([columns.table for columns in tables], promote_options="permissive")
     t0, t1 = (table.column(key).to_numpy(zero_copy_only=False) for key in ("t0", "t1"))
     rank = table.column("rank").to_numpy(zero_copy_only=False)
@@ -829,9 +833,9 @@ def _closed_phases(tables: list[Columns], warnings: list[str], deaths: Sequence[
     kept = kept[np.argsort(firsts, kind="stable")]
     if (t1[kept] == -1).any():
         return None
-    if times_only:  # what numbering the steps reads: its texts compared at C speed, as fixed-width strings
-        return {"t0": t0[kept], "t1": t1[kept], "rank": rank[kept], "name": _decoded(names, codes[0], kept, str),
-                "role": _decoded(roles, codes[3], kept, str)}
+    if times_only:
+        return {"t0": t0[kept], "t1": t1[kept], "rank": rank[kept]} | _coded_marks(names, codes[0][kept], roles,
+                                                                                  codes[3][kept])
     name, role = _decoded(names, codes[0], kept), _decoded(roles, codes[3], kept)
     for values in (t0, t1):
         if values.dtype.kind == "f" and len(kept) and np.all(np.floor(values[kept]) == values[kept]):
@@ -843,16 +847,30 @@ def _closed_phases(tables: list[Columns], warnings: list[str], deaths: Sequence[
     return {key: values[by_time] for key, values in columns.items()}
 
 
+def _step_marks(name: np.ndarray, role: np.ndarray) -> dict[str, np.ndarray]:
+    """What numbering the steps reads of each phase's texts (_assign_steps): whether it opens a step (the rollout
+    manager's rollout), is the trainer's, and is a train_wait."""
+    return {"opens": (name == "rollout") & (role == "rollout_manager"), "trainer": role == "train",
+            "waits": name == "train_wait"}
+
+
+def _coded_marks(names: pa.DictionaryArray, name_codes: np.ndarray, roles: pa.DictionaryArray,
+                 role_codes: np.ndarray) -> dict[str, np.ndarray]:
+    """_step_marks of dictionary-encoded texts (the codes of the rows wanted): each distinct text compared once."""
+    name, role = (np.asarray(encoded.dictionary.to_pylist(), dtype=object) for encoded in (names, roles))
+    return {"opens": (name == "rollout")[name_codes] & (role == "rollout_manager")[role_codes],
+            "trainer": (role == "train")[role_codes], "waits": (name == "train_wait")[name_codes]}
+
+
 def _indices(encoded: pa.DictionaryArray) -> np.ndarray:
     """A number for each distinct text of a column (in no particular order): its dictionary code."""
     codes: np.ndarray = encoded.indices.to_numpy(zero_copy_only=False)
     return codes
 
 
-def _decoded(encoded: pa.DictionaryArray, codes: np.ndarray, rows: np.ndarray, dtype: type = object) -> np.ndarray:
-    """The texts of some rows of a dictionary-encoded column, each distinct text made once and shared (or, with
-    dtype str, as a fixed-width array)."""
-    distinct: np.ndarray = np.asarray(encoded.dictionary.to_pylist(), dtype=dtype)
+def _decoded(encoded: pa.DictionaryArray, codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The texts of some rows of a dictionary-encoded column, each distinct text made once and shared."""
+    distinct: np.ndarray = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
     texts: np.ndarray = distinct[codes[rows]]
     return texts
 
@@ -880,16 +898,17 @@ def _tuples(column: pa.ChunkedArray) -> np.ndarray:
     return tuples
 
 
-def _assign_steps(phases: dict[str, np.ndarray], first_step: int) -> np.ndarray:
+def _assign_steps(phases: dict[str, np.ndarray], marks: dict[str, np.ndarray], first_step: int) -> np.ndarray:
     """Number the steps: the k-th rollout and the k-th `train_wait` of rank 0 open step k; -1 for none.
 
-    Every other trainer phase belongs to the step whose `train_wait` began last before it.
+    Every other trainer phase belongs to the step whose `train_wait` began last before it. `marks`: the phases'
+    _step_marks.
     """
     rank, t0 = phases["rank"], phases["t0"]
     steps = np.full(len(rank), -1, dtype=np.int64)
-    rollouts = (phases["name"] == "rollout") & (phases["role"] == "rollout_manager")
+    rollouts = marks["opens"]
     steps[rollouts] = np.arange(first_step, first_step + int(rollouts.sum()))
-    trainer, waiting = phases["role"] == "train", phases["name"] == "train_wait"
+    trainer, waiting = marks["trainer"], marks["waits"]
     for one in np.unique(rank[trainer]):
         of_rank = trainer & (rank == one)
         waits = np.sort(t0[of_rank & waiting])
