@@ -516,3 +516,19 @@ def test_a_plain_file_read_whole_is_read_in_one_call(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(load, "open_input", counted)
     summaries(tmp_path / "runs")
     assert reads == [path.stat().st_size + 1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=64), at=st.integers(0, 64), null=st.booleans())
+def test_holds_null_tells_what_in_tells(data: bytes, at: int, null: bool) -> None:
+    """Every offset and length, `null` or a part of it at the start, the middle or the end."""
+    if null:
+        data = data[:at] + b"null" + data[at:]
+    for text in (data, data[:3], data[1:], b"nul" + data, data + b"nul"):
+        assert _columnar.holds_null(text) == (b"null" in text)
+
+
+def test_holds_null_finds_it_at_each_of_the_four_offsets_of_a_word() -> None:
+    for start in range(8):
+        assert _columnar.holds_null(b"x" * start + b"null" + b"y" * 5)
+    assert not _columnar.holds_null(b'{"a":nul}\n{"b":ull}\n' * 100)
