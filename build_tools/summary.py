@@ -704,31 +704,46 @@ def _placed(steps: np.ndarray, kept: dict[str, tuple[np.ndarray, np.ndarray]]) -
     return steps, metrics, non_finite
 
 
+# More lines than this for one step (Miles writes three: the rollout's, the trainer's, the step's times), and
+# validation takes the metrics one at a time (_validated_columns compares each pair of a step's lines).
+MOST_LINES_A_STEP = 8
+
+
 def _validated_columns(table: pa.Table, keys: tuple[str, ...], only: Collection[str]) -> MetricTable | None:
-    """_metric_columns with `only` of one table, every metric at once: a matrix of metrics by rows, checked in one
-    pass for each metric's steps ascending (each logged once, the common case). None when it cannot tell, and
-    _metric_columns reads the metrics one by one: a step a metric logs again, no row of these axes, a name twice."""
+    """_metric_columns with `only` of one table whose steps are written in order, every metric at once: which rows
+    log each metric, as one matrix of metrics by rows, checked in one pass for a step a metric logs twice (the
+    values read of the metrics named alone). None when it cannot tell, and _metric_columns reads the metrics one
+    by one: a step a metric logs again, steps out of order, no row of these axes, a name twice."""
     counted, steps = _counted_steps(table, keys)
     mapping = table.column("metrics")
     places = _metric_places(mapping.type)
     names = [mapping.type.field(place).name for place in places]
-    if not counted.any() or not places or mapping.num_chunks != 1 or steps.dtype != np.int64 \
-            or len(set(names)) < len(names):
+    if not counted.any() or not places or mapping.num_chunks != 1 or len(set(names)) < len(names):
+        return None
+    steps = steps[counted]
+    if len(steps) > 1 and bool((steps[1:] < steps[:-1]).any()):
         return None
     struct = mapping.chunk(0)
     children = [struct.field(place) for place in places]
     every = pa.chunked_array([child if child.type == pa.float64() else pc.cast(child, pa.float64(), safe=False)
                               for child in children], type=pa.float64())
-    shape = (len(children), table.num_rows)
-    logged = every.is_valid().to_numpy(zero_copy_only=False).reshape(shape) & counted
-    values = every.to_numpy(zero_copy_only=False).reshape(shape)
-    # A metric's steps ascend when each step it logs is above every step it logged before (on an earlier row).
-    before = np.maximum.accumulate(np.where(logged, steps, np.iinfo(np.int64).min), axis=1)
-    if (logged[:, 1:] & (steps[1:] <= before[:, :-1])).any():
+    logged = every.is_valid().to_numpy(zero_copy_only=False).reshape(len(children), table.num_rows)[:, counted]
+    # Steps in order, a step's rows are together: a metric logs a step once when no two of its rows, `gap` rows
+    # apart, hold the same step (gap up to the most rows a step has: 3 lines a step, as Miles writes them).
+    firsts = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
+    widest = int(np.diff(np.append(firsts, len(steps))).max()) if len(steps) else 0
+    if widest > MOST_LINES_A_STEP:
         return None
-    kept = {name: (steps[at], values[row, at]) for row, (name, at) in enumerate(zip(names, logged, strict=True))
-            if name in only and at.any()}
-    return _placed(np.unique(steps[logged.any(axis=0)]), kept)
+    for gap in range(1, widest):
+        if bool((logged[:, gap:] & logged[:, :-gap] & (steps[gap:] == steps[:-gap])).any()):
+            return None
+    kept = {}
+    for child, name, at in zip(children, names, logged, strict=True):
+        if name in only and at.any():
+            values = pc.cast(child, pa.float64(), safe=False).to_numpy(zero_copy_only=False)[counted]
+            kept[name] = (steps[at], values[at])
+    rows = steps[logged.any(axis=0)]
+    return _placed(rows[np.concatenate(([True], rows[1:] != rows[:-1]))] if len(rows) else rows, kept)
 
 
 def _first_appearance(steps: np.ndarray) -> np.ndarray:

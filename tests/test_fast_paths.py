@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import io
+import json
 import math
 import re
 import shutil
@@ -499,13 +500,31 @@ def test_validation_takes_every_metric_at_once_as_it_takes_them_one_at_a_time(ru
         assert same_table(fast, plain), run_dir
 
 
-def test_validation_takes_the_metrics_one_at_a_time_when_a_step_is_logged_again(tmp_path: Path) -> None:
-    """A step's line written twice (same values: no problem) is told by the one pass, and left to the plain path."""
+def _again_later(lines: list[bytes]) -> list[bytes]:
+    return lines[:5] + [lines[3]] + lines[5:]  # a step's line again after the next step's: out of order
+
+
+def _again_at_once(lines: list[bytes]) -> list[bytes]:
+    return lines[:4] + [lines[3]] + lines[4:]  # the same line twice in a row: one step, a metric logged twice
+
+
+def _one_metric_a_line(lines: list[bytes]) -> list[bytes]:
+    """The first step's trainer and times lines split into a line for each metric: more lines for a step than the
+    one pass compares."""
+    split = [json.dumps({**record, "metrics": {name: value}}).encode() + b"\n"
+             for record in map(json.loads, lines[1:3]) for name, value in record["metrics"].items()]
+    assert len(split) + 1 > summary_stage.MOST_LINES_A_STEP  # with the rollout's line
+    return lines[:1] + split + lines[3:]
+
+
+@pytest.mark.parametrize("edit", [_again_later, _again_at_once, _one_metric_a_line])
+def test_validation_takes_the_metrics_one_at_a_time_when_the_one_pass_cannot_tell(edit, tmp_path: Path) -> None:
+    """A step logged again (the same values: no problem), later or at once, and a step of many lines: the one pass
+    declines, and the plain path takes the table."""
     run = tmp_path / "baseline-seed2"
     shutil.copytree(ROOT / "runs" / run.name, run)
     metrics = run / "dashboard" / "metrics.jsonl"
-    lines = metrics.read_bytes().splitlines(keepends=True)
-    metrics.write_bytes(b"".join(lines[:5] + [lines[3]] + lines[5:]))
+    metrics.write_bytes(b"".join(edit(metrics.read_bytes().splitlines(keepends=True))))
     problems: list[Any] = []
     with reading("columns"):
         loaded = load.load_run(run, problems, keep=False)
