@@ -619,14 +619,15 @@ def _metric_columns(tables: list[Columns], keys: tuple[str, ...], *,
     twice with different values, or two metrics a step first logs on one line whose order there the columns
     cannot tell. With `only` (validation), the columns of those metrics alone, in no particular order (so never
     None for that), every step that logs a metric still a row."""
-    if only is not None and len(tables) == 1 and (fast := _validated_columns(tables[0].table, keys, only)):
+    counted_steps = [_counted_steps(columns.table, keys) for columns in tables]
+    if only is not None and len(tables) == 1 and (fast := _validated_columns(tables[0].table, *counted_steps[0],
+                                                                            only)):
         return fast
     logged: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # name -> (rows, steps, values)
     first_row: dict[str, tuple[int, int]] = {}  # name -> (its first row in its first table, its place there)
     all_steps, offset = [], 0
-    for columns in tables:
+    for columns, (counted, steps) in zip(tables, counted_steps, strict=True):
         table = columns.table
-        counted, steps = _counted_steps(table, keys)
         all_steps.append(steps[counted])
         if only is not None and not counted.any():  # no row of these axes: validation reads nothing of it
             offset += table.num_rows
@@ -709,12 +710,13 @@ def _placed(steps: np.ndarray, kept: dict[str, tuple[np.ndarray, np.ndarray]]) -
 MOST_LINES_A_STEP = 8
 
 
-def _validated_columns(table: pa.Table, keys: tuple[str, ...], only: Collection[str]) -> MetricTable | None:
+def _validated_columns(table: pa.Table, counted: np.ndarray, steps: np.ndarray,
+                       only: Collection[str]) -> MetricTable | None:
     """_metric_columns with `only` of one table whose steps are written in order, every metric at once: which rows
     log each metric, as one matrix of metrics by rows, checked in one pass for a step a metric logs twice (the
     values read of the metrics named alone). None when it cannot tell, and _metric_columns reads the metrics one
-    by one: a step a metric logs again, steps out of order, no row of these axes, a name twice."""
-    counted, steps = _counted_steps(table, keys)
+    by one: a step a metric logs again, steps out of order, no row of these axes, a name twice. `counted` and
+    `steps`: _counted_steps of the table for the axes' keys."""
     mapping = table.column("metrics")
     places = _metric_places(mapping.type)
     names = [mapping.type.field(place).name for place in places]

@@ -478,7 +478,8 @@ def metric_tables_both_ways(run_dir: Path) -> list[tuple[Any, Any]]:
     pairs: list[tuple[Any, Any]] = []
     for keys in AXES:
         for only in (frozenset(), names):
-            fast = summary_stage._validated_columns(tables[0].table, keys, only) if len(tables) == 1 else None
+            fast = summary_stage._validated_columns(tables[0].table, *summary_stage._counted_steps(
+                tables[0].table, keys), only) if len(tables) == 1 else None
             if fast is not None:
                 with pytest.MonkeyPatch.context() as patch:
                     patch.setattr(summary_stage, "_validated_columns", lambda *_: None)
@@ -530,7 +531,7 @@ def test_validation_takes_the_metrics_one_at_a_time_when_the_one_pass_cannot_tel
         loaded = load.load_run(run, problems, keep=False)
     assert problems == [] and len(loaded.tables["metrics"]) == 1
     table = loaded.tables["metrics"][0].table
-    assert summary_stage._validated_columns(table, AXES[0], frozenset()) is None
+    assert summary_stage._validated_columns(table, *summary_stage._counted_steps(table, AXES[0]), frozenset()) is None
     assert summary_stage._metric_columns(loaded.tables["metrics"], AXES[0], only=frozenset()) is not None
 
 
