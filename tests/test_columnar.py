@@ -11,6 +11,7 @@ import shutil
 import threading
 from pathlib import Path
 
+import numpy as np
 import pyarrow.compute as pc
 import pytest
 from conftest import ROOT, SAMPLES
@@ -532,3 +533,25 @@ def test_holds_null_finds_it_at_each_of_the_four_offsets_of_a_word() -> None:
     for start in range(8):
         assert _columnar.holds_null(b"x" * start + b"null" + b"y" * 5)
     assert not _columnar.holds_null(b'{"a":nul}\n{"b":ull}\n' * 100)
+
+
+def _starts_byte_by_byte(data: bytes) -> list[int]:
+    """line_starts' definition: 0, then each byte after a newline."""
+    return [0, *(at + 1 for at, byte in enumerate(data) if byte == ord("\n"))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.binary(max_size=20).map(lambda line: line.replace(b"\n", b"")), max_size=40),
+       tail=st.binary(max_size=12))
+def test_line_starts_finds_every_newline_in_words_as_byte_by_byte(lines: list[bytes], tail: bytes) -> None:
+    """Lines shorter and longer than a word, empty ones, and bytes after the last newline (any offset of 8)."""
+    data = b"".join(line + b"\n" for line in lines) + tail
+    starts = _columnar.line_starts(data)
+    assert starts.dtype == np.int64 and starts.tolist() == _starts_byte_by_byte(data)
+
+
+@pytest.mark.parametrize("run_id", ["baseline-seed2", "qwen3-4b-a"])
+def test_line_starts_of_a_runs_streams_are_its_newlines(run_id: str) -> None:
+    for path in sorted((ROOT / "runs" / run_id / "dashboard").rglob("*.jsonl")):
+        data = path.read_bytes()
+        assert _columnar.line_starts(data).tolist() == _starts_byte_by_byte(data), path
