@@ -378,7 +378,7 @@ def summarise(run: RunData, problems: list[Problem]) -> RunSummary:
     join = _join(run)
     phases, ((metric_steps, metrics, non_finite), others) = _apply_rules(run, problems, join)
     events = _frame(load.records(run, "events"), ["kind", "t0", "t1", "detail"])
-    phase_steps = _assign_steps(phases, _step_marks(phases["name"], phases["role"]),
+    phase_steps = _assign_steps(phases, _text_marks(phases["name"], phases["role"]),
                                 first_step=int(metric_steps.min()) if len(metric_steps) else 0)
     steps = _step_table(metric_steps, metrics, phases, phase_steps, events)
     sampled = [name for name in load.stream_names(run) if name not in ("metrics", "phases", "events")]
@@ -727,6 +727,7 @@ def _validated_columns(table: pa.Table, counted: np.ndarray, steps: np.ndarray,
         return None
     struct = mapping.chunk(0)
     children = [struct.field(place) for place in places]
+    # Every metric's column as doubles, one chunk a metric (the values of the metrics named are read from it)
     every = pa.chunked_array([child if child.type == pa.float64() else pc.cast(child, pa.float64(), safe=False)
                               for child in children], type=pa.float64())
     logged = every.is_valid().to_numpy(zero_copy_only=False).reshape(len(children), table.num_rows)[:, counted]
@@ -740,9 +741,9 @@ def _validated_columns(table: pa.Table, counted: np.ndarray, steps: np.ndarray,
         if bool((logged[:, gap:] & logged[:, :-gap] & (steps[gap:] == steps[:-gap])).any()):
             return None
     kept = {}
-    for child, name, at in zip(children, names, logged, strict=True):
+    for child, name, at in zip(every.chunks, names, logged, strict=True):
         if name in only and at.any():
-            values = pc.cast(child, pa.float64(), safe=False).to_numpy(zero_copy_only=False)[counted]
+            values = child.to_numpy(zero_copy_only=False)[counted]
             kept[name] = (steps[at], values[at])
     rows = steps[logged.any(axis=0)]
     return _placed(rows[np.concatenate(([True], rows[1:] != rows[:-1]))] if len(rows) else rows, kept)
@@ -797,7 +798,7 @@ def _phase_columns(run: RunData, deaths: Sequence[float], *, times_only: bool = 
             return columns
     frame = _phases(load.records(run, "phases"), run.warnings, deaths)
     if times_only:
-        return {name: frame[name].to_numpy() for name in ("t0", "t1", "rank")} | _step_marks(
+        return {name: frame[name].to_numpy() for name in ("t0", "t1", "rank")} | _text_marks(
             frame["name"].to_numpy(), frame["role"].to_numpy())
     return {name: frame[name].to_numpy() for name in PHASE_COLUMNS}
 
@@ -864,19 +865,24 @@ def _closed_phases(tables: list[Columns], warnings: list[str], deaths: Sequence[
     return {key: values[by_time] for key, values in columns.items()}
 
 
-def _step_marks(name: np.ndarray, role: np.ndarray) -> dict[str, np.ndarray]:
+def _step_marks(name_is: Callable[[str], np.ndarray], role_is: Callable[[str], np.ndarray]) -> dict[str, np.ndarray]:
     """What numbering the steps reads of each phase's texts (_assign_steps): whether it opens a step (the rollout
-    manager's rollout), is the trainer's, and is a train_wait."""
-    return {"opens": (name == "rollout") & (role == "rollout_manager"), "trainer": role == "train",
-            "waits": name == "train_wait"}
+    manager's rollout), is the trainer's, and is a train_wait. `name_is(text)`, `role_is(text)`: which phases have
+    that name, that role."""
+    return {"opens": name_is("rollout") & role_is("rollout_manager"), "trainer": role_is("train"),
+            "waits": name_is("train_wait")}
+
+
+def _text_marks(name: np.ndarray, role: np.ndarray) -> dict[str, np.ndarray]:
+    """_step_marks of the phases' texts, row by row."""
+    return _step_marks(lambda text: name == text, lambda text: role == text)
 
 
 def _coded_marks(names: pa.DictionaryArray, name_codes: np.ndarray, roles: pa.DictionaryArray,
                  role_codes: np.ndarray) -> dict[str, np.ndarray]:
     """_step_marks of dictionary-encoded texts (the codes of the rows wanted): each distinct text compared once."""
     name, role = (np.asarray(encoded.dictionary.to_pylist(), dtype=object) for encoded in (names, roles))
-    return {"opens": (name == "rollout")[name_codes] & (role == "rollout_manager")[role_codes],
-            "trainer": (role == "train")[role_codes], "waits": (name == "train_wait")[name_codes]}
+    return _step_marks(lambda text: (name == text)[name_codes], lambda text: (role == text)[role_codes])
 
 
 def _indices(encoded: pa.DictionaryArray) -> np.ndarray:
