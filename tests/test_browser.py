@@ -26,6 +26,16 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 HOST = "127.0.0.1"
 
 
+# The function each script waits for an image with: until it is loaded and shown, failing after 20 s (a test
+# fails, never hangs).
+WAIT_FOR_LOAD = """
+    const waitForLoad = async img => {
+        for (let waited = 0; !img.complete || !img.currentSrc; waited += 50) {
+            if (waited > 20000) throw new Error('not loaded in 20 s: ' + img.outerHTML.slice(0, 200));
+            await new Promise(done => setTimeout(done, 50));
+        }
+    };"""
+
 def _chromium() -> str:
     """Debian's Chromium (make test installs it); Playwright cannot download its own browser here."""
     found = os.environ.get("MANUAL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -250,15 +260,12 @@ def test_no_metrics_cell_breaks_inside_a_word(server, sized):
 def _scroll_through_the_shown_images(page: object) -> list[str]:
     """Each image the page shows scrolled into view and waited for (every figure loads lazily, when shown),
     then the page scrolled back to its top; the images' addresses, as loaded."""
-    return page.evaluate("""async () => {  // type: ignore[attr-defined]
+    return page.evaluate("""async () => {""" + WAIT_FOR_LOAD + """
         const loaded = [];
         for (const img of document.images) {
             if (!img.getClientRects().length) continue;  // not shown: the other scheme's
             img.scrollIntoView();
-            for (let waited = 0; !img.complete || !img.currentSrc; waited += 50) {  // a test fails, never hangs
-                if (waited > 20000) throw new Error('not loaded in 20 s: ' + img.outerHTML.slice(0, 200));
-                await new Promise(done => setTimeout(done, 50));
-            }
+            await waitForLoad(img);
             loaded.push(img.currentSrc);
         }
         window.scrollTo(0, 0);
@@ -273,7 +280,7 @@ def test_a_reader_fetches_only_the_figures_of_their_scheme_and_width(server, bro
     one it shows, and each image has its room before it loads (its width and height given). A dark reader's
     scheme is their system's on a first visit (set as soon as the header is, overrides/main.html), or the one
     they chose with the toggle on an earlier page (Material remembers it)."""
-    system = "light" if scheme == "light" else ("dark" if scheme == "dark" else "light")
+    system = "dark" if scheme == "dark" else "light"
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=system)  # type: ignore[attr-defined]
     if scheme == "dark, chosen with the toggle":
         earlier = context.new_page()
@@ -328,16 +335,13 @@ def test_figure_text_is_at_least_12_px_at_every_width_in_both_schemes(built_manu
         if not name[:2].isdigit():
             continue
         page.goto(urljoin(server, name), wait_until="load")
-        measured += page.evaluate("""async () => {
+        measured += page.evaluate("""async () => {""" + WAIT_FOR_LOAD + """
             const out = [];
             for (const img of document.querySelectorAll('figure.manual-figure img')) {
                 if (!img.getClientRects().length) continue;  // the other scheme's
                 img.loading = 'eager';  // measured here, not how it loads (the fetch test checks that)
                 img.scrollIntoView();
-                for (let waited = 0; !img.complete || !img.currentSrc; waited += 50) {  // a test fails, never hangs
-                if (waited > 20000) throw new Error('not loaded in 20 s: ' + img.outerHTML.slice(0, 200));
-                await new Promise(done => setTimeout(done, 50));
-            }
+                await waitForLoad(img);
                 const text = await (await fetch(img.currentSrc)).text();
                 const svg = new DOMParser().parseFromString(text, 'image/svg+xml');
                 const viewBox = svg.documentElement.getAttribute('viewBox').split(/[ ,]+/).map(Number);
@@ -367,15 +371,12 @@ def test_the_scheme_toggle_swaps_every_figure_and_its_zoom(server, visit):
     visit.goto(urljoin(server, "08-on-policy.html"), wait_until="load")
 
     def shown() -> list[str]:
-        return visit.evaluate("""async () => {
+        return visit.evaluate("""async () => {""" + WAIT_FOR_LOAD + """
             const out = [];
             for (const img of document.querySelectorAll('figure.manual-figure img')) {
                 if (!img.getClientRects().length) continue;
                 img.scrollIntoView();  // a lazy image (the dark scheme's) loads when shown
-                for (let waited = 0; !img.complete || !img.currentSrc; waited += 50) {  // a test fails, never hangs
-                if (waited > 20000) throw new Error('not loaded in 20 s: ' + img.outerHTML.slice(0, 200));
-                await new Promise(done => setTimeout(done, 50));
-            }
+                await waitForLoad(img);
                 out.push(img.currentSrc.split('/').pop());
             }
             window.scrollTo(0, 0);
