@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gzip
-import hashlib
 import io
 import operator
 import os
@@ -19,6 +18,8 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import blake3
 
 from ._exceptions import InputProblem, Problem, display_path
 
@@ -59,9 +60,16 @@ def identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
 # --- the bytes read, hashed as they are read -------------------------------------------------------
 
 
+def content_hash(data: bytes = b"") -> blake3.blake3:
+    """The hash of a file's bytes wherever the build keys on them (a run's input hash, every cache key): BLAKE3, a
+    cryptographic hash like sha256 and three times faster here (1.9 MB of a run's streams: 0.45 ms against
+    1.5 ms with the CPU's SHA extensions), on one thread. A cold check hashes every byte of every run."""
+    return blake3.blake3(data, max_threads=1)
+
+
 class Seen(NamedTuple):
-    """A file read whole: its identity while it was read (unchanged from opening to the end) and the sha256 of its
-    bytes as they are on disk (a .gz file's compressed bytes); identity None when it changed while read, or was
+    """A file read whole: its identity while it was read (unchanged from opening to the end) and the content_hash
+    of its bytes as they are on disk (a .gz file's compressed bytes); identity None when it changed while read, or was
     read twice and was not the same bytes both times."""
 
     identity: tuple[int, int, int, int, int] | None
@@ -93,15 +101,15 @@ class _Input:
         self.path, self.name = path, str(path)
         self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
         self.info = os.fstat(self._file.fileno())
-        self._sha = hashlib.sha256() if _seen is not None else None
+        self._hash = content_hash() if _seen is not None else None
         self._read = 0
 
     def read(self, size: int = -1, /) -> bytes:
         data: bytes | None = self._file.read(size) if size >= 0 else self._file.readall()
         if not data:
             return b""
-        if self._sha is not None:
-            self._sha.update(data)
+        if self._hash is not None:
+            self._hash.update(data)
         self._read += len(data)
         return data
 
@@ -110,8 +118,8 @@ class _Input:
         count: int | None = self._file.readinto(buffer)
         if not count:
             return 0
-        if self._sha is not None:
-            self._sha.update(memoryview(buffer)[:count])
+        if self._hash is not None:
+            self._hash.update(memoryview(buffer)[:count])
         self._read += count
         return count
 
@@ -120,15 +128,15 @@ class _Input:
 
     def close(self) -> None:
         try:
-            if self._sha is not None and _seen is not None and self._read == self.info.st_size:
+            if self._hash is not None and _seen is not None and self._read == self.info.st_size:
                 after = os.fstat(self._file.fileno())  # a file written while read is not what its stats say
                 self._record(identity(self.info) if identity(after) == identity(self.info) else None)
         finally:
             self._file.close()
 
     def _record(self, found: tuple[int, int, int, int, int] | None) -> None:
-        assert _seen is not None and self._sha is not None
-        digest = self._sha.digest()
+        assert _seen is not None and self._hash is not None
+        digest = self._hash.digest()
         before = _seen.get(self.name)
         if before is not None and before != (found, digest):  # read twice, not the same both times
             found = None

@@ -453,8 +453,8 @@ def test_any_change_to_a_runs_file_makes_the_check_read_again(project: Path, cap
             shutil.copytree(ROOT / "runs" / "nondet-a", run)
             assert main(["check"]) == 0
     hashed: list[Path] = []
-    real = fingerprint._sha256
-    monkeypatch.setattr(fingerprint, "_sha256", lambda path, size: hashed.append(path) or real(path, size))
+    real = fingerprint._content_digest
+    monkeypatch.setattr(fingerprint, "_content_digest", lambda path, size: hashed.append(path) or real(path, size))
     path = run / "dashboard" / "metrics.jsonl"
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
     assert main(["check"]) == 0

@@ -3,7 +3,6 @@ edition's manifest; files hashed once per process while they stay as they were; 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -13,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
+import blake3
 import pytest
 
 from build_tools import _files, _manifest, _ray, draw, site, summary
@@ -96,8 +96,8 @@ def test_no_module_but_the_fingerprint_reads_library_versions() -> None:
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     reads: list[str] = []
-    real: Callable = fingerprint._sha256
-    monkeypatch.setattr(fingerprint, "_sha256", lambda path, size: reads.append(str(path)) or real(path, size))
+    real: Callable = fingerprint._content_digest
+    monkeypatch.setattr(fingerprint, "_content_digest", lambda path, size: reads.append(str(path)) or real(path, size))
     return reads
 
 
@@ -134,7 +134,7 @@ def test_a_file_rewritten_within_one_clock_tick_is_read_again(tmp_path: Path, mo
     _fake_stat(monkeypatch, time.time_ns())
     first = fingerprint.file_digest(path)
     path.write_text("seed: 2\n")
-    assert fingerprint.file_digest(path) != first == hashlib.sha256(b"seed: 1\n").digest()
+    assert fingerprint.file_digest(path) != first == blake3.blake3(b"seed: 1\n").digest()
 
 
 def test_a_settled_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,7 +143,7 @@ def test_a_settled_file_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     _fake_stat(monkeypatch, time.time_ns() - 3_000_000_000)
     monkeypatch.setattr(fingerprint, "_digests", {})
     reads = _count_reads(monkeypatch)
-    assert fingerprint.file_digest(path) == fingerprint.file_digest(path) == hashlib.sha256(b"seed: 1\n").digest()
+    assert fingerprint.file_digest(path) == fingerprint.file_digest(path) == blake3.blake3(b"seed: 1\n").digest()
     assert reads == [str(path)]
 
 
@@ -157,7 +157,7 @@ def test_a_large_file_is_hashed_in_chunks_never_whole(tmp_path: Path, monkeypatc
         raise AssertionError(f"{self} read whole")
 
     monkeypatch.setattr(Path, "read_bytes", whole)
-    assert fingerprint.file_digest(path) == hashlib.sha256(data).digest()
+    assert fingerprint.file_digest(path) == blake3.blake3(data).digest()
 
 
 # --- keys ---------------------------------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_each_output_records_what_it_was_made_from(built_manual: Path) -> None:
     made_from = record["made_from"]
     assert made_from["runs/no-watchdog/"] == summary.input_hash(built_manual / "runs" / "no-watchdog")
     chapter = built_manual / "docs" / "01-step.md"
-    assert made_from["docs/01-step.md"] == hashlib.sha256(chapter.read_bytes()).hexdigest()
+    assert made_from["docs/01-step.md"] == blake3.blake3(chapter.read_bytes()).hexdigest()
     assert "build_tools/store/fingerprint.py" in made_from
     site_record = json.loads((built_manual / "build" / "site.key").read_text())
     assert site_record["kind"] == "site" and "docs/index.md" in site_record["made_from"]

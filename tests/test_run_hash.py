@@ -5,13 +5,13 @@ A file rewritten with its size kept and its modification time put back (`touch -
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import time
 from pathlib import Path
 
+import blake3
 import pytest
 from conftest import copy_project
 
@@ -145,8 +145,8 @@ SAMPLE_RUNS = sorted(run for kind in ("hostile", "load") for scenario in (SAMPLE
 def _hashed_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files input_hash reads itself (those the loader did not read whole)."""
     reads: list[str] = []
-    real = fingerprint._sha256
-    monkeypatch.setattr(fingerprint, "_sha256", lambda path, size: reads.append(str(path)) or real(path, size))
+    real = fingerprint._content_digest
+    monkeypatch.setattr(fingerprint, "_content_digest", lambda path, size: reads.append(str(path)) or real(path, size))
     return reads
 
 
@@ -173,7 +173,7 @@ def test_a_gzip_stream_is_hashed_as_its_compressed_bytes(tmp_path: Path) -> None
     with hashing_reads() as seen:
         assert load.load_run(run, []).run_id == "tiny-run"
     path = run / "dashboard" / "metrics.jsonl.gz"
-    assert seen[str(path)].digest == hashlib.sha256(path.read_bytes()).digest()
+    assert seen[str(path)].digest == blake3.blake3(path.read_bytes()).digest()
     assert seen[str(path)].identity == scan_tree(path, path)[1][0][1:]
 
 
@@ -263,7 +263,7 @@ def test_an_edition_hashes_every_byte_of_every_run_it_reads(tmp_path: Path, monk
     real_close = _files._Input.close
 
     def close(self: _files._Input) -> None:
-        if self._sha is not None and self._read == self.info.st_size:
+        if self._hash is not None and self._read == self.info.st_size:
             hashed_whole.append(self.name)
         real_close(self)
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .._files import identity
+from .._files import content_hash, identity
 
 # The libraries whose versions can change an output: the drawing (matplotlib and the PNG and font libraries it
 # writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard; wandb,
@@ -82,29 +82,33 @@ def environment() -> str:
 
 
 def file_digest(path: Path) -> bytes:
-    """sha256 of the file's bytes; read once per process while the file keeps its inode, size and times."""
+    """The content_hash of the file's bytes; read once per process while the file keeps its inode, size and
+    times."""
     return read_digest(path)[1]
 
 
 def read_digest(path: Path) -> tuple[Identity | None, bytes]:
     """The file's identity (size, mtime and ctime in ns, inode, device: what a listing keeps of it after its name)
-    and the sha256 of its bytes; identity None when the file changed while it was read (its digest then is of
+    and the content_hash of its bytes; identity None when the file changed while it was read (its digest then is of
     bytes no listing describes, and is not remembered)."""
     before = identity(os.stat(path))
     digest = _digests.get(before)
     if digest is None:
-        digest = _sha256(path, before[0])
+        digest = _content_digest(path, before[0])
         if identity(os.stat(path)) != before:  # written while read: its stats do not describe these bytes
             return None, digest
         note_digest(before, digest)
     return before, digest
 
 
-def _sha256(path: Path, size: int) -> bytes:
+def _content_digest(path: Path, size: int) -> bytes:
     if size <= ONE_READ:
-        return hashlib.sha256(path.read_bytes()).digest()
+        return content_hash(path.read_bytes()).digest()
+    digest = content_hash()
     with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").digest()
+        while block := handle.read(ONE_READ):
+            digest.update(block)
+    return digest.digest()
 
 
 def note_digest(identity: Identity, digest: bytes) -> None:
