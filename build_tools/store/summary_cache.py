@@ -2,7 +2,8 @@
 
 A cached summary is a folder `<run-id>-<input hash>/` holding one Parquet file per table (steps, phases,
 events, each sampled series) and `entry.json` with the run's configuration, facts and warnings, the
-sha256 of every Parquet file, and the sha256 of its own body. Nothing in it can run code when read (no
+BLAKE3 hash of every Parquet file (`_files.content_hash`, the hash of every byte the build reads), and the sha256
+of its own body. Nothing in it can run code when read (no
 pickle); an entry whose hashes do not match, or that does not parse, is discarded with a warning and
 the run is summarised again.
 
@@ -37,10 +38,11 @@ import pyarrow.parquet as pq
 
 from .. import _workers
 from .._exceptions import CacheChanged
+from .._files import content_hash
 from .._staging import temporary_prefix, write_atomic
 from .._types import MetricFacts, RunSummary
 
-FORMAT = 1
+FORMAT = 2  # 2: each Parquet file's hash is BLAKE3 (`blake3`), not sha256
 FACTS_FORMAT = 1
 # pyarrow's rows per Parquet row group (pq.write_table's default).
 ROW_GROUP = 1024 * 1024
@@ -100,8 +102,8 @@ class EntryWriter:
     def __init__(self, cache_dir: Path, run_id: str) -> None:
         self.cache_dir, self.run_id = cache_dir, run_id
         self._tmp: Path | None = None
-        self.written: dict[str, tuple[Path, str]] = {}  # table name -> its file (not yet named), its sha256
-        # The table being written in the writer thread, while the caller reads on (its sha256 when done).
+        self.written: dict[str, tuple[Path, str]] = {}  # table name -> its file (not yet named), its hash
+        # The table being written in the writer thread, while the caller reads on (its hash when done).
         self._writing: tuple[str, Future[str]] | None = None
 
     @property
@@ -132,7 +134,7 @@ class EntryWriter:
         self._writing = name, _workers.threads("write", 1).submit(_write_and_hash, frame, file)
 
     def _written(self) -> None:
-        """Wait for the table being written (its error raised here) and keep its sha256."""
+        """Wait for the table being written (its error raised here) and keep its hash."""
         if self._writing is not None:
             (name, writing), self._writing = self._writing, None
             self.written[name] = self.written[name][0], writing.result()
@@ -144,7 +146,7 @@ class EntryWriter:
             file, sha = self.written[name]
             named = f"{index:02d}.parquet"
             file.rename(self.tmp / named)
-            files[named] = {"name": name, "sha256": sha}
+            files[named] = {"name": name, "blake3": sha}
         content = {"format": FORMAT, "digest": digest, "files": files, **body}
         text = json.dumps(content, sort_keys=True, allow_nan=True)
         # The body in its own order (a run.yaml's, the facts'), so that it reads back as the summary had it; its
@@ -161,11 +163,11 @@ class EntryWriter:
 
 
 def _write_and_hash(frame: pd.DataFrame, file: Path) -> str:
-    """EntryWriter.add's work, in the writer thread: the table written, what it used given back, its sha256."""
+    """EntryWriter.add's work, in the writer thread: the table written, what it used given back, its hash."""
     _write_frame(frame, file)
     del frame
     pa.default_memory_pool().release_unused()
-    return _sha256(file)
+    return _file_hash(file)
 
 
 def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[Callable[[str], bool]],
@@ -186,7 +188,7 @@ def read_entry(cache_dir: Path, run_id: str, digest: str) -> tuple[Callable[[Cal
         if body.get("format") != FORMAT or body.get("digest") != digest:
             raise ValueError("another format or input")
         for file, info in body["files"].items():
-            if _sha256(folder / Path(file).name) != info["sha256"]:
+            if _file_hash(folder / Path(file).name) != info["blake3"]:
                 raise ValueError(f"{file} does not match its hash")
     except (OSError, KeyError, TypeError, AttributeError, ValueError, RecursionError) as error:
         shutil.rmtree(folder, ignore_errors=True)
@@ -201,7 +203,7 @@ def _read_frames(folder: Path, body: dict[str, Any], wanted: Callable[[str], boo
         if not wanted(info["name"]):
             continue
         data = (folder / Path(file).name).read_bytes()
-        if hashlib.sha256(data).hexdigest() != info["sha256"]:  # changed since it was checked: never trusted
+        if content_hash(data).hexdigest() != info["blake3"]:  # changed since it was checked: never trusted
             raise CacheChanged(folder)
         frames[info["name"]] = _read_frame(pa.BufferReader(data))
     return frames
@@ -377,8 +379,8 @@ def write_validated(cache_dir: Path, runs: dict[str, dict[str, Any]]) -> None:
     write_atomic(cache_dir / VALIDATED, hashlib.sha256(text).hexdigest().encode() + b"\n" + text)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _file_hash(path: Path) -> str:
+    return content_hash(path.read_bytes()).hexdigest()
 
 
 def _sha256_text(text: str) -> str:
