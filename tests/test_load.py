@@ -179,3 +179,28 @@ def test_pyarrows_allocator_purges_freed_pages_at_once_unless_the_user_says(set_
     done = subprocess.run([sys.executable, "-c", "import build_tools.load"], env=env, capture_output=True,
                           text=True, check=True)
     assert f"option 'purge_delay': {expected}" in done.stderr
+
+
+# Bytes of glibc's malloc held in blocks mapped on their own (mallinfo2's hblkhd), around an 8 MiB allocation.
+_MAPPED = """
+import ctypes, sys
+if sys.argv[1] == "imported":
+    import build_tools
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+before = libc.mallinfo2().hblkhd
+block = bytearray(8 << 20)
+print(libc.mallinfo2().hblkhd - before)
+"""
+
+
+@pytest.mark.skipif(not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"), reason="glibc's malloc only")
+@pytest.mark.parametrize(("imported", "mapped"), [("imported", False), ("not imported", True)])
+def test_a_block_of_a_few_megabytes_comes_from_the_heap_once_build_tools_is_imported(imported: str,
+                                                                                      mapped: bool) -> None:
+    """build_tools raises glibc's mmap threshold: a batch's temporaries are not mapped (and faulted in) afresh."""
+    done = subprocess.run([sys.executable, "-c", _MAPPED, imported], capture_output=True, text=True, check=True)
+    assert (int(done.stdout) >= 8 << 20) is mapped
