@@ -37,6 +37,7 @@ from ._files import (
     decode_utf8,
     open_input,
     read_bytes,
+    read_small,
     read_text,
     scan_runs,
 )
@@ -339,6 +340,14 @@ class _ColumnReader:
                 self.run.streams[self.stream] += _read_stream(path, self.stream, self.problems, self.run.warnings)
 
     def _read_file(self, path: Path) -> None:
+        if not path.name.endswith(".gz"):  # most files: a plain file smaller than a batch, read in one call
+            try:
+                whole = read_small(path, min(_columnar.BATCH_BYTES, STREAM_LIMIT + 1))
+            except OSError:
+                whole = None  # read again below, and refused there: the record path words why
+            if whole is not None:
+                self._read_whole(path, whole)
+                return
         with contextlib.closing(_blocks(path)) as blocks:  # closed at once: a file read whole counts as seen
             self._read_blocks(path, blocks)
 
@@ -347,17 +356,11 @@ class _ColumnReader:
             first = next(blocks, b"")
             # Less than a batch is the whole file unless more follows (a file that grew after it was sized).
             more = next(blocks, None) if len(first) < _columnar.BATCH_BYTES else b""
-            if more is None:  # the whole file, in one piece
-                piece, tail = _split(first, path, 1)
-                self._warn_tail(path, tail, lambda: 1 + piece.lines)
-                if piece.data:
-                    self.pending.append(piece)
-                    self.pending_bytes += len(piece.data)
-                if self.pending_bytes >= _columnar.BATCH_BYTES:
-                    self._flush()
-                return
         except _Unreadable:
             self._read_unreadable(path)
+            return
+        if more is None:
+            self._read_whole(path, first)
             return
         self._flush(drain=True)
         kept = len(self.run.tables.get(self.stream, [])), len(self.run.streams[self.stream]), len(self.problems)
@@ -368,6 +371,20 @@ class _ColumnReader:
             del self.run.tables.get(self.stream, [])[kept[0]:]
             del self.run.streams[self.stream][kept[1]:], self.problems[kept[2]:]
             self._read_unreadable(path)
+
+    def _read_whole(self, path: Path, data: bytes) -> None:
+        """A whole file, in one piece, joined to the pending batch."""
+        try:
+            piece, tail = _split(data, path, 1)
+            self._warn_tail(path, tail, lambda: 1 + piece.lines)
+        except _Unreadable:
+            self._read_unreadable(path)
+            return
+        if piece.data:
+            self.pending.append(piece)
+            self.pending_bytes += len(piece.data)
+        if self.pending_bytes >= _columnar.BATCH_BYTES:
+            self._flush()
 
     def _read_unreadable(self, path: Path) -> None:
         self._flush(drain=True)

@@ -389,3 +389,44 @@ def test_random_figure_blocks(body: str, tmp_path_factory: pytest.TempPathFactor
         read_blocks(docs, ROOT / "figures")
     except ChapterError as error:
         assert all(problem.file.endswith("01-x.md") for problem in error.problems)
+
+
+def test_read_small_keeps_what_open_input_keeps_of_a_file_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(b'{"step": 1}\n' * 100)
+    with _files.hashing_reads() as seen:
+        assert _files.read_small(path, 10_000) == path.read_bytes()
+    by_small = seen[str(path)]
+    with _files.hashing_reads() as seen, _files.open_input(path) as handle:
+        assert handle.read(10_000) == path.read_bytes()
+    assert by_small == seen[str(path)] and by_small.identity is not None
+
+
+def test_read_small_leaves_a_large_file_a_fifo_and_an_empty_one_as_it_should(tmp_path: Path) -> None:
+    large, pipe, empty = tmp_path / "large.jsonl", tmp_path / "pipe.jsonl", tmp_path / "empty.jsonl"
+    large.write_bytes(b"x" * 100)
+    os.mkfifo(pipe)  # opened to wait for a writer, it would hang the test
+    empty.write_bytes(b"")
+    assert _files.read_small(large, 100) is None and _files.read_small(large, 101) == b"x" * 100
+    assert _files.read_small(pipe, 100) is None
+    assert _files.read_small(empty, 100) == b""
+
+
+def test_read_small_gives_a_file_that_grew_after_it_was_sized_to_the_reader_of_blocks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines written between the file's stat and its read: read_small declines, and open_input reads the file to
+    its end (tests/test_columnar.py), not to the size it had."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(b'{"step": 1}\n')
+    real_fstat, grown = os.fstat, []
+
+    def grows_once_sized(handle: int) -> os.stat_result:
+        info = real_fstat(handle)
+        if not grown:
+            grown.append(path.write_bytes(b'{"step": 1}\n{"step": 2}\n'))
+        return info
+
+    monkeypatch.setattr(_files.os, "fstat", grows_once_sized)
+    with _files.hashing_reads() as seen:
+        assert _files.read_small(path, 10_000) is None
+    assert grown and seen == {}

@@ -260,14 +260,13 @@ def test_an_edition_hashes_every_byte_of_every_run_it_reads(tmp_path: Path, monk
     (run / "notes.txt").write_text("a file no reader opens\n")
     monkeypatch.setattr(fingerprint, "_digests", {})
     hashed_whole: list[str] = []
-    real_close = _files._Input.close
+    real_note = _files._note_seen  # a file read whole, by read_small or through open_input
 
-    def close(self: _files._Input) -> None:
-        if self._hash is not None and self._read == self.info.st_size:
-            hashed_whole.append(self.name)
-        real_close(self)
+    def note(name: str, found: tuple[int, int, int, int, int] | None, digest: bytes) -> None:
+        hashed_whole.append(name)
+        real_note(name, found, digest)
 
-    monkeypatch.setattr(_files._Input, "close", close)
+    monkeypatch.setattr(_files, "_note_seen", note)
     reads = _hashed_reads(monkeypatch)
     validated: dict = {}
     summary.summarise_runs(run.parent, None, wanted=summary.Wanted(), validated=validated)
