@@ -1,11 +1,10 @@
 """The summary cache: data only, checked before it is trusted.
 
 A cached summary is a folder `<run-id>-<input hash>/` holding one Parquet file per table (steps, phases,
-events, each sampled series) and `entry.json` with the run's configuration, facts and warnings, the
-BLAKE3 hash of every Parquet file (`_files.content_hash`, the hash of every byte the build reads), and the sha256
-of its own body. Nothing in it can run code when read (no
-pickle); an entry whose hashes do not match, or that does not parse, is discarded with a warning and
-the run is summarised again.
+events, each sampled series) and `entry.json` with the run's configuration, facts and warnings, the BLAKE3 hash
+of every Parquet file (`_files.content_hash`, as every byte the build reads is hashed), and the sha256 of its own
+body. Nothing in it can run code when read (no pickle); an entry whose hashes do not match, or that does not
+parse, is discarded with a warning and the run is summarised again.
 
 `validated.json` remembers every run that passed its checks, summarised or not: its input hash, run.yaml,
 first and last record times, warnings, the rows of its per-step table and the facts of the metrics the Metrics
