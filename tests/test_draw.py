@@ -4,7 +4,6 @@ what they read, checked against the palette, and every problem names the figure,
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib
 import io
 import json
@@ -14,6 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import blake3
 import pandas as pd
 import pytest
 import yaml
@@ -241,7 +241,7 @@ def test_a_figures_cache_entry_says_what_it_was_drawn_from(sample_figures, tmp_p
         return json.loads((tmp_path / "cache" / "fig-ab.key").read_text())
 
     first = record()
-    module = hashlib.sha256((sample_figures.figures_src / "tiny_reward.py").read_bytes()).hexdigest()
+    module = blake3.blake3((sample_figures.figures_src / "tiny_reward.py").read_bytes()).hexdigest()
     assert first["kind"] == "figure" and first["tools"]["python"] == sys.version.split()[0]
     assert sorted(first["made_from"]) == ["drawing code, figure helpers, palette and style", "figures/tiny_reward.py",
                                           "run run-a", "run run-b", "the figure block"]
