@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import math
 import os
 import re
 import shutil
@@ -12,13 +13,14 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from conftest import ROOT, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from build_tools import _columnar, load, summary
+from build_tools import _columnar, load, schemas, summary
 from build_tools._exceptions import RunDataError
 from build_tools._types import RunSummary
 from build_tools.summary import summarise_runs, summarise_serially
@@ -557,3 +559,23 @@ def test_line_starts_of_a_runs_streams_are_its_newlines(run_id: str) -> None:
     for path in sorted((ROOT / "runs" / run_id / "dashboard").rglob("*.jsonl")):
         data = path.read_bytes()
         assert _columnar.line_starts(data).tolist() == _starts_byte_by_byte(data), path
+
+
+# Times and phase ends, a third of them at the edges: NaN, the infinities, 0, -1, LATEST_TIME and just inside it.
+_TIMES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.none(), st.integers(-3, 3).map(float),
+                   st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0, -1.0, schemas.LATEST_TIME,
+                                     float(np.nextafter(schemas.LATEST_TIME, 0)), float(np.nextafter(0.0, -1))]))
+
+
+@given(st.lists(st.lists(_TIMES, max_size=6), max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_the_time_checks_tell_what_each_value_tells(chunks: list[list[float | None]]) -> None:
+    """_time and _phase_end hold a column to what schemas' validators hold each value to (nulls left out)."""
+    column = pa.chunked_array([pa.array(chunk, type=pa.float64()) for chunk in chunks], type=pa.float64())
+    values = [value for chunk in chunks for value in chunk if value is not None]
+
+    def each(value: float, open_end: bool) -> bool:
+        return math.isfinite(value) and (value >= 0 or (open_end and value == -1)) and value < schemas.LATEST_TIME
+
+    assert _columnar._time(column) is all(each(value, False) for value in values)
+    assert _columnar._phase_end(column) is all(each(value, True) for value in values)
