@@ -129,14 +129,9 @@ class _Input:
     def close(self) -> None:
         try:
             if self._hash is not None and _seen is not None and self._read == self.info.st_size:
-                after = os.fstat(self._file.fileno())  # a file written while read is not what its stats say
-                self._record(identity(self.info) if identity(after) == identity(self.info) else None)
+                _note_seen(self.name, self.info, os.fstat(self._file.fileno()), self._hash.digest())
         finally:
             self._file.close()
-
-    def _record(self, found: tuple[int, int, int, int, int] | None) -> None:
-        assert self._hash is not None
-        _note_seen(self.name, found, self._hash.digest())
 
     def __enter__(self) -> _Input:
         return self
@@ -145,9 +140,11 @@ class _Input:
         self.close()
 
 
-def _note_seen(name: str, found: tuple[int, int, int, int, int] | None, digest: bytes) -> None:
-    """A file read whole, as hashing_reads keeps it: its identity while read (None: it changed) and its hash."""
+def _note_seen(name: str, opened: os.stat_result, read: os.stat_result, digest: bytes) -> None:
+    """A file read whole, as hashing_reads keeps it: its identity while read (None when its stats once read differ
+    from those when opened: a file written while read is not what its stats say) and its hash."""
     assert _seen is not None
+    found = identity(opened) if identity(read) == identity(opened) else None
     before = _seen.get(name)
     if before is not None and before != (found, digest):  # read twice, not the same both times
         found = None
@@ -169,9 +166,7 @@ def read_small(path: Path, most: int) -> bytes | None:
         if len(data) != info.st_size:
             return None
         if _seen is not None:
-            after = os.fstat(handle)  # a file written while read is not what its stats say
-            _note_seen(str(path), identity(info) if identity(after) == identity(info) else None,
-                       content_hash(data).digest())
+            _note_seen(str(path), info, os.fstat(handle), content_hash(data).digest())
         return data
     finally:
         os.close(handle)

@@ -262,9 +262,9 @@ def test_an_edition_hashes_every_byte_of_every_run_it_reads(tmp_path: Path, monk
     hashed_whole: list[str] = []
     real_note = _files._note_seen  # a file read whole, by read_small or through open_input
 
-    def note(name: str, found: tuple[int, int, int, int, int] | None, digest: bytes) -> None:
+    def note(name: str, opened: os.stat_result, read: os.stat_result, digest: bytes) -> None:
         hashed_whole.append(name)
-        real_note(name, found, digest)
+        real_note(name, opened, read, digest)
 
     monkeypatch.setattr(_files, "_note_seen", note)
     reads = _hashed_reads(monkeypatch)
