@@ -13,7 +13,7 @@ import pytest
 from conftest import MILES_SAMPLES, ROOT, SAMPLES
 
 from build_tools import load
-from build_tools._exceptions import EXIT_BAD_INPUT, RunDataError
+from build_tools._exceptions import EXIT_BAD_INPUT, Problem, RunDataError
 from build_tools.cli import main
 
 LOAD = SAMPLES / "load"
@@ -204,3 +204,17 @@ def test_a_block_of_a_few_megabytes_comes_from_the_heap_once_build_tools_is_impo
     """build_tools raises glibc's mmap threshold: a batch's temporaries are not mapped (and faulted in) afresh."""
     done = subprocess.run([sys.executable, "-c", _MAPPED, imported], capture_output=True, text=True, check=True)
     assert (int(done.stdout) >= 8 << 20) is mapped
+
+
+def test_hourly_files_are_read_in_the_order_their_paths_sort(tmp_path: Path) -> None:
+    # _partition_files sorts by name (cheaper than comparing Paths): the same order, whatever order they were made in.
+    folder = tmp_path / "phases"
+    folder.mkdir()
+    hours = ["20261016_00.jsonl", "20261015_23.jsonl.gz", "20261015_09.jsonl", "20261015_10.jsonl", "20261101_01.jsonl"]
+    for name in hours:
+        (folder / name).write_text("{}\n")
+    problems: list[Problem] = []
+    assert load._partition_files(folder, problems) == sorted(folder.iterdir())
+    assert [path.name for path in load._partition_files(folder, problems)] == [
+        "20261015_09.jsonl", "20261015_10.jsonl", "20261015_23.jsonl.gz", "20261016_00.jsonl", "20261101_01.jsonl"]
+    assert problems == []
