@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import MILES_SAMPLES, ROOT, SAMPLES
+from hypothesis import given
+from hypothesis import strategies as st
 
 from build_tools import _columnar, load, readers, summary
 from build_tools._exceptions import CacheChanged, RunDataError
@@ -427,3 +429,17 @@ def test_a_run_changed_a_moment_ago_is_hashed_but_not_remembered(tmp_path: Path,
     summarise_runs(runs, cache, wanted=READ)
     memo = json.loads((cache / "input-hashes.json").read_text())
     assert sorted(key.rsplit("/", 1)[1] for key in memo) == ["baseline-seed1", "no-watchdog"]
+
+
+@given(st.lists(st.integers(-3, 40), max_size=60), st.booleans())
+def test_distinct_count_is_the_count_of_unique_values(values: list[int], in_order: bool) -> None:
+    # The shortcut for steps in order (most runs) against np.unique, on steps in order, repeated, and out of order.
+    steps = np.array(sorted(values) if in_order else values, dtype=np.int64)
+    assert summary._distinct_count(steps) == len(np.unique(steps))
+
+
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40), st.booleans())
+def test_distinct_count_of_doubles_is_np_uniques(values: list[float], in_order: bool) -> None:
+    # NaN and the infinities too (a NaN is never in order: np.unique, which counts the NaNs as one, decides).
+    steps = np.array(sorted(values) if in_order else values, dtype=np.float64)
+    assert summary._distinct_count(steps) == len(np.unique(steps))
