@@ -1,6 +1,7 @@
 """One build at a time in a project folder, one publish at a time in a repository: locks from `filelock`.
 
-A second build waits for the first, saying so in one line, then finds the site up to date or rebuilds it;
+A second build waits for the first, saying so in one line, then finds the site up to date or rebuilds it (one
+whose site is current before it waits says so at once: cli._cmd_build);
 the lock is the operating system's (flock), so a killed build never leaves it held.
 """
 

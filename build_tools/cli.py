@@ -135,20 +135,29 @@ def _settings(**options: Any) -> Settings:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from ._lock import build_lock
     from .store import uptodate
 
     settings = _settings(jobs=args.jobs)
     layout = Layout(args.root.resolve())
-    # Under the lock: a build that waited for another finds the site that one built up to date.
+    # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs. First without
+    # the lock (filelock's imports are a sixth of a no-op): a build that starts forgets the recorded key before it
+    # touches site/, so a site found current is one no build was replacing.
+    if not args.force and uptodate.is_current(layout, settings):
+        return _nothing_changed()
+    from ._lock import build_lock
+
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
-        # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs.
+        # Again under the lock: a build that waited for another finds the site that one built up to date.
         if not args.force and uptodate.is_current(layout, settings):
-            sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
-            return 0
+            return _nothing_changed()
         from .build import build
 
         build(args.root, settings)
+    return 0
+
+
+def _nothing_changed() -> int:
+    sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
     return 0
 
 

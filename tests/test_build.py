@@ -130,16 +130,32 @@ def test_a_changed_metric_no_figure_plots_redraws_no_figure(built_copy: Path) ->
 
 
 def test_a_no_op_build_imports_neither_rich_nor_the_build(built_copy: Path) -> None:
-    """What a no-op `make` costs is Python's start and hashing the inputs: nothing heavy is imported."""
+    """What a no-op `make` costs is Python's start and hashing the inputs: nothing heavy is imported (nor the
+    lock's filelock: a site found current is not waited for)."""
     import subprocess
     import sys
 
-    heavy = "('rich', 'pandas', 'matplotlib', 'importlib.metadata')"
+    heavy = "('rich', 'pandas', 'matplotlib', 'importlib.metadata', 'filelock')"
     code = ("import sys; from build_tools.cli import main; code = main(['build']); "
             f"print(code, sorted(m for m in {heavy} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=built_copy, capture_output=True, text=True, check=True)
     assert done.stdout == "0 []\n"
     assert done.stderr == "Nothing changed since the last build: site/ is up to date (--force rebuilds).\n"
+
+
+def test_a_no_op_build_does_not_wait_for_a_build_holding_the_lock(built_copy: Path) -> None:
+    """Another build holds build/.lock (here this test): a site found current is said so at once; a build that
+    starts forgets the recorded key first, so a site being replaced is never found current."""
+    import subprocess
+    import sys
+
+    from filelock import FileLock
+
+    with FileLock(str(built_copy / "build" / ".lock")):
+        done = subprocess.run([sys.executable, "-m", "build_tools", "build"], cwd=built_copy, capture_output=True,
+                              text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (
+        0, "Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
 
 
 def test_a_build_of_another_folder_draws_with_its_figure_modules_and_palette(built_copy: Path, tmp_path: Path,
