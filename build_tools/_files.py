@@ -212,7 +212,7 @@ def loose_files(runs: Path) -> list[str]:
         return []
 
 
-_NAME = operator.attrgetter("name")
+by_name = operator.attrgetter("name")  # the sort key of a folder's entries (DirEntry, Path): their names
 
 
 class _Walk:
@@ -273,7 +273,7 @@ class _Walk:
         prefix = f"{relative}/" if relative else ""
         try:
             with os.scandir(path) as found:
-                entries = sorted(found, key=_NAME)
+                entries = sorted(found, key=by_name)
         except OSError as error:
             self.problem(path, f"cannot be read ({error.strerror})")
             return

@@ -32,6 +32,7 @@ from ._exceptions import InputProblem, Problem, RunDataError, display_path
 from ._files import (
     STREAM_LIMIT,
     FileStat,
+    by_name,
     check_tree,
     check_utf8,
     decode_utf8,
@@ -753,16 +754,12 @@ def _stream_of(path: Path, streams: tuple[str, ...]) -> str | None:
     return match["stream"] if match and match["stream"] in streams else None
 
 
-def _name(path: Path) -> str:
-    return path.name
-
-
 def _partition_files(path: Path, problems: list[Problem]) -> list[Path]:
     if path.is_file():
         return [path]
     files = []
     # By name, the order Paths of one folder sort in, and cheaper: 19 against 110 us for two days of hourly files.
-    for part in sorted(path.iterdir(), key=_name):
+    for part in sorted(path.iterdir(), key=by_name):
         if PARTITION.match(part.name):
             files.append(part)
         else:
