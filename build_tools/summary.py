@@ -830,7 +830,8 @@ def _phases(records: Iterable[Record], warnings: list[str], deaths: Sequence[flo
 def _distinct_count(values: np.ndarray) -> int:
     """len(np.unique(values)), told without sorting when they are in order already (as a run logs its steps): 0.06
     against 0.25 ms for a run's two step keys of a thousand steps."""
-    changes = np.diff(values)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: not in order, np.unique decides (and no numpy warning)
+        changes = np.diff(values)
     if not (changes >= 0).all():
         return len(np.unique(values))
     return int(len(values) > 0) + int(np.count_nonzero(changes))

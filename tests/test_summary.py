@@ -443,3 +443,12 @@ def test_distinct_count_of_doubles_is_np_uniques(values: list[float], in_order: 
     # NaN and the infinities too (a NaN is never in order: np.unique, which counts the NaNs as one, decides).
     steps = np.array(sorted(values) if in_order else values, dtype=np.float64)
     assert summary._distinct_count(steps) == len(np.unique(steps))
+
+
+def test_distinct_count_of_equal_infinities_warns_nothing() -> None:
+    # inf - inf is NaN: counted by np.unique, without numpy's "invalid value" warning reaching the user's terminal.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert summary._distinct_count(np.array([-np.inf, -np.inf, 1.0, np.inf, np.inf])) == 3
