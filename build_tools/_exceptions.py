@@ -1,7 +1,9 @@
 """Every error a user can cause, in one place; the CLI prints it as `ERROR <message>` and a hint, never a traceback.
 
-Each is a class holding the facts as data attributes and writing its own message from them (`__str__`), as
-pypa/build's `_exceptions.py` does: callers raise it with the facts and test its type, never its text.
+A few classes, as pypa/build's `_exceptions.py` has: ManualError (a message, a hint, an exit code), ProblemsError
+(every problem of one kind of input, reported together) with a subclass for each kind, ClaimsFailed, SiteError,
+EditionError and RayError. The message of each refusal is written here, once, by the function named after it,
+from the facts its caller hands over; callers raise what it returns and tests read its text.
 """
 
 from __future__ import annotations
@@ -86,17 +88,26 @@ class MissingValue(Exception):
 
 
 class ManualError(Exception):
-    """Base of every error the CLI reports as `ERROR ...` with a hint, never as a traceback.
-
-    A subclass is a dataclass of the facts; its fields are also its `args`, so that a copy (pickled from a
-    worker process) is the same error.
-    """
+    """Base of every error the CLI reports as `ERROR <message>` with a hint, never as a traceback: made with its
+    message (and a hint and an exit code where they differ from the class's) by a function below. Its args are
+    those three, so that a copy pickled from a worker process is the same error. A subclass that carries facts a
+    caller reads (the problems, the claims report, mkdocs' messages) is a dataclass: its fields are its args."""
 
     exit_code: int = EXIT_BAD_INPUT
-    hint: str = ""  # a class's own, or written from its fields in __post_init__
+    hint: str = ""
 
-    def __post_init__(self) -> None:
+    def __init__(self, message: str, hint: str | None = None, exit_code: int | None = None) -> None:
+        super().__init__(message, hint, exit_code)
+        if hint is not None:
+            self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def __post_init__(self) -> None:  # a dataclass subclass's
         self.args = tuple(getattr(self, field.name) for field in dataclasses.fields(self))  # type: ignore[arg-type]
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def _quoted(value: str) -> str:
@@ -160,16 +171,12 @@ class MetricsSpecError(ProblemsError):
     hint = "the comment at the top of docs/data/metrics.yml lists the fields, run sets and statistics"
 
 
-@dataclass(eq=False)
-class RunNotWritten(ManualError):
-    """`add-run` could not write the new run's folder (a read-only or full disk): nothing was added to runs/."""
-
-    target: str  # runs/<id>, as the user would type it
-    reason: str  # the system's words, e.g. No space left on device
-    hint = "runs/ must be writable and have free space; nothing was added, so the same command can simply run again"
-
-    def __str__(self) -> str:
-        return f"{self.target}: cannot write ({self.reason}): nothing was added"
+def run_not_written(target: str, reason: str) -> ManualError:
+    """`add-run` could not write the new run's folder (a read-only or full disk): nothing was added to runs/.
+    `target`: runs/<id>, as the user would type it; `reason`: the system's words."""
+    return ManualError(f"{target}: cannot write ({reason}): nothing was added",
+                       "runs/ must be writable and have free space; nothing was added, so the same command can "
+                       "simply run again")
 
 
 # --- the build ------------------------------------------------------------------------------------------------
@@ -189,60 +196,39 @@ class ClaimsFailed(ManualError):
         return f"{self.failed} of {self.total} claims failed:\n" + "\n".join(self.report_lines)
 
 
-@dataclass(eq=False)
-class MarginsBelow(ManualError):
+def margins_below(count: int, threshold: float) -> ManualError:
     """`manual check --strict`: claims hold, but some with less margin than the threshold (each warned above)."""
-
-    count: int
-    threshold: float
-    exit_code = EXIT_MARGIN
-    hint = "widen the claim's words or look at the runs named in the warnings; without --strict they only warn"
-
-    def __str__(self) -> str:
-        claims = "1 claim holds" if self.count == 1 else f"{self.count} claims hold"
-        return f"{claims} with a margin fraction below {self.threshold:g} (--strict)"
+    claims = "1 claim holds" if count == 1 else f"{count} claims hold"
+    return ManualError(f"{claims} with a margin fraction below {threshold:g} (--strict)",
+                       "widen the claim's words or look at the runs named in the warnings; without --strict they "
+                       "only warn", EXIT_MARGIN)
 
 
-@dataclass(eq=False)
-class StrictWithoutThreshold(ManualError):
+def strict_without_threshold(edition_yml: str) -> ManualError:
     """`--strict` with no margin to warn below: neither --warn-margin nor warn_margin in edition.yml."""
-
-    edition_yml: str  # as the user would type it
-    hint = "e.g. manual check --warn-margin 0.2 --strict"
-
-    def __str__(self) -> str:
-        return (f"--strict: no margin to hold the claims to: pass --warn-margin F or set warn_margin in "
-                f"{self.edition_yml}")
+    return ManualError(f"--strict: no margin to hold the claims to: pass --warn-margin F or set warn_margin in "
+                       f"{edition_yml}", "e.g. manual check --warn-margin 0.2 --strict")
 
 
-@dataclass(eq=False)
-class CommitMismatch(ManualError):
-    """Runs made with another Miles build than the edition describes: their numbers belong to another edition."""
-
-    runs: Sequence[tuple[str, str]]  # (run id, its run.yaml miles.commit, "" when it has none)
-    commit: str  # the edition's
-    hint = "rebuild that run with the edition's Miles commit, move it out of runs/, or change edition.yml"
-
-    def __str__(self) -> str:
-        return "\n".join(f"run {run_id} was made with Miles commit {commit or 'no commit'}, but this edition is "
-                         f"Miles commit {self.commit} (runs/{run_id}/run.yaml miles.commit)"
-                         for run_id, commit in self.runs)
+def commit_mismatch(runs: Sequence[tuple[str, str]], commit: str) -> ManualError:
+    """Runs made with another Miles build than the edition describes: their numbers belong to another edition.
+    `runs`: (run id, its run.yaml miles.commit, "" when it has none); `commit`: the edition's."""
+    return ManualError("\n".join(f"run {run_id} was made with Miles commit {made or 'no commit'}, but this edition "
+                                 f"is Miles commit {commit} (runs/{run_id}/run.yaml miles.commit)"
+                                 for run_id, made in runs),
+                       "rebuild that run with the edition's Miles commit, move it out of runs/, or change edition.yml")
 
 
-@dataclass(eq=False)
-class CacheChanged(ManualError):
+def cache_changed(folder: Path) -> ManualError:
     """A cache entry changed on disk between its check and its use (another process, or a person)."""
-
-    folder: Path
-    hint = "run the command again; `make clean` empties the cache"
-
-    def __str__(self) -> str:
-        return f"build/cache: {self.folder.name} changed while this build was reading it"
+    return ManualError(f"build/cache: {folder.name} changed while this build was reading it",
+                       "run the command again; `make clean` empties the cache")
 
 
 @dataclass(eq=False)
 class SiteError(ManualError):
-    """mkdocs found a problem (a broken link, a missing anchor, a page left out of the nav)."""
+    """mkdocs found a problem (a broken link, a missing anchor, a page left out of the nav); site.py names the
+    chapter each message comes from, so the messages are kept as facts."""
 
     messages: Sequence[str]
     hint = ("the pages are rendered from docs/ into build/docs/: fix the link or anchor in the chapter "
@@ -264,77 +250,47 @@ class PrintEditionError(ProblemsError):
             "or make it a page or figure of the manual")
 
 
-class PdfError(ManualError):
-    """The print edition cannot be written: the site is not built, or WeasyPrint is missing."""
-
-    hint = "run make (the site must be built first), or make pdf, which installs what the PDF needs"
+# The print edition cannot be written: the site is not built, or WeasyPrint is missing.
+_PDF_HINT = "run make (the site must be built first), or make pdf, which installs what the PDF needs"
 
 
-@dataclass(eq=False)
-class WeasyPrintMissing(PdfError):
-    reason: str  # the first line of the import's error
-
-    def __str__(self) -> str:
-        return f"WeasyPrint cannot run ({self.reason}): make pdf installs it and Debian's pango"
+def weasyprint_missing(reason: str) -> ManualError:
+    """`reason`: the first line of the import's error."""
+    return ManualError(f"WeasyPrint cannot run ({reason}): make pdf installs it and Debian's pango", _PDF_HINT)
 
 
-@dataclass(eq=False)
-class SiteNotBuilt(PdfError):
-    site: Path
-
-    def __str__(self) -> str:
-        return f"no built site in {self.site}: run make first"
+def site_not_built(site: Path) -> ManualError:
+    return ManualError(f"no built site in {site}: run make first", _PDF_HINT)
 
 
-@dataclass(eq=False)
-class PageWithoutArticle(PdfError):
-    page: Path
-
-    def __str__(self) -> str:
-        return f"{self.page}: no article in the built page: run make again"
+def page_without_article(page: Path) -> ManualError:
+    return ManualError(f"{page}: no article in the built page: run make again", _PDF_HINT)
 
 
-@dataclass(eq=False)
-class SettingError(ManualError):
-    """A build setting from the environment (ENGINE, SOURCE_DATE_EPOCH, MANUAL_SITE_URL) is not one the build takes;
-    found before anything is built (build_tools/_settings.py)."""
-
-    messages: Sequence[str]
-    hint = "fix or unset the variable named (make passes ENGINE= to the build as MANUAL_ENGINE)"
-
-    def __str__(self) -> str:
-        return "\n".join(self.messages)
+def setting_error(messages: Sequence[str]) -> ManualError:
+    """Build settings from the environment (ENGINE, SOURCE_DATE_EPOCH, MANUAL_SITE_URL) that are not ones the build
+    takes, one message each; found before anything is built (build_tools/_settings.py)."""
+    return ManualError("\n".join(messages),
+                       "fix or unset the variable named (make passes ENGINE= to the build as MANUAL_ENGINE)")
 
 
 # --- options of the command line ----------------------------------------------------------------------------
 
 
-@dataclass(eq=False)
-class BadOption(ManualError):
-    """An option's value that cannot be what it names (argparse took it as text): refused before anything runs."""
-
-    option: str  # as typed: --interval
-    value: str  # as typed
-    expected: str  # e.g. "a number of seconds above 0"
-    example: str  # e.g. "--interval 1"
-
-    def __str__(self) -> str:
-        return f"{self.option}: {_quoted(self.value)} is not {self.expected}, e.g. {self.example}"
+def bad_option(option: str, value: str, expected: str, example: str) -> ManualError:
+    """An option's value that cannot be what it names (argparse took it as text): refused before anything runs.
+    `option` and `value` as typed (--interval); `expected`, e.g. "a number of seconds above 0"; `example`, e.g.
+    "--interval 1"."""
+    return ManualError(f"{option}: {_quoted(value)} is not {expected}, e.g. {example}")
 
 
-@dataclass(eq=False)
-class CannotRecord(ManualError):
+def cannot_record(path: str, reason: str) -> ManualError:
     """`manual record` cannot write the run folder's lab/ streams (not a folder, not writable, a disk full)."""
-
-    path: str  # as the user would type it
-    reason: str  # the system's words
-
-    def __str__(self) -> str:
-        return (f"{self.path}: cannot write ({self.reason}): manual record writes the lab/ streams of a run folder, "
-                "which must be a folder it can write")
+    return ManualError(f"{path}: cannot write ({reason}): manual record writes the lab/ streams of a run folder, "
+                       "which must be a folder it can write")
 
 
-# --- make variables (build_tools/_make.py) ----------------------------------------------------------------------
+# --- make variables (build_tools/_make.py), refused before anything runs ---------------------------------------
 
 
 def _variable(name: str, value: str) -> str:
@@ -342,411 +298,251 @@ def _variable(name: str, value: str) -> str:
     return f"{name}='{text}'"
 
 
-class MakeVariableError(ManualError):
-    """A make variable whose value cannot be what it names: refused before anything runs."""
+def not_an_edition_variable(name: str, value: str, example: str) -> ManualError:
+    """`name`: EDITION, FROM or TO; `example`: the make command that shows it, e.g. make verify EDITION=2026.10."""
+    return ManualError(f"{_variable(name, value)} is not an edition number: use YEAR.MONTH with a two-digit month, "
+                       f"e.g. {example}")
 
 
-@dataclass(eq=False)
-class NotAnEditionVariable(MakeVariableError):
-    name: str  # EDITION, FROM or TO
-    value: str
-    example: str  # the make command that shows it, e.g. make verify EDITION=2026.10
-
-    def __str__(self) -> str:
-        return (f"{_variable(self.name, self.value)} is not an edition number: use YEAR.MONTH with a two-digit "
-                f"month, e.g. {self.example}")
+def not_a_flag(name: str, value: str) -> ManualError:
+    """`name`: PUSH or REPLACE."""
+    return ManualError(f"{_variable(name, value)} is not a yes or no: write {name}=1 (or leave it out)")
 
 
-@dataclass(eq=False)
-class NotAFlag(MakeVariableError):
-    name: str  # PUSH or REPLACE
-    value: str
-
-    def __str__(self) -> str:
-        return f"{_variable(self.name, self.value)} is not a yes or no: write {self.name}=1 (or leave it out)"
+def not_a_format(value: str) -> ManualError:
+    return ManualError(f"{_variable('FORMAT', value)} is not a report format: write FORMAT=github (workflow "
+                       "commands for GitHub) or leave it out")
 
 
-@dataclass(eq=False)
-class NotAFormat(MakeVariableError):
-    value: str
-
-    def __str__(self) -> str:
-        return (f"{_variable('FORMAT', self.value)} is not a report format: write FORMAT=github (workflow commands "
-                "for GitHub) or leave it out")
+def not_a_port(value: str) -> ManualError:
+    return ManualError(f"{_variable('PORT', value)} is not a port: write a whole number from 1 to 65535, "
+                       "e.g. make serve PORT=8001")
 
 
-@dataclass(eq=False)
-class NotAPort(MakeVariableError):
-    value: str
-
-    def __str__(self) -> str:
-        return (f"{_variable('PORT', self.value)} is not a port: write a whole number from 1 to 65535, "
-                "e.g. make serve PORT=8001")
+def not_a_run_id(value: str) -> ManualError:
+    return ManualError(f"{_variable('ID', value)} is not a run id: lower-case letters, digits, '.' and '-', "
+                       "e.g. make add-run SRC=path ID=my-run-seed1")
 
 
-@dataclass(eq=False)
-class NotARunId(MakeVariableError):
-    value: str
-
-    def __str__(self) -> str:
-        return (f"{_variable('ID', self.value)} is not a run id: lower-case letters, digits, '.' and '-', "
-                "e.g. make add-run SRC=path ID=my-run-seed1")
+_MISSING_VARIABLE = {
+    "RUN": "no run given: name your run's folder or Miles dashboard dump, e.g. make compare RUN=path/to/run",
+    "SRC": "no source given: name what the Miles job left, e.g. make add-run SRC=path/to/job",
+}
 
 
-@dataclass(eq=False)
-class MissingMakeVariable(MakeVariableError):
-    name: str  # RUN or SRC
-    ADVICE: ClassVar[dict[str, str]] = {
-        "RUN": "no run given: name your run's folder or Miles dashboard dump, e.g. make compare RUN=path/to/run",
-        "SRC": "no source given: name what the Miles job left, e.g. make add-run SRC=path/to/job",
-    }
-
-    def __str__(self) -> str:
-        return self.ADVICE[self.name]
+def missing_make_variable(name: str) -> ManualError:
+    """`name`: RUN or SRC."""
+    return ManualError(_MISSING_VARIABLE[name])
 
 
 # --- editions: publish, verify, diff (build_tools/edition.py); nothing was changed ------------------------------
 
 
 class EditionError(ManualError):
-    """A publish, verify or diff that cannot go ahead; nothing was changed."""
+    """A publish, verify or diff that cannot go ahead; nothing was changed. Written by the functions below."""
 
 
-@dataclass(eq=False)
-class NoEditionNumber(EditionError):
-    command: str  # publish, verify or diff
-
-    def __str__(self) -> str:
-        return f"no edition number given: name one as YEAR.MONTH, e.g. make {self.command} EDITION=2026.10"
+def no_edition_number(command: str) -> EditionError:
+    """`command`: publish, verify or diff."""
+    return EditionError(f"no edition number given: name one as YEAR.MONTH, e.g. make {command} EDITION=2026.10")
 
 
-@dataclass(eq=False)
-class NotAnEditionNumber(EditionError):
-    edition: str
-    command: str
-
-    def __str__(self) -> str:
-        return (f"'{self.edition}' is not an edition number: use YEAR.MONTH with a two-digit month, "
-                f"e.g. make {self.command} EDITION=2026.10")
+def not_an_edition_number(edition: str, command: str) -> EditionError:
+    return EditionError(f"'{edition}' is not an edition number: use YEAR.MONTH with a two-digit month, "
+                        f"e.g. make {command} EDITION=2026.10")
 
 
-@dataclass(eq=False)
-class TwoEditionsNeeded(EditionError):
-    def __str__(self) -> str:
-        return "name two editions: make diff FROM=2026.10 TO=2026.11"
+def two_editions_needed() -> EditionError:
+    return EditionError("name two editions: make diff FROM=2026.10 TO=2026.11")
 
 
-@dataclass(eq=False)
-class NotADate(EditionError):
-    date: str  # edition.yml's date
-
-    def __str__(self) -> str:
-        return f"edition.yml: date '{self.date}' is not a date: write it as YYYY-MM-DD"
+def not_a_date(date: str) -> EditionError:
+    """`date`: edition.yml's."""
+    return EditionError(f"edition.yml: date '{date}' is not a date: write it as YYYY-MM-DD")
 
 
-@dataclass(eq=False)
-class NotARepository(EditionError):
-    root: Path
-
-    def __str__(self) -> str:
-        return (f"{self.root} is not a git repository with a commit: editions are published from a "
-                "git checkout, so that a tag can name what was built")
+def not_a_repository(root: Path) -> EditionError:
+    return EditionError(f"{root} is not a git repository with a commit: editions are published from a git "
+                        "checkout, so that a tag can name what was built")
 
 
-@dataclass(eq=False)
-class NoPagesBranch(EditionError):
-    branch: str
-    command: str  # verify or diff
-
-    def __post_init__(self) -> None:
-        self.hint = f"{self.command} reads the editions' manifests from the mike branch"
-        super().__post_init__()
-
-    def __str__(self) -> str:
-        return (f"no branch {self.branch} in this repository: publish an edition first "
-                "(make publish EDITION=...), or name the branch with --branch")
+def no_pages_branch(branch: str, command: str) -> EditionError:
+    """`command`: verify or diff."""
+    return EditionError(f"no branch {branch} in this repository: publish an edition first (make publish "
+                        "EDITION=...), or name the branch with --branch",
+                        f"{command} reads the editions' manifests from the mike branch")
 
 
-@dataclass(eq=False)
-class EditionNotPublished(EditionError):
-    edition: str
-    branch: str
-    published: Sequence[str]  # the editions that are
-
-    def __str__(self) -> str:
-        listed = ", ".join(self.published) or "none"
-        return (f"edition {self.edition} is not published on {self.branch} (published: {listed}): "
-                "name a published edition")
+def edition_not_published(edition: str, branch: str, published: Sequence[str]) -> EditionError:
+    """`published`: the editions that are."""
+    listed = ", ".join(published) or "none"
+    return EditionError(f"edition {edition} is not published on {branch} (published: {listed}): name a published "
+                        "edition")
 
 
-@dataclass(eq=False)
-class AlreadyPublished(EditionError):
-    edition: str
-    branch: str
-
-    def __str__(self) -> str:
-        return (f"edition {self.edition} is already published on {self.branch}: pass --replace to replace "
-                f"it (make publish EDITION={self.edition} REPLACE=1), or publish a new number")
+def already_published(edition: str, branch: str) -> EditionError:
+    return EditionError(f"edition {edition} is already published on {branch}: pass --replace to replace it "
+                        f"(make publish EDITION={edition} REPLACE=1), or publish a new number")
 
 
-@dataclass(eq=False)
-class TagExists(EditionError):
+def tag_exists(tag: str, edition: str) -> EditionError:
     """A tag of the edition's name that this code did not write."""
-
-    tag: str
-    edition: str
-
-    def __str__(self) -> str:
-        return (f"tag {self.tag} already exists: pass --replace to move it and replace the edition "
-                f"(make publish EDITION={self.edition} REPLACE=1), or publish a new number")
+    return EditionError(f"tag {tag} already exists: pass --replace to move it and replace the edition "
+                        f"(make publish EDITION={edition} REPLACE=1), or publish a new number")
 
 
-@dataclass(eq=False)
-class TagMissing(EditionError):
-    tag: str
-    edition: str
-
-    def __str__(self) -> str:
-        return (f"no tag {self.tag} in this repository: fetch the tags (git fetch --tags) and verify again; "
-                f"if the publish of {self.edition} was interrupted, make publish EDITION={self.edition} finishes it")
+def tag_missing(tag: str, edition: str) -> EditionError:
+    return EditionError(f"no tag {tag} in this repository: fetch the tags (git fetch --tags) and verify again; "
+                        f"if the publish of {edition} was interrupted, make publish EDITION={edition} finishes it")
 
 
-@dataclass(eq=False)
-class TagNotACommit(EditionError):
-    tag: str
-    kind: str  # what it names instead: tree, blob
-
-    def __str__(self) -> str:
-        return (f"tag {self.tag} names a {self.kind}, not a commit: an edition's tag names the commit it was built "
-                f"from (project_commit in its manifest): point it there (git tag -f {self.tag} COMMIT) and verify "
-                "again")
+def tag_not_a_commit(tag: str, kind: str) -> EditionError:
+    """`kind`: what it names instead (tree, blob)."""
+    return EditionError(f"tag {tag} names a {kind}, not a commit: an edition's tag names the commit it was built "
+                        f"from (project_commit in its manifest): point it there (git tag -f {tag} COMMIT) and "
+                        "verify again")
 
 
-@dataclass(eq=False)
 class PagesFileDamaged(EditionError):
-    """A file of the pages branch that publishing wrote (an edition's manifest.json, versions.json) cannot be read."""
-
-    branch: str
-    path: str  # in the branch: 2026.10/manifest.json, versions.json
-    reason: str  # what is wrong with it
-    edition: str = ""  # the edition whose manifest it is; "" for versions.json
-
-    def __str__(self) -> str:
-        if self.edition:
-            return (f"edition {self.edition}: {self.branch}:{self.path} is damaged ({self.reason}): restore it from "
-                    f"the history of {self.branch}, or publish the edition again (make publish "
-                    f"EDITION={self.edition} REPLACE=1)")
-        return f"{self.branch}:{self.path} is damaged ({self.reason}): restore it from the history of {self.branch}"
+    """A file of the pages branch that publishing wrote (an edition's manifest.json, versions.json) cannot be read:
+    its own class, as publishing writes a damaged manifest again (edition.py)."""
 
 
-@dataclass(eq=False)
-class BadBranchName(EditionError):
-    branch: str
-
-    def __str__(self) -> str:
-        return (f"{_quoted(self.branch)} is not a branch name git accepts (git check-ref-format): name the "
-                "branch editions are published to, e.g. BRANCH=gh-pages")
-
-
-@dataclass(eq=False)
-class UnknownRemote(EditionError):
-    remote: str
-    remotes: Sequence[str]  # the repository's
-
-    def __str__(self) -> str:
-        known = ", ".join(self.remotes) or "none"
-        return (f"{_quoted(self.remote)} is not a remote of this repository (remotes: {known}): add it with "
-                "git remote add, or name one with REMOTE=")
+def pages_file_damaged(branch: str, path: str, reason: str, edition: str = "") -> PagesFileDamaged:
+    """`path`: in the branch (2026.10/manifest.json, versions.json); `reason`: what is wrong with it; `edition`: the
+    edition whose manifest it is, "" for versions.json."""
+    if edition:
+        return PagesFileDamaged(f"edition {edition}: {branch}:{path} is damaged ({reason}): restore it from the "
+                                f"history of {branch}, or publish the edition again (make publish EDITION={edition} "
+                                "REPLACE=1)")
+    return PagesFileDamaged(f"{branch}:{path} is damaged ({reason}): restore it from the history of {branch}")
 
 
-@dataclass(eq=False)
-class BranchCheckedOut(EditionError):
-    branch: str
-
-    def __str__(self) -> str:
-        return (f"branch {self.branch} is checked out: publishing would rewrite the branch you work on; "
-                "publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
+def bad_branch_name(branch: str) -> EditionError:
+    return EditionError(f"{_quoted(branch)} is not a branch name git accepts (git check-ref-format): name the "
+                        "branch editions are published to, e.g. BRANCH=gh-pages")
 
 
-@dataclass(eq=False)
-class BranchHoldsSource(EditionError):
-    branch: str
-    path: str  # the first of the project's source paths found on it
-
-    def __str__(self) -> str:
-        return (f"branch {self.branch} holds the project's source ({self.path}): publishing would replace "
-                "it with the site; publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
+def unknown_remote(remote: str, remotes: Sequence[str]) -> EditionError:
+    """`remotes`: the repository's."""
+    known = ", ".join(remotes) or "none"
+    return EditionError(f"{_quoted(remote)} is not a remote of this repository (remotes: {known}): add it with "
+                        "git remote add, or name one with REMOTE=")
 
 
-@dataclass(eq=False)
-class EditionFileDiffers(EditionError):
+def branch_checked_out(branch: str) -> EditionError:
+    return EditionError(f"branch {branch} is checked out: publishing would rewrite the branch you work on; "
+                        "publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
+
+
+def branch_holds_source(branch: str, path: str) -> EditionError:
+    """`path`: the first of the project's source paths found on it."""
+    return EditionError(f"branch {branch} holds the project's source ({path}): publishing would replace it with "
+                        "the site; publish to a branch of its own, e.g. BRANCH=gh-pages (the default)")
+
+
+def edition_file_differs(in_file: str, edition: str) -> EditionError:
     """edition.yml names another edition than the one being published."""
-
-    in_file: str
-    edition: str
-    hint = "the footer of every page is written from edition.yml"
-
-    def __str__(self) -> str:
-        return (f"edition.yml is edition {self.in_file}, not {self.edition}: set edition (and date) in "
-                f"edition.yml to {self.edition}, commit, and publish again")
+    return EditionError(f"edition.yml is edition {in_file}, not {edition}: set edition (and date) in edition.yml "
+                        f"to {edition}, commit, and publish again",
+                        "the footer of every page is written from edition.yml")
 
 
-@dataclass(eq=False)
-class UncommittedChanges(EditionError):
-    paths: Sequence[str]
-    hint = "an edition is rebuilt from its git tag, so it must be built from a commit"
-
-    def __str__(self) -> str:
-        shown = ", ".join(self.paths[:3]) + (", ..." if len(self.paths) > 3 else "")
-        noun = "path" if len(self.paths) == 1 else "paths"
-        return (f"the working tree has uncommitted changes ({len(self.paths)} {noun}: {shown}): "
-                "commit or stash them, then publish again")
+def uncommitted_changes(paths: Sequence[str]) -> EditionError:
+    shown = ", ".join(paths[:3]) + (", ..." if len(paths) > 3 else "")
+    noun = "path" if len(paths) == 1 else "paths"
+    return EditionError(f"the working tree has uncommitted changes ({len(paths)} {noun}: {shown}): commit or "
+                        "stash them, then publish again",
+                        "an edition is rebuilt from its git tag, so it must be built from a commit")
 
 
-@dataclass(eq=False)
-class EditionClaimsFailed(EditionError):
-    """The build behind an edition has a false claim: nothing is published."""
-
-    edition: str
-    failed: int
-    total: int
-    claims: Sequence[str]  # the failed claims' keys, from build/claims.json
-    exit_code = EXIT_CLAIM_FAILED
-    hint = "an edition is only published when every claim holds"
-
-    def __str__(self) -> str:
-        which = f" ({', '.join(self.claims)})" if self.claims else ""
-        return (f"not publishing {self.edition}: {self.failed} of {self.total} claims failed{which}: run make "
-                "check, fix the runs or the captions, commit, and publish again")
+def edition_claims_failed(edition: str, failed: int, total: int, claims: Sequence[str]) -> EditionError:
+    """The build behind an edition has a false claim: nothing is published. `claims`: the failed claims' keys,
+    from build/claims.json."""
+    which = f" ({', '.join(claims)})" if claims else ""
+    return EditionError(f"not publishing {edition}: {failed} of {total} claims failed{which}: run make check, fix "
+                        "the runs or the captions, commit, and publish again",
+                        "an edition is only published when every claim holds", EXIT_CLAIM_FAILED)
 
 
-@dataclass(eq=False)
-class FooterMissing(EditionError):
-    edition: str
-    pages: Sequence[str]  # the pages whose footer lacks it; empty when no page has a footer
-
-    def __str__(self) -> str:
-        shown = ", ".join(self.pages[:3]) if self.pages else "no page has a footer"
-        return (f"the built pages' footer does not say 'Edition {self.edition}' ({shown}): check that the footer "
-                "stamp is written from edition.yml, commit, and publish again")
+def footer_missing(edition: str, pages: Sequence[str]) -> EditionError:
+    """`pages`: the pages whose footer lacks it; empty when no page has a footer."""
+    shown = ", ".join(pages[:3]) if pages else "no page has a footer"
+    return EditionError(f"the built pages' footer does not say 'Edition {edition}' ({shown}): check that the footer "
+                        "stamp is written from edition.yml, commit, and publish again")
 
 
-@dataclass(eq=False)
-class PushFailed(EditionError):
-    remote: str
-    branch: str
-    tag: str
-    reason: str  # git's last line
-    hint = "nothing was published: the local branch and tag were put back"
-
-    def __str__(self) -> str:
-        return (f"pushing {self.branch} and {self.tag} to {self.remote} failed ({self.reason}): fetch {self.branch}, "
-                "then publish again")
+def push_failed(remote: str, branch: str, tag: str, reason: str) -> EditionError:
+    """`reason`: git's last line."""
+    return EditionError(f"pushing {branch} and {tag} to {remote} failed ({reason}): fetch {branch}, then publish "
+                        "again", "nothing was published: the local branch and tag were put back")
 
 
-@dataclass(eq=False)
-class RebuildFailed(EditionError):
-    code: int  # the rebuild's exit code
-    last_line: str  # the last line of its error output, "" when it was printed
-    hint = "the build's own error is printed above"
-
-    def __str__(self) -> str:
-        said = f": {self.last_line}" if self.last_line else ""
-        return (f"the rebuild from the tag failed (exit {self.code}){said}: fix the build at that commit, then "
-                "publish a new edition")
+def rebuild_failed(code: int, last_line: str) -> EditionError:
+    """`code`: the rebuild's exit code; `last_line`: the last line of its error output, "" when it was printed."""
+    said = f": {last_line}" if last_line else ""
+    return EditionError(f"the rebuild from the tag failed (exit {code}){said}: fix the build at that commit, then "
+                        "publish a new edition", "the build's own error is printed above")
 
 
 # --- --ray (build_tools/_ray.py) ---------------------------------------------------------------------------------
 
+
+class RayError(ManualError):
+    """`--ray` could not be used: Ray not installed, its cluster not reachable, or a worker lost. Written by the
+    functions below."""
+
+
 _INSTALL_CHECKOUT = "install this checkout on the cluster's nodes (same code, same pinned libraries)"
 
 
-class RayError(ManualError):
-    """`--ray` could not be used: Ray not installed, its cluster not reachable, or a worker lost."""
+def ray_not_installed() -> RayError:
+    return RayError("--ray: Ray is not installed in this environment",
+                    "install it with `pip install -c requirements.lock -e '.[ray]'` (make does)")
 
 
-@dataclass(eq=False)
-class RayNotInstalled(RayError):
-    hint = "install it with `pip install -c requirements.lock -e '.[ray]'` (make does)"
-
-    def __str__(self) -> str:
-        return "--ray: Ray is not installed in this environment"
-
-
-@dataclass(eq=False)
-class RayBadAddress(RayError):
-    address: str
-    reason: str = ""  # what is wrong with it, when it has the form HOST:PORT
-
-    def __str__(self) -> str:
-        why = f": {self.reason}" if self.reason else ""
-        return f"--ray: {self.address!r} is not an address{why} (expected HOST:PORT, ray://HOST:PORT, auto or local)"
+def ray_bad_address(address: str, reason: str = "") -> RayError:
+    """`reason`: what is wrong with it, when it has the form HOST:PORT."""
+    why = f": {reason}" if reason else ""
+    return RayError(f"--ray: {address!r} is not an address{why} (expected HOST:PORT, ray://HOST:PORT, auto or "
+                    "local)")
 
 
-@dataclass(eq=False)
-class RayUnreachable(RayError):
-    address: str
-    reason: str
-    hint = "is the cluster's head running (`ray start --head`) and is this its address?"
-
-    def __str__(self) -> str:
-        return f"--ray: could not connect to Ray at {self.address} ({self.reason})"
+def ray_unreachable(address: str, reason: str) -> RayError:
+    return RayError(f"--ray: could not connect to Ray at {address} ({reason})",
+                    "is the cluster's head running (`ray start --head`) and is this its address?")
 
 
-@dataclass(eq=False)
-class RayStartFailed(RayError):
-    address: str
-    local: bool  # a local instance for `auto` or `local`, else the cluster at address
-    error: str  # the exception's type
-    reason: str
-    hint = ("give the address of a running cluster's head (HOST:PORT), or `local`; a cluster with "
-            "token authentication also needs RAY_AUTH_MODE=token and its token")
-
-    def __str__(self) -> str:
-        what = "could not start a local Ray instance" if self.local else f"could not connect to Ray at {self.address}"
-        return f"--ray: {what} ({self.error}: {self.reason})"
+def ray_start_failed(address: str, local: bool, error: str, reason: str) -> RayError:
+    """`local`: a local instance for `auto` or `local`, else the cluster at address; `error`: the exception's
+    type."""
+    what = "could not start a local Ray instance" if local else f"could not connect to Ray at {address}"
+    return RayError(f"--ray: {what} ({error}: {reason})",
+                    "give the address of a running cluster's head (HOST:PORT), or `local`; a cluster with token "
+                    "authentication also needs RAY_AUTH_MODE=token and its token")
 
 
-@dataclass(eq=False)
-class RayWorkerCannotImport(RayError):
-    where: str  # the run, as the user would type it
-    reason: str
-    hint = _INSTALL_CHECKOUT
-
-    def __str__(self) -> str:
-        return f"{self.where}: the Ray worker cannot import build_tools ({self.reason})"
+def ray_worker_cannot_import(where: str, reason: str) -> RayError:
+    """`where`: the run, as the user would type it."""
+    return RayError(f"{where}: the Ray worker cannot import build_tools ({reason})", _INSTALL_CHECKOUT)
 
 
-@dataclass(eq=False)
-class RayWorkerLost(RayError):
-    where: str
-    error: str  # Ray's exception type
-    reason: str
-    hint = ("a worker that ran out of memory is killed by Ray; see the cluster's logs, "
-            "or run `manual check` without --ray")
-
-    def __str__(self) -> str:
-        return f"{self.where}: the Ray worker summarising this run was lost ({self.error}: {self.reason})"
+def ray_worker_lost(where: str, error: str, reason: str) -> RayError:
+    """`error`: Ray's exception type."""
+    return RayError(f"{where}: the Ray worker summarising this run was lost ({error}: {reason})",
+                    "a worker that ran out of memory is killed by Ray; see the cluster's logs, or run `manual check` "
+                    "without --ray")
 
 
-@dataclass(eq=False)
-class RayWorkerOtherCode(RayError):
-    where: str
-    theirs: str  # the key of the worker's build_tools code and library versions (_ray.code_digest)
-    ours: str
-    hint = _INSTALL_CHECKOUT
-
-    def __str__(self) -> str:
-        return (f"{self.where}: the Ray worker summarising this run has another version of build_tools or of "
-                f"its libraries (code and versions sha256 {self.theirs[:12]}, here {self.ours[:12]})")
+def ray_worker_other_code(where: str, theirs: str, ours: str) -> RayError:
+    """`theirs`, `ours`: the keys of the worker's and this process's build_tools code and library versions
+    (_ray.code_digest)."""
+    return RayError(f"{where}: the Ray worker summarising this run has another version of build_tools or of its "
+                    f"libraries (code and versions sha256 {theirs[:12]}, here {ours[:12]})", _INSTALL_CHECKOUT)
 
 
-@dataclass(eq=False)
-class RayWorkerCannotSeeRun(RayError):
-    where: str  # the run folder, as the user would type it
-    node: str  # the Ray node the worker ran on
-    hint = ("the workers read the runs at the driver's paths: mount runs/ at the same path on every node (shared "
-            "storage), or run `manual check` without --ray")
-
-    def __str__(self) -> str:
-        return f"{self.where}: the Ray worker on node {self.node[:12]} cannot see this run folder"
+def ray_worker_cannot_see_run(where: str, node: str) -> RayError:
+    """`where`: the run folder, as the user would type it; `node`: the Ray node the worker ran on."""
+    return RayError(f"{where}: the Ray worker on node {node[:12]} cannot see this run folder",
+                    "the workers read the runs at the driver's paths: mount runs/ at the same path on every node "
+                    "(shared storage), or run `manual check` without --ray")

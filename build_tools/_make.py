@@ -22,11 +22,11 @@ from ._exceptions import (
     EXIT_GOAL_MISSED,
     EXIT_MARGIN,
     ManualError,
-    MissingMakeVariable,
-    NotAFormat,
-    NotAnEditionVariable,
-    NotAPort,
-    NotARunId,
+    missing_make_variable,
+    not_a_format,
+    not_a_port,
+    not_a_run_id,
+    not_an_edition_variable,
 )
 from ._settings import flag as _flag
 from .cli import _err, report
@@ -49,7 +49,7 @@ def _edition(env: Mapping[str, str], name: str, example: str) -> str:
 
     value = env.get(name, "")
     if value and not EDITION_NUMBER.match(value):
-        raise NotAnEditionVariable(name, value, example)
+        raise not_an_edition_variable(name, value, example)
     return value
 
 
@@ -78,14 +78,14 @@ def _port(env: Mapping[str, str]) -> list[str]:
     if not value:
         return []
     if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 65535):
-        raise NotAPort(value)
+        raise not_a_port(value)
     return [f"--port={int(value)}"]
 
 
 def _run(env: Mapping[str, str]) -> list[str]:
     value = env.get("RUN", "")
     if not value:
-        raise MissingMakeVariable("RUN")
+        raise missing_make_variable("RUN")
     # A path, never an option: one that starts with '-' is made relative so that it cannot be read as one.
     return [f"./{value}" if value.startswith("-") else value]
 
@@ -93,14 +93,14 @@ def _run(env: Mapping[str, str]) -> list[str]:
 def _source(env: Mapping[str, str]) -> list[str]:
     value = env.get("SRC", "")
     if not value:
-        raise MissingMakeVariable("SRC")
+        raise missing_make_variable("SRC")
     return [f"./{value}" if value.startswith("-") else value]
 
 
 def _run_id(env: Mapping[str, str]) -> list[str]:
     value = env.get("ID", "")
     if value and not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", value):
-        raise NotARunId(value)
+        raise not_a_run_id(value)
     return [f"--id={value}"] if value else []
 
 
@@ -108,13 +108,13 @@ def _margin_options(env: Mapping[str, str]) -> list[str]:
     """WARN_MARGIN (checked by the command, as --warn-margin), STRICT=1 and FORMAT=text|github."""
     value = env.get("FORMAT", "")
     if value and value not in ("text", "github"):
-        raise NotAFormat(value)
+        raise not_a_format(value)
     return [*([f"--warn-margin={env['WARN_MARGIN']}"] if env.get("WARN_MARGIN") else []),
             *(["--strict"] if _flag(env, "STRICT") else []), *([f"--format={value}"] if value else [])]
 
 
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
-    """The command line for a make target, from checked make variables (MakeVariableError when one is wrong)."""
+    """The command line for a make target, from checked make variables (a ManualError when one is wrong)."""
     simple = {"build": ["build"], "bench": ["bench"], "pdf": ["pdf"]}
     if target in simple:
         return simple[target]

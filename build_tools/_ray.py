@@ -48,15 +48,15 @@ from typing import Any, NamedTuple
 
 from ._exceptions import (
     Problem,
-    RayBadAddress,
-    RayNotInstalled,
-    RayStartFailed,
-    RayUnreachable,
-    RayWorkerCannotImport,
-    RayWorkerCannotSeeRun,
-    RayWorkerLost,
-    RayWorkerOtherCode,
     display_path,
+    ray_bad_address,
+    ray_not_installed,
+    ray_start_failed,
+    ray_unreachable,
+    ray_worker_cannot_import,
+    ray_worker_cannot_see_run,
+    ray_worker_lost,
+    ray_worker_other_code,
 )
 from ._staging import temporary_prefix
 from ._types import RunSummary
@@ -262,10 +262,10 @@ def _fetched(ray: ModuleType, ref: Any, chunk: list[Job]) -> _Done:
         done: _Done = ray.get(ref)
     except ray.exceptions.RayTaskError as error:  # an exception in the manual's own code: a bug, as locally
         if isinstance(error, ImportError):  # ... unless the worker has no build_tools to run
-            raise RayWorkerCannotImport(_where(chunk), _first_line(getattr(error, "cause", None) or error)) from None
+            raise ray_worker_cannot_import(_where(chunk), _first_line(getattr(error, "cause", None) or error)) from None
         raise
     except ray.exceptions.RayError as error:
-        raise RayWorkerLost(_where(chunk), type(error).__name__, _first_line(error)) from None
+        raise ray_worker_lost(_where(chunk), type(error).__name__, _first_line(error)) from None
     return done
 
 
@@ -273,9 +273,9 @@ def _results(done: _Done, chunk: list[Job], ours: str, nodes: set[str]) -> Itera
     from .store import summary_wire
 
     if done.digest != ours:
-        raise RayWorkerOtherCode(_where(chunk), done.digest, ours)
+        raise ray_worker_other_code(_where(chunk), done.digest, ours)
     if done.unseen is not None:
-        raise RayWorkerCannotSeeRun(display_path(done.unseen), done.node)
+        raise ray_worker_cannot_see_run(display_path(done.unseen), done.node)
     nodes.add(done.node)
     for result, problems, hashed in done.reads:
         # A worker that could not enter the driver's folder wrote absolute paths: show them as the user would.
@@ -318,7 +318,7 @@ def _connected(address: str) -> Iterator[ModuleType]:
     try:
         import ray
     except ImportError:
-        raise RayNotInstalled() from None
+        raise ray_not_installed() from None
     if ray.is_initialized():
         yield ray
         return
@@ -335,7 +335,7 @@ def _connected(address: str) -> Iterator[ModuleType]:
             ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except (Exception, SystemExit) as error:  # Ray exits the process when it gives up on a head
         _remove(temp_dir)
-        raise RayStartFailed(address, private, type(error).__name__, _first_line(error)) from None
+        raise ray_start_failed(address, private, type(error).__name__, _first_line(error)) from None
     try:
         yield ray
     finally:
@@ -347,12 +347,12 @@ def _host_port(address: str) -> tuple[str, int]:
     """HOST:PORT (or ray://HOST:PORT, [IPv6]:PORT): a host name or IP address and a port from 1 to 65535."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
-        raise RayBadAddress(address)
+        raise ray_bad_address(address)
     if not port.isascii() or not 1 <= int(port) <= 65535:
-        raise RayBadAddress(address, f"port {port} is not from 1 to 65535")
+        raise ray_bad_address(address, f"port {port} is not from 1 to 65535")
     bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if not _is_host(bare):
-        raise RayBadAddress(address, f"{host!r} is not a host name or an IP address")
+        raise ray_bad_address(address, f"{host!r} is not a host name or an IP address")
     return bare, int(port)
 
 
@@ -377,7 +377,7 @@ def _probe(address: str) -> None:
     try:
         socket.create_connection(_host_port(address), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
-        raise RayUnreachable(address, str(error.strerror or error)) from None
+        raise ray_unreachable(address, str(error.strerror or error)) from None
 
 
 def _first_line(error: BaseException) -> str:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ._exceptions import NotAFlag, SettingError, _quoted
+from ._exceptions import _quoted, not_a_flag, setting_error
 
 ENGINES = ("mkdocs", "zensical")
 ENGINE_ENV, EPOCH_ENV = "MANUAL_ENGINE", "SOURCE_DATE_EPOCH"
@@ -56,7 +56,7 @@ def from_environment(environ: Mapping[str, str] | None = None, **options: Any) -
     if url and not _SITE_URL.fullmatch(url):
         problems.append(f"{SITE_URL_ENV}={_quoted(url)}: expected an http:// or https:// address")
     if problems:
-        raise SettingError(problems)
+        raise setting_error(problems)
     edition = bool(environ.get(PUBLISH_ENV))
     return Settings(engine=engine, epoch=int(text) if text else None, site_url=url or None, edition=edition,
                     trust_state=not edition, **options)
@@ -64,13 +64,13 @@ def from_environment(environ: Mapping[str, str] | None = None, **options: Any) -
 
 def flag(env: Mapping[str, str], name: str) -> bool:
     """A yes-or-no make variable (PUSH, REPLACE, STRICT, ALL): unset, 0, no or false; 1, yes or true; else
-    NotAFlag."""
+    a ManualError (_exceptions.not_a_flag)."""
     value = env.get(name, "").strip().lower()
     if value in ("", "0", "no", "false"):
         return False
     if value in ("1", "yes", "true"):
         return True
-    raise NotAFlag(name, env[name])
+    raise not_a_flag(name, env[name])
 
 
 def site_environment(settings: Settings) -> dict[str, str | None]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 import yaml
 
 from . import load
-from ._exceptions import InputProblem, Problem, RunDataError, RunNotWritten, display_path
+from ._exceptions import InputProblem, Problem, RunDataError, display_path, run_not_written
 from ._files import LINK_REFUSED, scan_tree
 from ._layout import Layout
 from ._staging import ADD_RUN, checkpoint, staging
@@ -184,7 +184,7 @@ def _stage(layout: Layout, src: Path, target: Path, plan: dict[str, list[_Copy]]
                 (staged / "run.yaml").write_text(run_yaml_text, encoding="utf-8")
         except OSError as error:
             _refuse_existing(target)  # added by another program while this one copied
-            raise RunNotWritten(display_path(target), error.strerror or str(error)) from None
+            raise run_not_written(display_path(target), error.strerror or str(error)) from None
 
 
 def _copy(plan: dict[str, list[_Copy]], start: Path, staged: Path) -> list[Problem]:

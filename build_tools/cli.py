@@ -20,7 +20,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ._escape import terminal_text
-from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, BadOption, ClaimsFailed, ManualError
+from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError, bad_option
 from ._layout import Layout
 
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ def _fraction(text: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        raise BadOption("--warn-margin", text, "a number above 0 (a fraction of the tolerance)", "--warn-margin 0.2")
+        raise bad_option("--warn-margin", text, "a number above 0 (a fraction of the tolerance)", "--warn-margin 0.2")
     return value
 
 
@@ -236,14 +236,14 @@ def _margins(layout: Layout, args: argparse.Namespace, plain: _Replay, threshold
     """After every claim held: the claims closest to failing, a warning for each below the threshold (the option's,
     else edition.yml's), and with --strict exit 6 when there is one."""
     from . import margins
-    from ._exceptions import MarginsBelow, StrictWithoutThreshold, display_path
+    from ._exceptions import display_path, margins_below, strict_without_threshold
 
     report_data = margins.read_report(layout.build / "claims.json")
     plain.say("\n".join(margins.closest_lines(report_data)))
     if threshold is None:
         threshold = plain.edition_margin(layout.edition_yml)
     if threshold is None and args.strict:
-        raise StrictWithoutThreshold(display_path(layout.edition_yml))
+        raise strict_without_threshold(display_path(layout.edition_yml))
     weak = margins.below(report_data, threshold) if threshold is not None else []
     if args.format == "github":  # workflow commands, on stderr as every warning: the runner reads both streams
         for line in margins.data_warning_commands(data_warnings):
@@ -256,7 +256,7 @@ def _margins(layout: Layout, args: argparse.Namespace, plain: _Replay, threshold
         else:
             _err.print(f"[yellow]WARNING[/yellow] {escape(margins.warning_text(claim, threshold))}")
     if args.strict and weak:
-        raise MarginsBelow(len(weak), threshold)
+        raise margins_below(len(weak), threshold)
     return 0
 
 
@@ -318,9 +318,9 @@ def _seconds(option: str, text: str, expected: str, example: str, *, zero: bool)
     try:
         value = float(text)
     except ValueError:
-        raise BadOption(option, text, expected, example) from None
+        raise bad_option(option, text, expected, example) from None
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
-        raise BadOption(option, text, expected, example)
+        raise bad_option(option, text, expected, example)
     return value
 
 
@@ -329,7 +329,7 @@ def _whole(option: str, text: str | None, expected: str, example: str) -> int | 
     if text is None:
         return None
     if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise BadOption(option, text, expected, example)
+        raise bad_option(option, text, expected, example)
     return int(text)
 
 

@@ -26,29 +26,30 @@ from . import _git as git
 from . import _lock, edition_pages
 from . import _manifest as manifest_
 from ._exceptions import (
-    AlreadyPublished,
-    BadBranchName,
-    BranchCheckedOut,
-    BranchHoldsSource,
     ClaimsFailed,
-    EditionClaimsFailed,
-    EditionFileDiffers,
-    EditionNotPublished,
-    FooterMissing,
-    NoEditionNumber,
-    NoPagesBranch,
-    NotADate,
-    NotAnEditionNumber,
-    NotARepository,
     PagesFileDamaged,
-    PushFailed,
-    RebuildFailed,
-    TagExists,
-    TagMissing,
-    TagNotACommit,
-    TwoEditionsNeeded,
-    UncommittedChanges,
-    UnknownRemote,
+    already_published,
+    bad_branch_name,
+    branch_checked_out,
+    branch_holds_source,
+    edition_claims_failed,
+    edition_file_differs,
+    edition_not_published,
+    footer_missing,
+    no_edition_number,
+    no_pages_branch,
+    not_a_date,
+    not_a_repository,
+    not_an_edition_number,
+    pages_file_damaged,
+    push_failed,
+    rebuild_failed,
+    tag_exists,
+    tag_missing,
+    tag_not_a_commit,
+    two_editions_needed,
+    uncommitted_changes,
+    unknown_remote,
 )
 from ._layout import Layout
 from ._manifest import Manifest
@@ -82,9 +83,9 @@ class Published:
 def check_number(edition: str, command: str = "publish") -> None:
     """An edition number is YEAR.MONTH with a two-digit month (2026.10): it sorts and names a tag."""
     if not edition:
-        raise NoEditionNumber(command)
+        raise no_edition_number(command)
     if not EDITION_NUMBER.match(edition):
-        raise NotAnEditionNumber(edition, command)
+        raise not_an_edition_number(edition, command)
 
 
 def edition_key(edition: str) -> tuple[int, int]:
@@ -102,7 +103,7 @@ def source_date_epoch(date: str) -> int:
     try:
         day = dt.date.fromisoformat(date)
     except ValueError:
-        raise NotADate(date) from None
+        raise not_a_date(date) from None
     return calendar.timegm(day.timetuple())
 
 
@@ -118,7 +119,7 @@ def published_editions(root: Path, branch: str) -> list[str]:
         if not isinstance(entries, list) or not all(isinstance(e, dict) and "version" in e for e in entries):
             raise ValueError("not mike's list of versions")
     except ValueError as error:
-        raise PagesFileDamaged(branch, "versions.json", str(error)) from None
+        raise pages_file_damaged(branch, "versions.json", str(error)) from None
     versions = [str(entry["version"]) for entry in entries]
     return sorted((v for v in versions if EDITION_NUMBER.match(v)), key=edition_key)
 
@@ -132,23 +133,23 @@ def published_manifest(root: Path, branch: str, edition: str) -> Manifest | None
     try:
         return manifest_.loads(data)
     except ValueError as error:
-        raise PagesFileDamaged(branch, path, str(error), edition) from None
+        raise pages_file_damaged(branch, path, str(error), edition) from None
 
 
 def _require_repository(root: Path) -> None:
     if not git.is_repository(root) or git.rev(root, "HEAD") is None:
-        raise NotARepository(root)
+        raise not_a_repository(root)
 
 
 def _require_branch(root: Path, branch: str, command: str) -> None:
     if git.rev(root, f"refs/heads/{branch}") is None:
-        raise NoPagesBranch(branch, command)
+        raise no_pages_branch(branch, command)
 
 
 def _require_manifest(root: Path, branch: str, edition: str) -> Manifest:
     manifest = published_manifest(root, branch, edition)
     if manifest is None:
-        raise EditionNotPublished(edition, branch, published_editions(root, branch))
+        raise edition_not_published(edition, branch, published_editions(root, branch))
     return manifest
 
 
@@ -288,7 +289,7 @@ def _existing(root: Path, branch: str, edition: str, tag: str, *, replace: bool,
         if tagged == head and not replace:
             return Published(edition, branch, tag, head, latest, None, outcome="already")
         if not replace:
-            raise AlreadyPublished(edition, branch)
+            raise already_published(edition, branch)
         say(f"replacing edition {edition}")
         return None
     if git.ref_sha(root, tag_ref) is not None:
@@ -298,7 +299,7 @@ def _existing(root: Path, branch: str, edition: str, tag: str, *, replace: bool,
             say(f"tag {tag} is there but edition {edition} is not on {branch} (a publish was interrupted): "
                 "publishing it again")
         else:
-            raise TagExists(tag, edition)
+            raise tag_exists(tag, edition)
     return None
 
 
@@ -340,25 +341,25 @@ def check_branch(root: Path, branch: str) -> None:
     valid = bool(branch) and not branch.startswith("-") and branch.isprintable() and not branch.startswith(
         WORK_PREFIX) and git.run(root, "check-ref-format", f"refs/heads/{branch}", check=False).returncode == 0
     if not valid:
-        raise BadBranchName(branch)
+        raise bad_branch_name(branch)
 
 
 def check_remote(root: Path, remote: str) -> str:
     """A remote configured in this repository (git remote), never a URL or an option typed on make's line."""
     remotes = git.run(root, "remote", check=False).stdout.split()
     if remote not in remotes:
-        raise UnknownRemote(remote, remotes)
+        raise unknown_remote(remote, remotes)
     return remote
 
 
 def _require_pages_branch(root: Path, branch: str) -> None:
     """mike rewrites the branch it publishes to: never the one checked out, never one holding the source."""
     if branch in git.checked_out_branches(root):
-        raise BranchCheckedOut(branch)
+        raise branch_checked_out(branch)
     if git.ref_sha(root, f"refs/heads/{branch}") is not None:
         held = [name for name in SOURCE_MARKERS if git.has_path(root, f"refs/heads/{branch}", name)]
         if held:
-            raise BranchHoldsSource(branch, held[0])
+            raise branch_holds_source(branch, held[0])
 
 
 def _stamp_fields(stamp: Stamp) -> dict[str, str]:
@@ -369,7 +370,7 @@ def _edition_file(root: Path, edition: str) -> Stamp:
     """edition.yml must name the edition being published: it is what every page's footer says."""
     stamp = load_stamp(root / "edition.yml")
     if stamp.edition != edition:
-        raise EditionFileDiffers(stamp.edition, edition)
+        raise edition_file_differs(stamp.edition, edition)
     return stamp
 
 
@@ -377,7 +378,7 @@ def _require_clean(root: Path) -> None:
     """An edition must be rebuildable from its tag, so everything it is built from must be committed."""
     dirty = git.dirty_paths(root)
     if dirty:
-        raise UncommittedChanges(dirty)
+        raise uncommitted_changes(dirty)
 
 
 def _build(root: Path, edition: str, settings: Settings) -> None:
@@ -387,7 +388,7 @@ def _build(root: Path, edition: str, settings: Settings) -> None:
         run_build(root, settings)
     except ClaimsFailed as error:
         failed = _failed_claims(Layout(root).build / "claims.json")
-        raise EditionClaimsFailed(edition, error.failed, error.total, failed) from None
+        raise edition_claims_failed(edition, error.failed, error.total, failed) from None
 
 
 def edition_settings(settings: Settings, epoch: int, *, quiet: bool) -> Settings:
@@ -413,7 +414,7 @@ def _require_footer(site: Path, edition: str) -> None:
     pages = [p for p in sorted(site.rglob("*.html")) if "<footer" in p.read_text(encoding="utf-8")]
     missing = [p.relative_to(site).as_posix() for p in pages if expected not in p.read_text(encoding="utf-8")]
     if not pages or missing:
-        raise FooterMissing(edition, missing)
+        raise footer_missing(edition, missing)
 
 
 def _previous_manifest(root: Path, branch: str, edition: str) -> Manifest | None:
@@ -509,7 +510,7 @@ def _push(root: Path, remote: str, branch: str, tag: str, *, force_tag: bool) ->
                    tag_spec, check=False)
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["no reason given"])[-1]
-        raise PushFailed(remote, branch, tag, reason)
+        raise push_failed(remote, branch, tag, reason)
     return remote
 
 
@@ -525,9 +526,9 @@ def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = 
     published = _require_manifest(root, branch, edition)
     tag = tag_name(edition)
     if git.ref_sha(root, f"refs/tags/{tag}") is None:
-        raise TagMissing(tag, edition)
+        raise tag_missing(tag, edition)
     if git.rev(root, f"refs/tags/{tag}") is None:
-        raise TagNotACommit(tag, git.object_type(root, f"refs/tags/{tag}^{{}}"))
+        raise tag_not_a_commit(tag, git.object_type(root, f"refs/tags/{tag}^{{}}"))
     # In build/, named with this process's id: removed on exit, SIGINT and SIGTERM, and by the next build after a kill.
     with tempfile.TemporaryDirectory(prefix=temporary_prefix("verify"), dir=_build_dir(root)) as tmp:
         checkout = Path(tmp) / "manual"
@@ -549,7 +550,7 @@ def rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=quiet, text=True)
     if done.returncode != 0:
         tail = (done.stderr or "").strip().splitlines()[-1:] if quiet else []
-        raise RebuildFailed(done.returncode, tail[0] if tail else "")
+        raise rebuild_failed(done.returncode, tail[0] if tail else "")
 
 
 # --- diff --------------------------------------------------------------------------------------------------
@@ -558,7 +559,7 @@ def diff(root: Path, old: str, new: str, *, branch: str = "gh-pages") -> str:
     """What changed between two published editions, read from their manifests on the branch."""
     root = root.resolve()
     if not old or not new:
-        raise TwoEditionsNeeded()
+        raise two_editions_needed()
     check_number(old, "diff")
     check_number(new, "diff")
     _require_repository(root)

@@ -25,7 +25,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import boundary
-from ._exceptions import PageWithoutArticle, PrintEditionError, Problem, SiteNotBuilt, WeasyPrintMissing, display_path
+from ._exceptions import (
+    PrintEditionError,
+    Problem,
+    display_path,
+    page_without_article,
+    site_not_built,
+    weasyprint_missing,
+)
 from ._layout import RECORD_PAGES, SITE_SETTINGS, Layout
 from ._settings import library_environment, print_environment
 from ._staging import atomic_file
@@ -45,11 +52,11 @@ def write_pdf(pages: Path, site: Path, *, epoch: int | None = None) -> Path:
     try:
         from weasyprint import HTML
     except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
-        raise WeasyPrintMissing(str(error).splitlines()[0]) from None
+        raise weasyprint_missing(str(error).splitlines()[0]) from None
     settings_file = pages / SITE_SETTINGS  # the nav, stamp and provenance note the render stage wrote
     settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else None
     if not settings or not (site / "index.html").is_file():
-        raise SiteNotBuilt(site)
+        raise site_not_built(site)
     sections = book_sections(site, settings)
     problems = boundary.outside_site(_scanned(site, settings, sections), site)
     if problems:
@@ -105,7 +112,7 @@ def book_sections(site: Path, settings: dict[str, Any]) -> list[tuple[str, str, 
         page = site / (Path(name).stem + ".html")
         match = _ARTICLE.search(page.read_text(encoding="utf-8")) if page.is_file() else None
         if not match:
-            raise PageWithoutArticle(page)
+            raise page_without_article(page)
         sections.append((title, name, _local(match.group(1), Path(name).stem, keys)))
     return sections
 

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 from . import schemas
 from ._escape import terminal_text
-from ._exceptions import CannotRecord, Problem, display_path
+from ._exceptions import Problem, cannot_record, display_path
 from ._staging import process_alive
 
 GPU_QUERY = ("--query-gpu=index,temperature.gpu,utilization.gpu,power.draw", "--format=csv,noheader,nounits")
@@ -190,7 +190,7 @@ def _writing(path: Path) -> Iterator[None]:
         yield
     except OSError as error:
         where = display_path(os.fsdecode(error.filename)) if error.filename else display_path(path)
-        raise CannotRecord(where, error.strerror or type(error).__name__) from None
+        raise cannot_record(where, error.strerror or type(error).__name__) from None
 
 
 def _after_last_newline(handle: BinaryIO, size: int, block: int = 65536) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import schemas
-from ._exceptions import CommitMismatch, EditionFileError, InputProblem, Problem, display_path
+from ._exceptions import EditionFileError, InputProblem, Problem, commit_mismatch, display_path
 from ._files import read_text
 from ._types import Stamp
 from ._yaml import parse_yaml
@@ -39,4 +39,4 @@ def check_commits(configs: Mapping[str, Mapping[str, Any]], stamp: Stamp) -> Non
         if commit != stamp.commit:
             others.append((run_id, commit))
     if others:
-        raise CommitMismatch(others, stamp.commit)
+        raise commit_mismatch(others, stamp.commit)

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _columnar, _workers, axes, load
-from ._exceptions import CacheChanged, InputProblem, Problem, RunDataError, display_path
+from ._exceptions import InputProblem, Problem, RunDataError, cache_changed, display_path
 from ._files import FileStat, Seen, hashing_reads, read_text, scan_tree
 from ._types import Columns, MetricFacts, Record, RunData, RunsRead, RunSummary, ValidatedRun
 from ._yaml import load_yaml
@@ -298,7 +298,7 @@ class _Runs:
         if kept is not None:
             return kept
         if isinstance(result, Written):  # gone between the worker's writing and this reading
-            raise CacheChanged(summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
+            raise cache_changed(summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
         return result
 
 

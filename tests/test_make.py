@@ -10,6 +10,7 @@ import pytest
 from conftest import ROOT
 
 from build_tools import _make
+from build_tools._exceptions import ManualError
 
 ERROR_EDITION = "is not an edition number: use YEAR.MONTH with a two-digit month, e.g. make publish EDITION=2026.10"
 BAD_INPUT = ("manual exited 2: bad input (make turns every failure into exit 2; .venv/bin/manual returns the code "
@@ -99,7 +100,7 @@ def test_make_variables_become_single_arguments() -> None:
     assert _make.arguments("check", {"ALL": "0"}, ROOT) == ["check"]
     assert _make.arguments("check", {"WARN_MARGIN": "0.2", "STRICT": "1", "FORMAT": "github"}, ROOT) == [
         "check", "--warn-margin=0.2", "--strict", "--format=github"]
-    with pytest.raises(_make.NotAFormat) as error:
+    with pytest.raises(ManualError) as error:
         _make.arguments("check", {"FORMAT": "github --all"}, ROOT)
     assert str(error.value) == ("FORMAT='github --all' is not a report format: write FORMAT=github (workflow "
                                 "commands for GitHub) or leave it out")

@@ -9,7 +9,7 @@ import pytest
 from page_text import METRICS_SEED, STAMP, seed_index_rows, seed_tables
 
 from build_tools import pdf
-from build_tools._exceptions import SiteNotBuilt
+from build_tools._exceptions import ManualError
 
 pytest.importorskip("pypdf")
 
@@ -80,7 +80,7 @@ def test_the_figures_are_vectors(printed):
 
 
 def test_no_built_site_is_one_line(tmp_path):
-    with pytest.raises(SiteNotBuilt, match="no built site"):
+    with pytest.raises(ManualError, match="no built site"):
         pdf.write_pdf(tmp_path / "docs", tmp_path / "site")
 
 

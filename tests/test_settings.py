@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from build_tools._exceptions import SettingError
+from build_tools._exceptions import ManualError
 from build_tools._settings import Settings, from_environment, library_environment, site_environment
 
 
@@ -18,7 +18,7 @@ def test_an_everyday_build_trusts_its_state_and_an_editions_does_not() -> None:
 
 
 def test_every_wrong_variable_is_reported_at_once() -> None:
-    with pytest.raises(SettingError) as raised:
+    with pytest.raises(ManualError) as raised:
         from_environment({"MANUAL_ENGINE": "hugo", "SOURCE_DATE_EPOCH": "1e9; rm -rf /",
                           "MANUAL_SITE_URL": "javascript:alert(1)"})
     assert str(raised.value).splitlines() == [

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from build_tools import _columnar, load, readers, summary
-from build_tools._exceptions import CacheChanged, RunDataError
+from build_tools._exceptions import ManualError, RunDataError
 from build_tools._files import scan_tree
 from build_tools.store import fingerprint, run_hash, summary_cache
 from build_tools.summary import summarise_runs
@@ -303,7 +303,7 @@ def test_a_summary_gone_from_the_cache_before_it_is_read_back_is_one_error(tmp_p
         return summary.Written(), [], memo["run"]
 
     monkeypatch.setattr(summary, "_read_run", written_then_removed)
-    with pytest.raises(CacheChanged) as caught:
+    with pytest.raises(ManualError) as caught:
         summarise_runs(runs, cache)
     assert str(caught.value).startswith("build/cache: baseline-seed1-") and str(caught.value).endswith(
         " changed while this build was reading it")

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import _workers
-from .._exceptions import CacheChanged
+from .._exceptions import cache_changed
 from .._files import content_hash
 from .._staging import temporary_prefix, write_atomic
 from .._types import MetricFacts, RunSummary
@@ -203,7 +203,7 @@ def _read_frames(folder: Path, body: dict[str, Any], wanted: Callable[[str], boo
             continue
         data = (folder / Path(file).name).read_bytes()
         if content_hash(data).hexdigest() != info["blake3"]:  # changed since it was checked: never trusted
-            raise CacheChanged(folder)
+            raise cache_changed(folder)
         frames[info["name"]] = _read_frame(pa.BufferReader(data))
     return frames
 
