@@ -94,6 +94,18 @@ def _outside_code_spans(line: str) -> list[tuple[bool, str]]:
     return parts
 
 
+def _svg_problems(docs_dir: Path) -> list[Problem]:
+    """Every SVG file of docs/ held against the allowlist (boundary.svg_file_problems): the site serves it as it
+    is, and a page may show it."""
+    problems: list[Problem] = []
+    for path in sorted(docs_dir.rglob("*")):
+        if path.suffix.lower() == ".svg" and path.is_file():
+            folder = path.parent.relative_to(docs_dir).as_posix()
+            problems += boundary.svg_file_problems(f"{docs_dir.name}/{path.relative_to(docs_dir).as_posix()}",
+                                                   path.read_bytes(), "" if folder == "." else folder)
+    return problems
+
+
 # --- reading ------------------------------------------------------------------------------------
 
 
@@ -129,6 +141,7 @@ def read_blocks(docs_dir: Path, figures_dir: Path) -> list[FigureBlock]:
             block = _block(fenced, shown, number, figures_dir, tables_dir, problems)
             if block is not None:
                 blocks.append(block)
+    problems += _svg_problems(docs_dir)
     problems += _duplicate_ids(blocks)
     problems += check_references(docs_dir, blocks)
     if problems:

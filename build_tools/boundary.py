@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
+from . import allowlist
 from ._exceptions import Problem
 
 # Markdown always has these under mkdocs (its builtins); attr_list and md_in_html are added when mkdocs.yml
@@ -94,6 +95,24 @@ def _elements(text: str) -> Iterator[tuple[str, dict[str, str], str]]:
                                                      element.attrib.items()}, element.text or "")
 
 
+_PREFIXES = {allowlist.XLINK_NS: "xlink:", allowlist.XML_NS: "xml:", "http://www.w3.org/2000/xmlns/": "xmlns:"}
+
+
+def _named_elements(text: str) -> Iterator[tuple[str, str, dict[str, str], str]]:
+    """Each element of an HTML text, parsed as _elements parses it: its namespace, tag, attributes named as
+    written (xlink:href, xml:space) and text."""
+    import tinyhtml5
+
+    for element in tinyhtml5.parse(io.StringIO(text)).iter():
+        if isinstance(element.tag, str):  # not a comment
+            namespace, _, tag = element.tag[1:].rpartition("}")
+            attributes = {}
+            for name, value in element.attrib.items():
+                space, _, local = name[1:].rpartition("}") if name.startswith("{") else ("", "", name)
+                attributes[_PREFIXES.get(space, f"{{{space}}}" if space else "") + local] = value
+            yield namespace, tag, attributes, element.text or ""
+
+
 def html_addresses(text: str) -> list[Address]:
     """Every address an HTML or SVG text names, in document order (_elements)."""
     return [address for tag, attributes, inner in _elements(text)
@@ -102,15 +121,14 @@ def html_addresses(text: str) -> list[Address]:
 
 def html_scripts(text: str) -> list[str]:
     """What in an HTML or SVG text runs a script when the page is opened, in document order: each <script>
-    element, inline or not, and each event handler attribute (onload=, onerror=, ...), a frame's srcdoc read too.
-    A script can load anything from anywhere, and what it loads cannot be read off the page."""
+    element, inline or not, and each event handler attribute (onload=, onerror=, ...). A script can load anything
+    from anywhere, and what it loads cannot be read off the page. (A frame's srcdoc is not read: a page has no
+    frame, nor any srcdoc, page_refusals says.)"""
     found = []
     for tag, attributes, _ in _elements(text):
         if tag == "script":
             found.append("<script")
         found += [f"{name}=" for name in attributes if name.lower().startswith("on")]
-        if "srcdoc" in attributes:
-            found += html_scripts(attributes["srcdoc"])
     return found
 
 
@@ -193,23 +211,222 @@ def _line_of(address: str, lines: Sequence[str], taken: dict[str, set[int]]) -> 
 
 
 def chapter_problems(shown: str, text: str, render: Callable[[str], str]) -> list[Problem]:
-    """A problem for every address the chapter's page may not name (`page_refusal`), with the line of the
-    chapter that names it. render turns the chapter's Markdown into its page's HTML, as mkdocs does, so that
-    Markdown links, images, reference links, attribute lists and raw HTML are all read as the site reads them."""
+    """A problem for every element, attribute, style or address of the chapter's page that the manual does not
+    allow (allowlist.py; addresses by `page_refusal`) and every script, with the line of the chapter that writes
+    it. render turns the chapter's Markdown into its page's HTML, as mkdocs does, so that Markdown links, images,
+    reference links, attribute lists and raw HTML are all read as the site reads them."""
     lines = text.splitlines()
-    problems: list[Problem] = []
     taken: dict[str, set[int]] = {}
     page = render(text)
-    for address in html_addresses(page):
-        line = _line_of(address.value, lines, taken) if address.value else None  # every mention, in order
-        reason = page_refusal(address)
-        if reason is not None:
-            verb = "embeds" if address.embeds else "links to"
-            problems.append(Problem(shown, line, None, f"{verb} {quoted(address.value)}, {reason}"))
+    problems = []
+    for found in page_refusals(page):
+        line = _line_of_found(found, lines, taken)  # every mention in order, an allowed address's too
+        if found.message:
+            problems.append(Problem(shown, line, None, found.message))
     for script in html_scripts(page):
         problems.append(Problem(shown, _line_of_code(script, lines, taken), None,
                                 f"runs a script ({script}...): {SCRIPT_TAIL}"))
     return problems
+
+
+@dataclass(frozen=True)
+class Found:
+    """One thing a page may not hold: the message, and what its source line names (`kind` "tag", "attribute"
+    or "address", and the name or address)."""
+
+    message: str
+    kind: str
+    name: str
+
+
+ELEMENT_TAIL = "a page holds text, tables, code, figures and links (build_tools/allowlist.py lists what it may hold)"
+SVG_TAIL = ("a drawing has no animation, script, filter or foreign content (build_tools/allowlist.py lists what it "
+            "may hold)")
+
+
+def page_refusals(page: str) -> list[Found]:
+    """Everything of a page's HTML (a fragment, parsed as a browser parses it) outside the allowlist, in document
+    order: an element (its attributes are not read further), an attribute, a style, an address. A <script> and an
+    event handler are left to html_scripts, which says why."""
+    found: list[Found] = []
+    for namespace, tag, attributes, _ in _named_elements(page):
+        if namespace == allowlist.HTML_NS and tag in allowlist.HTML_FRAME or tag.lower() == "script":
+            continue
+        svg = namespace == allowlist.SVG_NS
+        if svg and tag not in allowlist.SVG_INLINE_ELEMENTS:
+            found.append(Found(f"uses <{tag}> in an SVG drawing, which the manual does not need: {SVG_TAIL}", "tag",
+                               tag))
+            continue
+        if not svg and (namespace != allowlist.HTML_NS or tag not in allowlist.HTML_ELEMENTS):
+            found.append(Found(f"uses <{tag}>, which a page of the manual does not need: {ELEMENT_TAIL}", "tag", tag))
+            continue
+        found += _attribute_refusals(tag, attributes, svg, "")
+    return found
+
+
+def _attribute_refusals(tag: str, attributes: dict[str, str], svg: bool, folder: str) -> list[Found]:
+    """What of an allowed element's attributes the allowlist refuses: the attribute, its CSS or its address.
+    folder: where a relative address starts, inside docs/ ("" for a chapter)."""
+    if svg:
+        allowed = allowlist.SVG_ATTRIBUTES | allowlist.METADATA_ATTRIBUTES | {"xmlns", "xmlns:xlink"}
+    else:
+        allowed = allowlist.HTML_GLOBAL | allowlist.HTML_ELEMENTS[tag]
+    clicked = tag == "a" and "attachment" not in attributes.get("rel", "").lower().split()
+    found = []
+    for name, value in attributes.items():
+        lowered = name.lower()
+        if lowered.startswith("on"):
+            continue  # an event handler: html_scripts
+        if lowered not in allowed:
+            where = " in an SVG drawing" if svg else ""
+            found.append(Found(f"gives <{tag}>{where} the attribute {name}=, which the manual does not need: "
+                               f"{SVG_TAIL if svg else ELEMENT_TAIL}", "attribute", name))
+        elif lowered in allowlist.ADDRESSES or lowered in allowlist.ADDRESS_LISTS:
+            found += _address_refusals(lowered, value, embeds=not (clicked and lowered in ("href", "xlink:href")),
+                                       folder=folder)
+        elif lowered == "style" or (svg and lowered not in allowlist.SVG_NOT_CSS):
+            refused = allowlist.css_refusal(value, "declarations" if lowered == "style" else "value")
+            if refused:
+                what, why, _ = refused
+                # A url() is found on its line as an address is; anything else by its attribute.
+                kind, named = ("address", what[4:-1]) if what.startswith("url(") else ("attribute", name)
+                found.append(Found(f"gives <{tag}> {'a style' if lowered == 'style' else name + '='} with "
+                                   f"{quoted(what)}, {why}", kind, named))
+    return found
+
+
+def _address_refusals(name: str, value: str, *, embeds: bool, folder: str) -> list[Found]:
+    """The addresses of one attribute the page may not name (page_refusal); an srcset names several."""
+    values = [part.split()[0] for part in value.split(",") if part.split()] if name in allowlist.ADDRESS_LISTS \
+        else [value.strip()]
+    found = []
+    for address in values:
+        inside = _clean(address)
+        scheme = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", inside)
+        relative = folder and inside and not inside.startswith(("#", "/")) and not scheme
+        reason = page_refusal(Address(posixpath.join(folder, inside) if relative else address, embeds))
+        verb = "embeds" if embeds else "links to"
+        found.append(Found(f"{verb} {quoted(address)}, {reason}" if reason else "", "address", address))
+    return found  # an empty message: allowed, its mention still taken in order (_line_of)
+
+
+def _line_of_found(found: Found, lines: Sequence[str], taken: dict[str, set[int]]) -> int | None:
+    if found.kind == "address":
+        return _line_of(found.name, lines, taken) if found.name else None
+    pattern = rf"<{re.escape(found.name)}(?![\w:-])" if found.kind == "tag" else \
+        rf"(?<![\w:-]){re.escape(found.name)}\s*="
+    return _first_untaken(f"{found.kind} {found.name.lower()}", re.compile(pattern, re.I), lines, taken)
+
+
+def _first_untaken(key: str, pattern: re.Pattern[str], lines: Sequence[str], taken: dict[str, set[int]]) -> int | None:
+    seen = taken.setdefault(key, set())
+    for number, text in enumerate(lines, start=1):
+        if number not in seen and pattern.search(text):
+            seen.add(number)
+            return number
+    return None
+
+
+class _Stopped(Exception):
+    """An SVG file whose reading stops at once: a DTD of its own (its entities could write any element), or a
+    root that is not SVG."""
+
+
+_XML_PREFIXES = {allowlist.XLINK_NS: "xlink:", allowlist.XML_NS: "xml:",
+                 **dict(zip(allowlist.METADATA_NS, ("rdf:", "cc:", "dc:"), strict=True))}
+
+
+def svg_file_problems(shown: str, data: bytes, folder: str) -> list[Problem]:
+    """A problem for everything of an SVG file of docs/ outside the allowlist (SVG_ELEMENTS, SVG_ATTRIBUTES, its
+    CSS, its addresses: a link may leave the manual, anything loaded is a file of docs/), with its line. The site
+    serves it as it is, and a page may show it (<img>) or a reader open it. It is read as the XML it is, with
+    expat: a DTD of its own (whose entities expand into elements), a processing instruction (<?xml-stylesheet
+    loads a stylesheet) and an element outside the SVG namespace are refused too. folder: the file's folder in
+    docs/ ("" at its top), where its relative addresses start."""
+    from xml.parsers import expat
+
+    parser = expat.ParserCreate(namespace_separator="}")
+    problems: list[Problem] = []
+    metadata = [0]  # how deep inside <metadata>: matplotlib's RDF description is allowed there
+    seen_root = [False]  # the root is SVG: an element of another namespace inside it is one problem each
+    style: list[str] = []  # the text of the open <style>, and its line
+
+    def refuse(message: str) -> None:
+        problems.append(Problem(shown, parser.CurrentLineNumber, None, message))
+
+    def start(name: str, attributes: dict[str, str]) -> None:
+        namespace, _, tag = name.rpartition("}")
+        metadata[0] += bool(metadata[0]) or (namespace == allowlist.SVG_NS and tag == "metadata")
+        if namespace in allowlist.METADATA_NS and metadata[0]:
+            attributes = {key: value for key, value in attributes.items()
+                          if _xml_name(key) not in allowlist.METADATA_ATTRIBUTES}
+            refuse_attributes(tag, attributes)
+            return
+        if namespace != allowlist.SVG_NS:
+            refuse(f"uses <{tag}> of {'the namespace ' + namespace if namespace else 'no namespace'}: an SVG drawing "
+                   f'of the manual is SVG (xmlns="{allowlist.SVG_NS}") and holds no other markup')
+            if not seen_root[0]:
+                raise _Stopped  # not an SVG file at all: one line says so
+            return
+        seen_root[0] = True
+        if tag not in allowlist.SVG_ELEMENTS:
+            refuse(f"uses <{tag}>, which an SVG drawing of the manual does not need: {SVG_TAIL}")
+            return
+        if tag == "style":
+            style[:] = [str(parser.CurrentLineNumber)]
+        refuse_attributes(tag, attributes)
+
+    def refuse_attributes(tag: str, attributes: dict[str, str]) -> None:
+        named = {_xml_name(key): value for key, value in attributes.items()}
+        for found in _attribute_refusals(tag, named, True, folder):
+            if found.message:
+                refuse(found.message.replace(" in an SVG drawing", ""))
+        refuse_script = [key for key in named if key.lower().startswith("on")]
+        for key in refuse_script:
+            refuse(f"runs a script ({key}=...): {SCRIPT_TAIL}")
+
+    def end(name: str) -> None:
+        metadata[0] = max(metadata[0] - 1, 0)
+        if style and name == f"{allowlist.SVG_NS}}}style":
+            line, text = int(style[0]), "".join(style[1:])
+            style.clear()
+            refused = allowlist.css_refusal(text, "stylesheet")
+            if refused:  # its line: the text starts on the line of <style>
+                what, why, inner = refused
+                problems.append(Problem(shown, line + inner - 1, None, f"has {quoted(what)} in its <style>, {why}"))
+
+    def doctype(name: str, system: str | None, public: str | None, internal: bool) -> None:
+        if internal:
+            refuse("declares a DTD of its own (<!DOCTYPE ... [ ]>), whose entities could write any element: an SVG "
+                   "drawing of the manual declares none")
+            raise _Stopped
+
+    def instruction(target: str, _data: str) -> None:
+        refuse(f"holds the processing instruction <?{target}, which an SVG drawing of the manual does not need "
+               "(<?xml-stylesheet loads a stylesheet)")
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = lambda text: style.append(text) if style else None
+    parser.StartDoctypeDeclHandler = doctype
+    parser.ProcessingInstructionHandler = instruction
+    try:
+        parser.Parse(data, True)
+    except _Stopped:
+        pass
+    except expat.ExpatError as error:
+        problems.append(Problem(shown, error.lineno, None,
+                                f"not an SVG file a browser reads: {expat.ErrorString(error.code)}"))
+    return problems
+
+
+def _xml_name(name: str) -> str:
+    """An attribute's name from expat ("namespace}local") as written with its usual prefix (xlink:href); another
+    namespace is kept whole, so no list allows it."""
+    namespace, _, local = name.rpartition("}")
+    if not namespace:
+        return local
+    return _XML_PREFIXES[namespace] + local if namespace in _XML_PREFIXES else f"{{{namespace}}}{local}"
 
 
 SCRIPT_TAIL = "a page of the manual runs no script of its own, since what a script loads cannot be checked"

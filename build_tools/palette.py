@@ -208,6 +208,11 @@ def css_variables(palette: Palette | None = None) -> str:
     """A CSS file body: one custom property per role (`--role-trainer: #6c91f0;`) for the site, with the
     dark shades in the dark scheme (Material's `slate`, which its toggle sets)."""
     palette = load_palette() if palette is None else palette
+    # Only what load_palette allows reaches the CSS (a known role, a #rrggbb colour): a value that could end a
+    # declaration or a rule never gets here; a Palette made otherwise is a bug, and nothing is written.
+    for role in palette.roles:
+        if role.name not in ROLE_NAMES or not (HEX.fullmatch(role.hex) and HEX.fullmatch(role.dark)):
+            raise ValueError(f"role {role.name!r} ({role.hex!r}, {role.dark!r}) is not one palette.yml allows")
     lines = [f"/* Generated from {palette.path.parent.name}/{palette.path.name} by build_tools/palette.py. */",
              ":root {"]
     lines += [f"  --role-{role.name}: {role.hex};" for role in palette.roles]

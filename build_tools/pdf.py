@@ -221,10 +221,18 @@ def _palette(site: Path) -> str:
     return css.read_text(encoding="utf-8") + "\n" if css.is_file() else ""
 
 
+# What a CSS string of the book's stylesheet keeps as it is: letters, digits, spaces and the punctuation a stamp
+# or a note is written with, and any printable character beyond ASCII. Everything else (a quote, a backslash,
+# braces, `<`, `;`, every line break CSS knows: \n, \r, \f) is written as a CSS escape, so a value from
+# edition.yml or the provenance note can neither end its string nor its rule, nor close the <style>.
+_CSS_STRING_KEPT = re.compile(r"[A-Za-z0-9 .,:·/()+=#%_@'!?-]")
+
+
 def _css_string(text: str) -> str:
-    """Text as a CSS string: a quote, a backslash, a line break or a `<` (which could close the <style>) escaped."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ").replace("<", "\\3c ")
-    return '"' + escaped + '"'
+    """Text as one CSS string, every character outside _CSS_STRING_KEPT escaped as `\\hex ` (CSS Syntax 4.3.7)."""
+    return '"' + "".join(character if _CSS_STRING_KEPT.fullmatch(character)
+                         or (ord(character) > 0x7F and character.isprintable())
+                         else f"\\{ord(character):x} " for character in text) + '"'
 
 
 def _stylesheet(stamp: str, note: str) -> str:

