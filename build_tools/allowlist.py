@@ -58,8 +58,8 @@ HTML_ELEMENTS: dict[str, frozenset[str]] = {
 HTML_FRAME = frozenset({"html", "head", "body"})
 
 # Attributes whose value is an address, each checked against the boundary's rule (boundary.page_refusal):
-# a link a reader clicks (href of <a>) may go to a web page; everything else loads, and only the manual's files.
-CLICKED = frozenset({"href"})  # on <a> (HTML or SVG), unless rel="attachment"
+# a link a reader clicks (href of <a>, unless rel="attachment") may go to a web page; everything else loads,
+# and only the manual's files.
 ADDRESS_LISTS = frozenset({"srcset"})  # "a.svg 1x, b.svg 2x"
 ADDRESSES = frozenset({"href", "src", "data-manual-full", "xlink:href"})
 

@@ -109,7 +109,8 @@ def _named_elements(text: str) -> Iterator[tuple[str, str, dict[str, str], str]]
             attributes = {}
             for name, value in element.attrib.items():
                 space, _, local = name[1:].rpartition("}") if name.startswith("{") else ("", "", name)
-                attributes[_PREFIXES.get(space, f"{{{space}}}" if space else "") + local] = value
+                prefix = "" if local == "xmlns" else _PREFIXES.get(space, f"{{{space}}}" if space else "")
+                attributes[prefix + local] = value
             yield namespace, tag, attributes, element.text or ""
 
 
@@ -231,8 +232,9 @@ def chapter_problems(shown: str, text: str, render: Callable[[str], str]) -> lis
 
 @dataclass(frozen=True)
 class Found:
-    """One thing a page may not hold: the message, and what its source line names (`kind` "tag", "attribute"
-    or "address", and the name or address)."""
+    """One thing a page holds that the allowlist refuses, its message; or, with no message, an address it allows
+    (its mention is still taken, so that a later mention of the same address finds its own line). `kind` ("tag",
+    "attribute" or "address") and `name` say what its line of the chapter names."""
 
     message: str
     kind: str

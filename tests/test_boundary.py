@@ -158,6 +158,9 @@ def test_a_hostile_chapter_stops_the_build_in_one_line_each_without_a_traceback(
     ('<svg viewBox="0 0 9 9"><defs><clipPath id="c"><rect width="9" height="9"/></clipPath></defs>'
      '<g clip-path="url(#c)"><use xlink:href="#c"/><path d="M 0 0 L 9 9" style="stroke: #262626"/></g></svg>', None),
     ('<svg><a href="https://example.com/"><text y="9">a link in a drawing</text></a></svg>', None),
+    ('<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" viewBox="0 0 9 9">'
+     '<g transform="translate(1 2) rotate(3)" font-family="DejaVu Sans, sans-serif"><text xml:space="preserve">x'
+     "</text></g></svg>", None),
     ('<p style="color: var(--role-trainer); background: rgb(1, 2, 3)">x</p>', None),
     # What it refuses however it is written.
     ('<SVG><SET attributeName="href" to="https://example.com/x.png"/></SVG>', "uses <set> in an SVG drawing"),
