@@ -13,6 +13,8 @@
   file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line); every output
   of the command line passes through it (cli.py's consoles, build warnings, `manual record`).
 - `workflow_command`: a GitHub workflow command (`manual check --format github`), its data percent-encoded.
+- `xml_text`: text for an XML element or attribute (build/claims.junit.xml): every code point XML 1.0 cannot
+  hold (C0 controls but tab, newline and CR; lone surrogates; U+FFFE, U+FFFF) written as its Python escape.
 
 The return type `Markdown` marks text that is already safe Markdown, so escaping twice changes nothing; the
 page templates escape every value that is not (build_tools/render.py, `finalize`).
@@ -129,3 +131,16 @@ def workflow_command(kind: str, message: Any, properties: dict[str, str]) -> str
 def terminal_text(value: Any) -> str:
     """Text a terminal shows as written: control characters and escape sequences removed, tab and newline kept."""
     return _TERMINAL_CONTROL.sub("", str(value))
+
+
+# What XML 1.0 cannot hold (its Char production): C0 controls but tab, LF and CR, lone surrogates, U+FFFE and
+# U+FFFF. ElementTree writes them as they are, and the file no parser reads (a surrogate cannot even be encoded).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value: Any) -> str:
+    """Text any XML parser reads back: each code point XML 1.0 cannot hold becomes its Python escape as text
+    (U+0001 is `\\x01`, U+FFFE `\\ufffe`, a lone surrogate `\\ud800`), so the file stays XML and the reader still
+    sees which character the data held; ElementTree escapes `<`, `&` and quotes itself."""
+    return _NOT_XML.sub(lambda match: match.group(0).encode("unicode_escape", "backslashreplace").decode("ascii"),
+                        str(value))
