@@ -41,6 +41,8 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 _ENTITY = re.compile("[&<>\"]")
 # At the start of a line, "- x", "+ x" and "1. x" begin a list, and a line of "-" or "=" underlines
 # the line before it as a heading.
+# `\d`, not [0-9], on purpose: Python-Markdown's ordered list (OListProcessor) starts with `\d+\.`, which takes
+# any Unicode digit ("٣. x" is a list too).
 _LIST_START = re.compile(r"^(\d+)\.(?=\s|$)")
 _REFERENCE = re.compile(r"(\\\][ \t]*):")
 

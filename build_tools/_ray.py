@@ -346,9 +346,9 @@ def _connected(address: str) -> Iterator[ModuleType]:
 def _host_port(address: str) -> tuple[str, int]:
     """HOST:PORT (or ray://HOST:PORT, [IPv6]:PORT): a host name or IP address and a port from 1 to 65535."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not (port.isascii() and port.isdigit()):  # isdigit alone takes "２" and "²"
         raise ray_bad_address(address)
-    if not port.isascii() or not 1 <= int(port) <= 65535:
+    if not 1 <= int(port) <= 65535:
         raise ray_bad_address(address, f"port {port} is not from 1 to 65535")
     bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if not _is_host(bare):

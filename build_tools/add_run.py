@@ -284,7 +284,7 @@ def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None 
     start = run.meta.get("start_ts")
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
     model_name = checkpoint.rsplit("/", 1)[-1]
-    size = re.search(r"(\d+(?:\.\d+)?)[Bb]\b", model_name)
+    size = re.search(r"([0-9]+(?:\.[0-9]+)?)[Bb]\b", model_name)
     from .compare import gpus_of
 
     gpus = sorted(gpus_of(summary))

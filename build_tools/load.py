@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -47,7 +48,7 @@ from ._types import Columns, Record, RunData
 from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
-PARTITION = re.compile(r"^(?P<hour>\d{8}_\d{2})\.jsonl(\.gz)?$")
+PARTITION = re.compile(r"^(?P<hour>[0-9]{8}_[0-9]{2})\.jsonl(\.gz)?$")
 LAB_ONLY = "{}: only lab/, no Miles output (a dashboard dump, a log, ...): the run has no steps"
 MAX_JSON_DEPTH = _columnar.MAX_JSON_DEPTH
 # A run's records may start a little before the day its run.yaml names (a job launched before midnight).
@@ -686,6 +687,9 @@ def _load_meta(path: Path, problems: list[Problem]) -> dict[str, Any]:
         problems.append(Problem(where, 1, None, "expected a JSON object"))
         return {}
     _, found = schemas.validate(schemas.Meta, meta, where, lambda loc: None)
+    if isinstance(args := meta.get("args"), dict):  # the flags the manual reads, typed as in run.yaml
+        _, wrong = schemas.validate(schemas.MilesArgs, args, where, lambda loc: None)
+        found += [dataclasses.replace(problem, field=f"args.{problem.field}") for problem in wrong]
     problems += found
     return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
 
