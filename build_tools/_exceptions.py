@@ -305,8 +305,8 @@ def not_an_edition_variable(name: str, value: str, example: str) -> ManualError:
 
 
 def not_a_flag(name: str, value: str) -> ManualError:
-    """`name`: PUSH or REPLACE."""
-    return ManualError(f"{_variable(name, value)} is not a yes or no: write {name}=1 (or leave it out)")
+    """`name`: PUSH, REPLACE, STRICT or ALL, which take exactly 1 (or nothing)."""
+    return ManualError(f"{_variable(name, value)} is not 1 or nothing: write {name}=1 to turn it on, or leave it out")
 
 
 def not_a_format(value: str) -> ManualError:
