@@ -111,15 +111,15 @@ RAY_EXPECTED = "(expected HOST:PORT, ray://HOST:PORT, auto or local)"
 
 
 @pytest.mark.parametrize(("value", "error"), [
-    ("host:99999", f"--ray: 'host:99999' is not an address: port 99999 is not from 1 to 65535 {RAY_EXPECTED}"),
-    ("10.0.0.5:0", f"--ray: '10.0.0.5:0' is not an address: port 0 is not from 1 to 65535 {RAY_EXPECTED}"),
-    ("ray://head_node:10001", "--ray: 'ray://head_node:10001' is not an address: 'head_node' is not a host name or "
+    ("host:99999", f"RAY='host:99999' is not an address: port 99999 is not from 1 to 65535 {RAY_EXPECTED}"),
+    ("10.0.0.5:0", f"RAY='10.0.0.5:0' is not an address: port 0 is not from 1 to 65535 {RAY_EXPECTED}"),
+    ("ray://head_node:10001", "RAY='ray://head_node:10001' is not an address: 'head_node' is not a host name or "
                               f"an IP address {RAY_EXPECTED}"),
-    ("300.1.1.1:6379", f"--ray: '300.1.1.1:6379' is not an address: '300.1.1.1' is not a host name or an IP address "
+    ("300.1.1.1:6379", f"RAY='300.1.1.1:6379' is not an address: '300.1.1.1' is not a host name or an IP address "
                        f"{RAY_EXPECTED}"),
-    ("-head:6379", "--ray: '-head:6379' is not an address: '-head' is not a host name or an IP address "
+    ("-head:6379", "RAY='-head:6379' is not an address: '-head' is not a host name or an IP address "
                    f"{RAY_EXPECTED}"),
-    ("head-node", f"--ray: 'head-node' is not an address {RAY_EXPECTED}"),
+    ("head-node", f"RAY='head-node' is not an address {RAY_EXPECTED}"),
 ])
 def test_a_ray_address_that_cannot_be_one_is_refused_before_anything_runs(
         value: str, error: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -193,3 +193,26 @@ def test_a_port_of_other_digits_than_ascii_is_refused(port: str) -> None:
         _make.arguments("serve", {"PORT": port}, ROOT)
     assert str(error.value) == f"PORT='{port}' is not a port: write a whole number from 1 to 65535, e.g. make serve " \
                                "PORT=8001"
+
+
+@pytest.mark.parametrize(("target", "value"), [("check", "bogus"), ("check", "head:0"), ("check", "h:6379;touch x"),
+                                               ("bench", "300.1.1.1:6379"), ("check", "ray://:10001")])
+def test_a_wrong_ray_address_is_refused_before_ray_is_installed(target: str, value: str) -> None:
+    stamp = ROOT / ".venv" / ".installed-ray"
+    had_ray = stamp.exists()
+    done = make(target, f"RAY={value}")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0].startswith(f"ERROR RAY='{value}' is not an address")
+    assert done.stderr.splitlines()[0].endswith(RAY_EXPECTED)
+    assert "Adding the pinned packages" not in done.stdout  # pip never ran
+    assert stamp.exists() == had_ray
+    assert done.stderr.splitlines()[-1].endswith("variables] Error 2")
+
+
+def test_the_variables_step_checks_every_variable_of_its_goal_and_runs_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert _make.main(["--variables", "check"], {"RAY": "auto", "ALL": "1", "STRICT": "1"}) == 0
+    assert capsys.readouterr().err == ""
+    assert _make.main(["--variables", "bench"], {"RAY": "local", "ALL": "yes"}) == 2
+    assert capsys.readouterr().err.splitlines()[0] == ("ERROR ALL='yes' is not 1 or nothing: write ALL=1 to turn it "
+                                                       "on, or leave it out")
