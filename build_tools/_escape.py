@@ -13,6 +13,9 @@
   file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line); every output
   of the command line passes through it (cli.py's consoles, build warnings, `manual record`).
 - `workflow_command`: a GitHub workflow command (`manual check --format github`), its data percent-encoded.
+- `csv_cell`: a text cell of a CSV that people open in a spreadsheet (a figure's CSV, `manual show --csv`): one
+  a spreadsheet would read as a formula (starting `=`, `+`, `-`, `@`, tab or CR) gets a leading `'` (OWASP's
+  rule against CSV injection); a number, or text that writes one (`-0.5`), is left as it is.
 - `xml_text`: text for an XML element or attribute (build/claims.junit.xml): every code point XML 1.0 cannot
   hold (C0 controls but tab, newline and CR; lone surrogates; U+FFFE, U+FFFF) written as its Python escape.
 
@@ -146,3 +149,17 @@ def xml_text(value: Any) -> str:
     sees which character the data held; ElementTree escapes `<`, `&` and quotes itself."""
     return _NOT_XML.sub(lambda match: match.group(0).encode("unicode_escape", "backslashreplace").decode("ascii"),
                         str(value))
+
+
+# CSV injection (OWASP): a spreadsheet reads a cell starting with one of these as a formula (`=cmd|' /C calc'!A0`,
+# `@SUM(...)`, `+1+cmd|...`); tab and CR start one after the spreadsheet strips them.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_CSV_NUMBER = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE)
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as written: text starting a formula gets a leading `'` (which the
+    spreadsheet hides); anything but text, and text that is a number in ASCII digits (`-0.5`, `+3e-4`, `-inf`), stays."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _CSV_NUMBER.fullmatch(value):
+        return "'" + value
+    return value

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import SAMPLES, copy_project, manual_blocks
 
-from build_tools._escape import html_text, md_code, md_text, xml_text
+from build_tools._escape import csv_cell, html_text, md_code, md_text, xml_text
 from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools.cli import main
 
@@ -467,3 +467,40 @@ def test_a_claim_with_characters_xml_cannot_hold_leaves_the_junit_report_xml(tmp
     claims = [case.findtext("system-out") for case in root.iter("testcase")]
     assert ("Training and rollout take almost all of a step, and the hand-offs take about 2 s. "
             "\\x00\\x01\\x08\\x0b\\x0c\\x0e\\x1b\\x1f\\ufffe\\uffff\x7f") in claims
+
+
+# --- CSV injection (figures' CSVs, manual show --csv) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cell", "written"), [
+    ("=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"), ("+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"),
+    ("-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"), ("@SUM(1+1)*cmd|' /C calc'!A0", "'@SUM(1+1)*cmd|' /C calc'!A0"),
+    ("\t=1+1", "'\t=1+1"), ("\r=1+1", "'\r=1+1"), ("--use-fault-tolerance", "'--use-fault-tolerance"), ("=", "'="),
+    ("-0.5", "-0.5"), ("+3e-4", "+3e-4"), ("-inf", "-inf"), ("-NaN", "-NaN"), ("-.5", "-.5"), ("-1.", "-1."),
+    ("-٣", "'-٣"), ("plain", "plain"), ("a=b", "a=b"), ("", ""), (" =1", " =1"),
+    (-0.5, -0.5), (-3, -3), (None, None), (True, True),
+])
+def test_csv_cell_neutralises_a_formula_and_leaves_numbers(cell: object, written: object) -> None:
+    assert csv_cell(cell) == written
+
+
+def test_a_figure_csv_has_no_formula_and_its_numbers_as_they_were() -> None:
+    import csv
+    import io
+
+    import pandas as pd
+
+    from build_tools.draw import _csv_text
+
+    data = pd.DataFrame({"run": ["=cmd|' /C calc'!A0", "@x", "-y", "ok", "-0.5"], "value": [-0.5, 1.0, -3e-05, 2.5, 0.0],
+                         "steps": [-1, 2, 3, 4, 5], "=HYPERLINK(\"http://x\")": ["a", "b", "+c", "\tq", "d"]})
+    rows = list(csv.reader(io.StringIO(_csv_text(data, {}))))
+    assert rows == [
+        ["run", "value", "steps", "'=HYPERLINK(\"http://x\")"],
+        ["'=cmd|' /C calc'!A0", "-0.5", "-1", "a"],
+        ["'@x", "1", "2", "b"],
+        ["'-y", "-3e-05", "3", "'+c"],
+        ["ok", "2.5", "4", "'\tq"],
+        ["-0.5", "0", "5", "d"],
+    ]
+    assert _csv_text(pd.DataFrame({"a": [1.5, -2.0], "b": ["x", "y"]}), {}) == "a,b\n1.5,x\n-2,y\n"  # untouched
