@@ -158,6 +158,18 @@ def readable(path: Path) -> Iterator[None]:
                                     "a file or folder of Miles output that can be read")]) from None
 
 
+MILES_OUTPUT = ("a dashboard dump (meta.json), a log (*.log, *.txt), a wandb export (*.csv, *.jsonl), TensorBoard "
+                "event files, a CI history record, --dump-details event files, or a lab/ folder `manual record` wrote")
+
+
+def nothing_read(path: Path, what: str = "record") -> Problem:
+    """A bare path whose files gave no `what` (record, metric) a run is made of: an empty file, or files that hold
+    none (`make add-run`, `make compare` refuse it rather than add or judge a run with nothing in it)."""
+    empty = path.is_file() and path.stat().st_size == 0
+    found = "empty" if empty else f"no {what} read from it"
+    return Problem(display_path(path), None, None, f"{found}: expected {MILES_OUTPUT}")
+
+
 def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
     """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded."""
     from . import sources
@@ -171,10 +183,7 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
     found = sources.classify(path, warnings)
     lab = path / "lab" if path.is_dir() and (path / "lab").is_dir() else None  # what `manual record` writes
     if not found and lab is None:
-        problems.append(Problem(display_path(path), None, None,
-                                "found no Miles output: expected a dashboard dump (meta.json), a log (*.log, *.txt), "
-                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record, "
-                                "--dump-details event files, or a lab/ folder `manual record` wrote"))
+        problems.append(Problem(display_path(path), None, None, f"found no Miles output: expected {MILES_OUTPUT}"))
         run = RunData(run_id=path.name, root=path, config=_bare_config(path.name, {}), meta={})
         return run, found
     if "dashboard" in found:
