@@ -159,7 +159,8 @@ _CSV_NUMBER = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]
 
 def csv_cell(value: Any) -> Any:
     """A CSV cell a spreadsheet shows as written: text starting a formula gets a leading `'` (which the
-    spreadsheet hides); anything but text, and text that is a number in ASCII digits (`-0.5`, `+3e-4`, `-inf`), stays."""
+    spreadsheet hides); anything but text, and text that is a number in ASCII digits (`-0.5`, `+3e-4`, `-inf`),
+    stays."""
     if isinstance(value, str) and value.startswith(_FORMULA_START) and not _CSV_NUMBER.fullmatch(value):
         return "'" + value
     return value

@@ -20,7 +20,8 @@ from ._layout import Layout
 
 # .site-<pid>-<random>, .site-old-<pid>-<random>, .publish-<pid>-<random>, runs/.add-run-<pid>-<random>;
 # files .name.<pid>-<random>[.svg].tmp
-_TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?([0-9]+)-[A-Za-z0-9_]+$|^\..*\.([0-9]+)-[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp$")
+_TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?([0-9]+)-[A-Za-z0-9_]+$"
+                        r"|^\..*\.([0-9]+)-[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp$")
 
 
 # The name of `add-run`'s staging folder in runs/ (never a run id: those start with a letter or digit).

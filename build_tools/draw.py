@@ -41,8 +41,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import _figure_modules, _workers, legibility, palette, palette_check, variants
-from ._exceptions import FigureError, FigureFilesError, MissingValue, Problem, display_path
 from ._escape import csv_cell
+from ._exceptions import FigureError, FigureFilesError, MissingValue, Problem, display_path
 from ._layout import Layout
 from ._staging import atomic_file, write_atomic
 from ._types import DrawnFigure, FigureBlock, RunSummary

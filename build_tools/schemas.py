@@ -567,7 +567,8 @@ class SetupYaml(Schema):
     """docs/data/setup.yml: the manual's setup, which `make add-run` writes into a new run's run.yaml."""
 
     hardware: SetupHardware
-    parameters: dict[Text, Annotated[int, Field(ge=1, le=MOST_PARAMETERS)]] = {}  # a model's parameter count, by its name
+    # a model's parameter count, by its name
+    parameters: dict[Text, Annotated[int, Field(ge=1, le=MOST_PARAMETERS)]] = {}
 
 
 # docs/data/<name>.yml -> its schema; a data file with no schema here is refused.
@@ -788,7 +789,8 @@ def describe(annotation: Any) -> str:
 
 _VALIDATOR_WORDS: dict[Callable[..., Any], str] = {
     _number: "a number", _time: "a time (epoch seconds)", _iso_date: "a date YYYY-MM-DD", _edition: "YEAR.MONTH",
-    _commit: "text of 7 to 40 hex digits", _int64: "a whole number within 64 bits", _non_empty: "a non-empty string", _phase_end: "a time, or -1 while open",
+    _commit: "text of 7 to 40 hex digits", _int64: "a whole number within 64 bits", _non_empty: "a non-empty string",
+    _phase_end: "a time, or -1 while open",
     _scalar: "a number, string or true/false", _duration: "a duration in seconds",
     _source_time: "a time (epoch seconds), or NaN where none was printed", _hex: "a colour #rrggbb",
     _grey: "a grey #rrggbb",

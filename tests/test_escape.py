@@ -474,7 +474,8 @@ def test_a_claim_with_characters_xml_cannot_hold_leaves_the_junit_report_xml(tmp
 
 @pytest.mark.parametrize(("cell", "written"), [
     ("=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"), ("+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"),
-    ("-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"), ("@SUM(1+1)*cmd|' /C calc'!A0", "'@SUM(1+1)*cmd|' /C calc'!A0"),
+    ("-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"),
+    ("@SUM(1+1)*cmd|' /C calc'!A0", "'@SUM(1+1)*cmd|' /C calc'!A0"),
     ("\t=1+1", "'\t=1+1"), ("\r=1+1", "'\r=1+1"), ("--use-fault-tolerance", "'--use-fault-tolerance"), ("=", "'="),
     ("-0.5", "-0.5"), ("+3e-4", "+3e-4"), ("-inf", "-inf"), ("-NaN", "-NaN"), ("-.5", "-.5"), ("-1.", "-1."),
     ("-٣", "'-٣"), ("plain", "plain"), ("a=b", "a=b"), ("", ""), (" =1", " =1"),
@@ -492,8 +493,9 @@ def test_a_figure_csv_has_no_formula_and_its_numbers_as_they_were() -> None:
 
     from build_tools.draw import _csv_text
 
-    data = pd.DataFrame({"run": ["=cmd|' /C calc'!A0", "@x", "-y", "ok", "-0.5"], "value": [-0.5, 1.0, -3e-05, 2.5, 0.0],
-                         "steps": [-1, 2, 3, 4, 5], "=HYPERLINK(\"http://x\")": ["a", "b", "+c", "\tq", "d"]})
+    data = pd.DataFrame({"run": ["=cmd|' /C calc'!A0", "@x", "-y", "ok", "-0.5"],
+                         "value": [-0.5, 1.0, -3e-05, 2.5, 0.0], "steps": [-1, 2, 3, 4, 5],
+                         "=HYPERLINK(\"http://x\")": ["a", "b", "+c", "\tq", "d"]})
     rows = list(csv.reader(io.StringIO(_csv_text(data, {}))))
     assert rows == [
         ["run", "value", "steps", "'=HYPERLINK(\"http://x\")"],

@@ -96,7 +96,8 @@ def test_show_proc_is_one_problem(capsys: pytest.CaptureFixture[str]) -> None:
                 "train/step,0,'+train/x,2", "train/step,0,'-train/y,-3e-05", "train/step,0,'=cmd|' /C calc'!A0,0.41",
                 "train/step,0,'@SUM(A1),-0.5", "train/step,0,train/plain,-1"]),
 ])
-def test_show_csv_writes_no_formula_and_numbers_as_logged(option: str, lines: list[str], monkeypatch: pytest.MonkeyPatch,
+def test_show_csv_writes_no_formula_and_numbers_as_logged(option: str, lines: list[str],
+                                                          monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """tests/samples/show/formula-metrics.log names metrics that start a spreadsheet formula (=, +, -, @, tab, CR):
     each gets a leading ' (OWASP); the negative numbers stay numbers. (The CR is gone: terminal_text.)"""

@@ -32,13 +32,15 @@ from ._json import whole
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Ray's prefix on a line an actor printed: "(RolloutManager pid=4243)", "(raylet, ip=10.0.6.140)".
-RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:\-]*)(?: pid=(?P<pid>[0-9]+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
+RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:\-]*)(?: pid=(?P<pid>[0-9]+))?"
+                        r"(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
 # Every pattern that `search`es a line starts at a literal or the first digit of a number, and bounds what it
 # skips: a search that could start anywhere and scan to the end is quadratic, minutes on a long line.
 REPEATED = re.compile(r"\[repeated [0-9]+x across cluster\]\s*$")
 # "[2026-08-21 18:09:36.123 actor_cell0_rank0]" (Miles), "[2026-08-21 18:09:36]" (older slime, SGLang),
 # "[2025-03-29 18:56:25 TP0]" (SGLang), "[2023-04-09 07:23:59,445 E 395 395]" (the raylet).
-STAMP = re.compile(r"\[(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})(?:[.,](?P<frac>[0-9]{1,6}))?"
+STAMP = re.compile(r"\[(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})"
+                   r"(?:[.,](?P<frac>[0-9]{1,6}))?"
                    r"(?: (?P<proc>[^\]]*))?\]\s?")
 SOURCE = re.compile(r"^(?P<file>[\w.]+\.py):[0-9]+ - ")
 METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|multi_turn|step|eval) (?P<n>-?[0-9]+): "
