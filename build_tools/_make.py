@@ -5,6 +5,8 @@ STRICT and FORMAT to the
 environment as the exact text typed, and runs `python -m build_tools._make TARGET`; no variable is ever written
 into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
+`python -m build_tools._make --variables check` checks the variables of the targets named and runs nothing: make
+runs it before it installs what a variable asks for (Ray, for RAY).
 """
 
 from __future__ import annotations
