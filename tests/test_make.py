@@ -120,6 +120,8 @@ RAY_EXPECTED = "(expected HOST:PORT, ray://HOST:PORT, auto or local)"
     ("-head:6379", "RAY='-head:6379' is not an address: '-head' is not a host name or an IP address "
                    f"{RAY_EXPECTED}"),
     ("head-node", f"RAY='head-node' is not an address {RAY_EXPECTED}"),
+    ("head:６３７９", f"RAY='head:６３７９' is not an address {RAY_EXPECTED}"),
+    ("head:63\u00b2", f"RAY='head:63\u00b2' is not an address {RAY_EXPECTED}"),
 ])
 def test_a_ray_address_that_cannot_be_one_is_refused_before_anything_runs(
         value: str, error: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
