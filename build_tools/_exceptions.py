@@ -305,8 +305,8 @@ def not_an_edition_variable(name: str, value: str, example: str) -> ManualError:
 
 
 def not_a_flag(name: str, value: str) -> ManualError:
-    """`name`: PUSH or REPLACE."""
-    return ManualError(f"{_variable(name, value)} is not a yes or no: write {name}=1 (or leave it out)")
+    """`name`: PUSH, REPLACE, STRICT or ALL, which take exactly 1 (or nothing)."""
+    return ManualError(f"{_variable(name, value)} is not 1 or nothing: write {name}=1 to turn it on, or leave it out")
 
 
 def not_a_format(value: str) -> ManualError:
@@ -501,11 +501,12 @@ def ray_not_installed() -> RayError:
                     "install it with `pip install -c requirements.lock -e '.[ray]'` (make does)")
 
 
-def ray_bad_address(address: str, reason: str = "") -> RayError:
-    """`reason`: what is wrong with it, when it has the form HOST:PORT."""
+def ray_bad_address(address: str, reason: str = "", variable: str | None = None) -> RayError:
+    """`reason`: what is wrong with it, when it has the form HOST:PORT; `variable`: RAY when make's variable
+    gave it (named as typed), else the message names --ray."""
     why = f": {reason}" if reason else ""
-    return RayError(f"--ray: {address!r} is not an address{why} (expected HOST:PORT, ray://HOST:PORT, auto or "
-                    "local)")
+    given = f"--ray: {address!r}" if variable is None else _variable(variable, address)
+    return RayError(f"{given} is not an address{why} (expected HOST:PORT, ray://HOST:PORT, auto or local)")
 
 
 def ray_unreachable(address: str, reason: str) -> RayError:

@@ -23,7 +23,7 @@ LAB_STREAMS = ("events", "host_memory", "gpu_temp", "held_memory", "sampling", "
 DASHBOARD_DOCUMENTS = ("meta.json", "lane_catalog.json")
 
 # The pages the render stage writes into the pages folder (mkdocs' docs_dir).
-CHAPTER = re.compile(r"^(?P<n>\d\d)-[\w.-]+\.md$")  # docs/NN-name.md: chapter NN
+CHAPTER = re.compile(r"^(?P<n>[0-9][0-9])-[\w.-]+\.md$")  # docs/NN-name.md: chapter NN
 INDEX_PAGE = "index.md"  # the front matter
 METRICS_PAGE = "06-metrics.md"  # chapter 6, generated
 FIGURES_PAGE = "figures.md"  # the Index of figures, generated

@@ -5,6 +5,8 @@ STRICT and FORMAT to the
 environment as the exact text typed, and runs `python -m build_tools._make TARGET`; no variable is ever written
 into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
+`python -m build_tools._make --variables check` checks the variables of the targets named and runs nothing: make
+runs it before it installs what a variable asks for (Ray, for RAY).
 """
 
 from __future__ import annotations
@@ -104,6 +106,25 @@ def _run_id(env: Mapping[str, str]) -> list[str]:
     return [f"--id={value}"] if value else []
 
 
+def _ray(env: Mapping[str, str]) -> list[str]:
+    """RAY: auto, local or a head's HOST:PORT, checked here too, so that make can check it before it installs Ray
+    (`make variables`, which the Ray extra's stamp waits for)."""
+    from ._ray import check_address
+
+    value = env.get("RAY", "")
+    if not value:
+        return []
+    check_address(value, "RAY")
+    return [f"--ray={value}"]
+
+
+def _bench(env: Mapping[str, str]) -> list[str]:
+    """bench reads RAY, SCALE and ALL itself (bench.py); RAY and ALL are checked here first, as check's are."""
+    _ray(env)
+    _flag(env, "ALL")
+    return ["bench"]
+
+
 def _margin_options(env: Mapping[str, str]) -> list[str]:
     """WARN_MARGIN (checked by the command, as --warn-margin), STRICT=1 and FORMAT=text|github."""
     value = env.get("FORMAT", "")
@@ -113,17 +134,20 @@ def _margin_options(env: Mapping[str, str]) -> list[str]:
             *(["--strict"] if _flag(env, "STRICT") else []), *([f"--format={value}"] if value else [])]
 
 
+TARGETS = ("build", "pdf", "serve", "check", "bench", "compare", "add-run", "publish", "verify", "diff")
+
+
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
     """The command line for a make target, from checked make variables (a ManualError when one is wrong)."""
-    simple = {"build": ["build"], "bench": ["bench"], "pdf": ["pdf"]}
+    simple = {"build": ["build"], "pdf": ["pdf"]}
     if target in simple:
         return simple[target]
     builders: dict[str, Callable[[], list[str]]] = {
         "serve": lambda: ["serve", *_port(env)],
         # RAY: auto, local or a head's HOST:PORT, checked by the command before anything starts; ALL=1: every run
         # summarised
-        "check": lambda: ["check", *([f"--ray={env['RAY']}"] if env.get("RAY") else []),
-                          *(["--all"] if _flag(env, "ALL") else []), *_margin_options(env)],
+        "check": lambda: ["check", *_ray(env), *(["--all"] if _flag(env, "ALL") else []), *_margin_options(env)],
+        "bench": lambda: _bench(env),
         "compare": lambda: ["compare", "--", *_run(env)],
         "add-run": lambda: ["add-run", *_run_id(env), "--", *_source(env)],
         "publish": lambda: _publish(env, root),
@@ -145,14 +169,16 @@ def _publish(env: Mapping[str, str], root: Path) -> list[str]:
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     from .cli import main as manual
 
-    target = (list(sys.argv[1:] if argv is None else argv) or ["build"])[0]
+    words = list(sys.argv[1:] if argv is None else argv) or ["build"]
+    only_check = words[0] == "--variables"  # `make variables`: check the variables of these targets, run nothing
+    targets = [name for name in words[1:] if name in TARGETS] if only_check else words[:1]
     env = os.environ if env is None else env
     try:
-        args = arguments(target, env, Path.cwd())
+        commands = [arguments(target, env, Path.cwd()) for target in targets]
     except ManualError as error:
         code = report(error)
     else:
-        code = manual(args)
+        code = 0 if only_check else manual(commands[0])
     if code != 0:
         outcome = OUTCOMES.get(code, "unexpected")
         _err.print(f"manual exited {code}: {outcome} (make turns every failure into exit 2; .venv/bin/manual "

@@ -97,8 +97,7 @@ class RaySummariser:
     cache does (the tests use it on one machine); `nodes` collects the Ray nodes that ran a task."""
 
     def __init__(self, address: str, *, workers_write: bool = True) -> None:
-        if address not in (AUTO, LOCAL):
-            _host_port(address)  # a malformed address is refused even when the cache holds every run
+        check_address(address)  # a malformed address is refused even when the cache holds every run
         self.address, self.workers_write = address, workers_write
         self.nodes: set[str] = set()
 
@@ -343,16 +342,23 @@ def _connected(address: str) -> Iterator[ModuleType]:
         _remove(temp_dir)
 
 
-def _host_port(address: str) -> tuple[str, int]:
+def check_address(address: str, variable: str | None = None) -> None:
+    """auto, local or HOST:PORT, else a RayError saying why (naming make's `variable` when given); imports no Ray:
+    make checks RAY with it before it installs Ray."""
+    if address not in (AUTO, LOCAL):
+        _host_port(address, variable)
+
+
+def _host_port(address: str, variable: str | None = None) -> tuple[str, int]:
     """HOST:PORT (or ray://HOST:PORT, [IPv6]:PORT): a host name or IP address and a port from 1 to 65535."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise ray_bad_address(address)
-    if not port.isascii() or not 1 <= int(port) <= 65535:
-        raise ray_bad_address(address, f"port {port} is not from 1 to 65535")
+    if not host or not (port.isascii() and port.isdigit()):  # isdigit alone takes "２" and "²"
+        raise ray_bad_address(address, variable=variable)
+    if not 1 <= int(port) <= 65535:
+        raise ray_bad_address(address, f"port {port} is not from 1 to 65535", variable)
     bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if not _is_host(bare):
-        raise ray_bad_address(address, f"{host!r} is not a host name or an IP address")
+        raise ray_bad_address(address, f"{host!r} is not a host name or an IP address", variable)
     return bare, int(port)
 
 

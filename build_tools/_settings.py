@@ -63,14 +63,13 @@ def from_environment(environ: Mapping[str, str] | None = None, **options: Any) -
 
 
 def flag(env: Mapping[str, str], name: str) -> bool:
-    """A yes-or-no make variable (PUSH, REPLACE, STRICT, ALL): unset, 0, no or false; 1, yes or true; else
-    a ManualError (_exceptions.not_a_flag)."""
-    value = env.get(name, "").strip().lower()
-    if value in ("", "0", "no", "false"):
-        return False
-    if value in ("1", "yes", "true"):
-        return True
-    raise not_a_flag(name, env[name])
+    """A make variable that turns something on (PUSH, REPLACE, STRICT, ALL): exactly `1`, or unset or empty, as
+    MAINTAINING.md documents; anything else (yes, true, 0, " 1") is a ManualError (_exceptions.not_a_flag)
+    rather than a guess at what was meant."""
+    value = env.get(name, "")
+    if value not in ("", "1"):
+        raise not_a_flag(name, value)
+    return value == "1"
 
 
 def site_environment(settings: Settings) -> dict[str, str | None]:

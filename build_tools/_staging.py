@@ -20,7 +20,8 @@ from ._layout import Layout
 
 # .site-<pid>-<random>, .site-old-<pid>-<random>, .publish-<pid>-<random>, runs/.add-run-<pid>-<random>;
 # files .name.<pid>-<random>[.svg].tmp
-_TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?(\d+)-[A-Za-z0-9_]+$|^\..*\.(\d+)-[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp$")
+_TEMPORARY = re.compile(r"^\.[^/]*?-(?:old-)?([0-9]+)-[A-Za-z0-9_]+$"
+                        r"|^\..*\.([0-9]+)-[A-Za-z0-9_]+(?:\.[A-Za-z0-9]+)?\.tmp$")
 
 
 # The name of `add-run`'s staging folder in runs/ (never a run id: those start with a letter or digit).
@@ -152,7 +153,7 @@ def sweep(folder: Path, *, recursive: bool = False, legacy: tuple[str, ...] = ()
             path = here / name
             if not _stale(path, legacy, only):
                 continue
-            old = re.match(r"^\.(.+)-old-\d+-[A-Za-z0-9_]+$", name)
+            old = re.match(r"^\.(.+)-old-[0-9]+-[A-Za-z0-9_]+$", name)
             if old and path.is_dir() and any(path.iterdir()) and not (here / old[1]).exists():
                 path.rename(here / old[1])
                 continue

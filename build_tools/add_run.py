@@ -55,6 +55,10 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> tuple[list[str]
     layout = Layout(root)
     if not src.exists():
         raise RunDataError([Problem(display_path(src), None, None, "no such file or folder (SRC=...)")])
+    if _holds_the_project(src, root):
+        raise RunDataError([Problem(display_path(src), None, "SRC", "is the manual's project or a folder above it "
+                                    "(runs/ would be copied into runs/): name what one Miles job left, e.g. make "
+                                    "add-run SRC=path/to/job")])
     unsafe = scan_tree(src, Path(os.path.realpath(src)), links=False)[0]
     if unsafe:  # nothing in SRC is read then: a link is never followed, a FIFO never opened
         raise RunDataError(unsafe)
@@ -64,6 +68,8 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> tuple[list[str]
     target = layout.runs / run_id
     plan = _plan(found, src, target, problems)
     summary = summarise(run, problems) if not problems else None
+    if summary is not None and _holds_nothing(summary):
+        problems.append(load.nothing_read(src))
     if problems or summary is None:
         raise RunDataError(problems)
     _refuse_existing(target)
@@ -88,6 +94,17 @@ def add_run(root: Path, src: Path, run_id: str | None = None) -> tuple[list[str]
         lines += ["", f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} reading the sources (on stderr; "
                       f"`manual show {run_id}` lists them)"]
     return lines, warnings
+
+
+def _holds_the_project(src: Path, root: Path) -> bool:
+    """SRC is the project's folder or one above it: copying it would copy runs/ into runs/."""
+    real, project = Path(os.path.realpath(src)), Path(os.path.realpath(root))
+    return project == real or real in project.parents
+
+
+def _holds_nothing(summary: RunSummary) -> bool:
+    """No step, phase, event or sampled series was read: a run with nothing in it (an empty log, say)."""
+    return summary.steps.empty and summary.phases.empty and summary.events.empty and not summary.series
 
 
 def _run_id(run: RunData, runs: Path, given: str | None, problems: list[Problem]) -> str:
@@ -284,7 +301,7 @@ def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None 
     start = run.meta.get("start_ts")
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
     model_name = checkpoint.rsplit("/", 1)[-1]
-    size = re.search(r"(\d+(?:\.\d+)?)[Bb]\b", model_name)
+    size = re.search(r"([0-9]+(?:\.[0-9]+)?)[Bb]\b", model_name)
     from .compare import gpus_of
 
     gpus = sorted(gpus_of(summary))

@@ -253,7 +253,7 @@ def _date_after(edition_yml: Path, ends: dt.date) -> None:
     """The throw-away copy's edition dated on or after the day its longest scaled run ends: the runs start on the
     Miles commit's day (a run cannot use a commit from its future), and none may end after the edition's date."""
     text = edition_yml.read_text(encoding="utf-8")
-    dated = re.search(r"^date: (\d{4}-\d\d-\d\d)", text, flags=re.M)
+    dated = re.search(r"^date: ([0-9]{4}-[0-9][0-9]-[0-9][0-9])", text, flags=re.M)
     if dated and dt.date.fromisoformat(dated[1]) < ends:
         edition_yml.write_text(text.replace(dated[0], f"date: {ends.isoformat()}"), encoding="utf-8")
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._escape import xml_text
 from ._exceptions import ChapterError, ClaimsFailed, Problem
 from ._staging import write_atomic
 from ._types import CheckResult, ClaimVerdict, FigureBlock, RunSummary
@@ -120,17 +121,19 @@ def report_data(verdicts: Sequence[ClaimVerdict]) -> dict[str, Any]:
 
 
 def junit_xml(verdicts: Sequence[ClaimVerdict]) -> bytes:
-    """One test case per claim; a failing claim has a failure element with its report lines."""
+    """One test case per claim; a failing claim has a failure element with its report lines. Every string from
+    the chapters passes through _escape.xml_text, so a control character in a claim leaves the file XML."""
     failed = sum(1 for v in verdicts if v.status == "fail")
     suite = ET.Element("testsuite", name="claims", tests=str(len(verdicts)), failures=str(failed), errors="0")
     for verdict in verdicts:
         block = verdict.block
-        case = ET.SubElement(suite, "testcase", classname=block.chapter_file,
-                             name=f"fig {block.number} {block.id}", file=block.chapter_file, line=str(block.line))
+        case = ET.SubElement(suite, "testcase", classname=xml_text(block.chapter_file),
+                             name=xml_text(f"fig {block.number} {block.id}"), file=xml_text(block.chapter_file),
+                             line=str(block.line))
         _margin_properties(case, verdict)
-        ET.SubElement(case, "system-out").text = block.claim
+        ET.SubElement(case, "system-out").text = xml_text(block.claim)
         if verdict.status == "fail":
-            lines = report_lines([verdict])
+            lines = [xml_text(line) for line in report_lines([verdict])]
             failure = ET.SubElement(case, "failure", message=lines[0] if lines else "claim failed", type="claim")
             failure.text = "\n".join(lines)
     root = ET.Element("testsuites", name="claims", tests=str(len(verdicts)), failures=str(failed))
@@ -154,7 +157,7 @@ def _margin_properties(case: ET.Element, verdict: ClaimVerdict) -> None:
     for index, name, m in found:
         text = (f"headroom {m.headroom!r}{' ' + m.unit if m.unit else ''}, edge {m.edge!r}, fraction "
                 f"{'none' if m.fraction is None else repr(m.fraction)}" + (f", worst {m.worst}" if m.worst else ""))
-        ET.SubElement(properties, "property", name=f"margin check {index} ({name})", value=text)
+        ET.SubElement(properties, "property", name=xml_text(f"margin check {index} ({name})"), value=xml_text(text))
 
 
 def write_reports(verdicts: Sequence[ClaimVerdict], build_dir: Path) -> tuple[Path, Path]:

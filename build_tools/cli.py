@@ -7,6 +7,7 @@ import errno
 import json
 import math
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -220,12 +221,18 @@ def _start_readers_early(layout: Layout, settings: Settings) -> None:
     start_early(["build_tools.summary"], runs)  # what summary._in_pool's workers import (its __name__)
 
 
+# A decimal number in ASCII digits: float() also takes "٠.٥", "０.５", "1_0" and spaces around.
+_DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _decimal(text: str) -> float:
+    """The number text writes in ASCII digits, or NaN when it writes none."""
+    return float(text) if _DECIMAL.fullmatch(text) else math.nan
+
+
 def _fraction(text: str) -> float:
     """--warn-margin: a finite fraction of the tolerance above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = _decimal(text)
     if not math.isfinite(value) or value <= 0:
         raise bad_option("--warn-margin", text, "a number above 0 (a fraction of the tolerance)", "--warn-margin 0.2")
     return value
@@ -315,10 +322,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
 def _seconds(option: str, text: str, expected: str, example: str, *, zero: bool) -> float:
     """A finite number of seconds, above 0 (or 0 too): nan, inf and -1 would never sleep, or sleep forever."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise bad_option(option, text, expected, example) from None
+    value = _decimal(text)
     if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
         raise bad_option(option, text, expected, example)
     return value

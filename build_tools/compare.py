@@ -65,6 +65,8 @@ def load_reader_run(path: Path) -> RunSummary:
             raise RunDataError([Problem(display_path(path), None, None, expected)])
         run, _ = load.load_path(path, problems)
     summary = summarise(run, problems)
+    if not problems and summary.steps.empty:  # no step logged a metric: every row would say "not logged"
+        problems.append(load.nothing_read(path, "metric"))
     for old, new in RENAMED.items():  # a dump of an older Miles: the key under its name of today
         if old in summary.steps.columns and new not in summary.steps.columns:
             summary.steps = summary.steps.rename(columns={old: new})

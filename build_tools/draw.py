@@ -41,6 +41,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import _figure_modules, _workers, legibility, palette, palette_check, variants
+from ._escape import csv_cell
 from ._exceptions import FigureError, FigureFilesError, MissingValue, Problem, display_path
 from ._layout import Layout
 from ._staging import atomic_file, write_atomic
@@ -572,8 +573,22 @@ def _mark_synthesized(figure: Figure, provenance: dict[str, str]) -> None:
 
 
 def _csv_text(data: pd.DataFrame, provenance: dict[str, str]) -> str:
-    """The figure's CSV: one header row, then the numbers it plots (its provenance is beside it, in .json)."""
-    return data.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
+    """The figure's CSV: one header row, then the numbers it plots (its provenance is beside it, in .json). Its text
+    (headers, run ids, labels: data can name them) passes through _escape.csv_cell, so no cell is a formula."""
+    return _no_formulas(data).to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
+
+
+def _no_formulas(data: pd.DataFrame) -> pd.DataFrame:
+    """The frame with every header and every cell of a text column through csv_cell; a column of numbers, booleans
+    or dates is written by pandas as it is (so -0.5 stays a number)."""
+    import pandas as pd
+    from pandas.api.types import is_bool_dtype, is_datetime64_any_dtype, is_numeric_dtype
+
+    columns = [column if is_numeric_dtype(column) or is_bool_dtype(column) or is_datetime64_any_dtype(column)
+               else column.astype(object).map(csv_cell) for _, column in data.items()]
+    safe = pd.concat(columns, axis=1, ignore_index=True) if columns else data.copy()
+    safe.columns = pd.Index([csv_cell(name) for name in data.columns])
+    return safe
 
 
 def _sidecar_text(block: FigureBlock, data: pd.DataFrame, provenance: dict[str, str]) -> str:

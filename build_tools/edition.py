@@ -59,7 +59,7 @@ from ._types import Stamp
 from .pages import claim_health
 from .stamp import load_stamp
 
-EDITION_NUMBER = re.compile(r"^(\d{4})\.(0[1-9]|1[0-2])$")
+EDITION_NUMBER = re.compile(r"^([0-9]{4})\.(0[1-9]|1[0-2])$")
 LATEST = "latest"
 
 _out = Console(highlight=False, soft_wrap=True)

@@ -23,9 +23,9 @@ from ._types import FigureBlock
 CONTENT_WIDTH_PX = 688
 MIN_TEXT_PX = 12.0
 PX_PER_UNIT = {"px": 1.0, "": 1.0, "pt": 96 / 72, "in": 96.0, "cm": 96 / 2.54, "mm": 96 / 25.4}
-LENGTH = re.compile(r"^\s*([\d.]+)\s*([a-z]*)\s*$")
-FONT_SIZE = re.compile(r"font-size\s*:\s*([\d.]+)px")
-FONT_SHORTHAND = re.compile(r"(?:^|;)\s*font\s*:[^;]*?([\d.]+)px")
+LENGTH = re.compile(r"^\s*([0-9.]+)\s*([a-z]*)\s*$")
+FONT_SIZE = re.compile(r"font-size\s*:\s*([0-9.]+)px")
+FONT_SHORTHAND = re.compile(r"(?:^|;)\s*font\s*:[^;]*?([0-9.]+)px")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import datetime as dt
 import itertools
 import json
@@ -47,7 +48,7 @@ from ._types import Columns, Record, RunData
 from ._yaml import parse_yaml
 
 RUN_ID = re.compile(r"^[a-z0-9][a-z0-9.-]*$")
-PARTITION = re.compile(r"^(?P<hour>\d{8}_\d{2})\.jsonl(\.gz)?$")
+PARTITION = re.compile(r"^(?P<hour>[0-9]{8}_[0-9]{2})\.jsonl(\.gz)?$")
 LAB_ONLY = "{}: only lab/, no Miles output (a dashboard dump, a log, ...): the run has no steps"
 MAX_JSON_DEPTH = _columnar.MAX_JSON_DEPTH
 # A run's records may start a little before the day its run.yaml names (a job launched before midnight).
@@ -157,6 +158,18 @@ def readable(path: Path) -> Iterator[None]:
                                     "a file or folder of Miles output that can be read")]) from None
 
 
+MILES_OUTPUT = ("a dashboard dump (meta.json), a log (*.log, *.txt), a wandb export (*.csv, *.jsonl), TensorBoard "
+                "event files, a CI history record, --dump-details event files, or a lab/ folder `manual record` wrote")
+
+
+def nothing_read(path: Path, what: str = "record") -> Problem:
+    """A bare path whose files gave no `what` (record, metric) a run is made of: an empty file, or files that hold
+    none (`make add-run`, `make compare` refuse it rather than add or judge a run with nothing in it)."""
+    empty = path.is_file() and path.stat().st_size == 0
+    found = "empty" if empty else f"no {what} read from it"
+    return Problem(display_path(path), None, None, f"{found}: expected {MILES_OUTPUT}")
+
+
 def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
     """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded."""
     from . import sources
@@ -170,10 +183,7 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
     found = sources.classify(path, warnings)
     lab = path / "lab" if path.is_dir() and (path / "lab").is_dir() else None  # what `manual record` writes
     if not found and lab is None:
-        problems.append(Problem(display_path(path), None, None,
-                                "found no Miles output: expected a dashboard dump (meta.json), a log (*.log, *.txt), "
-                                "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record, "
-                                "--dump-details event files, or a lab/ folder `manual record` wrote"))
+        problems.append(Problem(display_path(path), None, None, f"found no Miles output: expected {MILES_OUTPUT}"))
         run = RunData(run_id=path.name, root=path, config=_bare_config(path.name, {}), meta={})
         return run, found
     if "dashboard" in found:
@@ -686,6 +696,9 @@ def _load_meta(path: Path, problems: list[Problem]) -> dict[str, Any]:
         problems.append(Problem(where, 1, None, "expected a JSON object"))
         return {}
     _, found = schemas.validate(schemas.Meta, meta, where, lambda loc: None)
+    if isinstance(args := meta.get("args"), dict):  # the flags the manual reads, typed as in run.yaml
+        _, wrong = schemas.validate(schemas.MilesArgs, args, where, lambda loc: None)
+        found += [dataclasses.replace(problem, field=f"args.{problem.field}") for problem in wrong]
     problems += found
     return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
 

@@ -289,7 +289,7 @@ def _fill(template: str, values: Mapping[str, str]) -> str:
 
 
 # A link of the text under a table: `[words]({chapter_5})`, to a page the build names.
-_LINK = re.compile(r"\[(?P<label>[^\]]*)\]\(\{(?P<target>chapter_\d+)\}\)")
+_LINK = re.compile(r"\[(?P<label>[^\]]*)\]\(\{(?P<target>chapter_[0-9]+)\}\)")
 
 
 def prose(template: str, values: Mapping[str, str]) -> Markdown:

@@ -163,7 +163,7 @@ def _date(edition: str, stamp: str, epoch: int | None) -> str:
     """The PDF's date: the edition's (every edition build has one), else the stamp's date."""
     if epoch is not None:
         return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    dates = re.findall(r"\d{4}-\d\d-\d\d", stamp)
+    dates = re.findall(r"[0-9]{4}-[0-9][0-9]-[0-9][0-9]", stamp)
     return f"{dates[-1]}T00:00:00Z" if dates else "2000-01-01T00:00:00Z"
 
 
@@ -209,9 +209,9 @@ def _local(body: str, key: str, keys: set[str]) -> str:
 def _page_numbers(body: str) -> str:
     """Where a figure is named, the page it is on (CSS target-counter): after each "Figure 5.1" of the text,
     and in a page column of the Index of figures, after each claim."""
-    body = re.sub(r'<a href="(#[^"]+)">(Figure \d+\.\d+)</a>', r'<a class="manual-xref" href="\1">\2</a>', body)
+    body = re.sub(r'<a href="(#[^"]+)">(Figure [0-9]+\.[0-9]+)</a>', r'<a class="manual-xref" href="\1">\2</a>', body)
     body = re.sub(r"(<th>Fig\.</th>\s*<th>[^<]*</th>)", r'\1<th class="manual-page">Page</th>', body)
-    return re.sub(r'(<td><a href="(#[^"]+)">\d+\.\d+</a></td>\s*<td>.*?</td>)',
+    return re.sub(r'(<td><a href="(#[^"]+)">[0-9]+\.[0-9]+</a></td>\s*<td>.*?</td>)',
                   r'\1<td class="manual-page"><a href="\2"></a></td>', body, flags=re.S)
 
 

@@ -42,7 +42,7 @@ PHASES: Mapping[str, str] = {
 }
 # Units an observation may carry after a number; the range a tolerance allows takes the same unit.
 _UNITS = ("tokens", "min", "ms", "s", "GiB", "GB", "%")
-_NUMBER = r"-?\d+(?:\.\d+)?"
+_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
 _TOLERANCE = re.compile(rf"({_NUMBER}) \+/- ({_NUMBER})(?: \((?:tolerance set|near: {_NUMBER} %)\))?")
 _FLAG = re.compile(r"\bflags\.([a-z0-9_]+)")
 _KEY = re.compile(r"\b(?:lab|model|hardware|sampling|miles)\.[a-z0-9_]+")
@@ -71,7 +71,7 @@ def allowed_range(centre: str, tolerance: str, unit: str = "") -> str:
 
 def unit_of(text: str) -> str:
     """The first unit written after a number in an observation ('is 721 tokens' -> 'tokens')."""
-    match = re.search(rf"\d\s?({'|'.join(re.escape(u) for u in _UNITS)})(?![\w])", text)
+    match = re.search(rf"[0-9]\s?({'|'.join(re.escape(u) for u in _UNITS)})(?![\w])", text)
     return match.group(1) if match else ""
 
 

@@ -49,7 +49,7 @@ class WrittenNonFinite(float):
 
 
 # A decimal number, as JSON or Python would print one (surrounding spaces allowed, as float() allows them).
-_NUMBER_TEXT = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+_NUMBER_TEXT = re.compile(r"\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*")
 
 
 def number_in_text(text: str) -> bool:
@@ -122,7 +122,7 @@ def _duration(value: Any) -> float | int:
 
 def _iso_date(value: Any) -> str:
     """A real calendar date written YYYY-MM-DD, kept as that text (every consumer sees one type)."""
-    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
         try:
             dt.date.fromisoformat(value)
             return value
@@ -147,7 +147,7 @@ def _non_empty(value: str) -> str:
 
 
 def _edition(value: Any) -> str:
-    if isinstance(value, str) and (match := re.fullmatch(r"(\d{4})\.(\d{2})", value)):
+    if isinstance(value, str) and (match := re.fullmatch(r"([0-9]{4})\.([0-9]{2})", value)):
         year, month = int(match[1]), int(match[2])
         if 2000 <= year <= 2200 and 1 <= month <= 12:
             return value
@@ -170,6 +170,14 @@ IsoDate = Annotated[str, PlainValidator(_iso_date)]
 Text = Annotated[str, AfterValidator(_non_empty)]
 Count = Annotated[int, Field(ge=0)]
 Step = Annotated[int, Field(ge=0)]
+# What run.yaml and meta.json count (GPUs, samples, rollouts, steps, tokens): Miles, torch and SGLang hold these in
+# a C int, so a larger one is a typo, never a run (YAML reads 10**23 as an int as readily as 8).
+MOST_COUNT = 2**31 - 1
+Whole = Annotated[int, Field(ge=1, le=MOST_COUNT)]
+# The largest model a run may name: ten trillion parameters, five times the largest ever trained.
+MOST_PARAMETERS = 10**13
+# Memory of one machine, in GiB or GB: a pebibyte is far beyond any.
+MOST_MEMORY = 2**20
 Duration = Annotated[int | float, PlainValidator(_duration)]
 Edition = Annotated[str, PlainValidator(_edition)]
 Commit = Annotated[str, PlainValidator(_commit)]
@@ -201,7 +209,7 @@ class Schema(BaseModel):
 class Model(Schema):
     name: Text
     size: Text
-    parameters: Annotated[int, Field(gt=0)]
+    parameters: Annotated[int, Field(gt=0, le=MOST_PARAMETERS)]
 
 
 class Miles(Schema):
@@ -216,27 +224,27 @@ class SetupHardware(Schema):
 
     machine: Text
     chip: Text
-    memory_gib: Annotated[Number, Field(gt=0)]
-    memory_gb: Annotated[Number, Field(gt=0)]
-    memory_pools: Annotated[int, Field(ge=1)]
+    memory_gib: Annotated[Number, Field(gt=0, le=MOST_MEMORY)]
+    memory_gb: Annotated[Number, Field(gt=0, le=MOST_MEMORY)]
+    memory_pools: Whole
 
 
 class Hardware(SetupHardware):
     """run.yaml's hardware: the manual's machine, and how many GPUs the run used."""
 
-    gpus: Annotated[int, Field(ge=1)]
+    gpus: Whole
 
 
 class Flags(Schema):
     """The Miles launch flags the manual reads (underscored, as meta.json's args spell them)."""
 
-    n_samples_per_prompt: Annotated[int, Field(ge=1)] | None = None
-    rollout_batch_size: Annotated[int, Field(ge=1)] | None = None
-    over_sampling_batch_size: Annotated[int, Field(ge=1)] | None = None
-    rollout_max_response_len: Annotated[int, Field(ge=1)] | None = None
-    num_rollout: Annotated[int, Field(ge=1)] | None = None
-    num_steps_per_rollout: Annotated[int, Field(ge=1)] | None = None
-    global_batch_size: Annotated[int, Field(ge=1)] | None = None
+    n_samples_per_prompt: Whole | None = None
+    rollout_batch_size: Whole | None = None
+    over_sampling_batch_size: Whole | None = None
+    rollout_max_response_len: Whole | None = None
+    num_rollout: Whole | None = None
+    num_steps_per_rollout: Whole | None = None
+    global_batch_size: Whole | None = None
     wandb_always_use_train_step: bool | None = None
     colocate: bool | None = None
     offload_train: bool | None = None
@@ -244,17 +252,17 @@ class Flags(Schema):
     offload_rollout_level: list[str] | None = None
     offload_train_target: Literal["cpu", "disk"] | None = None
     rollout_top_p: Annotated[Number, Field(ge=0, le=1)] | None = None
-    rollout_top_k: int | None = None
+    rollout_top_k: Annotated[int, Field(ge=-1, le=MOST_COUNT)] | None = None  # Miles' default -1: no top-k
     deterministic_mode: bool | None = None
     true_on_policy_mode: bool | None = None
     sglang_enable_deterministic_inference: bool | None = None
     sglang_attention_backend: str | None = None
-    sglang_watchdog_timeout: Number | None = None
+    sglang_watchdog_timeout: Duration | None = None
     dynamic_sampling_filter_path: str | None = None
     use_fault_tolerance: bool | None = None
-    rollout_health_check_interval: Number | None = None
-    rollout_health_check_timeout: Number | None = None
-    rollout_health_check_first_wait: Number | None = None
+    rollout_health_check_interval: Duration | None = None
+    rollout_health_check_timeout: Duration | None = None
+    rollout_health_check_first_wait: Duration | None = None
     entropy_coef: Number | None = None
     hf_checkpoint: str | None = None
     use_miles_dashboard: bool | None = None
@@ -278,7 +286,7 @@ class RunYaml(Schema):
     title: Text
     date: IsoDate
     tags: list[Text]
-    seed: int
+    seed: Annotated[int, AfterValidator(_int64)]
     model: Model
     dataset: Text
     miles: Miles
@@ -288,6 +296,13 @@ class RunYaml(Schema):
 
 
 # --- the dashboard dump -----------------------------------------------------------------------
+
+
+class MilesArgs(Flags):
+    """meta.json's args: the flags the manual reads typed as run.yaml's (checked apart from Meta, load._load_meta),
+    every other flag Miles recorded kept as it is."""
+
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
 
 
 class Meta(Schema):
@@ -496,7 +511,7 @@ class MetricRow(Schema):
     wording: Text | None = None
     otherwise: Text | None = None
     decimals: Annotated[int, Field(ge=0, le=6)] = 2
-    head: Annotated[int, Field(ge=1)] | None = None
+    head: Whole | None = None
     head_decimals: Annotated[int, Field(ge=0, le=6)] | None = None
     code: bool | None = None
 
@@ -552,7 +567,8 @@ class SetupYaml(Schema):
     """docs/data/setup.yml: the manual's setup, which `make add-run` writes into a new run's run.yaml."""
 
     hardware: SetupHardware
-    parameters: dict[Text, Annotated[int, Field(ge=1)]] = {}  # a model's parameter count, by its name
+    # a model's parameter count, by its name
+    parameters: dict[Text, Annotated[int, Field(ge=1, le=MOST_PARAMETERS)]] = {}
 
 
 # docs/data/<name>.yml -> its schema; a data file with no schema here is refused.
@@ -773,7 +789,8 @@ def describe(annotation: Any) -> str:
 
 _VALIDATOR_WORDS: dict[Callable[..., Any], str] = {
     _number: "a number", _time: "a time (epoch seconds)", _iso_date: "a date YYYY-MM-DD", _edition: "YEAR.MONTH",
-    _commit: "text of 7 to 40 hex digits", _non_empty: "a non-empty string", _phase_end: "a time, or -1 while open",
+    _commit: "text of 7 to 40 hex digits", _int64: "a whole number within 64 bits", _non_empty: "a non-empty string",
+    _phase_end: "a time, or -1 while open",
     _scalar: "a number, string or true/false", _duration: "a duration in seconds",
     _source_time: "a time (epoch seconds), or NaN where none was printed", _hex: "a colour #rrggbb",
     _grey: "a grey #rrggbb",

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from ._escape import csv_cell
 from ._exceptions import Problem, RunDataError, display_path
 from ._layout import Layout
 from .axes import TRAIN, axis_order, join_of_summary
@@ -122,10 +123,10 @@ def as_csv(run: RunData) -> str:
     keys = sorted({key for columns, _ in tables.values() for key in columns})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["step_key", "step", *keys])
+    writer.writerow(["step_key", "step", *map(csv_cell, keys)])  # metric names come from the data
     for axis, (_, rows) in tables.items():
         for step, row in rows.items():
-            writer.writerow([axis, step, *(row.get(key, "") for key in keys)])
+            writer.writerow([csv_cell(axis), step, *(csv_cell(row.get(key, "")) for key in keys)])
     return out.getvalue()
 
 
@@ -136,7 +137,8 @@ def as_long(run: RunData) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["step_key", "step", "metric", "value"])
     for value in values(run):
-        writer.writerow([value.step_key, "" if value.step is None else value.step, value.metric, value.text])
+        writer.writerow([csv_cell(value.step_key), "" if value.step is None else value.step, csv_cell(value.metric),
+                         csv_cell(value.text)])
     return out.getvalue()
 
 

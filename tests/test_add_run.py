@@ -342,3 +342,39 @@ def test_src_itself_may_be_a_link_and_only_what_it_holds_is_copied(project: Path
     # Only the fields a person fills in are wrong: the copied log reads without a problem.
     assert all(p.file == "runs/via-link/run.yaml" for p in problems) and len(run.streams["metrics"]) > 0
     shutil.rmtree(target)
+
+
+# --- nothing to add: an empty source, the project itself -------------------------------------------------------
+
+EMPTY = SAMPLES / "empty"
+EXPECTED_SOURCES = ("expected a dashboard dump (meta.json), a log (*.log, *.txt), a wandb export (*.csv, *.jsonl), "
+                    "TensorBoard event files, a CI history record, --dump-details event files, or a lab/ folder "
+                    "`manual record` wrote")
+
+
+@pytest.mark.parametrize(("name", "found"), [
+    ("empty.log", "empty"), ("empty.txt", "empty"), ("empty.csv", "empty"), ("empty.jsonl", "found no Miles output"),
+    ("folder", "no record read from it"), ("no-records.log", "no record read from it")])
+def test_a_source_with_nothing_in_it_adds_no_run(name: str, found: str, project: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """tests/samples/empty: an empty file (or one with no Miles record) is one line naming it, and runs/ is as it
+    was (an empty log used to become a run with nothing in it)."""
+    before = sorted(path.name for path in (project / "runs").iterdir())
+    src = EMPTY / name
+    assert main(["--root", str(project), "add-run", str(src)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.splitlines()
+    assert err[:2] == ["ERROR 1 problem in the run data:", f"  {load.display_path(src)}: {found}: {EXPECTED_SOURCES}"]
+    assert sorted(path.name for path in (project / "runs").iterdir()) == before
+
+
+@pytest.mark.parametrize("relative", [".", "..", "runs/..", "./"])
+def test_the_project_itself_as_src_is_refused_naming_src(relative: str, project: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(project)
+    assert main(["add-run", relative]) == EXIT_BAD_INPUT
+    shown = load.display_path(Path(relative))
+    assert capsys.readouterr().err.splitlines()[:2] == [
+        "ERROR 1 problem in the run data:",
+        f"  {shown}: SRC: is the manual's project or a folder above it (runs/ would be copied into runs/): name what "
+        "one Miles job left, e.g. make add-run SRC=path/to/job"]

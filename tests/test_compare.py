@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import MILES_SAMPLES, copy_project
+from conftest import MILES_SAMPLES, SAMPLES, copy_project
 
 from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools.cli import main
@@ -105,3 +105,23 @@ def test_a_claim_your_run_does_not_support_says_why(project, tmp_path, capsys):
     line = next(line for line in lines if line.startswith("  fig 1.2 "))
     assert line.startswith('  fig 1.2 "Training and rollout take almost all of a step": not supported, median share '
                            "of step_time is 0.6")
+
+
+@pytest.mark.parametrize(("name", "found"), [
+    ("empty.log", "empty"), ("empty.txt", "empty"), ("empty.csv", "empty"), ("folder", "no metric read from it"),
+    ("no-records.log", "no metric read from it")])
+def test_a_run_with_no_metric_gets_no_verdict(name: str, found: str, project: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """tests/samples/empty: a log with nothing in it used to get a verdict (every row "not logged"); it is one
+    line naming the file, exit 2."""
+    from build_tools._exceptions import display_path
+
+    src = SAMPLES / "empty" / name
+    assert main(["--root", str(project), "compare", str(src)]) == EXIT_BAD_INPUT
+    captured = capsys.readouterr()
+    assert "Verdict" not in captured.out
+    assert captured.err.splitlines()[:2] == [
+        "ERROR 1 problem in the run data:",
+        f"  {display_path(src)}: {found}: expected a dashboard dump (meta.json), a log (*.log, *.txt), a wandb export "
+        "(*.csv, *.jsonl), TensorBoard event files, a CI history record, --dump-details event files, or a lab/ folder "
+        "`manual record` wrote"]

@@ -8,15 +8,16 @@ import json
 import random
 import re
 import shutil
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
 import markdown
 import pytest
 import yaml
-from conftest import copy_project, manual_blocks
+from conftest import SAMPLES, copy_project, manual_blocks
 
-from build_tools._escape import html_text, md_code, md_text
+from build_tools._escape import csv_cell, html_text, md_code, md_text, xml_text
 from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools.cli import main
 
@@ -436,3 +437,72 @@ def test_the_manifest_pages_show_the_payloads_as_text() -> None:
         assert page.live == [], page.live
         assert HTML_PAYLOAD in shown(page)
     assert "Rollout › " + MD_PAYLOAD in shown(read_page(_manifest.html_page("m", _manifest.manifest_markdown(new))))
+
+
+# --- XML (build/claims.junit.xml) ------------------------------------------------------------------------------
+
+# Every class of code point XML 1.0 cannot hold (its Char production), as a string may carry them.
+NOT_XML = "\x00\x01\x08\x0b\x0c\x0e\x1b\x1f\ud800\udfff\ufffe\uffff"
+
+
+def test_xml_text_writes_every_code_point_xml_cannot_hold_as_its_escape() -> None:
+    assert xml_text("a" + NOT_XML + "\t\n\r\x7f\u0085\ufffd\U0001f600 <&>\"") == (
+        "a\\x00\\x01\\x08\\x0b\\x0c\\x0e\\x1b\\x1f\\ud800\\udfff\\ufffe\\uffff\t\n\r\x7f\u0085\ufffd\U0001f600 <&>\"")
+    element = ET.Element("case", name=xml_text(NOT_XML))
+    element.text = xml_text(NOT_XML)
+    parsed = ET.fromstring(ET.tostring(element, encoding="utf-8"))  # expat: a real parser
+    assert parsed.text == parsed.get("name") == "\\x00\\x01\\x08\\x0b\\x0c\\x0e\\x1b\\x1f\\ud800\\udfff\\ufffe\\uffff"
+
+
+def test_a_claim_with_characters_xml_cannot_hold_leaves_the_junit_report_xml(tmp_path: Path) -> None:
+    """The claim of tests/samples/escape/claim_not_xml.txt (YAML escapes of every class a chapter can carry: C0
+    controls, ESC, U+FFFE, U+FFFF; a lone surrogate YAML refuses) passes, and the report parses."""
+    project = copy_project(tmp_path / "project")
+    chapter = project / "docs" / "01-step.md"
+    line = "claim: Training and rollout take almost all of a step, and the hand-offs take about 2 s."
+    hostile = (SAMPLES / "escape" / "claim_not_xml.txt").read_text(encoding="utf-8").strip()
+    chapter.write_text(chapter.read_text(encoding="utf-8").replace(line, hostile), encoding="utf-8")
+    assert main(["--root", str(project), "check"]) == 0
+    root = ET.parse(project / "build" / "claims.junit.xml").getroot()
+    claims = [case.findtext("system-out") for case in root.iter("testcase")]
+    assert ("Training and rollout take almost all of a step, and the hand-offs take about 2 s. "
+            "\\x00\\x01\\x08\\x0b\\x0c\\x0e\\x1b\\x1f\\ufffe\\uffff\x7f") in claims
+
+
+# --- CSV injection (figures' CSVs, manual show --csv) ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cell", "written"), [
+    ("=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"), ("+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"),
+    ("-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"),
+    ("@SUM(1+1)*cmd|' /C calc'!A0", "'@SUM(1+1)*cmd|' /C calc'!A0"),
+    ("\t=1+1", "'\t=1+1"), ("\r=1+1", "'\r=1+1"), ("--use-fault-tolerance", "'--use-fault-tolerance"), ("=", "'="),
+    ("-0.5", "-0.5"), ("+3e-4", "+3e-4"), ("-inf", "-inf"), ("-NaN", "-NaN"), ("-.5", "-.5"), ("-1.", "-1."),
+    ("-٣", "'-٣"), ("plain", "plain"), ("a=b", "a=b"), ("", ""), (" =1", " =1"),
+    (-0.5, -0.5), (-3, -3), (None, None), (True, True),
+])
+def test_csv_cell_neutralises_a_formula_and_leaves_numbers(cell: object, written: object) -> None:
+    assert csv_cell(cell) == written
+
+
+def test_a_figure_csv_has_no_formula_and_its_numbers_as_they_were() -> None:
+    import csv
+    import io
+
+    import pandas as pd
+
+    from build_tools.draw import _csv_text
+
+    data = pd.DataFrame({"run": ["=cmd|' /C calc'!A0", "@x", "-y", "ok", "-0.5"],
+                         "value": [-0.5, 1.0, -3e-05, 2.5, 0.0], "steps": [-1, 2, 3, 4, 5],
+                         "=HYPERLINK(\"http://x\")": ["a", "b", "+c", "\tq", "d"]})
+    rows = list(csv.reader(io.StringIO(_csv_text(data, {}))))
+    assert rows == [
+        ["run", "value", "steps", "'=HYPERLINK(\"http://x\")"],
+        ["'=cmd|' /C calc'!A0", "-0.5", "-1", "a"],
+        ["'@x", "1", "2", "b"],
+        ["'-y", "-3e-05", "3", "'+c"],
+        ["ok", "2.5", "4", "'\tq"],
+        ["-0.5", "0", "5", "d"],
+    ]
+    assert _csv_text(pd.DataFrame({"a": [1.5, -2.0], "b": ["x", "y"]}), {}) == "a,b\n1.5,x\n-2,y\n"  # untouched

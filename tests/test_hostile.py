@@ -312,6 +312,12 @@ def test_a_cached_summary_equals_a_fresh_one(tmp_path: Path) -> None:
                              "found '2026.13'"),
     ("edition: 2026.10\n", 'edition.yml:1: edition: expected YEAR.MONTH with a real month, e.g. "2026.10", '
                            "found 2026.1"),
+    ('edition: "٢٠٢٦.10"\n', 'edition.yml:1: edition: expected YEAR.MONTH with a real month, e.g. "2026.10", '
+                             "found '٢٠٢٦.10'"),
+    ('edition: "２０２６.１０"\n', 'edition.yml:1: edition: expected YEAR.MONTH with a real month, e.g. "2026.10", '
+                               "found '２０２６.１０'"),
+    ('edition: "2026.10"\ndate: "２０２６-10-15"\n', "edition.yml:2: date: expected a real date written YYYY-MM-DD, "
+                                                  "found '２０２６-10-15'"),
     ('edition: "2026.10"\ndate: 2026-10-32\n', "edition.yml:2: date: expected a real date written YYYY-MM-DD, "
                                                "found '2026-10-32'"),
     ('edition: "2026.10"\nedition: "2026.11"\n', "edition.yml:2: edition: given twice (first on line 1); YAML "

@@ -102,7 +102,7 @@ def test_run_yaml_fields_are_validated(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(RunDataError) as caught:
         load.load_runs(Path("."))
     assert [str(p) for p in caught.value.problems] == [
-        "tiny-run/run.yaml: seed: missing (expected a whole number)",
+        "tiny-run/run.yaml: seed: missing (expected a whole number within 64 bits)",
         "tiny-run/run.yaml:2: provenance: expected 'measured' or 'example', found 'guessed'",
         "tiny-run/run.yaml:19: hardware.gpus: expected a whole number, found 'one'",
     ]

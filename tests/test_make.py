@@ -31,8 +31,8 @@ def make(*argv: str) -> subprocess.CompletedProcess[str]:
     ("publish", {"EDITION": "`touch {m}`"}, "EDITION='`touch {m}`' " + ERROR_EDITION),
     ("publish", {"EDITION": "$$(touch {m})"}, "EDITION='$$(touch {m})' " + ERROR_EDITION),
     ("publish", {"EDITION": "2026.10 --branch=main"}, "EDITION='2026.10 --branch=main' " + ERROR_EDITION),
-    ("publish", {"EDITION": "2026.10", "PUSH": "1;touch {m}"}, "PUSH='1;touch {m}' is not a yes or no: write "
-                                                                "PUSH=1 (or leave it out)"),
+    ("publish", {"EDITION": "2026.10", "PUSH": "1;touch {m}"}, "PUSH='1;touch {m}' is not 1 or nothing: write "
+                                                                "PUSH=1 to turn it on, or leave it out"),
     ("verify", {"EDITION": "2026.10", "BRANCH": "gh-pages;touch {m}"},
      "'gh-pages;touch {m}' is not a branch name git accepts (git check-ref-format): name the branch editions "
      "are published to, e.g. BRANCH=gh-pages"),
@@ -42,7 +42,8 @@ def make(*argv: str) -> subprocess.CompletedProcess[str]:
     ("serve", {"PORT": "8000;touch {m}"},
      "PORT='8000;touch {m}' is not a port: write a whole number from 1 to 65535, e.g. make serve PORT=8001"),
     ("compare", {"RUN": "x;touch {m}"}, "1 problem in the run data:"),
-    ("check", {"ALL": "1;touch {m}"}, "ALL='1;touch {m}' is not a yes or no: write ALL=1 (or leave it out)"),
+    ("check", {"ALL": "1;touch {m}"}, "ALL='1;touch {m}' is not 1 or nothing: write ALL=1 to turn it on, or leave "
+                                      "it out"),
 ])
 def test_a_shell_payload_in_a_make_variable_runs_nothing(target: str, variables: dict[str, str], error: str,
                                                          tmp_path: Path) -> None:
@@ -88,7 +89,7 @@ def test_a_failure_says_which_outcome_it_was(code: int, outcome: str, monkeypatc
 
 
 def test_make_variables_become_single_arguments() -> None:
-    env = {"EDITION": "2026.11", "BRANCH": "pages", "PUSH": "1", "REPLACE": "0", "FROM": "2026.10", "TO": "2026.11",
+    env = {"EDITION": "2026.11", "BRANCH": "pages", "PUSH": "1", "REPLACE": "", "FROM": "2026.10", "TO": "2026.11",
            "RUN": "-odd name", "PORT": "8001"}
     assert _make.arguments("publish", env, ROOT) == ["publish", "--branch=pages", "--push", "--", "2026.11"]
     assert _make.arguments("diff", env, ROOT) == ["diff", "--branch=pages", "--", "2026.10", "2026.11"]
@@ -97,7 +98,7 @@ def test_make_variables_become_single_arguments() -> None:
     assert _make.arguments("build", env, ROOT) == ["build"]
     assert _make.arguments("check", env, ROOT) == ["check"]
     assert _make.arguments("check", {"ALL": "1", "RAY": "auto"}, ROOT) == ["check", "--ray=auto", "--all"]
-    assert _make.arguments("check", {"ALL": "0"}, ROOT) == ["check"]
+    assert _make.arguments("check", {"ALL": ""}, ROOT) == ["check"]
     assert _make.arguments("check", {"WARN_MARGIN": "0.2", "STRICT": "1", "FORMAT": "github"}, ROOT) == [
         "check", "--warn-margin=0.2", "--strict", "--format=github"]
     with pytest.raises(ManualError) as error:
@@ -110,15 +111,17 @@ RAY_EXPECTED = "(expected HOST:PORT, ray://HOST:PORT, auto or local)"
 
 
 @pytest.mark.parametrize(("value", "error"), [
-    ("host:99999", f"--ray: 'host:99999' is not an address: port 99999 is not from 1 to 65535 {RAY_EXPECTED}"),
-    ("10.0.0.5:0", f"--ray: '10.0.0.5:0' is not an address: port 0 is not from 1 to 65535 {RAY_EXPECTED}"),
-    ("ray://head_node:10001", "--ray: 'ray://head_node:10001' is not an address: 'head_node' is not a host name or "
+    ("host:99999", f"RAY='host:99999' is not an address: port 99999 is not from 1 to 65535 {RAY_EXPECTED}"),
+    ("10.0.0.5:0", f"RAY='10.0.0.5:0' is not an address: port 0 is not from 1 to 65535 {RAY_EXPECTED}"),
+    ("ray://head_node:10001", "RAY='ray://head_node:10001' is not an address: 'head_node' is not a host name or "
                               f"an IP address {RAY_EXPECTED}"),
-    ("300.1.1.1:6379", f"--ray: '300.1.1.1:6379' is not an address: '300.1.1.1' is not a host name or an IP address "
+    ("300.1.1.1:6379", f"RAY='300.1.1.1:6379' is not an address: '300.1.1.1' is not a host name or an IP address "
                        f"{RAY_EXPECTED}"),
-    ("-head:6379", "--ray: '-head:6379' is not an address: '-head' is not a host name or an IP address "
+    ("-head:6379", "RAY='-head:6379' is not an address: '-head' is not a host name or an IP address "
                    f"{RAY_EXPECTED}"),
-    ("head-node", f"--ray: 'head-node' is not an address {RAY_EXPECTED}"),
+    ("head-node", f"RAY='head-node' is not an address {RAY_EXPECTED}"),
+    ("head:６３７９", f"RAY='head:６３７９' is not an address {RAY_EXPECTED}"),
+    ("head:63\u00b2", f"RAY='head:63\u00b2' is not an address {RAY_EXPECTED}"),
 ])
 def test_a_ray_address_that_cannot_be_one_is_refused_before_anything_runs(
         value: str, error: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -138,3 +141,80 @@ def test_a_ray_address_of_the_right_form_is_taken(value: str, host: str, port: i
 
     assert _ray._host_port(value) == (host, port)
     assert callable(_ray.ray_summariser(value))  # the address is only checked: nothing is reached yet
+
+
+# --- values that only look right -------------------------------------------------------------------------------
+
+FLAG_TARGETS = {"PUSH": ("publish", {"EDITION": "2026.10"}), "REPLACE": ("publish", {"EDITION": "2026.10"}),
+                "STRICT": ("check", {}), "ALL": ("check", {})}
+
+
+@pytest.mark.parametrize("name", sorted(FLAG_TARGETS))
+@pytest.mark.parametrize("value", ["yes", "true", "on", "0", "no", "false", " 1", "1 ", "01", "１", "\u00b9", "1\n"])
+def test_a_flag_is_exactly_1_or_nothing(name: str, value: str) -> None:
+    """MAINTAINING.md: PUSH/REPLACE/ALL/STRICT take `1` or nothing; STRICT=yes was taken as --strict."""
+    target, others = FLAG_TARGETS[name]
+    with pytest.raises(ManualError) as error:
+        _make.arguments(target, {**others, name: value}, ROOT)
+    shown = value.encode("unicode_escape").decode("ascii") if not value.isprintable() else value
+    assert str(error.value) == f"{name}='{shown}' is not 1 or nothing: write {name}=1 to turn it on, or leave it out"
+    assert error.value.exit_code == 2
+
+
+def test_strict_yes_through_make_is_one_line_and_checks_nothing() -> None:
+    done = make("check", "STRICT=yes")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == "ERROR STRICT='yes' is not 1 or nothing: write STRICT=1 to turn it on, or " \
+                                          "leave it out"
+    assert "Loading" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("edition", ["２０２６.10", "2026.１０", "٢٠٢٦.10", "߂߀߂߆.10", "2026.\u0661\u0660"])
+@pytest.mark.parametrize("name", ["EDITION", "FROM", "TO"])
+def test_an_edition_of_other_digits_than_ascii_is_refused(name: str, edition: str) -> None:
+    """\\d takes every Unicode digit; an edition is ASCII [0-9] (full-width ones passed, then publishing crashed)."""
+    target = "publish" if name == "EDITION" else "diff"
+    env = {"EDITION": "2026.10", "FROM": "2026.10", "TO": "2026.11", name: edition}
+    example = "make publish EDITION=2026.10" if name == "EDITION" else "make diff FROM=2026.10 TO=2026.11"
+    with pytest.raises(ManualError) as error:
+        _make.arguments(target, env, ROOT)
+    assert str(error.value) == (f"{name}='{edition}' is not an edition number: use YEAR.MONTH with a two-digit month, "
+                                f"e.g. {example}")
+
+
+def test_a_full_width_edition_through_make_is_one_line() -> None:
+    done = make("publish", "EDITION=２０２６.10")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == "ERROR EDITION='２０２６.10' " + ERROR_EDITION
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("port", ["８０００", "80\u00b2", "\u0668\u0660\u0660\u0660"])
+def test_a_port_of_other_digits_than_ascii_is_refused(port: str) -> None:
+    with pytest.raises(ManualError) as error:
+        _make.arguments("serve", {"PORT": port}, ROOT)
+    assert str(error.value) == f"PORT='{port}' is not a port: write a whole number from 1 to 65535, e.g. make serve " \
+                               "PORT=8001"
+
+
+@pytest.mark.parametrize(("target", "value"), [("check", "bogus"), ("check", "head:0"), ("check", "h:6379;touch x"),
+                                               ("bench", "300.1.1.1:6379"), ("check", "ray://:10001")])
+def test_a_wrong_ray_address_is_refused_before_ray_is_installed(target: str, value: str) -> None:
+    stamp = ROOT / ".venv" / ".installed-ray"
+    had_ray = stamp.exists()
+    done = make(target, f"RAY={value}")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0].startswith(f"ERROR RAY='{value}' is not an address")
+    assert done.stderr.splitlines()[0].endswith(RAY_EXPECTED)
+    assert "Adding the pinned packages" not in done.stdout  # pip never ran
+    assert stamp.exists() == had_ray
+    assert done.stderr.splitlines()[-1].endswith("variables] Error 2")
+
+
+def test_the_variables_step_checks_every_variable_of_its_goal_and_runs_nothing(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert _make.main(["--variables", "check"], {"RAY": "auto", "ALL": "1", "STRICT": "1"}) == 0
+    assert capsys.readouterr().err == ""
+    assert _make.main(["--variables", "bench"], {"RAY": "local", "ALL": "yes"}) == 2
+    assert capsys.readouterr().err.splitlines()[0] == ("ERROR ALL='yes' is not 1 or nothing: write ALL=1 to turn it "
+                                                       "on, or leave it out")

@@ -129,7 +129,7 @@ def test_warn_margin_from_edition_yml_and_github_format(project: Path, capsys: p
         edition.write_text(original, encoding="utf-8")
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "tenth"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "tenth", "٠.٥", "０.２", "0.2\u00b2", "1_0", " 0.2"])
 def test_a_wrong_threshold_is_one_line(project: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
     assert main(["--root", str(project), "check", "--warn-margin", value]) == 2
     assert capsys.readouterr().err.splitlines()[0] == (

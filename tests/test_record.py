@@ -186,7 +186,10 @@ def test_an_impossible_reading_is_recorded_as_missing_and_counted(tmp_path: Path
     ("--interval", "nan", "--interval: 'nan' is not a number of seconds above 0, e.g. --interval 1"),
     ("--interval", "inf", "--interval: 'inf' is not a number of seconds above 0, e.g. --interval 1"),
     ("--interval", "soon", "--interval: 'soon' is not a number of seconds above 0, e.g. --interval 1"),
+    ("--interval", "１", "--interval: '１' is not a number of seconds above 0, e.g. --interval 1"),
+    ("--interval", "1_0", "--interval: '1_0' is not a number of seconds above 0, e.g. --interval 1"),
     ("--flush", "-5", "--flush: '-5' is not a number of seconds, 0 or more, e.g. --flush 5"),
+    ("--flush", "٥", "--flush: '٥' is not a number of seconds, 0 or more, e.g. --flush 5"),
     ("--samples", "0", "--samples: '0' is not a number of samples (a whole number from 1), e.g. --samples 10"),
     ("--until-exit", "-1", "--until-exit: '-1' is not a process id (a whole number from 1), e.g. --until-exit 4242"),
 ])

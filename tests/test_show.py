@@ -87,3 +87,20 @@ def test_show_proc_is_one_problem(capsys: pytest.CaptureFixture[str]) -> None:
         "(Permission denied): expected a run id of runs/, a run folder, or a file or folder of Miles output that "
         "can be read")
     assert len(lines) == 3  # and the hint
+
+
+@pytest.mark.parametrize(("option", "lines"), [
+    ("--csv", ["step_key,step,'\ttrain/tab,'train/cr,'+train/x,'-train/y,'=cmd|' /C calc'!A0,'@SUM(A1),train/plain",
+               "train/step,0,1,7,2,-3e-05,0.41,-0.5,-1"]),
+    ("--long", ["step_key,step,metric,value", "train/step,0,'\ttrain/tab,1", "train/step,0,'train/cr,7",
+                "train/step,0,'+train/x,2", "train/step,0,'-train/y,-3e-05", "train/step,0,'=cmd|' /C calc'!A0,0.41",
+                "train/step,0,'@SUM(A1),-0.5", "train/step,0,train/plain,-1"]),
+])
+def test_show_csv_writes_no_formula_and_numbers_as_logged(option: str, lines: list[str],
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """tests/samples/show/formula-metrics.log names metrics that start a spreadsheet formula (=, +, -, @, tab, CR):
+    each gets a leading ' (OWASP); the negative numbers stay numbers. (The CR is gone: terminal_text.)"""
+    monkeypatch.chdir(SHOW)
+    assert main(["show", option, "formula-metrics.log"]) == 0
+    assert capsys.readouterr().out.splitlines() == lines

@@ -290,3 +290,15 @@ def test_a_truncated_gzip_source_is_the_loaders_one_line(name: str, tmp_path: Pa
     problems: list = []
     sources.READERS[name](sorted(folder.iterdir()), problems, [])
     assert [str(p).split(": ", 1)[1] for p in problems] == ["is a truncated gzip file (it ends mid-stream)"]
+
+
+def test_launch_flags_a_log_printed_are_typed_as_run_yaml_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/samples/sources/bad-args/job.log launches with 0 steps per rollout, a batch of 10**23 and "two" samples
+    per prompt: each is one problem at the line that printed it, as in meta.json's args."""
+    monkeypatch.chdir(SOURCES / "bad-args")
+    problems: list = []
+    load.load_path(Path("job.log"), problems)
+    assert [str(problem) for problem in problems] == [
+        "job.log:1: n_samples_per_prompt: expected a whole number, found 'two'",
+        "job.log:1: num_steps_per_rollout: expected a value >= 1, found 0",
+        "job.log:1: rollout_batch_size: expected a value <= 2147483647, found 100000000000000000000000"]

@@ -28,7 +28,7 @@ def runs_text(run_ids: Sequence[str]) -> str:
     i = 0
     ids = list(run_ids)
     while i < len(ids):
-        match = re.fullmatch(r"(.*?)(\d+)", ids[i])
+        match = re.fullmatch(r"(.*?)([0-9]+)", ids[i])
         j = i
         if match:
             stem, first = match.group(1), int(match.group(2))

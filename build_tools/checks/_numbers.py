@@ -15,7 +15,7 @@ NUMBER_WORDS: dict[str, float] = {
 # Digits, with thousands commas and decimals, optionally glued to a unit (4B, 0.6B, 45s). Not digits inside
 # an identifier: nothing word-like or a dot right before (GB10, Qwen3, v1.2), nor a word and a dash (Qwen3-4B);
 # and the token must end at a word boundary (so 3B5 is no number).
-DIGITS = re.compile(r"(?<![\w.])(?<!\w-)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[A-Za-z]+)?(?![\w])")
+DIGITS = re.compile(r"(?<![\w.])(?<!\w-)(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?(?:[A-Za-z]+)?(?![\w])")
 WORDS = re.compile(r"\b(" + "|".join(NUMBER_WORDS) + r")\b", re.IGNORECASE)
 
 
@@ -34,7 +34,7 @@ def parse_number(text: str) -> float | None:
     word = NUMBER_WORDS.get(text.strip().lower())
     if word is not None:
         return float(word)
-    match = re.fullmatch(r"(-?[\d,]*\.?\d+)\s*[A-Za-z%]*", text.strip())
+    match = re.fullmatch(r"(-?[0-9,]*\.?[0-9]+)\s*[A-Za-z%]*", text.strip())
     if not match:
         return None
     try:

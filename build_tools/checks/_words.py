@@ -30,7 +30,7 @@ def setting(word: str, key: str, overrides: dict[str, Any]) -> Any:
 
 def half_unit(written: str) -> float:
     """Half a unit of the last digit written: '720' -> 0.5, '0.015' -> 0.0005; a number word -> 0."""
-    digits = re.match(r"[\d,]*\.?\d*", written.replace(",", ""))
+    digits = re.match(r"[0-9,]*\.?[0-9]*", written.replace(",", ""))
     text = digits.group(0) if digits else ""
     if not any(ch.isdigit() for ch in text):
         return 0.0

@@ -248,12 +248,29 @@ def _merge_events(run: RunData, founds: list[Found]) -> None:
             run.streams.setdefault("events", []).append(record)
 
 
+def _typed_args(args: dict[str, tuple[Any, str, int]]) -> list[Problem]:
+    """The flags of run.yaml's table that a source printed, typed as run.yaml's (0 or 10**23 steps per rollout is
+    a problem at the line that printed it, as it is in meta.json)."""
+    from .. import schemas
+
+    problems: list[Problem] = []
+    for name, (value, file, line) in sorted(args.items()):
+        if name in schemas.Flags.model_fields:
+            problems += schemas.validate(schemas.MilesArgs, {name: value}, file, _at(line))[1]
+    return problems
+
+
+def _at(line: int) -> Callable[[tuple[Any, ...]], int | None]:
+    return lambda _loc: line
+
+
 def _merge_meta(run: RunData, founds: list[Found], problems: list[Problem]) -> None:
     """A run without a dump gets its start and arguments from the sources; run.yaml's flags must agree."""
     args: dict[str, tuple[Any, str, int]] = {}
     for found in founds:
         for name, item in found.args.items():
             args.setdefault(name, item)
+    problems += _typed_args(args)
     if not run.meta:
         starts = [f.start_ts for f in founds if f.start_ts is not None]
         run.meta = {"run_name": run.run_id, "args": {name: item[0] for name, item in args.items()},

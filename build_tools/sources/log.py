@@ -32,16 +32,18 @@ from ._json import whole
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Ray's prefix on a line an actor printed: "(RolloutManager pid=4243)", "(raylet, ip=10.0.6.140)".
-RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:\-]*)(?: pid=(?P<pid>\d+))?(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
+RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:\-]*)(?: pid=(?P<pid>[0-9]+))?"
+                        r"(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
 # Every pattern that `search`es a line starts at a literal or the first digit of a number, and bounds what it
 # skips: a search that could start anywhere and scan to the end is quadratic, minutes on a long line.
-REPEATED = re.compile(r"\[repeated \d+x across cluster\]\s*$")
+REPEATED = re.compile(r"\[repeated [0-9]+x across cluster\]\s*$")
 # "[2026-08-21 18:09:36.123 actor_cell0_rank0]" (Miles), "[2026-08-21 18:09:36]" (older slime, SGLang),
 # "[2025-03-29 18:56:25 TP0]" (SGLang), "[2023-04-09 07:23:59,445 E 395 395]" (the raylet).
-STAMP = re.compile(r"\[(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,6}))?"
+STAMP = re.compile(r"\[(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})"
+                   r"(?:[.,](?P<frac>[0-9]{1,6}))?"
                    r"(?: (?P<proc>[^\]]*))?\]\s?")
-SOURCE = re.compile(r"^(?P<file>[\w.]+\.py):\d+ - ")
-METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|multi_turn|step|eval) (?P<n>-?\d+): "
+SOURCE = re.compile(r"^(?P<file>[\w.]+\.py):[0-9]+ - ")
+METRICS = re.compile(r"^(?:(?P<role>[a-z_]+)-)?(?P<kind>perf|rollout|multi_turn|step|eval) (?P<n>-?[0-9]+): "
                      r"(?P<payload>\{.*)$")
 LOOKS_LIKE_METRICS = re.compile(r"(?:^|[\s\-])(?:perf|rollout|multi_turn|step|eval)\W?\S{0,60}\s{0,20}:\s*\{")
 # multi_turn N: the trainer's --log-multi-turn means (training_utils/log_utils.py gather_log_data), on rollout/step.
@@ -50,7 +52,7 @@ STEP_KEY = {"perf": "rollout/step", "rollout": "rollout/step", "multi_turn": "ro
 TIMER_START = re.compile(r"^Timer (?P<name>\S+) start$")
 TIMER_END = re.compile(r"^Timer (?P<name>\S+) end \(elapsed: (?P<elapsed>[0-9.]+)s\)$")
 CPU_MEMORY = re.compile(r"^\[CPU memory\] (?P<label>.+?): (?P<gb>[0-9.]+) GB "
-                        r"\(rollout_id=(?P<rollout>-?\d+), step=(?P<step>-?\d+)\)$")
+                        r"\(rollout_id=(?P<rollout>-?[0-9]+), step=(?P<step>-?[0-9]+)\)$")
 # Megatron's _print_args: "---- arguments ----", "  name ...... value", "---- end of arguments ----".
 ARGS_BEGIN = re.compile(r"^-+ arguments -+$")
 ARGS_END = re.compile(r"^-+ end of arguments -+$")
@@ -66,12 +68,12 @@ EVENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "(raylet) node_manager.cc:3040: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers
     # crashed due to other reasons at node (ID: ..., IP: ...) over the last time period." as shown in
     # ray-project/ray doc/source/ray-core/scheduling/ray-oom-prevention.rst.
-    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) Workers \(tasks / actors\) killed due to memory pressure "
+    ("ray_oom_kill", re.compile(r"(?<![0-9])(?P<count>[0-9]+) Workers \(tasks / actors\) killed due to memory pressure "
                                 r"\(OOM\)")),
     # The error a caller gets (ray.exceptions.OutOfMemoryError), same .rst: "Task was killed due to the node
     # running low on memory." and the newer form "1 worker(s) were killed due to the node running low on memory."
     ("ray_oom_kill", re.compile(r"Task was killed due to the node running low on memory\.")),
-    ("ray_oom_kill", re.compile(r"(?<!\d)(?P<count>\d+) worker\(s\) were killed due to the node running low on "
+    ("ray_oom_kill", re.compile(r"(?<![0-9])(?P<count>[0-9]+) worker\(s\) were killed due to the node running low on "
                                 r"memory")),
     # SGLang, python/sglang/srt/managers/scheduler.py run_scheduler_process: logger.error(f"Scheduler hit an
     # exception: {traceback}"), then it sends SIGQUIT to its parent.
@@ -79,8 +81,8 @@ EVENT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # SGLang, python/sglang/srt/entrypoints/engine.py: the parent's sigquit_handler and sigchld_handler, and the
     # launch check in _launch_subprocesses.
     ("engine_death", re.compile(r"Received sigquit from a child process\. It usually means the child failed\.")),
-    ("engine_death", re.compile(r"Child process unexpectedly failed with an exit code -?\d+\. pid=\d+")),
-    ("engine_death", re.compile(r"Rank \d+ scheduler is dead\. Please check if there are relevant logs\.")),
+    ("engine_death", re.compile(r"Child process unexpectedly failed with an exit code -?[0-9]+\. pid=[0-9]+")),
+    ("engine_death", re.compile(r"Rank [0-9]+ scheduler is dead\. Please check if there are relevant logs\.")),
     # Ray's job CLI, python/ray/dashboard/modules/job/cli.py _log_job_status: "Job '{job_id}' succeeded",
     # "Job '{job_id}' was stopped", "Job '{job_id}' failed".
     ("job_end", re.compile(r"Job '(?P<job>[^']+)' (?:succeeded|failed|was stopped)")),

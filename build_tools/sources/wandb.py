@@ -50,7 +50,7 @@ from ._common import (
 )
 from ._json import Number, loads, plain, value, whole
 
-WHOLE = re.compile(r"-?\d+(\.0*)?")
+WHOLE = re.compile(r"-?[0-9]+(\.0*)?")
 EXPORT_HINT = ("export the chart with its x-axis set to the step key (train/step, rollout/step or eval/step), or "
                "the run's history with run.scan_history()")
 # wandb's own reader of an offline run's log, run as its command line (no network, no wandb service).
