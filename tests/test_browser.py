@@ -127,6 +127,23 @@ def test_every_page_loads_cleanly(built_manual, server, visit):
     assert len(manual_blocks()) == len(list((site / "figures").glob("*.phone.dark.svg")))  # drawn all the same
 
 
+def test_the_copied_notice_of_a_copy_button_is_announced(server, visit):
+    """The notice a copy button shows is a live region (role=status) that a screen reader reads out, and says
+    the command was copied."""
+    visit.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    visit.goto(urljoin(server, "01-step.html"), wait_until="load")
+    notice = visit.locator(".md-dialog")
+    assert (notice.get_attribute("role"), notice.get_attribute("aria-atomic")) == ("status", "true")
+    button = visit.locator("button.md-code__button[data-md-type=copy]").first
+    button.scroll_into_view_if_needed()
+    button.click()
+    visit.locator(".md-dialog.md-dialog--active").wait_for(state="visible", timeout=5_000)
+    assert notice.inner_text().strip() == "Copied to clipboard"
+    assert visit.evaluate("() => navigator.clipboard.readText()").startswith(
+        visit.locator("pre code").first.inner_text().strip().splitlines()[0])
+    assert visit.record["errors"] == []
+
+
 def test_index_links_land_on_their_figures(server, visit):
     visit.goto(urljoin(server, "figures.html"), wait_until="load")
     links = visit.evaluate("""() => Array.from(document.querySelectorAll('table a[href*="#fig-"]'))
