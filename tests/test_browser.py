@@ -230,6 +230,25 @@ def test_the_zoom_by_keyboard_fits_the_screen_and_gives_focus_back(server, sized
     assert sized.errors == []
 
 
+def test_the_claim_health_table_fits_a_desktop_and_says_it_scrolls_on_a_phone(server, sized):
+    """At 1440 px all nine columns are in view, without a sideways scroll; on a phone, where they cannot be, the
+    line above the table says it scrolls sideways, and it does."""
+    sized.goto(urljoin(server, "claim-health.html"), wait_until="load")
+    state = sized.evaluate("""() => { const table = document.querySelector('.manual-claim-health table');
+        const frame = table.closest('.md-typeset__scrollwrap') || table.parentElement;
+        const hint = document.querySelector('.manual-claim-health .manual-scroll-hint');
+        return {columns: table.querySelectorAll('thead th').length, scrolls: frame.scrollWidth > frame.clientWidth + 1,
+                hint: hint.getClientRects().length > 0 ? hint.textContent : null,
+                phone: window.innerWidth < 720}; }""")
+    assert state["columns"] == 9
+    if state["phone"]:
+        assert state == {"columns": 9, "scrolls": True, "hint": "Scroll the table sideways to see all its columns.",
+                         "phone": True}
+    else:
+        assert state == {"columns": 9, "scrolls": False, "hint": None, "phone": False}
+    assert sized.errors == []
+
+
 def test_search_finds_a_metric_by_any_part(server, sized):
     sized.goto(urljoin(server, "index.html"), wait_until="load")
     for query, page in (("grad_norm", "06-metrics.html"), ("sleep_time", "06-metrics.html"),
