@@ -167,7 +167,7 @@ def _text_boxes(figure: Any) -> tuple[Any, list[tuple[str, Any]]]:
 
 def _edge_room(box: Any, frame: Any) -> float:
     """How far a text's box may move towards the nearest edge of the figure before it is cut (negative: cut)."""
-    return OVERLAP_PX + min(box.x0 - frame.x0, box.y0 - frame.y0, frame.x1 - box.x1, frame.y1 - box.y1)
+    return OVERLAP_PX + float(min(box.x0 - frame.x0, box.y0 - frame.y0, frame.x1 - box.x1, frame.y1 - box.y1))
 
 
 def _pair_room(box: Any, other: Any) -> float:
@@ -175,7 +175,7 @@ def _pair_room(box: Any, other: Any) -> float:
     overlap when they share more than OVERLAP_PX in both directions, so the room is the larger of the two."""
     overlap_x = min(box.x1, other.x1) - max(box.x0, other.x0)
     overlap_y = min(box.y1, other.y1) - max(box.y0, other.y0)
-    return OVERLAP_PX - min(overlap_x, overlap_y)
+    return OVERLAP_PX - float(min(overlap_x, overlap_y))
 
 
 def shown_texts(figure: Any) -> list[Any]:

@@ -57,9 +57,10 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
         ax.axvspan(row.t0_s, row.t1_s, ymax=band_top, color=colour("lifecycle"), lw=0,
                    label="hand-off (sleep, wake-up, weight update)" if index == 0 else None)
     # Each step shown: its hand-offs as the check reads them, over the middle of the step.
+    middles = window[["t0", "t1"]].astype(float).mean(axis=1) - t0
     for step in shown:
         total = float(typical[step])
-        middle = float(window.loc[step, ["t0", "t1"]].astype(float).mean()) - t0
+        middle = float(middles[step])
         between = "\n" if on_phone() else " "  # a phone's two labels side by side: each on two lines
         ax.annotate(f"step {int(step)}:{between}{total:.1f} s", xy=(middle, band_top),
                     xycoords=("data", "axes fraction"), xytext=(0, 3), textcoords="offset points", ha="center",
