@@ -457,8 +457,8 @@ def uncommitted_changes(paths: Sequence[str]) -> EditionError:
 
 
 def edition_claims_failed(edition: str, failed: int, total: int, claims: Sequence[str]) -> EditionError:
-    """The build behind an edition has a false claim: nothing is published. `claims`: the failed claims' keys,
-    from build/claims.json."""
+    """The build behind an edition has a false claim: nothing is published. `claims`: the failed claims as `make
+    check` names them ("fig 1.3"), from build/claims.json."""
     which = f" ({', '.join(claims)})" if claims else ""
     return EditionError(f"not publishing {edition}: {failed} of {total} claims failed{which}: run make check, fix "
                         "the runs or the captions, commit, and publish again",

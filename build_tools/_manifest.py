@@ -263,13 +263,23 @@ def _show(value: Any) -> str:
 
 
 def differences(published: Manifest, rebuilt: Manifest) -> list[str]:
-    """Every field that differs, as 'figures.fig-x.svg_sha256: published A, rebuilt B'."""
+    """Every field that differs, as 'figures.fig-x.svg_sha256: published A, rebuilt B'; a field of a figure or its
+    claim led by the figure's name as `make check` gives it: 'fig 1.3 (claims.fig-dead-engine.verdict): ...'."""
     old, new = dict(_leaves(published)), dict(_leaves(rebuilt))
+    claims = [manifest.get("claims", {}) for manifest in (rebuilt, published)]
+
+    def field(path: tuple[str, ...]) -> str:
+        name = ".".join(path)
+        if len(path) > 1 and path[0] in ("figures", "claims"):
+            figure = claim_name(path[1], *(section.get(path[1], {}) for section in claims))
+            return f"{figure} ({name})" if figure.startswith("fig ") else name
+        return name
+
     predates = {field for field in LATER_FIGURE_FIELDS
                 if not any(len(path) == 3 and path[0] == "figures" and path[2] == field for path in old)}
     lines = []
     for path in sorted(set(old) | set(new)):
-        name = ".".join(path)
+        name = field(path)
         if path not in old and len(path) == 3 and path[0] == "figures" and path[2] in predates:
             continue  # a field this edition's manifest was published without
         if path not in new:
@@ -335,6 +345,13 @@ def _provenance_changes(old: Any, new: Any) -> list[str]:
     before = old if isinstance(old, Mapping) else {}
     after = new if isinstance(new, Mapping) else {}
     return [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+
+
+def claim_name(claim_id: str, *entries: Mapping[str, Any]) -> str:
+    """A claim as `make check` names it, 'fig 1.3', by its figure's number in the first of its manifest entries
+    that has one (else 'claim fig-dead-engine'): what publishing and verifying name a claim by too."""
+    number = next((e.get("number") for e in entries if isinstance(e, Mapping) and e.get("number")), None)
+    return f"fig {number}" if number else f"claim {claim_id}"
 
 
 def _figure_name(claim_id: str, *entries: Mapping[str, Any]) -> str:

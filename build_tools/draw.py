@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _figure_modules, _workers, legibility, palette, palette_check, variants
 from ._escape import csv_cell
@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are
     from matplotlib.figure import Figure
 
 PACKAGE = "figures"
+_Measured = TypeVar("_Measured")  # what screen_measures measures of a figure
 # The figure's own files (.json: the CSV's provenance, _sidecar_text), then its other variants' SVGs
 # (variants.suffix: dark, phone, phone in the dark).
 OUTPUTS = (".svg", ".csv", ".json", *variants.variant_suffixes()[1:])
@@ -569,7 +570,7 @@ def _mark_synthesized(figure: Figure, provenance: dict[str, str]) -> None:
     if "example" in provenance.values():
         # As the figure's suptitle, for which constrained layout makes room above the axes and their titles;
         # in the style's text colour and size (figure.titlesize), a neutral of the palette.
-        figure.suptitle("synthesized example data, not measured", x=0.995, ha="right")
+        figure.suptitle("synthesized example data, not measured", x=0.99, ha="right")
 
 
 def _csv_text(data: pd.DataFrame, provenance: dict[str, str]) -> str:
@@ -670,13 +671,20 @@ def _describe(error: Exception, job: _Job) -> str:
 
 
 def screen_collisions(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
-                  layout: Layout) -> dict[str, list[legibility.Collision]]:
+                      layout: Layout) -> dict[str, list[legibility.Collision]]:
     """Each screen's labels of one figure that overlap or leave the figure (legibility.collisions), its
     layout as the build draws it; the dark variants have their light one's layout."""
+    return screen_measures(block, summaries, tables, layout, legibility.collisions)
+
+
+def screen_measures(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
+                    layout: Layout, measure: Callable[[Figure], _Measured]) -> dict[str, _Measured]:
+    """`measure` of one figure drawn for each screen, by the screen's name, the figure drawn and measured in the
+    build's style and palette (matplotlib reads its settings again when it lays a figure out)."""
     job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
                Path(), _module_file(layout, block.module) or Path(), layout)
     from matplotlib import rc_context
 
     with _figures_package(layout.figures_src), palette.using(layout), rc_context(palette.rc_params(layout)):
         figures, _ = _draw_screens(_load(block.module, job.module_file), job, _provenance(job))
-        return {screen: legibility.collisions(figure) for screen, figure in figures.items()}
+        return {screen: measure(figure) for screen, figure in figures.items()}

@@ -405,7 +405,7 @@ def run_build(root: Path, settings: Settings) -> None:
 
 def _failed_claims(claims_json: Path) -> list[str]:
     claims = manifest_.claims_section(claims_json) if claims_json.is_file() else {}
-    return [key for key, claim in claims.items() if claim["verdict"] == "fail"]
+    return [manifest_.claim_name(key, claim) for key, claim in claims.items() if claim["verdict"] == "fail"]
 
 
 def _require_footer(site: Path, edition: str) -> None:

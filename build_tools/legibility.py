@@ -102,6 +102,9 @@ def check_figures(figures: Sequence[tuple[FigureBlock, Path]], content_width: fl
 # --- labels that collide or leave the figure ----------------------------------------------------------
 
 OVERLAP_PX = 1.0  # texts whose boxes share more than this, in both directions, overlap
+# The room every label of the manual's figures keeps beyond that rule (tests/test_figure_text.py): a release of
+# matplotlib measures text a few px wider or taller (3.11 did), and the build must not fail on it.
+ROOM_PX = 4.0
 
 
 @dataclass(frozen=True)
@@ -119,22 +122,60 @@ def collisions(figure: Any) -> list[Collision]:
     """Every pair of a laid-out figure's visible texts whose boxes overlap, and every text that reaches past
     the figure's edge, as matplotlib's renderer measures them (the figure is drawn, without output, first).
     An annotation's box is its text's, without its arrow."""
+    frame, boxes = _text_boxes(figure)
+    found = [Collision(name, None) for name, box in boxes if _edge_room(box, frame) < 0]
+    for index, (name, box) in enumerate(boxes):
+        for other, other_box in boxes[index + 1:]:
+            if _pair_room(box, other_box) < 0:
+                found.append(Collision(name, other))
+    return found
+
+
+@dataclass(frozen=True)
+class Room:
+    """How far a figure's tightest label is from what `collisions` reports, in CSS px on the page: the text may
+    move this far towards the other text (or the edge) before the build refuses the figure."""
+    px: float
+    first: str
+    second: str | None  # None: the first text's room is to the figure's edge
+
+    def __str__(self) -> str:
+        where = "the figure's edge" if self.second is None else repr(self.second)
+        return f"{self.px:.1f} px between {self.first!r} and {where}"
+
+
+def room(figure: Any) -> Room | None:
+    """The least room of any visible text of a laid-out figure before `collisions` finds it (None: no text).
+    A figure is shown at its own width (build_tools/variants.py draws it the column's width at 96 px an inch),
+    so the renderer's pixels, at the figure's dpi, are scaled to CSS px."""
+    frame, boxes = _text_boxes(figure)
+    css = 96.0 / float(figure.dpi)
+    rooms = [Room(_edge_room(box, frame) * css, name, None) for name, box in boxes]
+    rooms += [Room(_pair_room(box, other_box) * css, name, other)
+              for index, (name, box) in enumerate(boxes) for other, other_box in boxes[index + 1:]]
+    return min(rooms, key=lambda found: found.px) if rooms else None
+
+
+def _text_boxes(figure: Any) -> tuple[Any, list[tuple[str, Any]]]:
+    """The figure's frame and each shown text's box, in the renderer's pixels, the figure laid out first."""
     from matplotlib.text import Text
 
     figure.draw_without_rendering()
     renderer = figure._get_renderer()
-    frame = figure.bbox
-    boxes = [(text.get_text(), Text.get_window_extent(text, renderer)) for text in shown_texts(figure)]
-    found = [Collision(name, None) for name, box in boxes
-             if box.x0 < frame.x0 - OVERLAP_PX or box.y0 < frame.y0 - OVERLAP_PX
-             or box.x1 > frame.x1 + OVERLAP_PX or box.y1 > frame.y1 + OVERLAP_PX]
-    for index, (name, box) in enumerate(boxes):
-        for other, other_box in boxes[index + 1:]:
-            overlap_x = min(box.x1, other_box.x1) - max(box.x0, other_box.x0)
-            overlap_y = min(box.y1, other_box.y1) - max(box.y0, other_box.y0)
-            if overlap_x > OVERLAP_PX and overlap_y > OVERLAP_PX:
-                found.append(Collision(name, other))
-    return found
+    return figure.bbox, [(text.get_text(), Text.get_window_extent(text, renderer)) for text in shown_texts(figure)]
+
+
+def _edge_room(box: Any, frame: Any) -> float:
+    """How far a text's box may move towards the nearest edge of the figure before it is cut (negative: cut)."""
+    return OVERLAP_PX + float(min(box.x0 - frame.x0, box.y0 - frame.y0, frame.x1 - box.x1, frame.y1 - box.y1))
+
+
+def _pair_room(box: Any, other: Any) -> float:
+    """How far two texts' boxes may move towards each other before they overlap (negative: they do): boxes
+    overlap when they share more than OVERLAP_PX in both directions, so the room is the larger of the two."""
+    overlap_x = min(box.x1, other.x1) - max(box.x0, other.x0)
+    overlap_y = min(box.y1, other.y1) - max(box.y0, other.y0)
+    return OVERLAP_PX - float(min(overlap_x, overlap_y))
 
 
 def shown_texts(figure: Any) -> list[Any]:

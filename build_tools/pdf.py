@@ -49,10 +49,42 @@ def write_pdf(pages: Path, site: Path, *, epoch: int | None = None) -> Path:
     """site/<edition>.pdf from the built site, dated epoch when given (an edition's); returns its path. Every address
     the book would load from outside the site is refused first, all at once (PrintEditionError, no PDF written); the
     URL fetcher refuses them too."""
+    html_document = _weasyprint_html()
+    settings, document = _book_document(pages, site, epoch)
+    target = site / pdf_name(str(settings["extra"]["edition"]))
+    fetcher = site_fetcher(site)
+    identifier = hashlib.sha256(document.encode("utf-8")).hexdigest()[:32].encode()
+    # Replaced only when whole and nothing was refused; the embedded fonts dated by the edition (fontTools reads the
+    # date from the environment only), else by the time of printing.
+    with atomic_file(target) as written, library_environment(print_environment(epoch)):
+        html_document(string=document, base_url=str(site.resolve()) + "/", url_fetcher=fetcher).write_pdf(
+            str(written), pdf_identifier=identifier, uncompressed_pdf=False)
+        if fetcher.refused:
+            raise PrintEditionError([Problem(display_path(site), None, None, f"WeasyPrint asked for {refused}: the "
+                                             "print edition reads only the files of the built site")
+                                     for refused in fetcher.refused])
+    return target
+
+
+def lay_out(pages: Path, site: Path) -> Any:
+    """The book laid out by WeasyPrint as write_pdf prints it, its pages of boxes (weasyprint.Document), written
+    nowhere: what lands on which page, and where, for the tests of the print layout."""
+    html_document = _weasyprint_html()
+    _, document = _book_document(pages, site, None)
+    return html_document(string=document, base_url=str(site.resolve()) + "/", url_fetcher=site_fetcher(site)).render()
+
+
+def _weasyprint_html() -> Any:
     try:
         from weasyprint import HTML
     except (ImportError, OSError) as error:  # OSError: pango, which WeasyPrint loads, is not installed
         raise weasyprint_missing(str(error).splitlines()[0]) from None
+    return HTML
+
+
+def _book_document(pages: Path, site: Path, epoch: int | None) -> tuple[dict[str, Any], str]:
+    """The site's settings and the book as one HTML document, every address it would load from outside the site
+    refused first (PrintEditionError)."""
     settings_file = pages / SITE_SETTINGS  # the nav, stamp and provenance note the render stage wrote
     settings = load_yaml(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else None
     if not settings or not (site / "index.html").is_file():
@@ -61,20 +93,7 @@ def write_pdf(pages: Path, site: Path, *, epoch: int | None = None) -> Path:
     problems = boundary.outside_site(_scanned(site, settings, sections), site)
     if problems:
         raise PrintEditionError(problems)
-    document = book(site, settings, sections, epoch)
-    target = site / pdf_name(str(settings["extra"]["edition"]))
-    fetcher = site_fetcher(site)
-    identifier = hashlib.sha256(document.encode("utf-8")).hexdigest()[:32].encode()
-    # Replaced only when whole and nothing was refused; the embedded fonts dated by the edition (fontTools reads the
-    # date from the environment only), else by the time of printing.
-    with atomic_file(target) as written, library_environment(print_environment(epoch)):
-        HTML(string=document, base_url=str(site.resolve()) + "/", url_fetcher=fetcher).write_pdf(
-            str(written), pdf_identifier=identifier, uncompressed_pdf=False)
-        if fetcher.refused:
-            raise PrintEditionError([Problem(display_path(site), None, None, f"WeasyPrint asked for {refused}: the "
-                                             "print edition reads only the files of the built site")
-                                     for refused in fetcher.refused])
-    return target
+    return settings, book(site, settings, sections, epoch)
 
 
 def site_fetcher(site: Path) -> Any:
@@ -290,8 +309,18 @@ td.manual-page a::after {{ content: target-counter(attr(href), page); }}
 section#figures table {{ font-size: 8.5pt; margin: 2mm 0 0; }}
 section#figures th, section#figures td {{ padding: 0.8mm 1.5mm; }}
 section#figures ul {{ margin: 1mm 0; }}
-/* What only a web page can do: the figure's CSV, the edition's record pages, the copy buttons. */
-.manual-data, .manual-web-only, .md-clipboard {{ display: none; }}
+/* A launch command is never split over two pages, nor parted from the line that says whose it is. */
+div.highlight, pre {{ break-inside: avoid; }}
+div.highlight {{ break-before: avoid; }}
+/* The Claim health table (build_tools/pages/claim_health.py): its nine columns within A4's width, in a smaller type
+   with narrower cells; the observed value and what is allowed may break inside a long name (a flag), a figure's
+   name stays whole. Paper does not scroll: the hint a phone shows is left out. */
+.manual-claim-health table {{ font-size: 7pt; line-height: 1.3; }}
+.manual-claim-health th, .manual-claim-health td {{ padding: 0.8mm 1mm; }}
+.manual-claim-health td:nth-child(1) {{ white-space: nowrap; }}
+.manual-claim-health td:nth-child(5), .manual-claim-health td:nth-child(6) {{ overflow-wrap: anywhere; }}
+/* What only a web page can do: the figure's CSV, the edition's record pages, the copy buttons, a scroll hint. */
+.manual-data, .manual-web-only, .md-clipboard, .manual-scroll-hint {{ display: none; }}
 a[href^="http"]::after {{ content: " <" attr(href) ">"; font-size: 0.85em; word-break: break-all; }}
 ol.manual-contents {{ list-style-type: decimal; }}
 """

@@ -86,9 +86,11 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     close_up = panels["after_rollout"]
     close_up.annotate("", xy=(end_of["rollout"], 0.5), xytext=(after, 0.5),
                       arrowprops={"arrowstyle": "<->", "color": INK, "lw": 0.8, "shrinkA": 0, "shrinkB": 0})
-    close_up.text((end_of["rollout"] + after) / 2, 0.55, f"{untimed:.1f} s\nno phase\ntimed", ha="center",
+    # Two lines, not three: on a phone a third would reach the close-up's title.
+    close_up.text((end_of["rollout"] + after) / 2, 0.55, f"{untimed:.1f} s\nno phase timed", ha="center",
                   va="bottom", linespacing=1.1)
-    ax.set_title(f"{summary.run_id}: the first {len(shown)} clean steps")
+    # On a phone without "the": the title is as wide as the phone's figure, and a wider font would cut it.
+    ax.set_title(f"{summary.run_id}: {'' if on_phone() else 'the '}first {len(shown)} clean steps")
     ax.set_xlim(0, float(data["t1"].max()))
     ax.set_xlabel("time since the first step began (s)")
     handles = [Patch(facecolor=colour(role), edgecolor=PAPER, hatch=hatch or None, label=text)

@@ -127,6 +127,23 @@ def test_every_page_loads_cleanly(built_manual, server, visit):
     assert len(manual_blocks()) == len(list((site / "figures").glob("*.phone.dark.svg")))  # drawn all the same
 
 
+def test_the_copied_notice_of_a_copy_button_is_announced(server, visit):
+    """The notice a copy button shows is a live region (role=status) that a screen reader reads out, and says
+    the command was copied."""
+    visit.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    visit.goto(urljoin(server, "01-step.html"), wait_until="load")
+    notice = visit.locator(".md-dialog")
+    assert (notice.get_attribute("role"), notice.get_attribute("aria-atomic")) == ("status", "true")
+    button = visit.locator("button.md-code__button[data-md-type=copy]").first
+    button.scroll_into_view_if_needed()
+    button.click()
+    visit.locator(".md-dialog.md-dialog--active").wait_for(state="visible", timeout=5_000)
+    assert notice.inner_text().strip() == "Copied to clipboard"
+    assert visit.evaluate("() => navigator.clipboard.readText()").startswith(
+        visit.locator("pre code").first.inner_text().strip().splitlines()[0])
+    assert visit.record["errors"] == []
+
+
 def test_index_links_land_on_their_figures(server, visit):
     visit.goto(urljoin(server, "figures.html"), wait_until="load")
     links = visit.evaluate("""() => Array.from(document.querySelectorAll('table a[href*="#fig-"]'))
@@ -210,6 +227,25 @@ def test_the_zoom_by_keyboard_fits_the_screen_and_gives_focus_back(server, sized
         assert sized.locator("dialog.manual-zoom-dialog").count() == 0
         assert sized.evaluate("i => document.activeElement === document.querySelectorAll('a.manual-zoom')[i]",
                               index)
+    assert sized.errors == []
+
+
+def test_the_claim_health_table_fits_a_desktop_and_says_it_scrolls_on_a_phone(server, sized):
+    """At 1440 px all nine columns are in view, without a sideways scroll; on a phone, where they cannot be, the
+    line above the table says it scrolls sideways, and it does."""
+    sized.goto(urljoin(server, "claim-health.html"), wait_until="load")
+    state = sized.evaluate("""() => { const table = document.querySelector('.manual-claim-health table');
+        const frame = table.closest('.md-typeset__scrollwrap') || table.parentElement;
+        const hint = document.querySelector('.manual-claim-health .manual-scroll-hint');
+        return {columns: table.querySelectorAll('thead th').length, scrolls: frame.scrollWidth > frame.clientWidth + 1,
+                hint: hint.getClientRects().length > 0 ? hint.textContent : null,
+                phone: window.innerWidth < 720}; }""")
+    assert state["columns"] == 9
+    if state["phone"]:
+        assert state == {"columns": 9, "scrolls": True, "hint": "Scroll the table sideways to see all its columns.",
+                         "phone": True}
+    else:
+        assert state == {"columns": 9, "scrolls": False, "hint": None, "phone": False}
     assert sized.errors == []
 
 

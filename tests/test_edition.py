@@ -315,7 +315,15 @@ def test_verify_reports_every_difference(copy_of: Path, stubbed: pytest.MonkeyPa
         stubbed.setattr(edition, "rebuild", stub_rebuild)
     out = capsys.readouterr().out
     assert "differs from its manifest in 1 places:" in out
-    assert "  figures.fig-demo.svg_sha256: published " in out
+    assert "  fig 1.1 (figures.fig-demo.svg_sha256): published " in out
+
+
+def test_verify_names_a_claim_that_differs_as_make_check_does() -> None:
+    published = {"claims": {"fig-dead-engine": {"number": "1.3", "verdict": "pass"}, "fig-old": {"verdict": "pass"}}}
+    rebuilt = {"claims": {"fig-dead-engine": {"number": "1.3", "verdict": "fail"}, "fig-old": {"verdict": "fail"}}}
+    assert _manifest.differences(published, rebuilt) == [
+        "fig 1.3 (claims.fig-dead-engine.verdict): published pass, rebuilt fail",
+        "claims.fig-old.verdict: published pass, rebuilt fail"]  # a claim recorded without its number: its path
 
 
 # --- refusals: one line that says what to do, nothing changed ---------------------------------------------
@@ -383,7 +391,7 @@ def test_failing_claim_is_refused_with_exit_3(copy_of: Path, capsys: pytest.Capt
     set_value(copy_of, 12.0)
     commit_all(copy_of, "a run that breaks the claim")
     assert refuse(copy_of, ["publish", "2026.12"], capsys, code=3) == (
-        "not publishing 2026.12: 1 of 1 claims failed (fig-demo): run make check, fix the runs or the captions, "
+        "not publishing 2026.12: 1 of 1 claims failed (fig 1.1): run make check, fix the runs or the captions, "
         "commit, and publish again")
 
 
@@ -787,5 +795,6 @@ def test_an_edit_with_its_mtime_put_back_is_never_published_stale(real_editions:
     with real_pipeline(), pytest.raises(EditionError) as failed:
         edition.publish(root, "2026.12", quiet=True, say=lambda line: None)
     said = str(failed.value)
-    assert said.startswith("not publishing 2026.12: 1 of ") and " claims failed (fig-dead-engine): " in said
+    # Named as make check names it ("fig 1.3"), not by its id.
+    assert said.startswith("not publishing 2026.12: 1 of ") and " claims failed (fig 1.3): " in said
     assert failed.value.exit_code == EXIT_CLAIM_FAILED and refs(root) == before

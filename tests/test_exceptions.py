@@ -42,7 +42,7 @@ def test_display_path_words() -> None:
 @pytest.mark.parametrize("error", [
     _exceptions.bad_option("--interval", "x", "a number of seconds above 0", "--interval 1"),
     _exceptions.margins_below(2, 0.2),
-    _exceptions.edition_claims_failed("2026.12", 1, 18, ["fig-dead-engine"]),
+    _exceptions.edition_claims_failed("2026.12", 1, 18, ["fig 1.3"]),
     _exceptions.pages_file_damaged("gh-pages", "versions.json", "not JSON"),
     _exceptions.ray_worker_lost("runs/a", "OutOfMemoryError", "killed"),
     _exceptions.RunDataError([_exceptions.Problem("runs/a/run.yaml", 3, "seed", "expected a whole number")]),
@@ -55,9 +55,9 @@ def test_an_error_pickled_from_a_worker_is_the_same_error(error: _exceptions.Man
 
 
 def test_a_refusal_carries_its_message_hint_and_exit_code() -> None:
-    refused = _exceptions.edition_claims_failed("2026.12", 1, 18, ["fig-dead-engine"])
+    refused = _exceptions.edition_claims_failed("2026.12", 1, 18, ["fig 1.3"])
     assert isinstance(refused, _exceptions.EditionError)
-    assert str(refused) == ("not publishing 2026.12: 1 of 18 claims failed (fig-dead-engine): run make check, fix "
+    assert str(refused) == ("not publishing 2026.12: 1 of 18 claims failed (fig 1.3): run make check, fix "
                             "the runs or the captions, commit, and publish again")
     assert (refused.hint, refused.exit_code) == ("an edition is only published when every claim holds",
                                                  _exceptions.EXIT_CLAIM_FAILED)

@@ -117,3 +117,43 @@ def test_the_index_and_every_cross_reference_give_the_page_of_their_figure(print
 def test_web_only_links_are_left_out_of_print(printed):
     text = _text(printed[0])
     assert "data behind this figure" not in text and "what it is built from" not in text
+
+
+# --- where things land on the page ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def laid_out(built_manual):
+    """The book's pages of boxes, as WeasyPrint lays them out for the PDF."""
+    return pdf.lay_out(built_manual / "build" / "docs", built_manual / "site")
+
+
+def _boxes(box, inside=None):
+    """Every box under `box`, with the nearest enclosing element of class `inside` (None outside one)."""
+    classes = (box.element.get("class") or "").split() if getattr(box, "element", None) is not None else []
+    if inside is None and "manual-claim-health" in classes:
+        inside = box.element
+    yield box, inside
+    for child in getattr(box, "children", []):
+        yield from _boxes(child, inside)
+
+
+def test_the_claim_health_table_fits_the_width_of_a4(laid_out):
+    """Every cell of the Claim health table, on every page it runs over, ends inside the page's text column."""
+    cells = 0
+    for page in laid_out.pages:
+        right = page._page_box.content_box_x() + page._page_box.width
+        for box, inside in _boxes(page._page_box):
+            if inside is not None and box.element_tag in ("td", "th"):
+                cells += 1
+                assert box.position_x + box.margin_width() <= right + 0.5, (box.element_tag, box.element.text)
+    assert cells > 9  # the header and rows were found (nine columns)
+
+
+def test_no_launch_command_is_split_over_two_pages(laid_out):
+    pages_of: dict[int, set[int]] = {}
+    for number, page in enumerate(laid_out.pages, start=1):
+        for box, _ in _boxes(page._page_box):
+            if box.element_tag == "pre":
+                pages_of.setdefault(id(box.element), set()).add(number)
+    assert len(pages_of) >= 8  # every chapter's commands
+    assert [sorted(pages) for pages in pages_of.values() if len(pages) > 1] == []

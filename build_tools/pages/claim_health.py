@@ -20,6 +20,8 @@ from ..claims import says
 
 MARK_START, MARK_END = "<!-- claim-history -->", "<!-- /claim-history -->"
 SHRANK = "shrank"  # the mark of a margin smaller in the newest edition than in the one before
+TABLE_CLASS = "manual-claim-health"  # the block around this build's table, which the stylesheets fit to the page
+SCROLL_HINT_CLASS = "manual-scroll-hint"  # shown only where the table is wider than the screen (a phone)
 
 
 def _unit(margin: Margin) -> str:
@@ -53,9 +55,13 @@ def render_claim_health(verdicts: Sequence[ClaimVerdict]) -> str:
         "the edge, where it fails; and the fraction, the headroom over the tolerance (over the limit for a "
         "one-sided one), 0 at the edge. An exact count and a limit of 0 have no fraction; a setting has no "
         "margin. `make check` lists the five claims with the smallest fractions.", "",
+        # In a block of its own class: the stylesheets (overrides' manual.css, pdf.py's) fit its columns to a
+        # desktop's column and to A4, and show a phone's reader that it scrolls.
+        f'<div class="{TABLE_CLASS}" markdown>', "",
+        f'<p class="{SCROLL_HINT_CLASS}">Scroll the table sideways to see all its columns.</p>', "",
         "| figure | claim | headroom | fraction | observed | allowed | edge | worst | verdict |",
         "|---|---|---|---|---|---|---|---|---|",
-        *rows, "",
+        *rows, "", "</div>", "",
         "## Across the published editions", "",
         MARK_START, "",
         "This build is not a published edition: `make publish` writes here each claim's margin in every "

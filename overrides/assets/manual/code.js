@@ -9,3 +9,11 @@
   new MutationObserver(name).observe(document.documentElement, {childList: true, subtree: true});
   name();
 })();
+
+// Material shows "Copied to clipboard" in its dialog when a copy button is pressed, where a screen reader does not
+// hear it: the dialog is made a polite live region (role="status", the whole notice read), as Zensical's own
+// template has it. Set when the script runs, before any button can be pressed; the region exists from the start.
+document.querySelectorAll(".md-dialog").forEach((dialog) => {
+  dialog.setAttribute("role", "status");
+  dialog.setAttribute("aria-atomic", "true");
+});
