@@ -563,7 +563,11 @@ def test_a_run_that_joins_a_one_run_set_fails_the_check_as_the_build(verdict_pro
         shutil.rmtree(added)
     assert check == build_verdict
     assert check[0] == EXIT_BAD_INPUT
-    assert check[1][:2] == [
-        "ERROR 6 problems in the Metrics page spec:",
+    assert check[1][:2] + check[1][-2:-1] == [
+        "ERROR 7 problems in the Metrics page spec:",
         "  docs/data/metrics.yml: tables[2].rows[0]: perf/step_time: run set 'before_heat_guard' matches 2 runs "
-        "(baseline-seed1, baseline-seed9); this statistic reads exactly one run"]
+        "(baseline-seed1, baseline-seed9); this statistic reads exactly one run",
+        "  runs/baseline-seed9/run.yaml: joins run set 'before_heat_guard' of docs/data/metrics.yml, which "
+        "baseline-seed1 is already in, and 6 rows (perf/step_time, perf/rollout_time, perf/log_probs_time, "
+        "perf/train_time, perf/sleep_time, perf/wake_up_time) read exactly one run of it; this run.yaml changed last: "
+        "change its tags (or the fields the run set names), or give those rows a run set of their own"]
