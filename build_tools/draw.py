@@ -266,7 +266,10 @@ def _shared_digest(layout: Layout, package: Path = fingerprint.PACKAGE) -> str:
     Python and library versions."""
     figure_modules = sorted(layout.figures_src.glob("*.py")) if layout.figures_src.is_dir() else []
     key = fingerprint.Key("figures").code(DRAWING_MODULE, package=package, also=figure_modules)
-    for path in figure_files(layout):
+    # The project's helpers: what the figure modules import of their own package (each module itself is a part
+    # of its own figure's key alone), with the helpers every figure is drawn with, the palette and the style.
+    helpers = fingerprint.code_files(package=layout.figures_src, also=figure_modules) if figure_modules else []
+    for path in sorted({*helpers, *figure_files(layout)}):
         key.file(path, path.name)
     return key.hexdigest()
 

@@ -291,3 +291,23 @@ def test_imports_are_read_in_every_form(tmp_path: Path) -> None:
                                                                                      package=package)]
     assert found == ["__init__.py", "a.py", "b.py", "c.py", "d.py", "e.py", "sub/__init__.py", "sub/data.yml",
                      "sub/inner.py"]
+
+
+def test_the_figures_key_holds_every_helper_a_figure_module_imports(tmp_path: Path) -> None:
+    """A helper of the project's figures/ that a figure module imports is part of every figure's key (a figure
+    module itself is a part of its own figure's key alone)."""
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "figures", root / "figures", ignore=shutil.ignore_patterns("__pycache__"))
+    layout = Layout(root)
+    before = draw._shared_digest(layout)
+    (root / "figures" / "_extra.py").write_text("SHADE = 0.5\n")
+    assert draw._shared_digest(layout) == before  # imported by no figure yet
+    module = root / "figures" / "reward_curves.py"
+    module.write_text(module.read_text() + "\nfrom ._extra import SHADE  # noqa\n")
+    with_helper = draw._shared_digest(layout)
+    (root / "figures" / "_extra.py").write_text("SHADE = 0.6\n")
+    edited = draw._shared_digest(layout)
+    assert len({before, with_helper, edited}) == 3
+    other = root / "figures" / "heat_pauses.py"
+    other.write_text(other.read_text() + "\n# edited\n")
+    assert draw._shared_digest(layout) == edited  # a figure module's edit is its own figure's

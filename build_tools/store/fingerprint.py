@@ -126,20 +126,24 @@ PACKAGE = Path(__file__).resolve().parent.parent  # build_tools/
 # with a regular expression rather than compiled: ast takes 0.4 s over the package, this a few ms.
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.+[\w.]*|build_tools(?:\.[\w.]+)?)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)"
                      r"|import[ \t]+(build_tools(?:\.[\w.]+)?))", re.M)
-_imports_of: dict[Path, tuple[Identity, tuple[str, ...]]] = {}  # a module file's imports, while its stats hold
+# A file's imports (resolved from the package it is read in), while its stats hold.
+_imports_of: dict[tuple[Path, str | None], tuple[Identity, tuple[str, ...]]] = {}
 
 
 def code_files(*modules: str, package: Path = PACKAGE, also: Iterable[Path] = ()) -> list[Path]:
-    """The files of the package (`package` is the folder of `build_tools`) that the modules (dotted names,
-    `build_tools.summary`), and the files `also` (a project's figure modules), import, directly or through one
-    another: each module's .py, the __init__.py of the packages it is in, and the files beside them that are
+    """The files of the package (`package` is the folder of `build_tools`, or of another package such as a
+    project's figures/) that the modules (dotted names, `build_tools.summary`), and the files `also` (a project's
+    figure modules; themselves not counted), import, directly or through one another: each module's .py, the __init__.py of the packages it is in, and the files beside them that are
     not Python (checks/words.yml). Sorted: what a stage's code key hashes, derived from the code itself, so that
     no edit to what a stage runs is served stale. Each file's imports are read again only when its stats change."""
     found: set[Path] = set()
     pending = [name for name in modules]
-    for path in also:
-        pending += _imported(path, None)
     files = _modules(package)
+    names = {path: name for name, path in files.items()}
+    for path in also:  # a file of the package imports relative to its place; one outside, absolutely only
+        name = names.get(path)
+        pending += _imported(path, None if name is None else name if path.name == "__init__.py"
+                             else name.rpartition(".")[0])
     while pending:
         name = pending.pop()
         path = files.get(name)
@@ -190,7 +194,7 @@ def _imported(path: Path, package: str | None) -> list[str]:
     """The package's modules a file imports (and the names it imports from them, each of which may be a module):
     its relative imports resolved from `package`, the package it is in (None: a file outside, as a figure's)."""
     stats = identity(os.stat(path))
-    known = _imports_of.get(path)
+    known = _imports_of.get((path, package))
     if known is not None and known[0] == stats:
         return list(known[1])
     names: list[str] = []
@@ -208,7 +212,7 @@ def _imported(path: Path, package: str | None) -> list[str]:
         names.append(source)
         words = re.sub(r"#[^\n]*", "", imported).strip("() \n").split(",")
         names += [f"{source}.{word.split()[0]}" for word in words if word.split()]
-    _imports_of[path] = stats, tuple(names)
+    _imports_of[path, package] = stats, tuple(names)
     return names
 
 
