@@ -501,7 +501,9 @@ def test_a_run_changed_while_the_check_ran_is_checked_again(project: Path, capsy
 
 # --- one verdict: what the build finds wrong in the data, the check finds -----------------------------------------
 
-HOSTILE = SAMPLES / "hostile"
+# Every sample of broken (and odd but good) runs: each folder's runs are added to the project in turn.
+RUN_SAMPLES = sorted(f"{kind}/{path.name}" for kind in ("hostile", "load") for path in (SAMPLES / kind).iterdir()
+                     if path.is_dir())
 
 
 @pytest.fixture(scope="module")
@@ -530,21 +532,28 @@ def _verdicts(root: Path, capsys: pytest.CaptureFixture[str]) -> list[tuple[int,
     return verdicts
 
 
-@pytest.mark.parametrize("scenario", sorted(path.name for path in HOSTILE.iterdir() if path.is_dir()))
-def test_check_and_build_give_one_verdict_on_each_hostile_run(scenario: str, verdict_project: Path,
-                                                              capsys: pytest.CaptureFixture[str],
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("sample", RUN_SAMPLES)
+def test_check_and_build_give_one_verdict_on_each_sample_run(sample: str, verdict_project: Path,
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same exit code and the same problem lines; for a hostile sample, the lines its expected.txt holds."""
     monkeypatch.chdir(verdict_project)
-    added = verdict_project / "runs" / "tiny-run"
-    shutil.copytree(HOSTILE / scenario / "tiny-run", added)
+    runs = [path for path in (SAMPLES / sample).iterdir() if path.is_dir()]
+    for run in runs:
+        shutil.copytree(run, verdict_project / "runs" / run.name)
     try:
         (check, build_verdict) = _verdicts(verdict_project, capsys)
     finally:
-        shutil.rmtree(added)
+        for run in runs:
+            shutil.rmtree(verdict_project / "runs" / run.name)
     assert check == build_verdict
-    expected = (HOSTILE / scenario / "expected.txt").read_text(encoding="utf-8").splitlines()
-    assert check[0] == (EXIT_BAD_INPUT if expected else 0)
-    assert [line.strip().removeprefix("runs/") for line in check[1][1:1 + len(expected)]] == expected
+    expected_file = SAMPLES / sample / "expected.txt"
+    if expected_file.is_file():
+        expected = expected_file.read_text(encoding="utf-8").splitlines()
+        assert check[0] == (EXIT_BAD_INPUT if expected else 0)
+        assert [line.strip().removeprefix("runs/") for line in check[1][1:1 + len(expected)]] == expected
+    else:  # load/good loads; every other sample of load/ is broken
+        assert check[0] == (0 if sample == "load/good" else EXIT_BAD_INPUT)
 
 
 def test_a_run_that_joins_a_one_run_set_fails_the_check_as_the_build(verdict_project: Path,

@@ -234,7 +234,7 @@ def _imported_at_run_time(modules: tuple[str, ...], also: list[Path]) -> set[Pat
     code = ("import importlib, sys\n"
             f"for name in {[*modules, *project]!r}: importlib.import_module(name)\n"
             "print('\\n'.join(m.__file__ for n, m in list(sys.modules.items())\n"
-            "                 if (n == 'build_tools' or n.startswith('build_tools.')) and getattr(m, '__file__', None)))")
+            "                 if n.split('.')[0] == 'build_tools' and getattr(m, '__file__', None)))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     return {Path(line) for line in done.stdout.splitlines()}

@@ -133,9 +133,10 @@ _imports_of: dict[tuple[Path, str | None], tuple[Identity, tuple[str, ...]]] = {
 def code_files(*modules: str, package: Path = PACKAGE, also: Iterable[Path] = ()) -> list[Path]:
     """The files of the package (`package` is the folder of `build_tools`, or of another package such as a
     project's figures/) that the modules (dotted names, `build_tools.summary`), and the files `also` (a project's
-    figure modules; themselves not counted), import, directly or through one another: each module's .py, the __init__.py of the packages it is in, and the files beside them that are
-    not Python (checks/words.yml). Sorted: what a stage's code key hashes, derived from the code itself, so that
-    no edit to what a stage runs is served stale. Each file's imports are read again only when its stats change."""
+    figure modules; themselves not counted), import, directly or through one another: each module's .py, the
+    __init__.py of the packages it is in, and the files beside them that are not Python (checks/words.yml).
+    Sorted: what a stage's code key hashes, derived from the code itself, so that no edit to what a stage runs is
+    served stale. Each file's imports are read again only when its stats change."""
     found: set[Path] = set()
     pending = [name for name in modules]
     files = _modules(package)
@@ -146,12 +147,12 @@ def code_files(*modules: str, package: Path = PACKAGE, also: Iterable[Path] = ()
                              else name.rpartition(".")[0])
     while pending:
         name = pending.pop()
-        path = files.get(name)
-        if path is None or path in found:
+        module = files.get(name)
+        if module is None or module in found:
             continue
-        found.add(path)
+        found.add(module)
         pending += _parents(name)
-        pending += _imported(path, name if path.name == "__init__.py" else name.rpartition(".")[0])
+        pending += _imported(module, name if module.name == "__init__.py" else name.rpartition(".")[0])
     data = {other for folder in {path.parent for path in found} for other in folder.iterdir()
             if other.is_file() and other.suffix not in (".py", ".pyc")}
     return sorted(found | data)
