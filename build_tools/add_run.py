@@ -400,7 +400,7 @@ def _other_configs(layout: Layout, run_id: str) -> dict[str, dict[str, Any]]:
 
     configs = {}
     for path in sorted(layout.runs.glob("*/run.yaml")):
-        if path.parent.name == run_id:
+        if path.parent.name == run_id or path.parent.name.startswith("."):  # a staging folder is no run
             continue
         try:
             doc = load_yaml(path.read_text(encoding="utf-8"), display_path(path))
