@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,13 +33,43 @@ def temporary_prefix(name: str) -> str:
     return f".{name}-{os.getpid()}-"
 
 
+# How many random names `new_folder` and `new_file` try before giving up (tempfile tries as many).
+_ATTEMPTS = 100
+
+
+def new_folder(parent: Path, prefix: str) -> Path:
+    """A new folder in parent named prefix and 8 random characters, as tempfile.mkdtemp makes, but with the mode
+    the user's umask gives (0777 & ~umask): mkdtemp's 0700 would become a site/ no web server could serve."""
+    for _ in range(_ATTEMPTS):
+        path = parent / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            path.mkdir(mode=0o777)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no unused name {prefix}* in {parent}")
+
+
+def new_file(parent: Path, prefix: str, suffix: str = "") -> Path:
+    """A new empty file in parent, as tempfile.mkstemp makes, with the mode the umask gives (0666 & ~umask, where
+    mkstemp's is 0600)."""
+    for _ in range(_ATTEMPTS):
+        path = parent / f"{prefix}{secrets.token_hex(4)}{suffix}"
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"no unused name {prefix}*{suffix} in {parent}")
+
+
 @contextmanager
 def staging(target: Path, *, name: str | None = None, replace: bool = True) -> Iterator[Path]:
     """Yield a temporary sibling of target (`.<name>-<pid>-<random>`, name defaulting to target's); it becomes
     target only when the block succeeded. `replace=False` never replaces a target that holds anything: the
     rename fails (OSError) and the temporary folder is removed."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(name or target.name), dir=target.parent))
+    tmp = new_folder(target.parent, temporary_prefix(name or target.name))
     try:
         yield tmp
         checkpoint("staging-rename")
@@ -52,7 +82,7 @@ def staging(target: Path, *, name: str | None = None, replace: bool = True) -> I
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     # Two renames: a kill between them leaves no target but a complete .<name>-old-*, which `sweep` puts back.
-    old = Path(tempfile.mkdtemp(prefix=temporary_prefix(f"{target.name}-old"), dir=target.parent))
+    old = new_folder(target.parent, temporary_prefix(f"{target.name}-old"))
     if target.exists():
         old.rmdir()
         target.rename(old)
@@ -89,9 +119,7 @@ def atomic_file(path: Path) -> Iterator[Path]:
     replaces path in one rename when the block succeeds. A reader never sees half a file, and a failure or a
     kill at any moment leaves path as it was (the one way a file is replaced; `staging` replaces a folder)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-", suffix=".tmp")
-    os.close(handle)
-    tmp = Path(name)
+    tmp = new_file(path.parent, f".{path.name}.{os.getpid()}-", ".tmp")
     try:
         yield tmp
         checkpoint("atomic-write")

@@ -238,3 +238,4 @@ class BuildResult:
     validated: dict[str, ValidatedRun] = field(default_factory=dict)  # the runs nothing reads: checked only
     warnings: list[str] = field(default_factory=list)  # those of the runs and the cache, shown as it ran
     runs_read: RunsRead | None = None  # the listing of runs/ and each run's input hash: for the inputs' key
+    unread: int = 0  # of the validated runs, those nothing reads, not even the Metrics page by their facts

@@ -312,7 +312,7 @@ def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None 
         "title": _todo("a short human name for the run"),
         "date": (dt.datetime.fromtimestamp(float(start), dt.UTC).date() if isinstance(start, int | float)
                  else _todo("the day the run started, YYYY-MM-DD")),
-        "tags": _todo("a list of the groups the run belongs to, e.g. [baseline]"),
+        "tags": _todo("a list of the groups the run belongs to, e.g. [my-runs]"),
         "seed": args["seed"] if isinstance(args.get("seed"), int) else _todo("the run's seed, an integer"),
         "model": {
             "name": model_name or _todo("the model, e.g. Qwen3-0.6B"),
@@ -372,6 +372,7 @@ def feeds(layout: Layout, summary: RunSummary) -> list[str]:
     lines = ["Metrics page rows (a row reads the runs of its run set; tag the run to join it):"]
     spec = metrics_table.load_spec(layout.metrics_yml)
     sets = spec.get("run_sets") or {}
+    others = _other_configs(layout, summary.run_id) if _reads_one_run(spec) else {}
     for table in spec["tables"]:
         for row in table.get("rows") or []:
             metric = str(row.get("metric"))
@@ -380,6 +381,8 @@ def feeds(layout: Layout, summary: RunSummary) -> list[str]:
             steps = table_of(summary, metric)  # the steps of the metric's own axis
             present = int(steps[metric].notna().sum()) if metric in steps.columns else 0
             need = _run_set_words(sets.get(row.get("runs")) or {})
+            if row.get("stat") in metrics_table.ONE_RUN:
+                need = _one_run_words(str(row.get("runs")), sets.get(row.get("runs")) or {}, need, others)
             state = f"has it at {present} of {len(steps)} steps" if present else "missing: no source logs it"
             lines.append(f"  {metric:<40} {state}; {need}")
     lines += ["", "Figures (the data each figure's code reads, against what the run has):"]
@@ -399,6 +402,42 @@ def _run_set_words(predicate: dict[str, Any]) -> str:
     for dotted, value in (predicate.get("where") or {}).items():
         parts.append(f"{dotted} is {str(value).lower() if isinstance(value, bool) else value}")
     return "feeds it when " + " and ".join(parts) if parts else "feeds it from every run"
+
+
+def _reads_one_run(spec: dict[str, Any]) -> bool:
+    from . import metrics_table
+
+    return any(row.get("stat") in metrics_table.ONE_RUN for table in spec["tables"] for row in table.get("rows") or [])
+
+
+def _other_configs(layout: Layout, run_id: str) -> dict[str, dict[str, Any]]:
+    """The run.yaml of every other run in runs/ (one that cannot be read is left out: `make check` names it)."""
+    from ._exceptions import InputProblem
+    from ._yaml import load_yaml
+
+    configs = {}
+    for path in sorted(layout.runs.glob("*/run.yaml")):
+        if path.parent.name == run_id or path.parent.name.startswith("."):  # a staging folder is no run
+            continue
+        try:
+            doc = load_yaml(path.read_text(encoding="utf-8"), display_path(path))
+        except (OSError, UnicodeDecodeError, InputProblem):
+            continue
+        if isinstance(doc, dict):
+            configs[path.parent.name] = doc
+    return configs
+
+
+def _one_run_words(name: str, predicate: dict[str, Any], need: str, others: dict[str, dict[str, Any]]) -> str:
+    """A row that reads exactly one run: joining its run set when a run is in it already fails the build."""
+    from . import metrics_table
+
+    members = [run_id for run_id, config in others.items() if metrics_table.selects(predicate, config)]
+    if not members:
+        return f"{need} (the one run it reads: run set {name!r} has none yet)"
+    condition = need.removeprefix("feeds it when ").removeprefix("feeds it from ")
+    return (f"reads one run only, run set {name!r} ({condition}): {', '.join(members)}; a second one there "
+            "fails the build")
 
 
 _QUOTED = re.compile(r"""["']([a-z_]+(?:/[A-Za-z0-9_.]+)+|[a-z_]+)["']""")

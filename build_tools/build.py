@@ -94,7 +94,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
             chapter_error = None
         except ChapterError as error:
             blocks, tables, chapter_error = [], {}, error
-        wanted = None if settings.all_runs else _wanted(layout, blocks, tables, site=site)
+        wanted = None if settings.all_runs else _wanted(layout, blocks, tables)
         if site:  # the drawing's workers get ready while the runs are summarised
             from . import draw
 
@@ -116,7 +116,8 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     check_commits({**configs, **{run_id: run.config for run_id, run in validated.items()}}, stamp)
     if chapter_error is not None:
         raise chapter_error
-    if site and (unread := _unread(layout, tables, validated)):
+    unread = _unread(layout, tables, validated)
+    if site and unread:
         progress.note(skipped_line(unread, check=False))
 
     # 4. Check every claim against the summaries; write the reports, then fail once if any claim is false.
@@ -124,9 +125,10 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         verdicts = claims_stage.check_claims(blocks, summaries, tables)
         claims_stage.write_reports(verdicts, layout.build)
     result = BuildResult(summaries, blocks, verdicts, report_lines=claims_stage.report_lines(verdicts),
-                         validated=validated, warnings=warnings, runs_read=read)
+                         validated=validated, warnings=warnings, runs_read=read, unread=unread)
     claims_stage.raise_if_failed(verdicts)
     if not site:
+        _render_unseen(layout, result, tables)
         return result
 
     # The stages below write into a fresh folder that replaces the old one only when all succeeded,
@@ -165,19 +167,30 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     return result
 
 
-def _wanted(layout: Layout, blocks: list[FigureBlock], tables: Mapping[str, Any], *, site: bool) -> Wanted:
-    """The runs to summarise: those the figure blocks name (their checks read only those), and for the site
-    those the Metrics page's run sets select for a row that reads whole summaries (a median, a time on its clean
-    steps). Every other run is validated, taking the facts of the metrics the page names (the other rows read
-    those), at a check too: the site built after it then validates nothing again. A Metrics spec that cannot be
-    read selects none (the page reports it when it is rendered)."""
+def _render_unseen(layout: Layout, result: BuildResult, tables: Mapping[str, Any]) -> None:
+    """A check's verdict on the pages: every page rendered as the build renders it (the Metrics page's run sets
+    and statistics, the chapters, the front matter), without figures, into a folder removed afterwards. What would
+    stop the build's rendering stops the check, with the same lines: one verdict."""
+    from . import render
+
+    layout.build.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=temporary_prefix("check-pages"), dir=layout.build) as pages:
+        render.render_pages(layout, Path(pages), result, tables)
+
+
+def _wanted(layout: Layout, blocks: list[FigureBlock], tables: Mapping[str, Any]) -> Wanted:
+    """The runs to summarise: those the figure blocks name (their checks read only those), and those the Metrics
+    page's run sets select for a row that reads whole summaries (a median, a time on its clean steps), at a check
+    as at a build: the check computes the page too. Every other run is validated, taking the facts of the metrics
+    the page names (the other rows read those): the site built after a check validates nothing again. A Metrics
+    spec that cannot be read selects none (the page reports it when it is rendered)."""
     ids = frozenset(run for block in blocks for run in block.runs)
     spec = _metrics_spec(layout, tables)
     if spec is None:
         return Wanted(ids)
     from . import metrics_table
 
-    return Wanted(ids, metrics_table.summarises(spec) if site else None, metrics_table.metrics_named(spec))
+    return Wanted(ids, metrics_table.summarises(spec), metrics_table.metrics_named(spec))
 
 
 def _metrics_spec(layout: Layout, tables: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -200,8 +213,11 @@ def _unread(layout: Layout, tables: Mapping[str, Any], validated: Mapping[str, V
     return len(validated) - len(metrics_table.runs_read(spec, validated))
 
 
-def skipped_line(count: int, *, check: bool = True) -> str:
-    """The one line that says how many runs were validated but not summarised, and how to summarise them."""
+def skipped_line(count: int, *, check: bool = True, by_facts: bool = False) -> str:
+    """The one line that says how many runs were validated but not summarised, and how to summarise them;
+    `by_facts`, of those the Metrics page reads only by the facts validation took."""
     runs, them = ("1 run", "it") if count == 1 else (f"{count} runs", "them")
     how = " (make check ALL=1 summarises every run)" if check else ""
-    return f"{runs} validated but not summarised: no figure, check or table reads {them}{how}"
+    why = (f"only the Metrics page reads {them}, by the facts validation takes" if by_facts
+           else f"no figure, check or table reads {them}")
+    return f"{runs} validated but not summarised: {why}{how}"

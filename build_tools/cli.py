@@ -196,7 +196,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
             _out.print("\n".join(margins.failure_commands(report_data)), markup=False)
         raise
     lines = [describe(summary) for summary in result.summaries.values()]
-    lines += [skipped_line(len(result.validated))] if result.validated else []
+    by_facts = len(result.validated) - result.unread  # the Metrics page reads them, as the build's would
+    lines += [skipped_line(by_facts, by_facts=True)] if by_facts else []
+    lines += [skipped_line(result.unread)] if result.unread else []
     report = "\n".join([*lines, *result.report_lines])
     plain.say(report)
     try:

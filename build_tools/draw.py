@@ -66,11 +66,10 @@ SVG_METADATA = {"Date": None, "Creator": None}
 # While a laid-out figure is saved, the rc's default layout engine is none: savefig puts back the engine it found
 # (None) with set_layout_engine(None), which under the style (constrained layout) would lay the figure out anew.
 NO_DEFAULT_LAYOUT = {"figure.autolayout": False, "figure.constrained_layout.use": False}
-# What else a drawing depends on besides its module, its runs and its tables: this code, and the project's
-# figure helpers, palette and style (figure_files).
-CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
-              Path(__file__).with_name("legibility.py"), Path(__file__).with_name("readers.py"),
-              Path(__file__).with_name("variants.py"), Path(__file__).parent / "checks" / "words.yml")
+# What else a drawing depends on besides its module, its runs and its tables: this module and every module of
+# the package it and the project's figure modules import (fingerprint.code_files: readers.py, palette.py,
+# checks/words.yml ...), and the project's figure helpers, palette and style (figure_files).
+DRAWING_MODULE = __name__
 
 
 @dataclass(frozen=True)
@@ -263,11 +262,16 @@ def _load(name: str, path: Path) -> ModuleType:
     return module
 
 
-def _shared_digest(layout: Layout) -> str:
-    """Hash of what every figure depends on: the drawing code, the project's figure helpers, palette and style,
+def _shared_digest(layout: Layout, package: Path = fingerprint.PACKAGE) -> str:
+    """Hash of what every figure depends on: the drawing code (the package's modules this one and the figure
+    modules import; `package`, another copy of build_tools/), the project's figure helpers, palette and style,
     Python and library versions."""
-    key = fingerprint.Key("figures")
-    for path in (*CODE_FILES, *figure_files(layout)):
+    figure_modules = sorted(layout.figures_src.glob("*.py")) if layout.figures_src.is_dir() else []
+    key = fingerprint.Key("figures").code(DRAWING_MODULE, package=package, also=figure_modules)
+    # The project's helpers: what the figure modules import of their own package (each module itself is a part
+    # of its own figure's key alone), with the helpers every figure is drawn with, the palette and the style.
+    helpers = fingerprint.code_files(package=layout.figures_src, also=figure_modules) if figure_modules else []
+    for path in sorted({*helpers, *figure_files(layout)}):
         key.file(path, path.name)
     return key.hexdigest()
 

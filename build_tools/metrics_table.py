@@ -145,11 +145,18 @@ def _stat_first_step(runs: list[Run], row: Mapping[str, Any]) -> tuple[bool, dic
                                                 "first": join(str(step) for step in steps)}
 
 
+class TooManyRuns(ValueError):
+    """A statistic of one run (ONE_RUN) whose run set matches several: the runs it matches."""
+
+    def __init__(self, run_set: str, run_ids: list[str]) -> None:
+        super().__init__(f"run set {run_set!r} matches {len(run_ids)} runs ({', '.join(run_ids)}); this statistic "
+                         "reads exactly one run")
+        self.run_set, self.run_ids = run_set, run_ids
+
+
 def _one_run(runs: list[Run], row: Mapping[str, Any]) -> RunSummary:
     if len(runs) != 1:
-        ids = ", ".join(run.run_id for run in runs)
-        raise ValueError(f"run set {row['runs']!r} matches {len(runs)} runs ({ids}); this statistic reads "
-                         "exactly one run")
+        raise TooManyRuns(str(row["runs"]), [run.run_id for run in runs])
     return _summary(runs[0])
 
 
@@ -196,6 +203,8 @@ STATS: dict[str, Callable[[list[Run], Mapping[str, Any]], tuple[bool, dict[str, 
     "median_head": _stat_median_head,
     "every_step": _stat_every_step,
 }
+# The statistics that read exactly one run: their run set must match one (`make add-run` warns of joining it).
+ONE_RUN = {"median", "median_head"}
 # The statistics that read each run's facts over the steps the heat rule leaves (range, all_zero): of a time, the
 # clean steps, which only a summary tells. The others read the facts over every step (first_step, every_step),
 # or a summary (a median).
@@ -309,11 +318,13 @@ def prose(template: str, values: Mapping[str, str]) -> Markdown:
 
 
 def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, Run], where: str,
-                 context: Mapping[str, str]) -> list[Table]:
+                 context: Mapping[str, str], runs_dir: Path | None = None) -> list[Table]:
     """Every table of the page; every row that cannot be computed is reported at once. `summaries` holds every run
-    the page reads: summarised, or only validated when no row that reads it needs its summary (`summarises`)."""
+    the page reads: summarised, or only validated when no row that reads it needs its summary (`summarises`).
+    With `runs_dir`, a run set that matches too many runs for a row is also reported at the run that joined it."""
     sets = spec.get("run_sets") or {}
     problems: list[Problem] = []
+    crowded: dict[str, list[str]] = {}  # run set -> the metrics of its rows that read one run
     tables = []
     for t_index, table in enumerate(spec["tables"]):
         rows = []
@@ -325,6 +336,8 @@ def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, Run], where: s
                     value = _cell(row, sets, summaries, context)
                 except (ValueError, KeyError, MissingValue) as error:
                     problems.append(Problem(where, None, field, f"{row.get('metric')}: {error}"))
+                    if isinstance(error, TooManyRuns):
+                        crowded.setdefault(error.run_set, []).append(str(row.get("metric")))
                     continue
             rows.append(Row(str(row.get("metric", "")), " ".join(str(row.get("meaning", "")).split()), value,
                             bool(row.get("code", True))))
@@ -334,9 +347,30 @@ def build_tables(spec: Mapping[str, Any], summaries: Mapping[str, Run], where: s
             problems.append(Problem(where, None, f"tables[{t_index}].after", f"{error}; is that page missing?"))
             after = Markdown("")
         tables.append(Table(str(table.get("title", "")), table.get("column"), tuple(rows), after))
+    if runs_dir is not None:
+        problems += [_joined_last(runs_dir, name, select(summaries, sets[name] or {}), metrics, where)
+                     for name, metrics in crowded.items()]
     if problems:
         raise MetricsSpecError(problems)
     return tables
+
+
+def _joined_last(runs_dir: Path, run_set: str, runs: list[Run], metrics: list[str], where: str) -> Problem:
+    """The run of a crowded run set whose run.yaml changed last (the one added or retagged last, as a rule: `make
+    add-run` writes it, the author fills it in), named as the problem's file."""
+    def changed(run: Run) -> int:
+        try:
+            return (runs_dir / run.run_id / "run.yaml").stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    last = max(runs, key=lambda run: (changed(run), run.run_id))
+    others = ", ".join(run.run_id for run in runs if run is not last)
+    rows = f"{len(metrics)} rows" if len(metrics) > 1 else "a row"
+    return Problem(display_path(runs_dir / last.run_id / "run.yaml"), None, None,
+                   f"joins run set {run_set!r} of {where}, which {others} is already in, and {rows} "
+                   f"({', '.join(metrics)}) read exactly one run of it; this run.yaml changed last: change its tags "
+                   "(or the fields the run set names), or give those rows a run set of their own")
 
 
 def intro(spec: Mapping[str, Any], summaries: Mapping[str, Run], where: str) -> Intro:

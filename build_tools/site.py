@@ -190,12 +190,18 @@ def run_mkdocs(config_file: Path, site_dir: Path) -> None:
         raise SiteError(collected.messages)
 
 
-def site_key(mkdocs_yml: Path, pages: Path, settings: Settings) -> fingerprint.Key:
-    """Everything the site is made from: pages, config, theme overrides, this code, library versions, and the
-    settings that change it (the address in mkdocs.yml's site_url, the date, the engine)."""
-    key = fingerprint.Key("site").file(Path(__file__), "site.py")
+def site_key(mkdocs_yml: Path, pages: Path, settings: Settings,
+             package: Path = fingerprint.PACKAGE) -> fingerprint.Key:
+    """Everything the site is made from: pages, config, theme overrides, this code (with the package's modules
+    it and mkdocs.yml import; `package`, another copy of build_tools/), library versions, and the settings that
+    change it (the address in mkdocs.yml's site_url, the date, the engine)."""
+    config = mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b""
+    # This module's code and what it imports, and the package's modules mkdocs.yml has mkdocs import (its
+    # Markdown extensions: build_tools.markdown_wbr, ...).
+    named = dict.fromkeys(re.findall(r"\bbuild_tools(?:\.\w+)+", config.decode("utf-8", "replace")))
+    key = fingerprint.Key("site").code(__name__, *named, package=package)
     key.add(f"site_url={settings.site_url}", f"epoch={settings.epoch}", f"engine={settings.engine}")
-    key.add(mkdocs_yml.read_bytes() if mkdocs_yml.is_file() else b"")
+    key.add(config)
     for folder in (pages, mkdocs_yml.parent / "overrides"):
         key.files(folder.parent, sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [])
     return key

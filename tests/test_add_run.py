@@ -79,6 +79,10 @@ def test_the_walkthrough_of_runs_readme_works_as_written(project: Path, tmp_path
     assert out.startswith(f"Added runs/my-run from {home}/miles-job/output.log:\n"
                           "  log          1 file -> runs/my-run/log/")
     assert "  rollout/raw_reward                       has it at 3 of 3 steps; feeds it when tagged baseline" in out
+    # A row that reads one run says which run it reads: a second one there would fail the build.
+    assert ("  perf/step_time                           has it at 3 of 3 steps; reads one run only, run set "
+            "'before_heat_guard' (tagged baseline and lab.heat_guard is false): baseline-seed1; a second one there "
+            "fails the build") in out
     # Before the fill-in, make check names every placeholder.
     assert main(["--root", str(project), "check"]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err

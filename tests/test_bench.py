@@ -55,8 +55,8 @@ def test_a_scaled_set_beside_the_example_runs_passes_the_check(tmp_path, monkeyp
     monkeypatch.chdir(project)
     assert main(["check"]) == 0  # no figure reads the scaled runs: validated, not summarised
     lines = capsys.readouterr().out.splitlines()
-    assert ("3 runs validated but not summarised: no figure, check or table reads them (make check ALL=1 "
-            "summarises every run)") in lines
+    assert ("3 runs validated but not summarised: only the Metrics page reads them, by the facts validation takes "
+            "(make check ALL=1 summarises every run)") in lines
     assert main(["check", "--all"]) == 0
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert {"scale-0000", "scale-0001", "scale-0002", "baseline-seed1"} <= set(listed)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import copy_project, manual_blocks
+from conftest import SAMPLES, copy_project, manual_blocks
 
 from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools._layout import Layout
@@ -177,8 +177,8 @@ def test_a_build_of_another_folder_draws_with_its_figure_modules_and_palette(bui
 
 # --- read what is needed ------------------------------------------------------------------------------
 
-SKIPPED = ("2 runs validated but not summarised: no figure, check or table reads them (make check ALL=1 summarises "
-           "every run)")
+SKIPPED = ("2 runs validated but not summarised: only the Metrics page reads them, by the facts validation takes "
+           "(make check ALL=1 summarises every run)")
 
 
 def test_check_validates_but_does_not_summarise_the_runs_nothing_reads(project: Path,
@@ -234,16 +234,14 @@ def test_the_site_summarises_only_the_runs_a_metrics_row_reads_whole(project: Pa
     tables = load_tables(layout.data)
     named = metrics_table.metrics_named(tables["metrics"])
     assert {"train/entropy_loss", "perf/train_wait_time"} <= set(named)
-    for site in (False, True):
-        wanted = _wanted(layout, blocks, tables, site=site)
-        assert not wanted.wants("scale-0000", benchmark) and wanted.metrics == named
-    assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", {"tags": ["baseline"]})  # its medians
-    assert not _wanted(layout, blocks, tables, site=False).wants("scale-0000", {"tags": ["baseline"]})
+    wanted = _wanted(layout, blocks, tables)  # a check's and a build's alike: the check computes the page too
+    assert not wanted.wants("scale-0000", benchmark) and wanted.metrics == named
+    assert wanted.wants("scale-0000", {"tags": ["baseline"]})  # its medians
     spec = project / "docs" / "data" / "metrics.yml"
     spec.write_text(spec.read_text().replace("        runs: before_heat_guard\n        stat: median\n",
                                              "        runs: all\n        stat: median\n", 1))
     tables = load_tables(layout.data)
-    assert _wanted(layout, blocks, tables, site=True).wants("scale-0000", benchmark)
+    assert _wanted(layout, blocks, tables).wants("scale-0000", benchmark)
 
 
 def test_a_build_reads_the_runs_only_the_metrics_page_reads_by_their_facts(
@@ -499,3 +497,86 @@ def test_a_run_changed_while_the_check_ran_is_checked_again(project: Path, capsy
     capsys.readouterr()
     assert main(["check"]) == 0
     assert capsys.readouterr().err != UNCHANGED  # read again: the report it kept was of the run before the change
+
+
+# --- one verdict: what the build finds wrong in the data, the check finds -----------------------------------------
+
+# Every sample of broken (and odd but good) runs: each folder's runs are added to the project in turn.
+RUN_SAMPLES = sorted(f"{kind}/{path.name}" for kind in ("hostile", "load") for path in (SAMPLES / kind).iterdir()
+                     if path.is_dir())
+
+
+@pytest.fixture(scope="module")
+def verdict_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the manual, built once (its figures cached), whose Miles commit predates the sample runs
+    (2026-09-21): each scenario adds its run, checks, builds, and takes the run out again."""
+    root = copy_project(tmp_path_factory.mktemp("verdict"))
+    edition = root / "edition.yml"
+    edition.write_text(edition.read_text().replace("commit_date: 2026-10-15", "commit_date: 2026-09-15"))
+    for run_yaml in (root / "runs").glob("*/run.yaml"):
+        run_yaml.write_text(run_yaml.read_text().replace("commit_date: 2026-10-15", "commit_date: 2026-09-15"))
+    assert main(["--root", str(root), "build"]) == 0
+    return root
+
+
+def _verdicts(root: Path, capsys: pytest.CaptureFixture[str]) -> list[tuple[int, list[str]]]:
+    """The exit code and the problem lines (the error and its hint: what follows the progress) of a check, then
+    of a build, of root (the current folder: files are named as from there)."""
+    assert Path.cwd() == root
+    verdicts = []
+    for command in ("check", "build"):
+        capsys.readouterr()
+        code = main(["--root", str(root), command])
+        err = capsys.readouterr().err
+        verdicts.append((code, err[err.index("ERROR"):].splitlines() if "ERROR" in err else []))
+    return verdicts
+
+
+@pytest.mark.parametrize("sample", RUN_SAMPLES)
+def test_check_and_build_give_one_verdict_on_each_sample_run(sample: str, verdict_project: Path,
+                                                             capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same exit code and the same problem lines; for a hostile sample, the lines its expected.txt holds."""
+    monkeypatch.chdir(verdict_project)
+    runs = [path for path in (SAMPLES / sample).iterdir() if path.is_dir()]
+    for run in runs:
+        shutil.copytree(run, verdict_project / "runs" / run.name)
+    try:
+        (check, build_verdict) = _verdicts(verdict_project, capsys)
+    finally:
+        for run in runs:
+            shutil.rmtree(verdict_project / "runs" / run.name)
+    assert check == build_verdict
+    expected_file = SAMPLES / sample / "expected.txt"
+    if expected_file.is_file():
+        expected = expected_file.read_text(encoding="utf-8").splitlines()
+        assert check[0] == (EXIT_BAD_INPUT if expected else 0)
+        assert [line.strip().removeprefix("runs/") for line in check[1][1:1 + len(expected)]] == expected
+    else:  # load/good loads; every other sample of load/ is broken
+        assert check[0] == (0 if sample == "load/good" else EXIT_BAD_INPUT)
+
+
+def test_a_run_that_joins_a_one_run_set_fails_the_check_as_the_build(verdict_project: Path,
+                                                                    capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second baseline run made before the heat guard (make add-run's advice once led there): the Metrics page's
+    medians read exactly one run. The check finds it, as the build does, in the same lines, naming the run."""
+    monkeypatch.chdir(verdict_project)
+    added = verdict_project / "runs" / "baseline-seed9"
+    shutil.copytree(verdict_project / "runs" / "baseline-seed1", added)
+    for name in ("run.yaml", "dashboard/meta.json"):
+        (added / name).write_text((added / name).read_text().replace("baseline-seed1", "baseline-seed9"))
+    try:
+        (check, build_verdict) = _verdicts(verdict_project, capsys)
+    finally:
+        shutil.rmtree(added)
+    assert check == build_verdict
+    assert check[0] == EXIT_BAD_INPUT
+    assert check[1][:2] + check[1][-2:-1] == [
+        "ERROR 7 problems in the Metrics page spec:",
+        "  docs/data/metrics.yml: tables[2].rows[0]: perf/step_time: run set 'before_heat_guard' matches 2 runs "
+        "(baseline-seed1, baseline-seed9); this statistic reads exactly one run",
+        "  runs/baseline-seed9/run.yaml: joins run set 'before_heat_guard' of docs/data/metrics.yml, which "
+        "baseline-seed1 is already in, and 6 rows (perf/step_time, perf/rollout_time, perf/log_probs_time, "
+        "perf/train_time, perf/sleep_time, perf/wake_up_time) read exactly one run of it; this run.yaml changed last: "
+        "change its tags (or the fields the run set names), or give those rows a run set of their own"]

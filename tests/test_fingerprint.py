@@ -7,6 +7,8 @@ import json
 import os
 import platform
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -209,3 +211,103 @@ def test_each_output_records_what_it_was_made_from(built_manual: Path) -> None:
     assert "build_tools/store/fingerprint.py" in made_from
     site_record = json.loads((built_manual / "build" / "site.key").read_text())
     assert site_record["kind"] == "site" and "docs/index.md" in site_record["made_from"]
+
+
+# --- code keys: derived from what each stage imports ----------------------------------------------------------
+
+# Each key of a stage's code: the modules it starts from (and the project files whose imports count too), and the
+# key computed over a given copy of build_tools/.
+CODE_KEYS: dict[str, tuple[tuple[str, ...], Callable[[], list[Path]], Callable[[Path], str]]] = {
+    "summary": ((run_hash.SUMMARY_MODULE,), list,
+                lambda package: run_hash.code_digest.__wrapped__(package).hex()),
+    "figures": ((draw.DRAWING_MODULE,), lambda: sorted((ROOT / "figures").glob("*.py")),
+                lambda package: draw._shared_digest(PROJECT, package)),
+    "site": (("build_tools.site", "build_tools.markdown_wbr", "build_tools.search_rows"), list,
+             lambda package: site.site_key(PROJECT.mkdocs_yml, PROJECT.pages, Settings(), package).hexdigest()),
+}
+
+
+def _imported_at_run_time(modules: tuple[str, ...], also: list[Path]) -> set[Path]:
+    """The package's files a fresh interpreter has loaded after importing the modules and the project files
+    (Python's own answer, the lazy imports of functions aside, which code_files counts too)."""
+    project = [".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__") for path in also]
+    code = ("import importlib, sys\n"
+            f"for name in {[*modules, *project]!r}: importlib.import_module(name)\n"
+            "print('\\n'.join(m.__file__ for n, m in list(sys.modules.items())\n"
+            "                 if n.split('.')[0] == 'build_tools' and getattr(m, '__file__', None)))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return {Path(line) for line in done.stdout.splitlines()}
+
+
+@pytest.mark.parametrize("name", CODE_KEYS)
+def test_a_code_key_holds_every_module_its_stage_imports(name: str) -> None:
+    modules, also, _ = CODE_KEYS[name]
+    derived = set(fingerprint.code_files(*modules, also=also()))
+    assert _imported_at_run_time(modules, also()) <= derived
+
+
+def test_the_summary_key_holds_the_step_axes() -> None:
+    """axes.py decides how step axes are joined: the summary stage imports it, so its key hashes it (the hand-kept
+    list it replaced left it out, and every summary was served stale after an edit of it)."""
+    assert fingerprint.PACKAGE / "axes.py" in fingerprint.code_files(run_hash.SUMMARY_MODULE)
+
+
+@pytest.mark.parametrize("name", CODE_KEYS)
+def test_a_code_key_changes_with_each_module_its_stage_imports(name: str, tmp_path: Path) -> None:
+    """Each file the key is derived from, edited in a copy of build_tools/, changes the key; put back, the key is
+    the one before."""
+    modules, also, key_of = CODE_KEYS[name]
+    package = tmp_path / "build_tools"
+    shutil.copytree(fingerprint.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    files = fingerprint.code_files(*modules, package=package, also=also())
+    assert [path.relative_to(package) for path in files] == [
+        path.relative_to(fingerprint.PACKAGE) for path in fingerprint.code_files(*modules, also=also())]
+    before = key_of(package)
+    unchanged = []
+    for path in files:
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n# edited\n")
+        if key_of(package) == before:
+            unchanged.append(path.relative_to(package).as_posix())
+        path.write_bytes(original)
+    assert unchanged == []
+    assert key_of(package) == before
+
+
+def test_imports_are_read_in_every_form(tmp_path: Path) -> None:
+    """Relative (one or more dots, from a package's __init__), absolute, several names, in parentheses over
+    lines, inside a function; a name imported from a module that is a module itself is followed too."""
+    package = tmp_path / "build_tools"
+    (package / "sub").mkdir(parents=True)
+    for name in ("__init__", "a", "b", "c", "d", "e", "unused"):
+        (package / f"{name}.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("from . import inner\n")
+    (package / "sub" / "inner.py").write_text("from ..e import thing  # a comment\n")
+    (package / "sub" / "data.yml").write_text("read beside its module\n")
+    (package / "a.py").write_text("from . import b, sub\nfrom .c import (\n    x,  # why\n    y,\n)\n"
+                                  "def later():\n    import build_tools.d\n")
+    found = [path.relative_to(package).as_posix() for path in fingerprint.code_files("build_tools.a",
+                                                                                     package=package)]
+    assert found == ["__init__.py", "a.py", "b.py", "c.py", "d.py", "e.py", "sub/__init__.py", "sub/data.yml",
+                     "sub/inner.py"]
+
+
+def test_the_figures_key_holds_every_helper_a_figure_module_imports(tmp_path: Path) -> None:
+    """A helper of the project's figures/ that a figure module imports is part of every figure's key (a figure
+    module itself is a part of its own figure's key alone)."""
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "figures", root / "figures", ignore=shutil.ignore_patterns("__pycache__"))
+    layout = Layout(root)
+    before = draw._shared_digest(layout)
+    (root / "figures" / "_extra.py").write_text("SHADE = 0.5\n")
+    assert draw._shared_digest(layout) == before  # imported by no figure yet
+    module = root / "figures" / "reward_curves.py"
+    module.write_text(module.read_text() + "\nfrom ._extra import SHADE  # noqa\n")
+    with_helper = draw._shared_digest(layout)
+    (root / "figures" / "_extra.py").write_text("SHADE = 0.6\n")
+    edited = draw._shared_digest(layout)
+    assert len({before, with_helper, edited}) == 3
+    other = root / "figures" / "heat_pauses.py"
+    other.write_text(other.read_text() + "\n# edited\n")
+    assert draw._shared_digest(layout) == edited  # a figure module's edit is its own figure's

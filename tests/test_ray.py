@@ -47,9 +47,13 @@ def test_a_summary_crosses_the_wire_unchanged(example_summaries: dict) -> None:
 
 @pytest.fixture()
 def short_tmp(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A short temporary folder (Ray's socket paths under it must fit in 107 bytes), left empty by Ray."""
+    """A short temporary folder (Ray's socket paths under it must fit in 107 bytes), left empty by Ray. It is also
+    Ray's default folder's parent ($TMPDIR/ray), which does not exist: the private instance neither needs nor
+    leaves it (ray.init with _temp_dir looks for an address only in that folder)."""
     folder = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.delenv("RAY_TMPDIR", raising=False)
     yield folder
     assert list(folder.iterdir()) == []  # the local Ray instance's files were removed
     folder.rmdir()
@@ -133,9 +137,18 @@ def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
     outs = [_check(pool, args, monkeypatch, capsys) for args in ([], ["--all"])]
     assert [code for code, _, _ in outs] == [0, 0]
     temp_dir = tempfile.mkdtemp(prefix="rc", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    # Cluster writes the head's address into Ray's default folder whatever temp_dir says (cluster_utils calls
+    # write_ray_address without it: $RAY_TMPDIR/ray, else $TMPDIR/ray, else /tmp/ray, ray/_common/utils.py
+    # get_default_ray_temp_dir), a folder nothing creates: pointed into this test's own folder, and made.
+    monkeypatch.setenv("RAY_TMPDIR", temp_dir)
+    from ray._common.utils import get_ray_address_file
+
+    address_file = Path(get_ray_address_file(None))
+    address_file.parent.mkdir()
     node_args = {"object_store_memory": 80 * 1024 * 1024, "temp_dir": temp_dir, "node_ip_address": "127.0.0.1"}
     cluster = Cluster(initialize_head=True, head_node_args={**node_args, "num_cpus": 0, "include_dashboard": False})
     try:
+        assert address_file.read_text() == cluster.address  # in this test's folder, not in a leftover one
         workers = {cluster.add_node(num_cpus=1, **node_args).node_id for _ in range(2)}
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
@@ -148,7 +161,7 @@ def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
         ray.shutdown()
         cluster.shutdown()
         shutil.rmtree(temp_dir, ignore_errors=True)
-    assert [(code, out) for code, out, _ in ray_outs] == [(0, out) for _, out, _ in outs]
+    assert [(code, out) for code, out, _ in ray_outs] == [(0, out) for _, out, _ in outs], [e for *_, e in ray_outs]
     assert [(code, out) for code, out, _ in wire_outs] == [(0, out) for _, out, _ in outs]
     assert summariser.nodes == workers  # both nodes read runs, the head none
     assert (shared / "build" / "claims.json").read_bytes() == (pool / "build" / "claims.json").read_bytes()

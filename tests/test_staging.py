@@ -4,13 +4,14 @@ happens while it is written; what a killed writer left is swept by the next buil
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from build_tools._staging import KILL_AT, atomic_file, clean_leftovers, write_atomic
+from build_tools._staging import KILL_AT, atomic_file, clean_leftovers, staging, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,3 +71,44 @@ def test_a_process_that_ended_but_was_not_reaped_counts_as_ended() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+# --- modes: what the user's umask gives, not mkdtemp's 0700 ------------------------------------------------------
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_staged_folders_and_atomic_files_take_the_modes_the_umask_gives(umask: int, tmp_path: Path) -> None:
+    previous = os.umask(umask)
+    try:
+        with staging(tmp_path / "site") as staged:
+            (staged / "index.html").write_text("<p>page</p>")
+        write_atomic(tmp_path / "build" / "claims.json", b"{}")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "site").stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((tmp_path / "build" / "claims.json").stat().st_mode) == 0o666 & ~umask
+
+
+def _modes(folder: Path) -> dict[str, int]:
+    return {path.relative_to(folder).as_posix(): stat.S_IMODE(path.lstat().st_mode)
+            for path in [folder, *folder.rglob("*")] if not path.is_symlink()}
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_a_built_site_can_be_served_as_the_umask_allows(umask: int, tmp_path: Path) -> None:
+    """A build (its own process, under the umask) leaves site/ and build/ with the modes the umask gives: under
+    022 a web server's user reads every file and enters every folder; under 077 no other user does."""
+    from conftest import copy_project
+
+    root = copy_project(tmp_path / "manual")
+    done = subprocess.run(["sh", "-c", f"umask {umask:03o} && exec \"$0\" -m build_tools build", sys.executable],
+                          cwd=root, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr
+    modes = {f"{name}/{path}": mode for name in ("site", "build") for path, mode in _modes(root / name).items()}
+    assert "site/." in modes and len(modes) > 100
+    if umask == 0o022:
+        assert {name: oct(mode) for name, mode in modes.items() if mode & 0o044 != 0o044} == {}
+        folders = {name for name in modes if (root / name).is_dir()}
+        assert {name: oct(modes[name]) for name in folders if modes[name] & 0o011 != 0o011} == {}
+    else:
+        assert {name: oct(mode) for name, mode in modes.items() if mode & 0o077} == {}

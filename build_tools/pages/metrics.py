@@ -4,6 +4,7 @@ docs/data/metrics.yml, each cell computed from the runs (build_tools/metrics_tab
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -13,11 +14,12 @@ from ..wording import provenance
 
 
 def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
-                   summaries: Mapping[str, metrics_table.Run], chapters: Mapping[int, str]) -> str:
+                   summaries: Mapping[str, metrics_table.Run], chapters: Mapping[int, str],
+                   runs_dir: Path | None = None) -> str:
     """The page from the spec (docs/data/metrics.yml, shown as where in its problems) and the runs: summarised, or
-    validated for the rows that read only their facts (metrics_table.summarises)."""
+    validated for the rows that read only their facts (metrics_table.summarises); runs_dir, the runs' folder."""
     context = {f"chapter_{number}": name for number, name in chapters.items()}
-    tables = metrics_table.build_tables(spec, summaries, where, context)
+    tables = metrics_table.build_tables(spec, summaries, where, context, runs_dir)
     intro = metrics_table.intro(spec, summaries, where)
     source = provenance({run.run_id: run.config for run in metrics_table.runs_read(spec, summaries)})
     return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source())

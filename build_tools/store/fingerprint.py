@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,105 @@ def note_digest(identity: Identity, digest: bytes) -> None:
         _digests[identity] = digest
 
 
+# --- the code a key depends on: the package's own modules a stage imports -----------------------------------
+
+PACKAGE = Path(__file__).resolve().parent.parent  # build_tools/
+# Every import of one of the package's modules, at a module's top or inside a function (a stage's lazy imports
+# run too): `from .x import a, b`, `from .. import y`, `from build_tools.z import c`, `import build_tools.w`. Read
+# with a regular expression rather than compiled: ast takes 0.4 s over the package, this a few ms.
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.+[\w.]*|build_tools(?:\.[\w.]+)?)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)"
+                     r"|import[ \t]+(build_tools(?:\.[\w.]+)?))", re.M)
+# A file's imports (resolved from the package it is read in), while its stats hold.
+_imports_of: dict[tuple[Path, str | None], tuple[Identity, tuple[str, ...]]] = {}
+
+
+def code_files(*modules: str, package: Path = PACKAGE, also: Iterable[Path] = ()) -> list[Path]:
+    """The files of the package (`package` is the folder of `build_tools`, or of another package such as a
+    project's figures/) that the modules (dotted names, `build_tools.summary`), and the files `also` (a project's
+    figure modules; themselves not counted), import, directly or through one another: each module's .py, the
+    __init__.py of the packages it is in, and the files beside them that are not Python (checks/words.yml).
+    Sorted: what a stage's code key hashes, derived from the code itself, so that no edit to what a stage runs is
+    served stale. Each file's imports are read again only when its stats change."""
+    found: set[Path] = set()
+    pending = [name for name in modules]
+    files = _modules(package)
+    names = {path: name for name, path in files.items()}
+    for path in also:  # a file of the package imports relative to its place; one outside, absolutely only
+        name = names.get(path)
+        pending += _imported(path, None if name is None else name if path.name == "__init__.py"
+                             else name.rpartition(".")[0])
+    while pending:
+        name = pending.pop()
+        module = files.get(name)
+        if module is None or module in found:
+            continue
+        found.add(module)
+        pending += _parents(name)
+        pending += _imported(module, name if module.name == "__init__.py" else name.rpartition(".")[0])
+    data = {other for folder in {path.parent for path in found} for other in folder.iterdir()
+            if other.is_file() and other.suffix not in (".py", ".pyc")}
+    return sorted(found | data)
+
+
+def _modules(package: Path) -> dict[str, Path]:
+    """Every module of the package by its dotted name (`build_tools.store.fingerprint`, `build_tools.store` for
+    store/__init__.py): one walk, rather than a stat of every name an import names."""
+    found: dict[str, Path] = {}
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = sorted(name for name in dirs if name != "__pycache__")
+        parts = [package.name, *Path(folder).relative_to(package).parts]
+        for name in names:
+            if name.endswith(".py"):
+                dotted = parts if name == "__init__.py" else [*parts, name[:-3]]
+                found[".".join(dotted)] = Path(folder) / name
+    return found
+
+
+def _parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts))]
+
+
+_IMPORT_WORD = re.compile(r"import[ \t]")
+
+
+def _imports_in(text: str) -> Iterator[re.Match[str]]:
+    """The import statements of a module's text: _IMPORT tried only at the lines that hold the word (a literal
+    search; the whole text through _IMPORT takes four times as long)."""
+    last = -1
+    for word in _IMPORT_WORD.finditer(text):
+        start = text.rfind("\n", 0, word.start()) + 1
+        if start != last and (match := _IMPORT.match(text, start)) is not None:
+            yield match
+        last = start
+
+
+def _imported(path: Path, package: str | None) -> list[str]:
+    """The package's modules a file imports (and the names it imports from them, each of which may be a module):
+    its relative imports resolved from `package`, the package it is in (None: a file outside, as a figure's)."""
+    stats = identity(os.stat(path))
+    known = _imports_of.get((path, package))
+    if known is not None and known[0] == stats:
+        return list(known[1])
+    names: list[str] = []
+    for match in _imports_in(path.read_text(encoding="utf-8")):
+        source, imported, plain = match.groups()
+        if plain:
+            names.append(plain)
+            continue
+        if source.startswith("."):
+            if package is None:
+                continue
+            dots = len(source) - len(source.lstrip("."))
+            base = package.split(".")[:len(package.split(".")) - (dots - 1)]
+            source = ".".join([*base, *filter(None, source[dots:].split("."))])
+        names.append(source)
+        words = re.sub(r"#[^\n]*", "", imported).strip("() \n").split(",")
+        names += [f"{source}.{word.split()[0]}" for word in words if word.split()]
+    _imports_of[path, package] = stats, tuple(names)
+    return names
+
+
 class Key:
     """A cache key: sha256 of a kind, the environment, then the parts and files added, each length-prefixed so
     that no two different sequences of parts hash alike."""
@@ -148,6 +247,11 @@ class Key:
         for path in paths:
             self.file(path, path.relative_to(base).as_posix())
         return self
+
+    def code(self, *modules: str, package: Path = PACKAGE, also: Iterable[Path] = ()) -> Key:
+        """Every file of the package the modules (and the files `also`) import (`code_files`), named relative to
+        the package's folder."""
+        return self.files(package, code_files(*modules, package=package, also=also))
 
     def digest(self) -> bytes:
         return self._sha.digest()

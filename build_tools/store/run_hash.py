@@ -21,17 +21,16 @@ from .._files import FileStat, Seen, scan_tree
 from .._staging import write_atomic
 from . import fingerprint
 
-CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_layout.py", "store/summary_cache.py",
-              "_columnar.py", "store/run_hash.py")
+# The module that reads and summarises a run: its key hashes every module of the package it imports.
+SUMMARY_MODULE = "build_tools.summary"
 
 
 @functools.cache
-def code_digest() -> bytes:
-    """The code that reads and summarises a run, and the library versions: a change makes every cached summary
-    stale."""
-    here = Path(__file__).parent.parent  # build_tools/
-    readers = sorted((here / "sources").glob("*.py"))  # the readers of log/, tensorboard/, wandb/, ...
-    return fingerprint.Key("summary code").files(here, [*(here / name for name in CODE_FILES), *readers]).digest()
+def code_digest(package: Path = fingerprint.PACKAGE) -> bytes:
+    """The code that reads and summarises a run (every module of the package the summary stage imports, the
+    readers of log/, tensorboard/, wandb/ ... and axes.py among them: fingerprint.code_files), and the library
+    versions: a change makes every cached summary stale. `package`: another copy of build_tools/ (the tests')."""
+    return fingerprint.Key("summary code").code(SUMMARY_MODULE, package=package).digest()
 
 
 def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None,

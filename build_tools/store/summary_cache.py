@@ -24,7 +24,6 @@ import functools
 import hashlib
 import json
 import shutil
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -38,7 +37,7 @@ import pyarrow.parquet as pq
 from .. import _workers
 from .._exceptions import cache_changed
 from .._files import content_hash
-from .._staging import temporary_prefix, write_atomic
+from .._staging import new_folder, temporary_prefix, write_atomic
 from .._types import MetricFacts, RunSummary
 
 FORMAT = 2  # 2: each Parquet file's hash is BLAKE3 (`blake3`), not sha256
@@ -109,8 +108,8 @@ class EntryWriter:
     def tmp(self) -> Path:
         if self._tmp is None:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            self._tmp = Path(tempfile.mkdtemp(prefix=temporary_prefix(self.run_id), dir=self.cache_dir))  # swept
-        return self._tmp                                                                          # if this dies
+            self._tmp = new_folder(self.cache_dir, temporary_prefix(self.run_id))  # swept if this dies
+        return self._tmp
 
     def __enter__(self) -> EntryWriter:
         return self
