@@ -686,6 +686,8 @@ def _load_meta(path: Path, problems: list[Problem]) -> dict[str, Any]:
         problems.append(Problem(where, 1, None, "expected a JSON object"))
         return {}
     _, found = schemas.validate(schemas.Meta, meta, where, lambda loc: None)
+    if isinstance(meta.get("args"), dict):
+        found += schemas.arg_problems(meta["args"], where)
     problems += found
     return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from .._escape import md_code, md_text
 from .._types import FigureBlock, RunSummary
+from ..schemas import is_flag_name, value_problem_of_arg
 from ..wording import join, provenance
 
 # Miles' entry point (train.py; a log's launch line names it the same way, build_tools/sources/log.py).
@@ -32,7 +33,10 @@ def recorded_args(summary: RunSummary) -> dict[str, Any]:
 def flag_words(name: str, value: Any) -> list[str]:
     """One recorded argument as the command line takes it: `--name value`, `--name` for true, `--no-name` for
     a false negatable flag; nothing for null or another false."""
-    flag = "--" + " ".join(str(name).split()).replace("_", "-")
+    if not is_flag_name(name) or value_problem_of_arg(value) is not None:
+        # The loader refuses such arguments with the file and key named (schemas.arg_problems): one here is a bug.
+        raise ValueError(f"{ascii(name)}: not a Miles flag's name, or its value holds a control character")
+    flag = "--" + name.replace("_", "-")
     if value is None or value is False:
         return [f"--no-{flag[2:]}"] if value is False and name in NEGATABLE else []
     if value is True:
