@@ -260,6 +260,14 @@ class Flags(Schema):
     hf_checkpoint: str | None = None
     use_miles_dashboard: bool | None = None
     dump_details: str | None = None
+    # What a whole launch command needs that meta.json does not keep: the trainer, the prompts, the reward.
+    train_backend: Literal["megatron", "fsdp"] | None = None
+    prompt_data: str | None = None
+    input_key: str | None = None
+    label_key: str | None = None
+    apply_chat_template: bool | None = None
+    rm_type: str | None = None
+    custom_rm_path: str | None = None
 
 
 class Lab(Schema):
@@ -338,6 +346,17 @@ def arg_problems(args: dict[Any, Any], where: str, line: int | None = None) -> l
         elif (wrong := value_problem_of_arg(value)) is not None:
             problems.append(Problem(where, line, f"args.{name}", wrong))
     return problems
+
+
+def meta_key_problems(args: dict[Any, Any], where: str) -> list[Problem]:
+    """meta.json's args keys Miles never writes: its dashboard keeps only its _SNAPSHOT_KEYS (the pinned list in
+    build_tools/data/miles_args.json), so any other key was not written by Miles."""
+    from .miles_facts import snapshot_keys
+
+    keys = snapshot_keys()
+    return [Problem(where, None, "args", f"key {name!r} is not one Miles writes to meta.json: expected one of "
+                                         f"{', '.join(keys)} (miles/dashboard/args.py _SNAPSHOT_KEYS)")
+            for name in args if is_flag_name(name) and name not in keys]
 
 
 def _record(**fields: Any) -> type:

@@ -255,9 +255,10 @@ def _merge_meta(run: RunData, founds: list[Found], problems: list[Problem]) -> N
     for found in founds:
         for name, item in found.args.items():
             args.setdefault(name, item)
+    for name, (value, file, line) in args.items():  # the log's names become flags on a command line
+        problems += schemas.arg_problems({name: value}, file, line)
+    run.launched = {name: item[0] for name, item in args.items()}
     if not run.meta:
-        for name, (value, file, line) in args.items():  # the log's names become flags on a command line
-            problems += schemas.arg_problems({name: value}, file, line)
         starts = [f.start_ts for f in founds if f.start_ts is not None]
         run.meta = {"run_name": run.run_id, "args": {name: item[0] for name, item in args.items()},
                     "schema_version": 1, **({"start_ts": min(starts)} if starts else {})}
