@@ -37,7 +37,7 @@ def test_a_recorded_argument_as_the_command_line_takes_it():
         "--offload-rollout-level", "kv_cache", "weight"]
     assert flag_words("hf_checkpoint", "a b;rm -rf") == ["--hf-checkpoint", "'a b;rm -rf'"]  # quoted for the shell
     assert command({"rollout_batch_size": 32, "colocate": True}) == (
-        "ray start --head --node-ip-address 127.0.0.1 --num-gpus 1 --disable-usage-stats\n"
+        "ray start --head --node-ip-address 127.0.0.1 \\\n    --num-gpus 1 --disable-usage-stats\n"
         "ray job submit --address=http://127.0.0.1:8265 \\\n"
         "    --runtime-env-json='{\"env_vars\":{\"PYTHONUNBUFFERED\":\"1\",\"no_proxy\":\"127.0.0.1\"}}' \\\n"
         "    -- python3 train.py \\\n    --colocate \\\n    --rollout-batch-size 32")
@@ -188,9 +188,12 @@ def test_every_command_on_every_page_is_a_whole_one_gpu_fsdp_launch(site_launche
         assert args["hf_checkpoint"] and args["prompt_data"] and args["input_key"], page
         assert args.get("rm_type") or args.get("custom_rm_path"), page
         lines = text.rstrip("\n").split("\n")
-        assert "--num-gpus 1 " in lines[0]
+        # Two commands (Ray's head node with one GPU, then the job), each line of one but its last continued:
+        # no value is wrapped without a backslash.
+        commands = re.split(r"(?<! \\)\n", text.rstrip("\n"))
+        assert [command.split()[:2] for command in commands] == [["ray", "start"], ["ray", "job"]], page
+        assert "--num-gpus 1 --disable-usage-stats" in commands[0]
         assert [line for line in lines if len(line) > WIDTH and len(line.split()) > 2] == [], page
-        assert [line for line in lines[1:-1] if not line.endswith(" \\")] == [], page  # no value wrapped bare
 
 
 def test_the_no_watchdog_run_has_no_fault_tolerance_flag(chapter_one):

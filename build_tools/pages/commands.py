@@ -32,7 +32,7 @@ PER_RUN = ("wandb_group",)
 RAY_ADDRESS = "http://127.0.0.1:8265"
 RUNTIME_ENV = {"env_vars": {"PYTHONUNBUFFERED": "1", "no_proxy": "127.0.0.1"}}
 INDENT = "    "
-WIDTH = 88  # a launch command's lines fit the page and the paper at this width (the print CSS sets the font)
+WIDTH = 80  # a launch command's lines fit the page and the paper at this width (the print CSS sets the font)
 
 # --- the one-GPU rules: each a small named check of a run's launch arguments ---------------------------------
 
@@ -171,7 +171,7 @@ def command(args: Mapping[str, Any]) -> str:
     """The whole launch, as Miles' launcher runs it: Ray's head node with the run's GPUs, then the job, one flag
     a line (alphabetical), each line but the last ended by ` \\`."""
     gpus = args.get("actor_num_gpus_per_node", 1)
-    head = f"ray start --head --node-ip-address 127.0.0.1 --num-gpus {gpus} --disable-usage-stats"
+    head = f"ray start --head --node-ip-address 127.0.0.1 \\\n{INDENT}--num-gpus {gpus} --disable-usage-stats"
     submit = [f"ray job submit --address={RAY_ADDRESS}",
               f"{INDENT}--runtime-env-json={shlex.quote(_compact(RUNTIME_ENV))}",
               f"{INDENT}-- {ENTRY}", *(INDENT + line for line in _flag_lines(args))]
