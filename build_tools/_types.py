@@ -70,6 +70,9 @@ class RunData:
     # A run only validated (load_run keep=False) keeps no sampled stream, only each one's last sample time; so
     # does a run whose series were written to its cache entry as each stream was read (load_run on_sampled).
     last_samples: dict[str, float] = field(default_factory=dict)
+    # Every argument a log printed of the launch (its command line, Megatron's argument list): more than meta.json's
+    # args, which Miles' dashboard limits to its _SNAPSHOT_KEYS.
+    launched: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

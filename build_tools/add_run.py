@@ -297,7 +297,8 @@ def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None 
     (field, what to write) of each field left to fill)."""
     shared = shared or {}
     hardware, miles = shared.get("hardware") or {}, shared.get("miles") or {}
-    args = run.meta.get("args") if isinstance(run.meta.get("args"), dict) else {}
+    recorded = run.meta.get("args") if isinstance(run.meta.get("args"), dict) else {}
+    args = {**run.launched, **recorded}  # what a log printed, and meta.json's few (they must agree)
     start = run.meta.get("start_ts")
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
     model_name = checkpoint.rsplit("/", 1)[-1]

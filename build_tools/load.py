@@ -19,7 +19,7 @@ import stat
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -699,6 +699,7 @@ def _load_meta(path: Path, problems: list[Problem]) -> dict[str, Any]:
     if isinstance(args := meta.get("args"), dict):  # the flags the manual reads, typed as in run.yaml
         _, wrong = schemas.validate(schemas.MilesArgs, args, where, lambda loc: None)
         found += [dataclasses.replace(problem, field=f"args.{problem.field}") for problem in wrong]
+        found += schemas.arg_problems(args, where) + schemas.meta_key_problems(args, where)
     problems += found
     return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
 
@@ -711,9 +712,13 @@ def _check_flags_agree(root: Path, config: dict[str, Any], doc: Any, meta: dict[
                        problems: list[Problem]) -> None:
     """What Miles recorded (meta.json args) and what run.yaml says must agree: every shared flag, and the model."""
     flags, args = config.get("flags"), meta.get("args")
+    where = display_path(root / "run.yaml")
+    if isinstance(flags, dict):  # its flags become a launch command's too (pages/commands.py)
+        for problem in schemas.arg_problems(flags, where):
+            name = str(problem.field).removeprefix("args.")
+            problems.append(replace(problem, field=f"flags.{name}", line=doc.line_of(("flags", name)) if doc else None))
     if not isinstance(flags, dict) or not isinstance(args, dict):
         return
-    where = display_path(root / "run.yaml")
     for name in sorted(set(flags) & set(args)):
         if not schemas.same_setting(flags[name], args[name]):
             problems.append(Problem(where, doc.line_of(("flags", name)) if doc else None, f"flags.{name}",

@@ -14,6 +14,7 @@ import datetime as dt
 import difflib
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal, NotRequired, TypeVar, get_args, get_origin
 
@@ -267,6 +268,14 @@ class Flags(Schema):
     hf_checkpoint: str | None = None
     use_miles_dashboard: bool | None = None
     dump_details: str | None = None
+    # What a whole launch command needs that meta.json does not keep: the trainer, the prompts, the reward.
+    train_backend: Literal["megatron", "fsdp"] | None = None
+    prompt_data: str | None = None
+    input_key: str | None = None
+    label_key: str | None = None
+    apply_chat_template: bool | None = None
+    rm_type: str | None = None
+    custom_rm_path: str | None = None
 
 
 class Lab(Schema):
@@ -312,6 +321,57 @@ class Meta(Schema):
     start_ts: Time
     args: dict[str, Any]
     schema_version: Literal[1]
+
+
+# A recorded argument's name as argparse stores a Miles flag (its dest: `--rollout-batch-size` is
+# rollout_batch_size). Only such a name may become `--name` on a command line a reader pastes into a shell:
+# anything else (a space, `$(`, a backtick, `;`, a non-ASCII letter) could be read by the shell as syntax.
+FLAG_NAME = re.compile(r"[a-z0-9_]+", re.ASCII)
+
+
+def is_flag_name(name: object) -> bool:
+    return isinstance(name, str) and FLAG_NAME.fullmatch(name) is not None
+
+
+def _unprintable(text: str) -> int | None:
+    """Where a value holds a character no command line should carry (NUL, a control or format character, a
+    surrogate): Unicode's C categories. Letters, marks, digits, punctuation, symbols and spaces are allowed."""
+    return next((i for i, char in enumerate(text) if unicodedata.category(char)[0] == "C"), None)
+
+
+def value_problem_of_arg(value: Any) -> str | None:
+    if isinstance(value, str):
+        at = _unprintable(value)
+        return None if at is None else (f"holds the unprintable character {ascii(value[at])} at character {at + 1}: "
+                                        "expected printable text")
+    if isinstance(value, list | tuple):
+        return next((wrong for item in value if (wrong := value_problem_of_arg(item)) is not None), None)
+    return None
+
+
+def arg_problems(args: dict[Any, Any], where: str, line: int | None = None) -> list[Problem]:
+    """The recorded arguments (meta.json's args, a log's dump) a launch command cannot be rendered from: a key
+    that is not a flag's name, a value holding a control character. Each one line naming the file and key."""
+    problems = []
+    for name, value in args.items():
+        if not is_flag_name(name):
+            problems.append(Problem(where, line, "args", f"key {ascii(name)} is not a Miles flag's name: expected "
+                                    "lowercase ASCII letters, digits and underscores ([a-z0-9_]+), as argparse "
+                                    "stores a flag"))
+        elif (wrong := value_problem_of_arg(value)) is not None:
+            problems.append(Problem(where, line, f"args.{name}", wrong))
+    return problems
+
+
+def meta_key_problems(args: dict[Any, Any], where: str) -> list[Problem]:
+    """meta.json's args keys Miles never writes: its dashboard keeps only its _SNAPSHOT_KEYS (the pinned list in
+    build_tools/data/miles_args.json), so any other key was not written by Miles."""
+    from .miles_facts import snapshot_keys
+
+    keys = snapshot_keys()
+    return [Problem(where, None, "args", f"key {name!r} is not one Miles writes to meta.json: expected one of "
+                                         f"{', '.join(keys)} (miles/dashboard/args.py _SNAPSHOT_KEYS)")
+            for name in args if is_flag_name(name) and name not in keys]
 
 
 def _record(**fields: Any) -> type:

@@ -16,7 +16,7 @@ from build_tools.stamp import load_stamp
 
 from . import _lab as L
 from ._build import Run, finish
-from ._runs import MODELS, RunSpec, flags_for
+from ._runs import LAUNCH, MODELS, RunSpec, flags_for, meta_args
 from ._series import sig
 from ._streams import write_hourly, write_jsonl, write_meta, write_yaml
 from ._timeline import Step, phase_rows
@@ -54,10 +54,11 @@ def write_run(run: Run, root: Path) -> None:
         shutil.rmtree(out)
     tail = _tail(run, steps)
     write_yaml(out / "run.yaml", run_yaml(spec))
-    meta_args = {**flags_for(spec), "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
+    args = meta_args(spec)
     write_meta(
         out / "dashboard/meta.json",
-        {"run_name": spec.run_id, "start_ts": run.start_ms / 1000, "args": meta_args, "schema_version": 1},
+        {"run_name": args["wandb_group"] or "miles-run", "start_ts": run.start_ms / 1000, "args": args,
+         "schema_version": 1},
     )
     write_jsonl(out / "dashboard/metrics.jsonl", metric_lines(run, d, steps))
     write_hourly(out / "dashboard/phases", phase_rows(steps, NODE, tail.open_rollout), gz=False)
@@ -95,7 +96,7 @@ def run_yaml(spec: RunSpec) -> dict[str, Any]:
             "memory_gb": 128,
             "memory_pools": 1,
         },
-        "flags": flags_for(spec),
+        "flags": {**flags_for(spec), **LAUNCH},
         "lab": {
             "heat_guard": spec.heat_guard,
             "ray_memory_usage_threshold": RAY_THRESHOLD,

@@ -299,3 +299,25 @@ def flags_for(spec: RunSpec) -> dict[str, Any]:
     assert set(spec.flags) <= set(flags)
     flags.update(spec.flags)
     return flags
+
+
+# The launch every example run stands for: one DGX Spark, one GPU shared by the trainer and the rollout engine
+# (colocated), Miles' FSDP trainer, GSM8K prompts scored by Miles' math reward. What meta.json cannot hold of it
+# (the trainer, the prompts, the reward) run.yaml's flags keep.
+ONE_GPU = {"num_gpus_per_node": 1, "actor_num_nodes": 1, "actor_num_gpus_per_node": 1,
+           "rollout_num_gpus": 1,  # Miles sets it to the trainer's GPUs when colocated (miles_validate_args)
+           "rollout_num_gpus_per_engine": 1}
+LAUNCH = {"train_backend": "fsdp", "prompt_data": "/root/gsm8k/train.parquet", "input_key": "messages",
+          "label_key": "label", "apply_chat_template": True, "rm_type": "math"}
+
+
+def meta_args(spec: RunSpec) -> dict[str, Any]:
+    """meta.json's args as Miles writes them: its _SNAPSHOT_KEYS that the parser has, in that order, each the
+    run's value or the parser's default (build_tools/data/miles_args.json); wandb_group names the run."""
+    from build_tools import miles_facts
+
+    flags = miles_facts.flags()
+    launch = {**flags_for(spec), **ONE_GPU, "wandb_group": spec.run_id,
+              "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
+    return {key: launch[key] if key in launch else flags[key]["default"]
+            for key in miles_facts.snapshot_keys() if key in flags}

@@ -24,7 +24,7 @@ import numpy as np
 from . import _lab as L
 from ._build import Run, finish, prepare
 from ._output import NODE, Tail, _host_used, _tail, _topology, miles, run_yaml
-from ._runs import MODELS, RUNS, RunSpec, flags_for
+from ._runs import RUNS, RunSpec, meta_args
 from ._series import sig
 from ._streams import write_bytes, write_jsonl, write_meta, write_yaml
 from ._timeline import PROFILES, WRITE_ORDER, Step
@@ -112,9 +112,10 @@ def write_run_fast(spec: RunSpec, root: Path) -> None:
     tail = _tail(run, steps)
     assert not tail.events and not tail.marks and tail.open_rollout is None
     write_yaml(out / "run.yaml", run_yaml(spec))
-    meta_args = {**flags_for(spec), "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
+    args = meta_args(spec)
     write_meta(out / "dashboard/meta.json",
-               {"run_name": spec.run_id, "start_ts": run.start_ms / 1000, "args": meta_args, "schema_version": 1})
+               {"run_name": args["wandb_group"] or "miles-run", "start_ts": run.start_ms / 1000, "args": args,
+         "schema_version": 1})
     write_bytes(out / "dashboard/metrics.jsonl", _metrics(run.q, d, steps).encode())
     for hour, text in _phases(steps):
         write_bytes(out / f"dashboard/phases/{hour}.jsonl", text.encode())

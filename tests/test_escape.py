@@ -337,8 +337,7 @@ def _edit_run(root: Path, change: dict[str, str]) -> None:
 INVALID = {
     "run id": lambda root: _edit_run(root, {"run_id: baseline-seed1": f"run_id: {_yaml_string(HTML_PAYLOAD)}"}),
     "Miles commit": lambda root: _edit_run(root, {"commit: 08752a1": f"commit: {_yaml_string(MD_PAYLOAD)}"}),
-    "a flag": lambda root: _edit_run(root, {"sglang_attention_backend: flashinfer":
-                                            f"sglang_attention_backend: {_yaml_string(MD_PAYLOAD)}"}),
+    "a flag": lambda root: _edit_run(root, {"train_backend: fsdp": f"train_backend: {_yaml_string(MD_PAYLOAD)}"}),
     "model name": lambda root: _edit_run(root, {"name: Qwen3-0.6B": f"name: {_yaml_string(HTML_PAYLOAD)}"}),
     "metric name": lambda root: (root / "docs" / "data" / "metrics.yml").write_text(
         (root / "docs" / "data" / "metrics.yml").read_text(encoding="utf-8").replace(

@@ -3,25 +3,84 @@ rendered from what each run recorded; the troubleshooting rows are shown once, a
 
 from __future__ import annotations
 
+import html
 import json
+import re
+import shlex
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, manual_blocks
 
-from build_tools.pages.commands import chapter_commands, command, flag_words
+from build_tools import miles_facts
+from build_tools.pages.commands import (
+    RULES,
+    WIDTH,
+    chapter_commands,
+    command,
+    flag_words,
+    fsdp,
+    launch,
+    one_gpu,
+    recorded_args,
+    value_problem,
+)
 
 
 def test_a_recorded_argument_as_the_command_line_takes_it():
     assert flag_words("rollout_batch_size", 32) == ["--rollout-batch-size", "32"]
     assert flag_words("colocate", True) == ["--colocate"]
-    assert flag_words("offload_train", False) == ["--no-offload-train"]
+    assert flag_words("offload_train", False) == ["--no-offload-train"]  # a --x/--no-x flag in Miles' parser
     assert flag_words("use_fault_tolerance", False) == []  # a store_true flag left off
     assert flag_words("over_sampling_batch_size", None) == []
     assert flag_words("offload_rollout_level", ["kv_cache", "weight"]) == [
         "--offload-rollout-level", "kv_cache", "weight"]
     assert flag_words("hf_checkpoint", "a b;rm -rf") == ["--hf-checkpoint", "'a b;rm -rf'"]  # quoted for the shell
     assert command({"rollout_batch_size": 32, "colocate": True}) == (
-        "python3 train.py \\\n    --colocate \\\n    --rollout-batch-size 32")
+        "ray start --head --node-ip-address 127.0.0.1 \\\n    --num-gpus 1 --disable-usage-stats\n"
+        "ray job submit --address=http://127.0.0.1:8265 \\\n"
+        "    --runtime-env-json='{\"env_vars\":{\"PYTHONUNBUFFERED\":\"1\",\"no_proxy\":\"127.0.0.1\"}}' \\\n"
+        "    -- python3 train.py \\\n    --colocate \\\n    --rollout-batch-size 32")
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), [
+    ("rollout_batch_size", 32, None),
+    ("rolout_batch_size", 32, "not a flag of Miles' parser"),
+    ("rollout_batch_size", "32", "expected int, found '32'"),
+    ("rollout_batch_size", True, "expected int, found True"),
+    ("train_backend", "deepspeed", "expected one of megatron, fsdp"),
+    ("colocate", 1, "expected true or false"),
+    ("hf_checkpoint", ["a", "b"], "a list, where the flag takes one value"),
+    ("sglang_attention_backend", "flashinfer", None),  # SGLang's, passed on by Miles: not in Miles' source
+])
+def test_a_value_is_checked_against_miles_parser(name, value, expected):
+    assert value_problem(name, value) == expected
+
+
+WHOLE = {"hf_checkpoint": "Qwen/Qwen3-0.6B", "prompt_data": "/p.parquet", "input_key": "messages",
+         "rm_type": "math", "train_backend": "fsdp", "colocate": True, "num_gpus_per_node": 1,
+         "actor_num_nodes": 1, "actor_num_gpus_per_node": 1, "rollout_batch_size": 32}
+
+
+def test_each_one_gpu_rule_holds_on_a_whole_launch_and_fails_without_its_flags():
+    assert RULES and all(check(WHOLE) == [] for check in RULES.values())
+    for name, check in RULES.items():
+        assert any(check({**WHOLE, key: None}) for key in WHOLE), name  # each rule reads a flag of the launch
+    assert one_gpu({**WHOLE, "actor_num_gpus_per_node": 8}) == ["--actor-num-gpus-per-node 1"]
+    assert fsdp({**WHOLE, "train_backend": "megatron"}) == ["--train-backend fsdp"]
+
+
+def test_a_run_that_cannot_make_a_whole_command_lists_what_is_known(example_summaries):
+    from dataclasses import replace
+
+    block = manual_blocks()[0]
+    summary = example_summaries[block.runs[0]]
+    flags = {k: v for k, v in summary.config["flags"].items() if k not in ("train_backend", "prompt_data", "rm_type")}
+    odd = replace(summary, config={**summary.config, "flags": flags})
+    text = chapter_commands([replace(block, runs=(block.runs[0],))], {block.runs[0]: odd})
+    assert "```text\n--actor-num-gpus-per-node 1\n" in text and "ray job submit" not in text
+    assert ("Not a whole command: these runs did not record `--train-backend fsdp`, `--prompt-data` and "
+            "`--rm-type or --custom-rm-path`, so only the flags they recorded are listed.") in text
 
 
 @pytest.fixture(scope="module")
@@ -30,17 +89,111 @@ def chapter_one(example_summaries):
     return blocks, chapter_commands(blocks, example_summaries)
 
 
-def test_a_chapter_shows_the_command_its_runs_recorded(chapter_one):
+def test_a_chapter_shows_the_command_its_runs_recorded(chapter_one, example_summaries):
     blocks, text = chapter_one
-    args = json.loads((ROOT / "runs" / "baseline-seed1" / "dashboard" / "meta.json").read_text())["args"]
-    expected = "```bash\n" + command(args) + "\n```"
-    assert expected in text and f"--hf-checkpoint {args['hf_checkpoint']} \\" in text
-    recorded = {run: json.loads((ROOT / "runs" / run / "dashboard" / "meta.json").read_text())["args"]
-                for block in blocks for run in block.runs}
-    assert text.count("```bash\n") == len({command(args) for args in recorded.values()})  # one per distinct command
+    expected = "```bash\n" + command(launch(recorded_args(example_summaries["baseline-seed1"]))[0]) + "\n```"
+    meta = json.loads((ROOT / "runs" / "baseline-seed1" / "dashboard" / "meta.json").read_text())["args"]
+    assert expected in text and f"    --hf-checkpoint {meta['hf_checkpoint']} \\" in text
+    shown = {command(launch(recorded_args(example_summaries[run]))[0]) for block in blocks for run in block.runs}
+    assert text.count("```bash\n") == len(shown)  # one per distinct command
     assert ("baseline-seed1, baseline-seed2 and baseline-seed3, in `radixark/miles:latest`, read by "
             "[](#fig-step-phases), [](#fig-step-shares), [](#fig-reward-curves) and [](#fig-response-length):") in text
     assert "These runs are synthesized examples: no job was launched with these commands" in text
+    assert ("`--sglang-enable-deterministic-inference` and `--sglang-attention-backend` are SGLang's, passed on by "
+            "Miles: defined by the SGLang in the image, not checked here.") in text
+
+
+@pytest.mark.parametrize("name", ["x $(touch PWNED)", "y`touch PWNED`", "a;b", "a&&b", "a|b", "a>b", "a#b",
+                                  "Colocate", "colocat\u0435", "n_samples\u0661", "", "--x", "a-b", "a\nb"])
+def test_a_name_that_is_no_flag_never_becomes_one(name):
+    with pytest.raises(ValueError, match="not a Miles flag's name"):
+        flag_words(name, 1)
+
+
+@pytest.mark.parametrize("value", ["Qwen\x00", ["kv_cache", "w\x1b[2J"], "a\u202eb"])
+def test_a_value_with_a_control_character_never_reaches_a_command(value):
+    with pytest.raises(ValueError):
+        flag_words("hf_checkpoint", value)
+
+
+def site_commands(site: Path) -> dict[str, list[str]]:
+    """Every launch command the built site shows, page by page, as the reader copies it (the code block's text)."""
+    found: dict[str, list[str]] = {}
+    for page in sorted(site.glob("*.html")):
+        blocks = re.findall(r'<div class="highlight"><pre>(?:<span></span>)?<code>(.*?)</code></pre>', page.read_text(
+            encoding="utf-8"), flags=re.S)
+        texts = [html.unescape(re.sub(r"<[^>]*>", "", block)) for block in blocks]
+        if launches := [text for text in texts if "train.py" in text]:
+            found[page.name] = launches
+    return found
+
+
+def parsed(text: str) -> dict[str, object]:
+    """A command's flags after train.py, as argparse would read them back (`--no-x` false, bare flag true)."""
+    words = shlex.split(text.replace("\\\n", ""))  # bash drops a backslash-newline; shlex would keep it
+    flags = miles_facts.flags()
+    args: dict[str, object] = {}
+    name = None
+    for word in words[words.index("train.py") + 1:]:
+        if word.startswith("--"):
+            name = word[2:].replace("-", "_")
+            if name.startswith("no_") and flags.get(name[3:], {}).get("action") == "boolean_optional":
+                args[name[3:]], name = False, None
+            else:
+                args[name] = True
+        else:
+            assert name is not None, word
+            args[name] = [*args[name], word] if isinstance(args[name], list) else (
+                word if args[name] is True else [args[name], word])
+    return args
+
+
+def shown(args: dict[str, object]) -> dict[str, object]:
+    """What a command line carries of launch arguments: nulls and false store_true flags are left out."""
+    flags = miles_facts.flags()
+    return {name: value if isinstance(value, bool) else [str(v) for v in value] if isinstance(value, list)
+            else str(value) for name, value in args.items()
+            if value is not None and (value is not False or flags.get(name, {}).get("action") == "boolean_optional")}
+
+
+@pytest.fixture(scope="module")
+def site_launches(built_manual):
+    commands = site_commands(built_manual / "site")
+    assert commands  # the chapters do show commands
+    return [(page, text) for page, texts in commands.items() for text in texts]
+
+
+def test_every_command_on_every_page_parses_back_to_its_runs_arguments(site_launches, example_summaries):
+    recorded = [shown(launch(recorded_args(summary))[0]) for summary in example_summaries.values()]
+    for page, text in site_launches:
+        assert parsed(text) in recorded, (page, text)
+
+
+def test_every_command_on_every_page_is_a_whole_one_gpu_fsdp_launch(site_launches):
+    """Read from the page itself: Miles' flags with values its parser takes, one GPU, colocated, FSDP, and a
+    model, prompts and a reward; Ray's head node started with the one GPU; every line but the last continued."""
+    flags = miles_facts.flags()
+    for page, text in site_launches:
+        args = parsed(text)
+        for name, value in args.items():
+            assert name in flags or name.startswith("sglang_"), (page, name)
+            spec = flags.get(name)
+            if spec and spec["type"] in ("int", "float"):
+                for item in value if isinstance(value, list) else [value]:
+                    assert (float if spec["type"] == "float" else int)(str(item)) is not None
+            if spec and spec["choices"]:
+                assert value in spec["choices"], (page, name, value)
+        assert (args["actor_num_nodes"], args["actor_num_gpus_per_node"], args["num_gpus_per_node"]) == ("1",) * 3
+        assert args["colocate"] is True and args["train_backend"] == "fsdp", page
+        assert args["hf_checkpoint"] and args["prompt_data"] and args["input_key"], page
+        assert args.get("rm_type") or args.get("custom_rm_path"), page
+        lines = text.rstrip("\n").split("\n")
+        # Two commands (Ray's head node with one GPU, then the job), each line of one but its last continued:
+        # no value is wrapped without a backslash.
+        commands = re.split(r"(?<! \\)\n", text.rstrip("\n"))
+        assert [command.split()[:2] for command in commands] == [["ray", "start"], ["ray", "job"]], page
+        assert "--num-gpus 1 --disable-usage-stats" in commands[0]
+        assert [line for line in lines if len(line) > WIDTH and len(line.split()) > 2] == [], page
 
 
 def test_the_no_watchdog_run_has_no_fault_tolerance_flag(chapter_one):

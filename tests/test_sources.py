@@ -302,3 +302,20 @@ def test_launch_flags_a_log_printed_are_typed_as_run_yaml_s(monkeypatch: pytest.
         "job.log:1: n_samples_per_prompt: expected a whole number, found 'two'",
         "job.log:1: num_steps_per_rollout: expected a value >= 1, found 0",
         "job.log:1: rollout_batch_size: expected a value <= 2147483647, found 100000000000000000000000"]
+
+
+def test_a_logged_argument_that_is_no_flag_name_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch line or argument dump whose names would be shell syntax on a rendered command: one line each."""
+    (tmp_path / "launch" / "log").mkdir(parents=True)
+    text = (SOURCES / "launch" / "log" / "job.log").read_text(encoding="utf-8")
+    text = text.replace("--rollout-top-p 0.9", "--rollout-top-p 0.9 '--x$(touch PWNED)' 1")
+    text = text.replace("  offload_train ....", "  offload_trаin ....")  # a Cyrillic a: \w takes it, argparse not
+    (tmp_path / "launch" / "log" / "job.log").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    problems: list = []
+    load.load_path(Path("launch"), problems)
+    assert sorted(str(p) for p in problems) == [
+        "launch/log/job.log:1: args: key 'x$(touch PWNED)' is not a Miles flag's name: expected lowercase ASCII "
+        "letters, digits and underscores ([a-z0-9_]+), as argparse stores a flag",
+        "launch/log/job.log:5: args: key 'offload_tr\\u0430in' is not a Miles flag's name: expected lowercase "
+        "ASCII letters, digits and underscores ([a-z0-9_]+), as argparse stores a flag"]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import schemas
 from .._exceptions import Problem, display_path
 from .._types import Record, RunData
 from . import ci_history, events, log, tensorboard, wandb
@@ -271,6 +272,9 @@ def _merge_meta(run: RunData, founds: list[Found], problems: list[Problem]) -> N
         for name, item in found.args.items():
             args.setdefault(name, item)
     problems += _typed_args(args)
+    for name, (value, file, line) in args.items():  # the log's names become flags on a command line
+        problems += schemas.arg_problems({name: value}, file, line)
+    run.launched = {name: item[0] for name, item in args.items()}
     if not run.meta:
         starts = [f.start_ts for f in founds if f.start_ts is not None]
         run.meta = {"run_name": run.run_id, "args": {name: item[0] for name, item in args.items()},

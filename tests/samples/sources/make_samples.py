@@ -52,7 +52,9 @@ def stamp(ts: float, millis: bool = True, proc: str | None = None) -> str:
 
 def write_dump(folder: Path) -> None:
     folder.mkdir(parents=True)
-    meta = {"run_name": "sample-run", "start_ts": T0, "args": ARGS, "schema_version": 1}
+    # Miles' dashboard keeps only its _SNAPSHOT_KEYS of the arguments (num_rollout is not one of them).
+    snapshot = {name: value for name, value in ARGS.items() if name != "num_rollout"}
+    meta = {"run_name": "sample-run", "start_ts": T0, "args": snapshot, "schema_version": 1}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     lines, phases = [], []
     for step in VALUES:
