@@ -60,3 +60,22 @@ def stubbed() -> Iterator[pytest.MonkeyPatch]:
         patch.setattr(edition, "run_build", stub_build)
         patch.setattr(edition, "rebuild", stub_rebuild)
         yield patch
+
+
+# Tests run on every core (pytest-xdist, `--dist loadgroup`, set by `make test`). Each test file is one group,
+# on one worker, so its module-scoped fixtures (a built copy of the manual, summaries) are built once, not once
+# per worker. Files that share something a test cannot have twice at once are one group across files:
+SHARED_GROUPS = {
+    # A local Ray cluster: two at once on a small machine starve each other (and each takes ~1 GB).
+    "ray": ("test_ray.py", "test_bench_ray.py"),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    group_of = {name: group for group, names in SHARED_GROUPS.items() for name in names}
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            name = item.path.name
+            item.add_marker(pytest.mark.xdist_group(group_of.get(name, name)))
