@@ -66,9 +66,10 @@ SVG_METADATA = {"Date": None, "Creator": None}
 NO_DEFAULT_LAYOUT = {"figure.autolayout": False, "figure.constrained_layout.use": False}
 # What else a drawing depends on besides its module, its runs and its tables: this code, and the project's
 # figure helpers, palette and style (figure_files).
-CODE_FILES = (Path(__file__), Path(__file__).with_name("palette.py"), Path(__file__).with_name("palette_check.py"),
-              Path(__file__).with_name("legibility.py"), Path(__file__).with_name("readers.py"),
-              Path(__file__).with_name("variants.py"), Path(__file__).parent / "checks" / "words.yml")
+# Named by module (fingerprint.module_file), wherever in the package each file is.
+CODE_FILES = (Path(__file__), *map(fingerprint.module_file, (
+              "build_tools.palette", "build_tools.palette_check", "build_tools.legibility", "build_tools.readers",
+              "build_tools.variants")), fingerprint.module_file("build_tools.checks").parent / "words.yml")
 
 
 @dataclass(frozen=True)

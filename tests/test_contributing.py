@@ -174,7 +174,7 @@ def test_the_check_recipe_as_written_passes_the_tests_that_require_its_three_fil
     ruff passes, the check is registered and documented, and its perturbation is found (test_checks, test_claims)."""
     check, row, perturbation = check_example()
     root = project_copy(tmp_path)
-    family = root / "build_tools" / "checks" / "config.py"
+    family = root / re.search(r"^The example: at the end of `([\w/]+\.py)`", section("Add a kind of check"), re.M)[1]
     family.write_text(f"{family.read_text(encoding='utf-8')}\n\n{check}", encoding="utf-8")
     readme = root / "docs" / "README.md"
     lines = readme.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -21,17 +21,20 @@ from .._files import FileStat, Seen, scan_tree
 from .._staging import write_atomic
 from . import fingerprint
 
-CODE_FILES = ("load.py", "summary.py", "schemas.py", "_files.py", "_yaml.py", "_layout.py", "store/summary_cache.py",
-              "_columnar.py", "store/run_hash.py")
+CODE_MODULES = ("build_tools.load", "build_tools.summary", "build_tools.schemas", "build_tools._files",
+                "build_tools._yaml", "build_tools._layout", "build_tools.store.summary_cache", "build_tools._columnar",
+                "build_tools.store.run_hash")
 
 
 @functools.cache
 def code_digest() -> bytes:
     """The code that reads and summarises a run, and the library versions: a change makes every cached summary
     stale."""
-    here = Path(__file__).parent.parent  # build_tools/
-    readers = sorted((here / "sources").glob("*.py"))  # the readers of log/, tensorboard/, wandb/, ...
-    return fingerprint.Key("summary code").files(here, [*(here / name for name in CODE_FILES), *readers]).digest()
+    here = fingerprint.module_file("build_tools").parent  # build_tools/
+    # the readers of log/, tensorboard/, wandb/, ...
+    readers = sorted(fingerprint.module_file("build_tools.sources").parent.glob("*.py"))
+    code = [fingerprint.module_file(name) for name in CODE_MODULES]
+    return fingerprint.Key("summary code").files(here, [*code, *readers]).digest()
 
 
 def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[FileStat] | None = None,
