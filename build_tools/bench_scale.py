@@ -310,7 +310,8 @@ def measure_all(work: Path, generated: Path, linked: list[str], scale: str) -> l
 
 def floor_command(generated: Path) -> list[str]:
     """The floor's process: _json_floor.main on the scaled set (its path given as a Python literal, no shell)."""
-    return ["-c", f"import sys; from build_tools._json_floor import main; sys.exit(main({str(generated)!r}))"]
+    return ["-c", "import sys; from build_tools._json_floor import main; "
+                  f"sys.exit(main({str(generated)!r}))"]
 
 
 # `make check ALL=1`'s command line, as make's front end makes it from the variable (_make.arguments; a test

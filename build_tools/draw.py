@@ -68,7 +68,10 @@ NO_DEFAULT_LAYOUT = {"figure.autolayout": False, "figure.constrained_layout.use"
 # figure helpers, palette and style (figure_files).
 # Named by module (fingerprint.module_file), wherever in the package each file is.
 CODE_FILES = (Path(__file__), *map(fingerprint.module_file, (
-              "build_tools.palette", "build_tools.palette_check", "build_tools.legibility", "build_tools.readers",
+              "build_tools.palette",
+              "build_tools.palette_check",
+              "build_tools.legibility",
+              "build_tools.readers",
               "build_tools.variants")), fingerprint.module_file("build_tools.checks").parent / "words.yml")
 
 

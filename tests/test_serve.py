@@ -1,5 +1,5 @@
-"""`make serve` (build_tools/serve.py): an edit to a chapter reaches the page open in a browser by itself, with no
-request outside the local server; what the build reads or Python caches does not start a rebuild."""
+"""`make serve` (build_tools/serve.py): an edit to a chapter reaches the page open in a browser by
+itself, with no request outside the local server; what the build reads or Python caches does not start a rebuild."""
 
 from __future__ import annotations
 

@@ -21,9 +21,17 @@ from .._files import FileStat, Seen, scan_tree
 from .._staging import write_atomic
 from . import fingerprint
 
-CODE_MODULES = ("build_tools.load", "build_tools.summary", "build_tools.schemas", "build_tools._files",
-                "build_tools._yaml", "build_tools._layout", "build_tools.store.summary_cache", "build_tools._columnar",
-                "build_tools.store.run_hash")
+CODE_MODULES = (  # one a line: their names grow when modules move into folders
+    "build_tools.load",
+    "build_tools.summary",
+    "build_tools.schemas",
+    "build_tools._files",
+    "build_tools._yaml",
+    "build_tools._layout",
+    "build_tools.store.summary_cache",
+    "build_tools._columnar",
+    "build_tools.store.run_hash",
+)
 
 
 @functools.cache
