@@ -72,7 +72,8 @@ CODE_FILES = (Path(__file__), *map(fingerprint.module_file, (
               "build_tools.palette_check",
               "build_tools.legibility",
               "build_tools.readers",
-              "build_tools.variants")), fingerprint.module_file("build_tools.checks").parent / "words.yml")
+              "build_tools.variants")),
+              fingerprint.module_file("build_tools.checks").parent / "words.yml")
 
 
 @dataclass(frozen=True)
