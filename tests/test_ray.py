@@ -134,6 +134,9 @@ def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
     assert [code for code, _, _ in outs] == [0, 0]
     temp_dir = tempfile.mkdtemp(prefix="rc", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     node_args = {"object_store_memory": 80 * 1024 * 1024, "temp_dir": temp_dir, "node_ip_address": "127.0.0.1"}
+    # The Cluster writes its address to <the user's temporary folder>/ray/, which only an earlier Ray start made:
+    # with a fresh TMPDIR, and this test alone on its worker, the folder is not there yet.
+    Path(tempfile.gettempdir(), "ray").mkdir(exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={**node_args, "num_cpus": 0, "include_dashboard": False})
     try:
         workers = {cluster.add_node(num_cpus=1, **node_args).node_id for _ in range(2)}
