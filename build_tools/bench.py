@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._exceptions import EXIT_GOAL_MISSED
-from ._layout import copy_inputs
+from ._layout import PROJECT, copy_inputs
 from .bench_scale import OtherWork, busy_machine
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT.root
 NOOP_GOAL = 0.25  # no-op rebuild / bare mkdocs build
 COLD_GOAL = 1.15  # cold build / (every figure drawn serially, warm + bare mkdocs build)
 NOOP_SECONDS = 0.14  # the no-op rebuild of the example runs, issue 12: stays at or below this

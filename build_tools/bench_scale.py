@@ -50,9 +50,9 @@ from pathlib import Path
 from types import ModuleType
 
 from ._exceptions import EXIT_GOAL_MISSED
-from ._layout import copy_inputs
+from ._layout import PROJECT, copy_inputs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT.root
 GENERATOR = ROOT / "examples"  # the example generator: a tool beside the package, not part of it
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
