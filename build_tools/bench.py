@@ -24,9 +24,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import bench_history
 from ._exceptions import EXIT_GOAL_MISSED
 from ._layout import PROJECT, copy_inputs
 from .bench_scale import OtherWork, busy_machine
@@ -82,8 +83,10 @@ def examples_main() -> int:
     other = OtherWork()
     other.start()
     results = measure()
-    lines, code = report(results, load_before, os.getloadavg()[0], other.stop())
+    load_after = os.getloadavg()[0]
+    lines, code = report(results, load_before, load_after, other.stop())
     print(*lines, sep="\n")
+    print(f"appended to {bench_history.append(ROOT, 'examples', load_before, load_after, asdict(results))}")
     return code
 
 

@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from . import bench_history
 from ._exceptions import EXIT_GOAL_MISSED
 from ._layout import PROJECT, copy_inputs
 
@@ -201,6 +202,8 @@ def scaled_main(scale: str) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {os.path.relpath(out)}")
+    history = bench_history.append(ROOT, f"scale {scale}", load_before, os.getloadavg()[0], report)
+    print(f"appended to {os.path.relpath(history)}")
     if any(m.exit_code != 0 for m in measured):
         return 1
     if busy:
