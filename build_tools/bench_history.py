@@ -11,11 +11,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from .store import fingerprint
+
 HISTORY = Path("bench") / "history.jsonl"  # under the project's root; one JSON object a line, appended
 
 
 def machine() -> dict[str, Any]:
-    """What the numbers depend on besides the code: the processor, its cores and memory, the system, Python."""
+    """What the numbers depend on besides the code: the processor, its cores and memory, the system, and the
+    versions of Python and the libraries (the fingerprint's one list)."""
     model = ""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
@@ -26,7 +29,7 @@ def machine() -> dict[str, Any]:
         model = platform.processor()
     pages = os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
     return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(pages * os.sysconf("SC_PAGE_SIZE") / 2**30, 1),
-            "system": f"{platform.system()} {platform.release()}", "python": platform.python_version()}
+            "system": f"{platform.system()} {platform.release()}", "tools": fingerprint.tool_versions()}
 
 
 def commit(root: Path) -> str:
