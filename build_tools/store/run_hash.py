@@ -24,6 +24,8 @@ from . import fingerprint
 CODE_MODULES = (  # one a line: their names grow when modules move into folders
     "build_tools.load",
     "build_tools.summary",
+    "build_tools.summary_metrics",
+    "build_tools.summary_phases",
     "build_tools.schemas",
     "build_tools._files",
     "build_tools._yaml",
