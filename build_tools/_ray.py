@@ -215,7 +215,7 @@ def _read_on_worker(job: Job) -> tuple[Any, list[Problem], dict[str, str] | None
 def code_digest() -> str:
     """A key of the build_tools code, the Python version and the pinned libraries' versions (`fingerprint`): a
     worker with other code, or other libraries, would cache other summaries under our keys."""
-    here = Path(__file__).parent
+    here = fingerprint.module_file("build_tools").parent  # the whole package, wherever this module is in it
     return fingerprint.Key("ray worker").files(here, sorted(here.rglob("*.py"))).hexdigest()
 
 

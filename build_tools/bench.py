@@ -24,14 +24,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import bench_history
 from ._exceptions import EXIT_GOAL_MISSED
-from ._layout import copy_inputs
+from ._layout import PROJECT, copy_inputs
 from .bench_scale import OtherWork, busy_machine
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT.root
 NOOP_GOAL = 0.25  # no-op rebuild / bare mkdocs build
 COLD_GOAL = 1.15  # cold build / (every figure drawn serially, warm + bare mkdocs build)
 NOOP_SECONDS = 0.14  # the no-op rebuild of the example runs, issue 12: stays at or below this
@@ -82,8 +83,10 @@ def examples_main() -> int:
     other = OtherWork()
     other.start()
     results = measure()
-    lines, code = report(results, load_before, os.getloadavg()[0], other.stop())
+    load_after = os.getloadavg()[0]
+    lines, code = report(results, load_before, load_after, other.stop())
     print(*lines, sep="\n")
+    print(f"appended to {bench_history.append(ROOT, 'examples', load_before, load_after, asdict(results))}")
     return code
 
 

@@ -49,10 +49,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from . import bench_history
 from ._exceptions import EXIT_GOAL_MISSED
-from ._layout import copy_inputs
+from ._layout import PROJECT, copy_inputs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = PROJECT.root
 GENERATOR = ROOT / "examples"  # the example generator: a tool beside the package, not part of it
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1024 * 1024
@@ -201,6 +202,8 @@ def scaled_main(scale: str) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {os.path.relpath(out)}")
+    history = bench_history.append(ROOT, f"scale {scale}", load_before, os.getloadavg()[0], report)
+    print(f"appended to {os.path.relpath(history)}")
     if any(m.exit_code != 0 for m in measured):
         return 1
     if busy:
@@ -310,7 +313,8 @@ def measure_all(work: Path, generated: Path, linked: list[str], scale: str) -> l
 
 def floor_command(generated: Path) -> list[str]:
     """The floor's process: _json_floor.main on the scaled set (its path given as a Python literal, no shell)."""
-    return ["-c", f"import sys; from build_tools._json_floor import main; sys.exit(main({str(generated)!r}))"]
+    return ["-c", "import sys; from build_tools._json_floor import main; "
+                  f"sys.exit(main({str(generated)!r}))"]
 
 
 # `make check ALL=1`'s command line, as make's front end makes it from the variable (_make.arguments; a test

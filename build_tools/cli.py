@@ -340,11 +340,11 @@ def _whole(option: str, text: str | None, expected: str, example: str) -> int | 
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from . import site
+    from . import serve
     from .build import build
 
     settings = _settings()
-    return site.serve(args.root, lambda: build(args.root, settings), port=args.port)
+    return serve.serve(args.root, lambda: build(args.root, settings), port=args.port)
 
 
 def _cmd_pdf(args: argparse.Namespace) -> int:

@@ -25,7 +25,8 @@ import pandas as pd
 from . import axes
 from ._exceptions import MissingValue
 from ._types import RunSummary
-from .summary import COUNTED_RANKS, is_time
+from .summary import is_time
+from .summary_phases import COUNTED_RANKS
 
 _REQUIRED: Any = object()  # no default: a missing field raises
 _SHOWN_NON_FINITE = 3  # non-finite values named in a message; the rest counted

@@ -1,4 +1,4 @@
-"""Stage 7: build the site with mkdocs --strict, and `make serve`.
+"""Stage 7: build the site with mkdocs --strict (`make serve` is build_tools/serve.py).
 
 mkdocs reads build/mkdocs.yml, written here: it INHERITs the project's mkdocs.yml and adds what the
 render stage computed (pages/.manual.yml: the nav, the stamp, the provenance note). Every warning mkdocs
@@ -9,22 +9,17 @@ versions) hash as the last one's is skipped and site/ is kept.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import logging
 import os
 import re
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
-from rich.console import Console
 
 from . import search_rows
-from ._exceptions import ManualError, SiteError
+from ._exceptions import SiteError
 from ._layout import SITE_SETTINGS, Layout
 from ._settings import Settings, library_environment, site_environment
 from ._staging import staging
@@ -34,8 +29,6 @@ from .store import fingerprint
 GENERATED_CONFIG = "mkdocs.yml"  # in the build folder (the pages' parent)
 KEY_FILE = "site.key"
 ZENSICAL_CONFIG, ZENSICAL_SITE = "zensical.yml", ".zensical-site"  # in the build folder
-HOST, PORT = "127.0.0.1", 8000
-WATCHED = ("docs", "runs", "figures", "templates", "overrides", "mkdocs.yml", "edition.yml")
 
 
 # --- the stage --------------------------------------------------------------------------------
@@ -205,61 +198,3 @@ def site_key(mkdocs_yml: Path, pages: Path, settings: Settings,
     for folder in (pages, mkdocs_yml.parent / "overrides"):
         key.files(folder.parent, sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [])
     return key
-
-
-# --- make serve -------------------------------------------------------------------------------
-
-
-def serve(root: Path, rebuild: Callable[[], object], host: str = HOST, port: int = PORT) -> int:
-    """Build (rebuild, the build the command line passes), serve site/ on host:port, and rebuild when an input
-    changes; Ctrl-C stops."""
-    console = Console(stderr=True, highlight=False)
-    rebuild()
-    handler = functools.partial(_QuietHandler, directory=str(Layout(root).site))
-    server = http.server.ThreadingHTTPServer((host, port), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    console.print(f"Serving the manual on http://{host}:{port}/ (Ctrl-C stops)")
-    try:
-        _watch(root, console, rebuild)
-    except KeyboardInterrupt:
-        console.print("stopped")
-    finally:
-        server.shutdown()
-        server.server_close()
-    return 0
-
-
-def _snapshot(root: Path) -> dict[str, int]:
-    stamps = {}
-    for name in WATCHED:
-        path = root / name
-        paths = [path] if path.is_file() else path.rglob("*") if path.is_dir() else []
-        for item in paths:
-            if item.is_file() and "__pycache__" not in item.parts:
-                stamps[str(item)] = item.stat().st_mtime_ns
-    return stamps
-
-
-def _watch(root: Path, console: Console, rebuild: Callable[[], object]) -> None:
-    """Poll the inputs once a second; rebuild on a change and report a failed build without stopping."""
-    from rich.markup import escape
-
-    last = _snapshot(root)
-    while True:
-        time.sleep(1.0)
-        now = _snapshot(root)
-        if now == last:
-            continue
-        last = now
-        try:
-            rebuild()
-        except ManualError as error:
-            console.print(f"[bold red]ERROR[/bold red] {escape(str(error))}")
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves site/ without a log line per request."""
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-        if os.environ.get("MANUAL_SERVE_LOG"):
-            super().log_message(format, *args)

@@ -60,3 +60,42 @@ def stubbed() -> Iterator[pytest.MonkeyPatch]:
         patch.setattr(edition, "run_build", stub_build)
         patch.setattr(edition, "rebuild", stub_rebuild)
         yield patch
+
+
+# Tests run on every core (pytest-xdist, `--dist loadgroup`, set by `make test`). Each test file is one group,
+# on one worker, so its module-scoped fixtures (a built copy of the manual, summaries) are built once, not once
+# per worker. Files that share something a test cannot have twice at once are one group across files:
+SHARED_GROUPS = {
+    # A local Ray cluster: two at once on a small machine starve each other (and each takes ~1 GB).
+    "ray": ("test_ray.py", "test_bench_ray.py"),
+}
+
+
+# And the files that use the session's one built manual (`built_manual`, found in their source): in one process
+# they run in file order, and in that order they pass (in another, two failed: a no-op rebuild was not one, a
+# run's recorded hash differed); on one worker they keep it.
+SHARES_THE_BUILT_MANUAL = "built_manual"
+
+
+# The end-to-end files, marked `slow` (`make test-fast` leaves them out): each builds, publishes, drives a
+# browser or starts Ray, 10 s to 2 min a test; `make test` runs them.
+SLOW_FILES = ("test_bench.py", "test_bench_ray.py", "test_browser.py", "test_build.py", "test_concurrency.py",
+              "test_edition.py", "test_edition_pages.py", "test_kill.py", "test_pdf.py", "test_ray.py",
+              "test_zensical.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    group_of = {name: group for group, names in SHARED_GROUPS.items() for name in names}
+    uses_built_manual: dict[Path, bool] = {}
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            name = item.path.name
+            if item.path not in uses_built_manual:
+                uses_built_manual[item.path] = SHARES_THE_BUILT_MANUAL in item.path.read_text(encoding="utf-8")
+            shared = SHARES_THE_BUILT_MANUAL if uses_built_manual[item.path] else name
+            item.add_marker(pytest.mark.xdist_group(group_of.get(name, shared)))

@@ -35,6 +35,39 @@ def module_of(block: str) -> str:
     return re.search(r"^module: (\w+)$", block, flags=re.M)[1]
 
 
+def check_example() -> tuple[str, str, str]:
+    """The check recipe's example: the check's source, its row of the checks table, its perturbation."""
+    text = section("Add a kind of check")
+    check, perturbation = re.findall(r"^```python\n(.*?)^```$", text, flags=re.M | re.S)
+    [row] = re.findall(r"^```markdown\n(.*?)^```$", text, flags=re.M | re.S)
+    return check, row, perturbation
+
+
+def project_copy(target: Path) -> Path:
+    """Every file git tracks (the tests, the Makefile, pyproject.toml too), as a fresh clone has them."""
+    import shutil
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in tracked.decode().split("\0"):
+        if name and (ROOT / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, target / name)
+    return target
+
+
+def run_in(root: Path, *command: str) -> str:
+    """A command of `make test` run in the copy: its own build_tools, figures and tests, not this checkout's."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, *command], cwd=root, capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, f"{' '.join(command)} failed in the copy:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+    return done.stdout
+
+
 def test_the_recipes_are_the_four_the_issue_asks_for() -> None:
     assert re.findall(r"^## (.+)$", RECIPE, flags=re.M) == [
         "Add a figure", "Add a kind of check", "Accept a new Miles metric key", "Change the palette"]
@@ -115,3 +148,47 @@ def test_the_recipes_figure_module_passes_the_strict_type_check(with_new_figure:
                           text=True, check=False, env={**os.environ, "MYPYPATH": str(ROOT)})  # build_tools
     assert done.returncode == 0, done.stdout
     assert done.stdout.startswith("Success: no issues found")
+
+
+@pytest.mark.slow
+def test_the_figure_recipe_as_written_passes_ruff_and_the_figure_tests(tmp_path) -> None:
+    """The two files of the recipe, copied from CONTRIBUTING.md, in a copy of the whole project: ruff (import
+    order included), the build, and every test that counts or reads the chapters' figures pass there."""
+    module, block = example()
+    root = project_copy(tmp_path)
+    (root / "figures" / f"{module_of(block)}.py").write_text(module, encoding="utf-8")
+    chapter = root / "docs" / "01-step.md"
+    chapter.write_text(f"{chapter.read_text(encoding='utf-8')}\n{block}", encoding="utf-8")
+    run_in(root, "-m", "ruff", "check", "build_tools", "figures", "tests", "examples")
+    run_in(root, "-m", "build_tools", "build")
+    number = next(b.number for b in manual_blocks(root) if b.id == "fig-grad-norm")
+    out = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "tests/test_figure_text.py",
+                 "tests/test_pages_figure_index.py", "tests/test_draw.py", "tests/test_build.py",
+                 "tests/test_claims.py", "-k", f"alt or figure or index or redraws or every_kind or {number}-")
+    assert re.search(r"^[0-9]+ passed", out.splitlines()[-1]) and "failed" not in out, out[-2000:]
+
+
+@pytest.mark.slow
+def test_the_check_recipe_as_written_passes_the_tests_that_require_its_three_files(tmp_path) -> None:
+    """The check recipe's example, copied from CONTRIBUTING.md into its three files in a copy of the project:
+    ruff passes, the check is registered and documented, and its perturbation is found (test_checks, test_claims)."""
+    check, row, perturbation = check_example()
+    root = project_copy(tmp_path)
+    family = root / re.search(r"^The example: at the end of `([\w/]+\.py)`", section("Add a kind of check"), re.M)[1]
+    family.write_text(f"{family.read_text(encoding='utf-8')}\n\n{check}", encoding="utf-8")
+    readme = root / "docs" / "README.md"
+    lines = readme.read_text(encoding="utf-8").splitlines(keepends=True)
+    after = next(i for i, line in enumerate(lines) if line.startswith("| `step_count` |"))
+    readme.write_text("".join([*lines[:after + 1], row, *lines[after + 1:]]), encoding="utf-8")
+    derive = root / "tests" / "perturbations.py"
+    derive.write_text(f"{derive.read_text(encoding='utf-8')}\n\n{perturbation}", encoding="utf-8")
+    run_in(root, "-m", "ruff", "check", "build_tools", "tests")
+    registered = run_in(root, "-m", "build_tools", "check")  # the shipped claims still hold with the check added
+    assert " FAIL " not in registered
+    out = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "tests/test_checks.py",
+                 "tests/test_claims.py", "-k", "documented or every_kind")
+    assert "2 passed" in out
+    probe = ("import sys; sys.path.insert(0, 'tests'); import perturbations; "
+             "from build_tools.checks import REGISTRY; "
+             "print(REGISTRY['first_step'].name, perturbations.DERIVE['first_step'].__name__)")
+    assert run_in(root, "-c", probe).strip() == "first_step first_step"

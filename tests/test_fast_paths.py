@@ -36,8 +36,7 @@ import pandas as pd
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import _columnar, load
-from build_tools import summary as summary_stage
+from build_tools import _columnar, load, summary_metrics
 from build_tools._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_MARGIN, RunDataError
 from build_tools._settings import Settings
 from build_tools._types import RunSummary, ValidatedRun
@@ -478,12 +477,12 @@ def metric_tables_both_ways(run_dir: Path) -> list[tuple[Any, Any]]:
     pairs: list[tuple[Any, Any]] = []
     for keys in AXES:
         for only in (frozenset(), names):
-            fast = summary_stage._validated_columns(tables[0].table, *summary_stage._counted_steps(
+            fast = summary_metrics._validated_columns(tables[0].table, *summary_metrics._counted_steps(
                 tables[0].table, keys), only) if len(tables) == 1 else None
             if fast is not None:
                 with pytest.MonkeyPatch.context() as patch:
-                    patch.setattr(summary_stage, "_validated_columns", lambda *_: None)
-                    pairs.append((fast, summary_stage._metric_columns(tables, keys, only=only)))
+                    patch.setattr(summary_metrics, "_validated_columns", lambda *_: None)
+                    pairs.append((fast, summary_metrics._metric_columns(tables, keys, only=only)))
     return pairs
 
 
@@ -514,7 +513,7 @@ def _one_metric_a_line(lines: list[bytes]) -> list[bytes]:
     one pass compares."""
     split = [json.dumps({**record, "metrics": {name: value}}).encode() + b"\n"
              for record in map(json.loads, lines[1:3]) for name, value in record["metrics"].items()]
-    assert len(split) + 1 > summary_stage.MOST_LINES_A_STEP  # with the rollout's line
+    assert len(split) + 1 > summary_metrics.MOST_LINES_A_STEP  # with the rollout's line
     return lines[:1] + split + lines[3:]
 
 
@@ -531,8 +530,9 @@ def test_validation_takes_the_metrics_one_at_a_time_when_the_one_pass_cannot_tel
         loaded = load.load_run(run, problems, keep=False)
     assert problems == [] and len(loaded.tables["metrics"]) == 1
     table = loaded.tables["metrics"][0].table
-    assert summary_stage._validated_columns(table, *summary_stage._counted_steps(table, AXES[0]), frozenset()) is None
-    assert summary_stage._metric_columns(loaded.tables["metrics"], AXES[0], only=frozenset()) is not None
+    counted = summary_metrics._counted_steps(table, AXES[0])
+    assert summary_metrics._validated_columns(table, *counted, frozenset()) is None
+    assert summary_metrics._metric_columns(loaded.tables["metrics"], AXES[0], only=frozenset()) is not None
 
 
 # --- check: cold, warm, replayed ----------------------------------------------------------------------------

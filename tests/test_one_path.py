@@ -86,7 +86,7 @@ def test_no_reader_of_a_run_reaches_past_the_one_accessor() -> None:
     """How the loader holds a stream (records, columns) is the loader's: a reader of a run asks load.records. Only
     the summary's column readers (its fast path) and sources/ (which reads runs whose metrics and phases are
     records, and adds its own) see the loader's fields."""
-    allowed = {"load.py", "summary.py"}
+    allowed = {"load.py", "summary.py", "summary_metrics.py", "summary_phases.py"}
     found = [f"{path.relative_to(ROOT)}:{number}" for path in sorted((ROOT / "build_tools").rglob("*.py"))
              if path.name not in allowed and "sources" not in path.parts
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, manual_blocks
+from conftest import ROOT
 from page_text import INDEX_SEED, markdown_tables, seed_index_rows, with_config
 
 from build_tools import palette
@@ -32,11 +32,14 @@ def index_page(env, blocks, example_summaries) -> str:
     return render_figure_index(env, blocks, example_summaries, palette.legend_sentences())
 
 
-def test_index_rows_match_the_seed_word_for_word(index_page):
+def test_index_rows_match_the_seed_word_for_word(index_page, blocks):
+    """One row per block of the chapters, in order; the seed's rows are among them word for word (a figure an
+    author adds, as CONTRIBUTING.md's recipe does, is a row the user's seed does not have yet)."""
     rows = markdown_tables(index_page)["Index of figures"]
     assert rows[0] == ["Fig.", "The claim it makes"]
-    assert rows[1:] == seed_index_rows()
-    assert len(rows[1:]) == len(manual_blocks())
+    assert [number for number, _ in rows[1:]] == [block.number for block in blocks]
+    seed = seed_index_rows()
+    assert [row for row in rows[1:] if row in seed] == seed
 
 
 def test_index_links_go_to_each_figure(index_page, blocks):

@@ -146,6 +146,9 @@ def test_a_three_node_cluster_gives_the_pools_results_byte_for_byte(
     address_file = Path(get_ray_address_file(None))
     address_file.parent.mkdir()
     node_args = {"object_store_memory": 80 * 1024 * 1024, "temp_dir": temp_dir, "node_ip_address": "127.0.0.1"}
+    # The Cluster writes its address to <the user's temporary folder>/ray/, which only an earlier Ray start made:
+    # with a fresh TMPDIR, and this test alone on its worker, the folder is not there yet.
+    Path(tempfile.gettempdir(), "ray").mkdir(exist_ok=True)
     cluster = Cluster(initialize_head=True, head_node_args={**node_args, "num_cpus": 0, "include_dashboard": False})
     try:
         assert address_file.read_text() == cluster.address  # in this test's folder, not in a leftover one

@@ -212,7 +212,7 @@ def test_a_tensorboard_step_the_schema_refuses_names_the_record(tmp_path: Path,
 
 @pytest.mark.parametrize(("source", "name", "data", "expected"), [
     ("log", "a.log", "", "log/a.log: empty; nothing read from it"),
-    ("log", "a.log.gz", gzip.compress(b"\n\n"), "log/a.log.gz: empty; nothing read from it"),
+    ("log", "a.log.gz", gzip.compress(b"\n\n", mtime=0), "log/a.log.gz: empty; nothing read from it"),
     ("log", "a.log", "\x00\x01 hello\n", "log/a.log: nothing read from it: no metrics, Timer, [CPU memory], event or "
      "argument line (not a file of this source, or one from before anything was logged)"),
     ("wandb", "a.csv", "train/step,train/grad_norm\n",

@@ -17,7 +17,7 @@ from conftest import MILES_SAMPLES, ROOT, SAMPLES
 from hypothesis import given
 from hypothesis import strategies as st
 
-from build_tools import _columnar, load, readers, summary
+from build_tools import _columnar, load, readers, summary, summary_phases
 from build_tools._exceptions import ManualError, RunDataError
 from build_tools._files import scan_tree
 from build_tools.store import fingerprint, run_hash, summary_cache
@@ -435,14 +435,14 @@ def test_a_run_changed_a_moment_ago_is_hashed_but_not_remembered(tmp_path: Path,
 def test_distinct_count_is_the_count_of_unique_values(values: list[int], in_order: bool) -> None:
     # The shortcut for steps in order (most runs) against np.unique, on steps in order, repeated, and out of order.
     steps = np.array(sorted(values) if in_order else values, dtype=np.int64)
-    assert summary._distinct_count(steps) == len(np.unique(steps))
+    assert summary_phases._distinct_count(steps) == len(np.unique(steps))
 
 
 @given(st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=40), st.booleans())
 def test_distinct_count_of_doubles_is_np_uniques(values: list[float], in_order: bool) -> None:
     # NaN and the infinities too (a NaN is never in order: np.unique, which counts the NaNs as one, decides).
     steps = np.array(sorted(values) if in_order else values, dtype=np.float64)
-    assert summary._distinct_count(steps) == len(np.unique(steps))
+    assert summary_phases._distinct_count(steps) == len(np.unique(steps))
 
 
 def test_distinct_count_of_equal_infinities_warns_nothing() -> None:
@@ -451,4 +451,4 @@ def test_distinct_count_of_equal_infinities_warns_nothing() -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert summary._distinct_count(np.array([-np.inf, -np.inf, 1.0, np.inf, np.inf])) == 3
+        assert summary_phases._distinct_count(np.array([-np.inf, -np.inf, 1.0, np.inf, np.inf])) == 3

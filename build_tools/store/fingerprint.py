@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -283,3 +284,12 @@ def remember(key_file: Path, key: Key) -> None:
     from .._staging import write_atomic  # after a build: not on the no-op path
 
     write_atomic(key_file, (json.dumps(record(key), indent=1, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def module_file(name: str) -> Path:
+    """The source file of a module of the package, by dotted name: a key names code by module, not by a path
+    beside its own file, so that a module moved to another folder is still found (and its path keyed)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(name)
+    return Path(spec.origin)
