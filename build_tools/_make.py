@@ -125,6 +125,7 @@ def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
         "check": lambda: ["check", *([f"--ray={env['RAY']}"] if env.get("RAY") else []),
                           *(["--all"] if _flag(env, "ALL") else []), *_margin_options(env)],
         "compare": lambda: ["compare", "--", *_run(env)],
+        "watch": lambda: ["watch", "--", *_run(env)],
         "add-run": lambda: ["add-run", *_run_id(env), "--", *_source(env)],
         "publish": lambda: _publish(env, root),
         "verify": lambda: ["verify", *_branch(env, root), "--",

@@ -20,8 +20,8 @@ from . import metrics_table
 from ._types import ClaimVerdict, FigureBlock, Stamp
 from .readers import dotted_field
 
-FORMAT = "miles-manual-contract"
-VERSION = 1
+FORMAT: Literal["miles-manual-contract"] = "miles-manual-contract"
+VERSION: Literal[1] = 1
 CONTRACT_FILE = "contract.json"
 SCHEMA_FILE = "contract.schema.json"
 
@@ -121,7 +121,9 @@ def range_items(spec: Mapping[str, Any], runs: Mapping[str, metrics_table.Run]) 
                 continue
             stat = str(row.get("stat"))
             band = None
-            if stat in PER_STEP_STATS:
+            if stat == "all_zero":  # as `compare` judges it: every value 0
+                band = [0.0, 0.0]
+            elif stat in PER_STEP_STATS:
                 lows = [f.low for f in facts if f.low is not None]
                 highs = [f.high for f in facts if f.high is not None]
                 if lows and highs and math.isfinite(min(lows)) and math.isfinite(max(highs)):

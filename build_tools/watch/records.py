@@ -1,0 +1,85 @@
+"""Complete lines into metric values: a dump's metrics records and a log's `rollout N: {...}` lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ..sources._common import RENAMED
+from ..sources.log import ANSI, METRICS, RAY_PREFIX, SOURCE, STAMP, STEP_KEY, PayloadError, parse_payload
+
+
+@dataclass(frozen=True)
+class Value:
+    step_key: str
+    step: int
+    metric: str
+    value: float
+
+
+def dump_values(line: str) -> Iterator[Value]:
+    """A metrics.jsonl record's numbers (a line that is not one is skipped: `manual show` reports it)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return
+    if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
+        return
+    step_key, step = record.get("step_key"), record.get("step")
+    if not isinstance(step_key, str) or not isinstance(step, int) or isinstance(step, bool):
+        return
+    yield from _numbers(step_key, step, record["metrics"])
+
+
+def log_values(line: str) -> Iterator[Value]:
+    """A log line's metrics, read as sources/log.py reads them."""
+    text = ANSI.sub("", line).rstrip("\r")
+    prefix = RAY_PREFIX.match(text)
+    body = text[prefix.end():] if prefix else text
+    if stamp := STAMP.match(body):
+        body = body[stamp.end():]
+    source = SOURCE.match(body)
+    message = (body[source.end():] if source else body).strip()
+    match = METRICS.match(message)
+    if not match:
+        return
+    try:
+        values, _ = parse_payload(match["payload"])
+    except PayloadError:
+        return
+    step_key = STEP_KEY[match["kind"]]
+    step = values.get(step_key, int(match["n"]))
+    if isinstance(step, int) and not isinstance(step, bool):
+        yield from _numbers(step_key, step, values)
+
+
+def _numbers(step_key: str, step: int, metrics: Mapping[str, Any]) -> Iterator[Value]:
+    for key, value in metrics.items():
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            yield Value(step_key, step, RENAMED.get(key, key), float(value))
+
+
+def setup_of_meta(text: str) -> dict[str, Any] | None:
+    """A dump's meta.json as the run.yaml fields the envelope reads (as load.py maps it)."""
+    try:
+        meta = json.loads(text)
+    except ValueError:
+        return None
+    args = meta.get("args") if isinstance(meta, dict) else None
+    if not isinstance(args, dict):
+        return None
+    checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
+    return {"model": {"name": checkpoint.rsplit("/", 1)[-1] or None}, "flags": dict(args)}
+
+
+def setup_of_run_yaml(text: str) -> dict[str, Any] | None:
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return config if isinstance(config, dict) else None
