@@ -105,3 +105,12 @@ def test_a_claim_your_run_does_not_support_says_why(project, tmp_path, capsys):
     line = next(line for line in lines if line.startswith("  fig 1.2 "))
     assert line.startswith('  fig 1.2 "Training and rollout take almost all of a step": not supported, median share '
                            "of step_time is 0.6")
+
+
+def test_a_run_outside_a_ranges_envelope_is_not_judged_by_it(project, capsys):
+    lines = run_compare(project, project / "runs" / "qwen3-1.7b", capsys)
+    at = next(i for i, line in enumerate(lines) if line.startswith("perf/update_weights_time"))
+    assert lines[at + 2].strip() == "-> not applicable: model: yours is Qwen3-1.7B, the manual's runs have Qwen3-0.6B"
+    # The rows read over every run (the 1.7B one among them) still judge it.
+    assert lines[-1] == ("Verdict: 2 of 17 rows as in the manual's runs, 0 differ, 15 not applicable to your setup; "
+                         "your setup differs in 1 fact, so the ranges may not apply")

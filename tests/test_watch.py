@@ -232,3 +232,38 @@ def test_make_watch_passes_run_as_one_path() -> None:
     assert _make.arguments("watch", {"RUN": "-odd name"}, ROOT) == ["watch", "--", "./-odd name"]
     with pytest.raises(ManualError):
         _make.arguments("watch", {}, ROOT)
+
+
+def test_compare_and_watch_agree_on_every_item_of_a_finished_run(built_manual: Path) -> None:
+    """Over every example run with a dump: each Metrics row `compare` judges, `watch` judges alike (inside at every
+    step, outside at some, or not applicable naming the same fact); a whole-run statistic stays undecided."""
+    from build_tools import compare
+    from build_tools._layout import Layout
+    from build_tools.contract import read_contract
+
+    layout = Layout(built_manual)
+    document = read_contract(built_manual / "site" / "contract.json")
+    items = {item.item: item for item in document.ranges}
+    runs = sorted(path for path in (built_manual / "runs").iterdir() if (path / "dashboard").is_dir())
+    assert len(runs) >= 10
+    not_applicable = 0
+    for run in runs:
+        _, comparisons = compare.compare(layout, compare.load_reader_run(run))
+        watch = Watch(run, document, lambda change: None, lambda line: None)
+        for path in watch.follower.existing():
+            watch.take(path)
+        for row in comparisons:
+            judged = watch.judge.status.get(("range", row.metric))
+            if row.verdict.startswith("cannot compare"):
+                assert judged is None, (run.name, row.metric)
+                continue
+            assert judged is not None, (run.name, row.metric)
+            if row.verdict.startswith("not applicable"):
+                not_applicable += 1
+                assert (judged.status, f"not applicable: {judged.why}") == ("not_applicable", row.verdict)
+            elif items[row.metric].per_step:
+                held = row.verdict.startswith(("inside", "as in"))
+                assert held == (not watch.judge.outside.get(row.metric)), (run.name, row.metric, row.verdict)
+            else:
+                assert judged.status == "undecided", (run.name, row.metric)
+    assert not_applicable  # the example runs of another model or answers per prompt are among them
