@@ -311,9 +311,28 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     except Breach as breach:
         _err.print(f"outside: {show.words(breach.change)}", markup=False)
         code = EXIT_OUTSIDE
+    if code == 0 and watch.steps:  # ended: the claims are checked on the run as it stands, as `compare` does
+        for change in watch.judge.close_claims(_claims_checked(root, args.run)):
+            emit(change)
     for line in show.summary_lines(watch.judge.status.values(), len(watch.steps)):
         _err.print(line, markup=False)
     return code
+
+
+def _claims_checked(root: Path, run: Path) -> dict[str, tuple[bool | None, str]]:
+    """Figure number -> (holds, detail) of each claim `compare` checks on the run; none when it cannot be read."""
+    from . import compare
+    from ._exceptions import ManualError
+    from ._lock import build_lock
+
+    try:
+        yours = compare.load_reader_run(run)
+        layout = Layout(root)
+        with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
+            return {claim.number: (claim.holds, claim.detail) for claim in compare.claims_on(layout, yours)}
+    except ManualError as error:
+        _err.print(f"[yellow]WARNING[/yellow] claims not checked at the end: {escape(str(error))}")
+        return {}
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

@@ -267,3 +267,25 @@ def test_compare_and_watch_agree_on_every_item_of_a_finished_run(built_manual: P
             else:
                 assert judged.status == "undecided", (run.name, row.metric)
     assert not_applicable  # the example runs of another model or answers per prompt are among them
+
+
+def test_at_the_end_the_claims_take_compares_verdicts(built_manual: Path) -> None:
+    from build_tools import compare
+    from build_tools._layout import Layout
+    from build_tools.cli import _claims_checked
+    from build_tools.contract import read_contract
+
+    run = built_manual / "runs" / "baseline-seed1"
+    watch = Watch(run, read_contract(built_manual / "site" / "contract.json"), lambda change: None, lambda line: None)
+    for path in watch.follower.existing():
+        watch.take(path)
+    watch.judge.start()
+    changes = watch.judge.close_claims(_claims_checked(built_manual, run))
+    checked = compare.claims_on(Layout(built_manual), compare.load_reader_run(run))
+    assert changes and sorted(c.item for c in changes) == sorted(c.number for c in checked if c.holds is not None)
+    closed = {item: change for (kind, item), change in watch.judge.status.items() if kind == "claim"}
+    words = {True: "inside", False: "outside", None: "undecided"}
+    for claim in checked:
+        assert (closed[claim.number].status, closed[claim.number].why) == (words[claim.holds], claim.detail)
+    # The claims of another model stay not applicable.
+    assert watch.judge.status[("claim", "2.1")].status == "not_applicable"

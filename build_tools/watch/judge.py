@@ -117,6 +117,16 @@ class Judge:
             changes += self._set(change)
         return changes
 
+    def close_claims(self, checked: Mapping[str, tuple[bool | None, str]]) -> list[Change]:
+        """The run has ended: each claim still undecided that `compare` checked on it (figure number -> holds,
+        detail) takes that verdict."""
+        changes = []
+        for claim in self.contract.claims:
+            now = self.status.get(("claim", claim.item))
+            if claim.item in checked and (now is None or now.status == "undecided"):
+                changes += self._set(claim_closed(claim, *checked[claim.item]))
+        return changes
+
     def _judged(self, item: RangeItem, value: Value) -> Change:
         band = (item.band[0], item.band[1]) if item.band else None
         base = dict(item=item.item, kind="range", step_key=value.step_key, step=value.step, value=value.value,
@@ -131,3 +141,9 @@ class Judge:
         old = self.status.get(("range", item.item))
         since = old.since_step if old is not None and old.status == "outside" else value.step
         return Change(status="outside", since_step=since, by=by, **base)  # type: ignore[arg-type]
+
+
+def claim_closed(claim: ClaimItem, holds: bool | None, detail: str) -> Change:
+    """A claim judged on the finished run (as `compare` checks it on a reader's run): held, failed, or unknown."""
+    status: Status = "inside" if holds else "outside" if holds is False else "undecided"
+    return Change(claim.item, "claim", status, None, None, None, None, f"fig {claim.item}", why=detail)
