@@ -84,6 +84,9 @@ def examples_main() -> int:
     results = measure()
     lines, code = report(results, load_before, os.getloadavg()[0], other.stop())
     print(*lines, sep="\n")
+    from .watch import latency
+
+    print(latency.line())  # a figure, no goal: a write to its report, file event to judgement
     return code
 
 

@@ -289,3 +289,12 @@ def test_at_the_end_the_claims_take_compares_verdicts(built_manual: Path) -> Non
         assert (closed[claim.number].status, closed[claim.number].why) == (words[claim.holds], claim.detail)
     # The claims of another model stay not applicable.
     assert watch.judge.status[("claim", "2.1")].status == "not_applicable"
+
+
+def test_the_bench_figure_sees_every_step_reported() -> None:
+    import math
+
+    from build_tools.watch import latency
+
+    found = latency.measure(4)
+    assert len(found) == 4 and all(math.isfinite(seconds) and seconds >= 0 for seconds in found)
