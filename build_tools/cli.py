@@ -289,7 +289,12 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         raise ManualError(f"{where}: no contract to watch against", "run `make` first (it writes site/contract.json)")
     if not args.run.is_dir():
         raise ManualError(f"{args.run}: not a folder", "watch a folder a job writes into (its dump or its logs)")
-    document = contract_module.read_contract(where)
+    try:
+        document = contract_module.read_contract(where)
+    except ValueError as error:  # pydantic's ValidationError (or JSON that is not JSON): the file and each field
+        raise ManualError(f"{where}: not a contract this manual reads: "
+                          + "; ".join(_validation_lines(error)),
+                          "rebuild it with `make`, or name another with --contract") from None
     def write(line: str) -> None:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
@@ -311,12 +316,21 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     except Breach as breach:
         _err.print(f"outside: {show.words(breach.change)}", markup=False)
         code = EXIT_OUTSIDE
-    if code == 0 and watch.steps:  # ended: the claims are checked on the run as it stands, as `compare` does
+    undecided = any(c.kind == "claim" and c.status == "undecided" for c in watch.judge.status.values())
+    if code == 0 and watch.steps and undecided:  # ended: the claims are checked on the run as it is, as compare does
         for change in watch.judge.close_claims(_claims_checked(root, args.run)):
             emit(change)
     for line in show.summary_lines(watch.judge.status.values(), len(watch.steps)):
         _err.print(line, markup=False)
     return code
+
+
+def _validation_lines(error: ValueError) -> list[str]:
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        return [f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()]
+    return [str(error)]
 
 
 def _claims_checked(root: Path, run: Path) -> dict[str, tuple[bool | None, str]]:

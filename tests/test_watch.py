@@ -298,3 +298,31 @@ def test_the_bench_figure_sees_every_step_reported() -> None:
 
     found = latency.measure(4)
     assert len(found) == 4 and all(math.isfinite(seconds) and seconds >= 0 for seconds in found)
+
+
+def test_a_damaged_contract_is_bad_input_naming_the_field(tmp_path: Path) -> None:
+    data = json.loads(contract().model_dump_json())
+    data["ranges"][0]["band"] = [0.5]
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    done = subprocess.run([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(tmp_path),
+                           "--contract", str(tmp_path / "c.json")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'c.json'}: not a contract this manual reads: ranges.0.band: List should have at least 2 " \
+           "items after validation, not 1" in " ".join(done.stderr.split())
+
+
+def test_ctrl_c_ends_the_watch_with_a_summary(folder: Path) -> None:
+    import signal
+
+    (folder / "metrics.jsonl").write_text(record(0, 0.6))
+    (folder / "c.json").write_text(contract().model_dump_json())
+    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(folder),
+                                "--format", "jsonl", "--contract", str(folder / "c.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert watcher.stdout is not None
+    assert json.loads(watcher.stdout.readline())["status"] == "inside"  # it has read the step
+    watcher.send_signal(signal.SIGINT)
+    _, err = watcher.communicate(timeout=GUARD_S)
+    assert watcher.returncode == 0 and "Traceback" not in err
+    assert err.splitlines()[:2] == ["Watched 1 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable",
+                                    "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]
