@@ -326,3 +326,21 @@ def test_ctrl_c_ends_the_watch_with_a_summary(folder: Path) -> None:
     assert watcher.returncode == 0 and "Traceback" not in err
     assert err.splitlines()[:2] == ["Watched 1 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable",
                                     "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]
+
+
+def test_a_logs_argument_dump_gives_the_setup(tmp_path: Path) -> None:
+    """A job with only its log: the argument dump Megatron prints names the answers per prompt (8, not 16)."""
+    from conftest import SAMPLES
+
+    wanted = EnvelopeFact(fact="answers per prompt", field="flags.n_samples_per_prompt", values=["16"], enforced=True)
+    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=BAND, decimals=2,
+                     source="Metrics page, Rollout", envelope=[ENVELOPE[0], wanted])
+    document = Contract(edition="test", edition_date="", miles_commit="", ranges=[item], claims=[])
+    log = (SAMPLES / "sources" / "log" / "job.log").read_text(encoding="utf-8")
+    watch = Watch(tmp_path, document, lambda change: None, lambda line: None)
+    (tmp_path / "job.log").write_text(log, encoding="utf-8")
+    watch.take(tmp_path / "job.log")
+    judged = watch.judge.status[("range", "rollout/raw_reward")]
+    assert (judged.status, judged.why) == ("not_applicable",
+                                           "answers per prompt: yours is 8, the manual's runs have 16")
+    assert watch.judge.setup is not None and watch.judge.setup["model"] == {"name": "Qwen3-0.6B"}

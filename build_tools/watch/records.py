@@ -11,7 +11,20 @@ from typing import Any
 import yaml
 
 from ..sources._common import RENAMED
-from ..sources.log import ANSI, METRICS, RAY_PREFIX, SOURCE, STAMP, STEP_KEY, PayloadError, parse_payload
+from ..sources.log import (
+    ANSI,
+    ARG_LINE,
+    ARGS_BEGIN,
+    ARGS_END,
+    METRICS,
+    RAY_PREFIX,
+    SOURCE,
+    STAMP,
+    STEP_KEY,
+    PayloadError,
+    _arg_value,
+    parse_payload,
+)
 
 
 @dataclass(frozen=True)
@@ -36,15 +49,40 @@ def dump_values(line: str) -> Iterator[Value]:
     yield from _numbers(step_key, step, record["metrics"])
 
 
-def log_values(line: str) -> Iterator[Value]:
-    """A log line's metrics, read as sources/log.py reads them."""
+def log_message(line: str) -> str:
+    """A log line's message, without the Ray prefix, the time stamp and the source (as sources/log.py reads it)."""
     text = ANSI.sub("", line).rstrip("\r")
     prefix = RAY_PREFIX.match(text)
     body = text[prefix.end():] if prefix else text
     if stamp := STAMP.match(body):
         body = body[stamp.end():]
     source = SOURCE.match(body)
-    message = (body[source.end():] if source else body).strip()
+    return (body[source.end():] if source else body).strip()
+
+
+class LogArguments:
+    """The argument dump Megatron prints at launch (`---- arguments ----` ... `---- end of arguments ----`), read
+    line by line as it arrives: at its end, the run's setup (the flags, the model from --hf-checkpoint)."""
+
+    def __init__(self) -> None:
+        self.inside = False
+        self.args: dict[str, Any] = {}
+
+    def take(self, message: str) -> dict[str, Any] | None:
+        if ARGS_BEGIN.match(message):
+            self.inside, self.args = True, {}
+        elif self.inside and ARGS_END.match(message):
+            self.inside = False
+            checkpoint = str(self.args.get("hf_checkpoint") or "").rstrip("/")
+            return {"model": {"name": checkpoint.rsplit("/", 1)[-1] or None}, "flags": dict(self.args)}
+        elif self.inside and (arg := ARG_LINE.match(message)):
+            self.args.setdefault(arg["name"], _arg_value(arg["value"]))
+        return None
+
+
+def log_values(line: str) -> Iterator[Value]:
+    """A log line's metrics, read as sources/log.py reads them."""
+    message = log_message(line)
     match = METRICS.match(message)
     if not match:
         return

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..contract import Contract
 from .follow import Follower, Watcher, followed
 from .judge import Change, Judge
-from .records import dump_values, log_values, setup_of_meta, setup_of_run_yaml
+from .records import LogArguments, dump_values, log_message, log_values, setup_of_meta, setup_of_run_yaml
 
 SETUP_FILES = {"meta.json": setup_of_meta, "run.yaml": setup_of_run_yaml}
 POLL_S = 0.25  # how often the loop looks up from the event queue to see whether it has been idle long enough
@@ -34,6 +34,7 @@ class Watch:
     judge: Judge = field(init=False)
     follower: Follower = field(init=False)
     steps: set[tuple[str, int]] = field(default_factory=set)
+    _log_arguments: dict[Path, LogArguments] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.judge = Judge(self.contract)
@@ -77,9 +78,12 @@ class Watch:
             return False
         if chunk.restarted:
             self.warn(f"{path}: replaced or cut shorter (a rotated log or a restarted job): read again from its start")
-        values = dump_values if path.suffix == ".jsonl" else log_values
+        is_log = path.suffix != ".jsonl"
+        arguments = self._log_arguments.setdefault(path, LogArguments())
         for line in chunk.lines:
-            for value in values(line):
+            if is_log and (setup := arguments.take(log_message(line))) is not None:
+                self._emit(self.judge.set_setup(setup))
+            for value in (log_values if is_log else dump_values)(line):
                 self.steps.add((value.step_key, value.step))
                 self._emit(self.judge.value(value))
         return True
