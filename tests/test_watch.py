@@ -344,3 +344,16 @@ def test_a_logs_argument_dump_gives_the_setup(tmp_path: Path) -> None:
     assert (judged.status, judged.why) == ("not_applicable",
                                            "answers per prompt: yours is 8, the manual's runs have 16")
     assert watch.judge.setup is not None and watch.judge.setup["model"] == {"name": "Qwen3-0.6B"}
+
+
+def test_a_line_that_is_no_record_is_warned_of_with_its_line_number(folder: Path) -> None:
+    warnings: list[str] = []
+    watch = Watch(folder, contract(), lambda change: None, warnings.append)
+    metrics = folder / "metrics.jsonl"
+    metrics.write_text(record(0, 0.6) + "{not json\n" + '{"step_key": "rollout/step", "step": "one", "metrics": {}}\n')
+    watch.take(metrics)
+    append(metrics, record(1, 0.7))
+    watch.take(metrics)
+    assert warnings[0].startswith(f"{metrics}:2: Expecting property name enclosed in double quotes")
+    assert warnings[1:] == [f"{metrics}:3: expected step_key a text and step a whole number; line skipped"]
+    assert sorted(watch.steps) == [("rollout/step", 0), ("rollout/step", 1)]

@@ -36,16 +36,17 @@ class Value:
 
 
 def dump_values(line: str) -> Iterator[Value]:
-    """A metrics.jsonl record's numbers (a line that is not one is skipped: `manual show` reports it)."""
-    try:
-        record = json.loads(line)
-    except ValueError:
+    """A metrics.jsonl record's numbers; ValueError for a line that is not one (the watch warns and goes on)."""
+    if not line.strip():
         return
+    record = json.loads(line)
     if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
-        return
+        raise ValueError("expected a metrics record: an object with step_key, step and metrics")
     step_key, step = record.get("step_key"), record.get("step")
-    if not isinstance(step_key, str) or not isinstance(step, int) or isinstance(step, bool):
+    if step_key is None and step is None:  # a record Miles logs with no step: nothing to judge at a step
         return
+    if not isinstance(step_key, str) or not isinstance(step, int) or isinstance(step, bool):
+        raise ValueError("expected step_key a text and step a whole number")
     yield from _numbers(step_key, step, record["metrics"])
 
 

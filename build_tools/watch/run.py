@@ -35,6 +35,7 @@ class Watch:
     follower: Follower = field(init=False)
     steps: set[tuple[str, int]] = field(default_factory=set)
     _log_arguments: dict[Path, LogArguments] = field(default_factory=dict)
+    _lines_read: dict[Path, int] = field(default_factory=dict)  # for a warning's line number
 
     def __post_init__(self) -> None:
         self.judge = Judge(self.contract)
@@ -80,10 +81,17 @@ class Watch:
             self.warn(f"{path}: replaced or cut shorter (a rotated log or a restarted job): read again from its start")
         is_log = path.suffix != ".jsonl"
         arguments = self._log_arguments.setdefault(path, LogArguments())
-        for line in chunk.lines:
+        first = 1 if chunk.restarted else self._lines_read.get(path, 0) + 1
+        self._lines_read[path] = first - 1 + len(chunk.lines)
+        for number, line in enumerate(chunk.lines, start=first):
             if is_log and (setup := arguments.take(log_message(line))) is not None:
                 self._emit(self.judge.set_setup(setup))
-            for value in (log_values if is_log else dump_values)(line):
+            try:
+                values = list((log_values if is_log else dump_values)(line))
+            except ValueError as error:
+                self.warn(f"{path}:{number}: {error}; line skipped")
+                continue
+            for value in values:
                 self.steps.add((value.step_key, value.step))
                 self._emit(self.judge.value(value))
         return True
