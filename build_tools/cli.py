@@ -34,7 +34,8 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EPILOG = """exit codes: 0 done, 2 bad input (the message names the file), 3 a claim no longer holds,
 4 verify found a difference, 5 bench missed a goal, 6 check --strict found a claim whose margin is below
---warn-margin (or edition.yml's warn_margin), 1 a bug (the traceback is saved under build/), 130 interrupted,
+--warn-margin (or edition.yml's warn_margin), 7 watch --fail-on outside saw an item leave its band,
+1 a bug (the traceback is saved under build/), 130 interrupted,
 143 terminated"""
 
 
@@ -283,6 +284,80 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_watch(args: argparse.Namespace) -> int:
+    import sys
+
+    from . import contract as contract_module
+    from ._exceptions import EXIT_OUTSIDE, ManualError
+    from .watch import show
+    from .watch.run import Breach, Watch
+
+    root = args.root.resolve()
+    where = args.contract or root / "site" / contract_module.CONTRACT_FILE
+    if not where.is_file():
+        raise ManualError(f"{where}: no contract to watch against", "run `make` first (it writes site/contract.json)")
+    if not args.run.is_dir():
+        raise ManualError(f"{args.run}: not a folder", "watch a folder a job writes into (its dump or its logs)")
+    try:
+        document = contract_module.read_contract(where)
+    except ValueError as error:  # pydantic's ValidationError (or JSON that is not JSON): the file and each field
+        raise ManualError(f"{where}: not a contract this manual reads: "
+                          + "; ".join(_validation_lines(error)),
+                          "rebuild it with `make`, or name another with --contract") from None
+    def write(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    live = show.LiveTable(sys.stdout) if args.format == "live" else None
+    emit = show.emitter(args.format, write, live)
+
+    watch = Watch(args.run, document, emit, lambda line: _err.print(f"[yellow]WARNING[/yellow] {escape(line)}"),
+                  fail_on_outside=args.fail_on == "outside")
+    code = 0
+    try:
+        if live is not None:
+            with live:
+                watch.run(args.until_idle)
+        else:
+            watch.run(args.until_idle)
+    except KeyboardInterrupt:
+        pass
+    except Breach as breach:
+        _err.print(f"outside: {show.words(breach.change)}", markup=False)
+        code = EXIT_OUTSIDE
+    undecided = any(c.kind == "claim" and c.status == "undecided" for c in watch.judge.status.values())
+    if code == 0 and watch.steps and undecided:  # ended: the claims are checked on the run as it is, as compare does
+        for change in watch.judge.close_claims(_claims_checked(root, args.run)):
+            emit(change)
+    for line in show.summary_lines(watch.judge.status.values(), len(watch.steps)):
+        _err.print(line, markup=False)
+    return code
+
+
+def _validation_lines(error: ValueError) -> list[str]:
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        return [f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()]
+    return [str(error)]
+
+
+def _claims_checked(root: Path, run: Path) -> dict[str, tuple[bool | None, str]]:
+    """Figure number -> (holds, detail) of each claim `compare` checks on the run; none when it cannot be read."""
+    from . import compare
+    from ._exceptions import ManualError
+    from ._lock import build_lock
+
+    try:
+        yours = compare.load_reader_run(run)
+        layout = Layout(root)
+        with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
+            return {claim.number: (claim.holds, claim.detail) for claim in compare.claims_on(layout, yours)}
+    except ManualError as error:
+        _err.print(f"[yellow]WARNING[/yellow] claims not checked at the end: {escape(str(error))}")
+        return {}
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from . import show
 
@@ -447,6 +522,17 @@ def _parser() -> argparse.ArgumentParser:
         "--port", type=_port, default=8000, help="the port to serve on (default: 8000)")
     add("compare", _cmd_compare, "set your own run beside the ranges of the Metrics page").add_argument(
         "run", type=Path, help="your run: a Miles dashboard dump (meta.json, metrics.jsonl, ...) or a run folder")
+    watch = add("watch", _cmd_watch, "follow a job still writing, against the manual's ranges and claims")
+    watch.add_argument("run", type=Path, help="the folder the job writes into: its dashboard dump, its logs")
+    watch.add_argument("--format", choices=("live", "jsonl", "github"), default="live",
+                       help="live: a table updated in place; jsonl: one JSON object a line per change of an item's "
+                            "status; github: a workflow annotation per item outside or not applicable")
+    watch.add_argument("--fail-on", choices=("outside",), default=None,
+                       help="outside: end at the first item outside its band, with exit code 7")
+    watch.add_argument("--until-idle", type=float, metavar="SECONDS", default=None,
+                       help="end, with a summary, when SECONDS pass with no new data (default: only Ctrl-C ends it)")
+    watch.add_argument("--contract", type=Path, default=None,
+                       help="the contract to watch against (default: site/contract.json of the last build)")
     show = add("show", _cmd_show, "print what the manual reads from a run: sources, setup, steps, phases, events")
     show.add_argument("run", help="a run id of runs/, or a path holding any Miles output")
     table = show.add_mutually_exclusive_group()

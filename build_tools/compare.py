@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from . import blocks as blocks_stage
-from . import metrics_table
+from . import contract, metrics_table
 from ._exceptions import ChapterError, Problem, RunDataError, display_path
 from ._layout import Layout
 from ._numbers import fmt
@@ -26,6 +26,7 @@ from .axes import join_of_summary
 from .readers import config_value, events_of, table_of
 from .sources._common import RENAMED
 from .summary import Wanted, summarise, summarise_runs
+from .watch.judge import outside_envelope
 from .wording import number
 
 # The setup facts the Metrics page's intro names, and how a reader's run records them.
@@ -83,9 +84,21 @@ def compare(layout: Layout, yours: RunSummary) -> tuple[list[str], list[Comparis
     sets = spec.get("run_sets") or {}
     rows = [row for table in spec["tables"] if table.get("column") for row in table.get("rows") or []]
     intro_runs = metrics_table.select(ours, sets.get(spec.get("intro_runs")) or {})
-    comparisons = [_compare_row(row, metrics_table.select(ours, sets.get(row.get("runs")) or {}), yours, ours, spec)
-                   for row in rows]
-    return _setup_differences(intro_runs, yours), [c for c in comparisons if c is not None]
+    # The contract's items (site/contract.json's ranges, built from the same runs): their bands and envelopes.
+    items = {item.item: item for item in contract.range_items(spec, ours)}
+    comparisons = [_compare_row(row, metrics_table.select(ours, sets.get(row.get("runs")) or {}), yours, ours, spec,
+                                items.get(str(row.get("metric")))) for row in rows]
+    return _setup_differences(intro_runs, yours), [_within_envelope(c, items, yours) for c in comparisons
+                                                   if c is not None]
+
+
+def _within_envelope(row: Comparison, items: Mapping[str, contract.RangeItem], yours: RunSummary) -> Comparison:
+    """The contract's rule, as `watch` applies it: a run outside a row's envelope is not judged by its range."""
+    item = items.get(row.metric)
+    why = outside_envelope(item.envelope, yours.config) if item is not None else None
+    if why is None or row.verdict.startswith("cannot compare"):
+        return row
+    return Comparison(row.metric, row.ours, row.yours, f"not applicable: {why}")
 
 
 def _our_runs(layout: Layout, by_config: Any, ids: frozenset[str] = frozenset()) -> dict[str, RunSummary]:
@@ -187,8 +200,11 @@ def verdict(setup: list[str], comparisons: list[Comparison]) -> str:
     cannot = sum(c.verdict.startswith("cannot compare") for c in comparisons)
     same = sum(c.verdict.startswith(("inside", "as in")) for c in comparisons)
     ratio = sum("times the manual's" in c.verdict or "the manual's is 0" in c.verdict for c in comparisons)
-    differ = len(comparisons) - cannot - same - ratio
+    other_setup = sum(c.verdict.startswith("not applicable") for c in comparisons)
+    differ = len(comparisons) - cannot - same - ratio - other_setup
     words = [f"{same} of {len(comparisons)} rows as in the manual's runs", f"{differ} differ"]
+    if other_setup:
+        words.append(f"{other_setup} not applicable to your setup")
     if ratio:
         words.append(f"{ratio} compared as a ratio")
     if cannot:
@@ -199,7 +215,8 @@ def verdict(setup: list[str], comparisons: list[Comparison]) -> str:
 
 
 def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunSummary,
-                 ours: Mapping[str, RunSummary], spec: Mapping[str, Any]) -> Comparison | None:
+                 ours: Mapping[str, RunSummary], spec: Mapping[str, Any],
+                 item: contract.RangeItem | None) -> Comparison | None:
     metric = str(row.get("metric"))
     if not our_runs or not any(metric in table_of(run, metric).columns for run in our_runs):
         return None
@@ -215,8 +232,9 @@ def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunS
     theirs = metrics_table.row_values(our_runs, row)
     stat = row.get("stat")
     if stat == "range":
-        return Comparison(metric, our_cell, f"{number(mine.min(), decimals)} to {number(mine.max(), decimals)}",
-                          _range_verdict(mine, float(theirs.min()), float(theirs.max()), decimals))
+        shown = f"{number(mine.min(), decimals)} to {number(mine.max(), decimals)}"
+        low, high = item.band if item is not None and item.band else (float(theirs.min()), float(theirs.max()))
+        return Comparison(metric, our_cell, shown, _range_verdict(mine, low, high, decimals))
     if stat == "all_zero":
         nonzero = int((mine != 0).sum())
         return Comparison(metric, our_cell, "0 at every step" if not nonzero else

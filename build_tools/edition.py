@@ -443,7 +443,9 @@ def _stage_site(site: Path, staged: Path, manifest: Manifest, previous: Manifest
         edition_pages.write_record(staged / "changes.html", title, manifest_.changes_markdown(previous, manifest))
     elif (staged / "changes.html").is_file():
         edition_pages.fill(staged / "changes.html", edition_pages.first_edition_changes(manifest["edition"]))
-    edition_pages.fill(staged / "claim-health.html", claim_health.history_markdown(history or [manifest]),
+    editions = history or [manifest]
+    edition_pages.fill(staged / "claim-health.html",
+                       claim_health.history_markdown(editions) + claim_health.first_weakened_markdown(editions),
                        (claim_health.MARK_START, claim_health.MARK_END))
     return staged
 

@@ -125,3 +125,12 @@ def test_a_run_with_no_metric_gets_no_verdict(name: str, found: str, project: Pa
         f"  {display_path(src)}: {found}: expected a dashboard dump (meta.json), a log (*.log, *.txt), a wandb export "
         "(*.csv, *.jsonl), TensorBoard event files, a CI history record, --dump-details event files, or a lab/ folder "
         "`manual record` wrote"]
+
+
+def test_a_run_outside_a_ranges_envelope_is_not_judged_by_it(project, capsys):
+    lines = run_compare(project, project / "runs" / "qwen3-1.7b", capsys)
+    at = next(i for i, line in enumerate(lines) if line.startswith("perf/update_weights_time"))
+    assert lines[at + 2].strip() == "-> not applicable: model: yours is Qwen3-1.7B, the manual's runs have Qwen3-0.6B"
+    # The rows read over every run (the 1.7B one among them) still judge it.
+    assert lines[-1] == ("Verdict: 2 of 17 rows as in the manual's runs, 0 differ, 15 not applicable to your setup; "
+                         "your setup differs in 1 fact, so the ranges may not apply")

@@ -643,6 +643,8 @@ def test_real_diff_names_the_nudged_run_and_the_moved_claim(real_editions: Path)
     assert "<th>edition 2026.10</th>" in health and "<th>edition 2026.11</th>" in health
     row = next(r for r in health.split("<tr>") if "left the job running for 63 minutes" in r and "<svg" in r)
     assert "<td>0.3 min</td>" in row and "<td>0.1 min</td>" in row and "<td>shrank</td>" in row
+    weakened = next(r for r in health.split("<tr>") if "Fig 1.3" in r and "edition 2026.11" in r and "<svg" not in r)
+    assert "<td>0.3</td>" in weakened and "<td>0.1</td>" in weakened  # the edition where it first weakened
     assert "This build is not a published edition" not in health.split("<h2")[-1]
 
 

@@ -70,3 +70,17 @@ def test_publishing_fills_the_marked_place(tmp_path: Path) -> None:
     text = page.read_text(encoding="utf-8")
     assert "not published" not in text and "<td>shrank</td>" in text and "<svg" in text
     assert "<!-- edition-record --><!-- /edition-record -->" in text  # the record pages' place is not touched
+
+
+def test_the_edition_where_a_claim_first_weakened_is_named() -> None:
+    editions = [manifest("2026.09", 0.3, 0.6), manifest("2026.10", 0.2, 0.4), manifest("2026.11", 0.4, 0.8),
+                manifest("2026.12", 0.1, 0.2)]
+    assert claim_health.first_weakened(editions) == {"fig-dead-engine": ("2026.10", 0.3, 0.2)}
+    lines = claim_health.first_weakened_markdown(editions).splitlines()
+    assert lines[1] == "### Where each claim first weakened"
+    assert lines[-1] == f"| Fig 1.3 | {CLAIM} | edition 2026.10 | 0.3 | 0.2 |"
+    # An edition without margins between two with margins: the headroom is compared with the last one recorded.
+    gap = [manifest("2026.09", 0.3, 0.6), manifest("2026.10", None, None), manifest("2026.11", 0.3, 0.6)]
+    assert claim_health.first_weakened(gap) == {"fig-dead-engine": None}
+    assert claim_health.first_weakened_markdown(gap).splitlines()[-1] == f"| Fig 1.3 | {CLAIM} | never | – | – |"
+    assert claim_health.first_weakened_markdown([]) == ""

@@ -142,3 +142,49 @@ def _number_key(number: Any) -> tuple[int, ...]:
         return tuple(int(part) for part in str(number).split("."))
     except ValueError:
         return (10**6,)
+
+
+# --- where each claim first weakened (a section of its own below the history table) ---------------------------
+
+
+def first_weakened(manifests: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, float, float] | None]:
+    """Claim id -> (the first edition where one of its checks had less headroom than in the edition before that
+    recorded it, the headroom before, after), or None when no check of it ever lost headroom."""
+    margins = [_margins(m) for m in manifests]
+    claims = sorted({claim for found in margins for claim, _ in found})
+    found: dict[str, tuple[str, float, float] | None] = {}
+    for claim in claims:
+        found[claim] = None
+        keys = sorted({key for margin in margins for c, key in margin if c == claim})
+        for index in range(1, len(manifests)):
+            drops = []
+            for key in keys:
+                before = next((m[(claim, key)] for m in reversed(margins[:index]) if (claim, key) in m), None)
+                after = margins[index].get((claim, key))
+                if before is not None and after is not None and after["headroom"] < before["headroom"]:
+                    drops.append((float(before["headroom"]), float(after["headroom"])))
+            if drops:
+                found[claim] = (str(manifests[index].get("edition", "")), *drops[0])
+                break
+    return found
+
+
+def first_weakened_markdown(manifests: Sequence[Mapping[str, Any]]) -> Markdown:
+    """The section under the history: for each claim, the edition where it first weakened, if ever."""
+    weakened = first_weakened(manifests)
+    if not weakened:
+        return Markdown("")
+    newest = manifests[-1].get("claims", {}) if manifests else {}
+    lines = ["", "### Where each claim first weakened", "",
+             "The first published edition in which a check of the claim had less headroom than in the edition before.",
+             "", "| figure | claim | first weakened | headroom before | headroom then |", "|---|---|---|---|---|"]
+    for claim in sorted(weakened, key=lambda c: (_number_key(newest.get(c, {}).get("number")), c)):
+        entry: Mapping[str, Any] = next((m["claims"][claim] for m in reversed(manifests)
+                                         if claim in m.get("claims", {})), {})
+        number = entry.get("number")
+        when = weakened[claim]
+        cells = ["never", "–", "–"] if when is None else [md_text(f"edition {when[0]}"), md_text(fmt(when[1])),
+                                                          md_text(fmt(when[2]))]
+        lines.append("| " + " | ".join([md_text(f"Fig {number}" if number else claim),
+                                         md_text(entry.get("claim") or claim), *cells]) + " |")
+    return Markdown("\n".join(lines) + "\n")

@@ -1,0 +1,359 @@
+"""`manual watch`: a job still writing, followed file by file and judged against the contract as steps arrive."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from build_tools.contract import Contract, EnvelopeFact, RangeItem
+from build_tools.watch.follow import Follower
+from build_tools.watch.judge import Change
+from build_tools.watch.run import Watch
+
+ROOT = Path(__file__).resolve().parent.parent
+GUARD_S = 30.0  # a failure guard only: a report that never comes fails here, not a latency goal
+ENVELOPE = [EnvelopeFact(fact="model", field="model.name", values=["Qwen3-0.6B"], enforced=True),
+            EnvelopeFact(fact="prompts per step", field="flags.rollout_batch_size", values=["32"], enforced=True)]
+BAND = [0.5, 0.9]
+
+
+def contract() -> Contract:
+    """A contract of one range: the mean reward between 0.5 and 0.9 per step, on Qwen3-0.6B with 32 prompts."""
+    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=BAND, decimals=2,
+                     source="Metrics page, Rollout", envelope=ENVELOPE)
+    return Contract(edition="test", edition_date="2026-10-15", miles_commit="08752a1", ranges=[item], claims=[])
+
+
+def meta(batch: int = 32) -> str:
+    return json.dumps({"run_name": "r", "start_ts": 1.0, "schema_version": 1,
+                       "args": {"hf_checkpoint": "/models/Qwen3-0.6B", "rollout_batch_size": batch}}, indent=2)
+
+
+def record(step: int, reward: float) -> str:
+    return json.dumps({"ts": 1.0 + step, "step_key": "rollout/step", "step": step,
+                       "metrics": {"rollout/raw_reward": reward}}) + "\n"
+
+
+def log_line(step: int, reward: float) -> str:
+    return f"[2026-10-15 10:00:{step:02d}] rollout.py:1 - rollout {step}: {{'rollout/raw_reward': {reward}}}\n"
+
+
+def append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+# --- the whole command, with the job writing in another process ---------------------------------------------
+
+WRITER = """
+import json, sys
+from pathlib import Path
+dump = Path(sys.argv[1])
+for line in sys.stdin:  # the test says when to write the next step, once the last is reported
+    with (dump / "metrics.jsonl").open("a") as handle:
+        handle.write(line)
+        handle.flush()
+"""
+
+
+def test_a_value_leaving_its_range_is_reported_as_it_is_written(tmp_path: Path) -> None:
+    dump = tmp_path / "dashboard"
+    dump.mkdir()
+    (dump / "meta.json").write_text(meta())
+    (tmp_path / "contract.json").write_text(contract().model_dump_json())
+    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(dump),
+                                "--format", "jsonl", "--until-idle", "20",
+                                "--contract", str(tmp_path / "contract.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(dump)], stdin=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout or []], daemon=True).start()
+    assert writer.stdin is not None
+    try:
+        rewards = [0.6, 0.7, 0.8, 0.95]  # the last leaves the band
+        for step, reward in enumerate(rewards):
+            writer.stdin.write(record(step, reward))
+            writer.stdin.flush()
+            if step in (0, 3):  # a report comes only when the status changes: first inside, then outside
+                report = json.loads(lines.get(timeout=GUARD_S))
+                assert report["step"] == step and report["value"] == reward
+                assert report["status"] == ("inside" if step == 0 else "outside")
+        assert report == {"item": "rollout/raw_reward", "kind": "range", "status": "outside",
+                          "step_key": "rollout/step", "step": 3, "value": 0.95, "band": BAND,
+                          "source": "Metrics page, Rollout", "since_step": 3, "by": 0.05}
+    finally:
+        writer.stdin.close()
+        writer.wait(GUARD_S)
+        watcher.terminate()
+        _, err = watcher.communicate(timeout=GUARD_S)
+    assert "Traceback" not in err
+
+
+def test_fail_on_outside_exits_7_at_the_first_breach(tmp_path: Path) -> None:
+    (tmp_path / "meta.json").write_text(meta())
+    (tmp_path / "metrics.jsonl").write_text(record(0, 0.6) + record(1, 0.2) + record(2, 0.6))
+    (tmp_path / "c.json").write_text(contract().model_dump_json())
+    done = subprocess.run([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(tmp_path),
+                           "--format", "github", "--fail-on", "outside", "--until-idle", "5",
+                           "--contract", str(tmp_path / "c.json")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 7
+    assert done.stdout.splitlines() == [
+        "::error title=watch range rollout/raw_reward::rollout/raw_reward: outside since step 1 at rollout/step 1: "
+        "0.2 is 0.3 past the band 0.5 to 0.9 (Metrics page, Rollout)"]
+
+
+# --- following: the watch in this process, the files written by the test ------------------------------------
+
+
+class Running:
+    """Watch.run in a thread, its changes in a queue."""
+
+    def __init__(self, folder: Path) -> None:
+        self.changes: queue.Queue[Change] = queue.Queue()
+        self.warnings: list[str] = []
+        self.watch = Watch(folder, contract(), self.changes.put, self.warnings.append)
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self.watch.run, args=(3.0, ready.set), daemon=True)
+        self.thread.start()
+        assert ready.wait(GUARD_S)
+
+    def wait_for_step(self, step: int, value: float | None = None) -> None:
+        """Until the watch has judged `step` (with `value`, if given) (guarded): changes come only when a status
+        changes, so the judge's latest is read."""
+        for _ in range(int(GUARD_S / 0.05)):
+            latest = self.watch.judge.status.get(("range", "rollout/raw_reward"))
+            if latest is not None and latest.step == step and value in (None, latest.value):
+                return
+            threading.Event().wait(0.05)
+        raise AssertionError(f"step {step} never judged")
+
+    def finish(self) -> list[Change]:
+        self.thread.join(GUARD_S)
+        assert not self.thread.is_alive()
+        found = []
+        while not self.changes.empty():
+            found.append(self.changes.get())
+        return found
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "meta.json").write_text(meta())
+    yield tmp_path
+
+
+def steps_judged(running: Running) -> list[int]:
+    return sorted(step for _, step in running.watch.judge.judged["rollout/raw_reward"])
+
+
+def test_a_line_written_in_two_pieces_is_waited_for(folder: Path) -> None:
+    running = Running(folder)
+    line = record(0, 0.6)
+    append(folder / "metrics.jsonl", line[:20])
+    append(folder / "metrics.jsonl", line[20:] + record(1, 0.7))
+    running.wait_for_step(1)
+    assert [c.status for c in running.finish() if c.kind == "range"] == ["inside"]
+    assert steps_judged(running) == [0, 1] and not running.warnings
+
+
+def test_the_follower_hands_on_only_complete_lines(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    follower = Follower(tmp_path)
+    path.write_text('{"step": 0')
+    assert follower.read_new(path) is None  # half a line waits
+    append(path, ', "x": 1}\n{"st')
+    chunk = follower.read_new(path)
+    assert chunk is not None and chunk.lines == ['{"step": 0, "x": 1}'] and not chunk.restarted
+
+
+def test_new_hourly_files_are_taken_up_as_they_appear(folder: Path) -> None:
+    running = Running(folder)
+    hourly = folder / "metrics"
+    hourly.mkdir()
+    append(hourly / "20261015_10.jsonl", record(0, 0.6) + record(1, 0.6))
+    running.wait_for_step(1)
+    append(hourly / "20261015_11.jsonl", record(2, 0.3))
+    running.wait_for_step(2)
+    changes = [c for c in running.finish() if c.kind == "range"]
+    assert [(c.status, c.step) for c in changes] == [("inside", 0), ("outside", 2)]
+    assert steps_judged(running) == [0, 1, 2]
+
+
+def test_a_rotated_log_is_followed_without_a_lost_step(folder: Path) -> None:
+    running = Running(folder)
+    log = folder / "train.log"
+    append(log, log_line(0, 0.6) + log_line(1, 0.6))
+    running.wait_for_step(1)
+    os.rename(log, folder / "train.log.1")  # rotated: a new file takes its name
+    append(log, log_line(2, 0.7) + log_line(3, 0.95))
+    running.wait_for_step(3)
+    changes = [c for c in running.finish() if c.kind == "range"]
+    assert [(c.status, c.step) for c in changes] == [("inside", 0), ("outside", 3)]
+    assert steps_judged(running) == [0, 1, 2, 3]
+
+
+def test_a_restarted_job_is_taken_up(folder: Path) -> None:
+    running = Running(folder)
+    metrics = folder / "metrics.jsonl"
+    append(metrics, record(0, 0.6) + record(1, 0.2) + record(2, 0.2))
+    running.wait_for_step(2)
+    metrics.write_text(record(0, 0.6))  # the job restarted from scratch: the file is written afresh, shorter
+    append(metrics, record(1, 0.7))
+    running.wait_for_step(1, 0.7)
+    changes = [c for c in running.finish() if c.kind == "range"]
+    assert [(c.status, c.step) for c in changes] == [("inside", 0), ("outside", 1), ("inside", 0)]
+    assert running.watch.judge.status[("range", "rollout/raw_reward")].value == 0.7
+    assert running.warnings == [f"{metrics}: replaced or cut shorter (a rotated log or a restarted job): read again "
+                                "from its start"]
+    assert running.watch.judge.outside["rollout/raw_reward"] == {("rollout/step", 2)}
+
+
+def test_a_run_with_another_batch_is_not_applicable_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "meta.json").write_text(meta(batch=64))
+    (tmp_path / "metrics.jsonl").write_text(record(0, 0.2))
+    running = Running(tmp_path)
+    changes = [c for c in running.finish() if c.kind == "range"]
+    assert [(c.status, c.why) for c in changes] == [
+        ("not_applicable", "prompts per step: yours is 64, the manual's runs have 32")]
+
+
+def test_make_watch_passes_run_as_one_path() -> None:
+    from build_tools import _make
+    from build_tools._exceptions import ManualError
+
+    assert _make.arguments("watch", {"RUN": "-odd name"}, ROOT) == ["watch", "--", "./-odd name"]
+    with pytest.raises(ManualError):
+        _make.arguments("watch", {}, ROOT)
+
+
+def test_compare_and_watch_agree_on_every_item_of_a_finished_run(built_manual: Path) -> None:
+    """Over every example run with a dump: each Metrics row `compare` judges, `watch` judges alike (inside at every
+    step, outside at some, or not applicable naming the same fact); a whole-run statistic stays undecided."""
+    from build_tools import compare
+    from build_tools._layout import Layout
+    from build_tools.contract import read_contract
+
+    layout = Layout(built_manual)
+    document = read_contract(built_manual / "site" / "contract.json")
+    items = {item.item: item for item in document.ranges}
+    runs = sorted(path for path in (built_manual / "runs").iterdir() if (path / "dashboard").is_dir())
+    assert len(runs) >= 10
+    not_applicable = 0
+    for run in runs:
+        _, comparisons = compare.compare(layout, compare.load_reader_run(run))
+        watch = Watch(run, document, lambda change: None, lambda line: None)
+        for path in watch.follower.existing():
+            watch.take(path)
+        for row in comparisons:
+            judged = watch.judge.status.get(("range", row.metric))
+            if row.verdict.startswith("cannot compare"):
+                assert judged is None, (run.name, row.metric)
+                continue
+            assert judged is not None, (run.name, row.metric)
+            if row.verdict.startswith("not applicable"):
+                not_applicable += 1
+                assert (judged.status, f"not applicable: {judged.why}") == ("not_applicable", row.verdict)
+            elif items[row.metric].per_step:
+                held = row.verdict.startswith(("inside", "as in"))
+                assert held == (not watch.judge.outside.get(row.metric)), (run.name, row.metric, row.verdict)
+            else:
+                assert judged.status == "undecided", (run.name, row.metric)
+    assert not_applicable  # the example runs of another model or answers per prompt are among them
+
+
+def test_at_the_end_the_claims_take_compares_verdicts(built_manual: Path) -> None:
+    from build_tools import compare
+    from build_tools._layout import Layout
+    from build_tools.cli import _claims_checked
+    from build_tools.contract import read_contract
+
+    run = built_manual / "runs" / "baseline-seed1"
+    watch = Watch(run, read_contract(built_manual / "site" / "contract.json"), lambda change: None, lambda line: None)
+    for path in watch.follower.existing():
+        watch.take(path)
+    watch.judge.start()
+    changes = watch.judge.close_claims(_claims_checked(built_manual, run))
+    checked = compare.claims_on(Layout(built_manual), compare.load_reader_run(run))
+    assert changes and sorted(c.item for c in changes) == sorted(c.number for c in checked if c.holds is not None)
+    closed = {item: change for (kind, item), change in watch.judge.status.items() if kind == "claim"}
+    words = {True: "inside", False: "outside", None: "undecided"}
+    for claim in checked:
+        assert (closed[claim.number].status, closed[claim.number].why) == (words[claim.holds], claim.detail)
+    # The claims of another model stay not applicable.
+    assert watch.judge.status[("claim", "2.1")].status == "not_applicable"
+
+
+def test_the_bench_figure_sees_every_step_reported() -> None:
+    import math
+
+    from build_tools.watch import latency
+
+    found = latency.measure(4)
+    assert len(found) == 4 and all(math.isfinite(seconds) and seconds >= 0 for seconds in found)
+
+
+def test_a_damaged_contract_is_bad_input_naming_the_field(tmp_path: Path) -> None:
+    data = json.loads(contract().model_dump_json())
+    data["ranges"][0]["band"] = [0.5]
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    done = subprocess.run([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(tmp_path),
+                           "--contract", str(tmp_path / "c.json")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'c.json'}: not a contract this manual reads: ranges.0.band: List should have at least 2 " \
+           "items after validation, not 1" in " ".join(done.stderr.split())
+
+
+def test_ctrl_c_ends_the_watch_with_a_summary(folder: Path) -> None:
+    import signal
+
+    (folder / "metrics.jsonl").write_text(record(0, 0.6))
+    (folder / "c.json").write_text(contract().model_dump_json())
+    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(folder),
+                                "--format", "jsonl", "--contract", str(folder / "c.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert watcher.stdout is not None
+    assert json.loads(watcher.stdout.readline())["status"] == "inside"  # it has read the step
+    watcher.send_signal(signal.SIGINT)
+    _, err = watcher.communicate(timeout=GUARD_S)
+    assert watcher.returncode == 0 and "Traceback" not in err
+    assert err.splitlines()[:2] == ["Watched 1 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable",
+                                    "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]
+
+
+def test_a_logs_argument_dump_gives_the_setup(tmp_path: Path) -> None:
+    """A job with only its log: the argument dump Megatron prints names the answers per prompt (8, not 16)."""
+    from conftest import SAMPLES
+
+    wanted = EnvelopeFact(fact="answers per prompt", field="flags.n_samples_per_prompt", values=["16"], enforced=True)
+    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=BAND, decimals=2,
+                     source="Metrics page, Rollout", envelope=[ENVELOPE[0], wanted])
+    document = Contract(edition="test", edition_date="", miles_commit="", ranges=[item], claims=[])
+    log = (SAMPLES / "sources" / "log" / "job.log").read_text(encoding="utf-8")
+    watch = Watch(tmp_path, document, lambda change: None, lambda line: None)
+    (tmp_path / "job.log").write_text(log, encoding="utf-8")
+    watch.take(tmp_path / "job.log")
+    judged = watch.judge.status[("range", "rollout/raw_reward")]
+    assert (judged.status, judged.why) == ("not_applicable",
+                                           "answers per prompt: yours is 8, the manual's runs have 16")
+    assert watch.judge.setup is not None and watch.judge.setup["model"] == {"name": "Qwen3-0.6B"}
+
+
+def test_a_line_that_is_no_record_is_warned_of_with_its_line_number(folder: Path) -> None:
+    warnings: list[str] = []
+    watch = Watch(folder, contract(), lambda change: None, warnings.append)
+    metrics = folder / "metrics.jsonl"
+    metrics.write_text(record(0, 0.6) + "{not json\n" + '{"step_key": "rollout/step", "step": "one", "metrics": {}}\n')
+    watch.take(metrics)
+    append(metrics, record(1, 0.7))
+    watch.take(metrics)
+    assert warnings[0].startswith(f"{metrics}:2: Expecting property name enclosed in double quotes")
+    assert warnings[1:] == [f"{metrics}:3: expected step_key a text and step a whole number; line skipped"]
+    assert sorted(watch.steps) == [("rollout/step", 0), ("rollout/step", 1)]
