@@ -426,3 +426,18 @@ def test_a_cleaned_tag_two_keys_could_give_is_read_as_written_with_a_warning(tmp
     assert [w for w in warnings if "pass_1" in w] == [
         f"job/tensorboard/{tensorboard_file}: passrate/pass_1 may be any of passrate/pass#1, passrate/pass@1 as "
         "tensorboardX writes them (it replaces characters by _); read as written"]
+
+
+def test_an_offline_run_another_wandb_cannot_read_names_the_version_that_wrote_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job(tmp_path, monkeypatch, wandb=True)
+    (path,) = Path("job/wandb").rglob("run-*.wandb")
+    assert wandb_source.written_by(path.read_bytes()) == "0.31.0"  # the pinned wandb wrote it
+    # An older wandb, without `leet`: its own command line, asked for a command it does not have.
+    monkeypatch.setattr(wandb_source, "installed_wandb", lambda: "0.19.11")
+    monkeypatch.setattr(wandb_source, "WANDB_READER", ("-m", "wandb", "frobnicate", "inspect", "--json"))
+    _, problems, _ = read(Path("job"))
+    assert problems == [
+        f"{path}: written by wandb 0.31.0, which the wandb installed here (0.19.11) cannot read (Error: No such "
+        f"command 'frobnicate'.): pip install wandb==0.31.0 to read it, or `wandb sync {path.parent}` and export the "
+        "run with run.scan_history()"]

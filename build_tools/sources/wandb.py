@@ -302,6 +302,25 @@ def _json_row(doc: dict[str, Any], where: str, number: int, warnings: list[str])
     return row
 
 
+# The log's first record, its header, holds the version of wandb that wrote it: `0.31.0+<40 hex digits>`.
+WRITER_VERSION = re.compile(rb"([0-9]+\.[0-9]+\.[0-9]+(?:\.?[a-z]+[0-9]*)?)\+[0-9a-f]{40}")
+
+
+def written_by(data: bytes) -> str | None:
+    """The wandb version the header of an offline run's log names (its producer), or None where none shows."""
+    match = WRITER_VERSION.search(data[:512])
+    return match[1].decode("ascii") if match else None
+
+
+def installed_wandb() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("wandb")
+    except PackageNotFoundError:
+        return "none"
+
+
 def _wandb_reader(path: Path, data: bytes) -> subprocess.CompletedProcess[str]:
     """`wandb leet inspect --json` on the log (a gzipped one unpacked into a temporary folder first), offline."""
     with tempfile.TemporaryDirectory(prefix=f"manual-wandb-{os.getpid()}-") as tmp:
@@ -322,10 +341,12 @@ def _read_offline_run(path: Path, found: Found, problems: list[Problem], warning
     data = read_bytes(path, problems)  # gunzipped (`make add-run` gzips what it copies), size-limited
     if data is None:
         return
+    writer = written_by(data)
+    pin = f"wandb=={writer}" if writer else WANDB_PIN
+    export = f"`wandb sync {display_path(path.parent)}` and export the run with run.scan_history()"
     if importlib.util.find_spec("wandb") is None:
         problems.append(Problem(where, None, None, "a wandb offline run's log, which only wandb reads, and wandb is "
-                                f"not installed here: install it (pip install {WANDB_PIN}) to read it, or "
-                                f"`wandb sync {display_path(path.parent)}` and export the run with run.scan_history()"))
+                                f"not installed here: install it (pip install {pin}) to read it, or {export}"))
         return
     found.read_file(where, not data)
     try:
@@ -335,6 +356,12 @@ def _read_offline_run(path: Path, found: Found, problems: list[Problem], warning
         return
     if result.returncode != 0:
         said = (result.stderr.strip() or result.stdout.strip() or f"exit status {result.returncode}").splitlines()
+        installed = installed_wandb()
+        if writer and installed != writer:  # e.g. an older wandb: "No such command 'leet'"
+            problems.append(Problem(where, None, None, f"written by wandb {writer}, which the wandb installed here "
+                                    f"({installed}) cannot read ({said[-1][:120]}): pip install {pin} to read it, or "
+                                    f"{export}"))
+            return
         problems.append(Problem(where, None, None, f"wandb could not read it: {said[-1][:200]}"))
         return
     for line in result.stderr.splitlines():  # e.g. the end of a log cut off when the job was killed
