@@ -441,3 +441,22 @@ def test_an_offline_run_another_wandb_cannot_read_names_the_version_that_wrote_i
         f"{path}: written by wandb 0.31.0, which the wandb installed here (0.19.11) cannot read (Error: No such "
         f"command 'frobnicate'.): pip install wandb==0.31.0 to read it, or `wandb sync {path.parent}` and export the "
         "run with run.scan_history()"]
+
+
+def test_a_chart_on_its_step_key_with_wandbs_step_series_is_read_leaving_step_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UI's download of a chart on train/step also carries `<run> - _step` (wandb issue #6474), min and max
+    columns beside each series, as a downsampled chart has (here buckets of one value: min = max = the value)."""
+    made = job(tmp_path, monkeypatch, wandb=True)
+    norms = sorted((s, v) for (k, s, key), v in made.expected().items() if key == "train/grad_norm"
+                   and not math.isnan(v))
+    series = ("_step", "train/grad_norm")
+    header = ",".join(f'"miles-run - {key}{end}"' for key in series for end in ("", "__MIN", "__MAX"))
+    rows = "".join(",".join([str(s), *3 * [str(n)], *3 * [repr(v)]]) + "\n" for n, (s, v) in enumerate(norms))
+    (tmp_path / "grad_norm.csv").write_text(f'"train/step",{header}\n{rows}')
+    got, problems, warnings = read(Path("grad_norm.csv"))
+    assert got == {("train/step", s, "train/grad_norm"): v for s, v in norms}
+    assert problems == []
+    assert warnings == ["grad_norm.csv: column 'miles-run - _step' left out: wandb adds its own _step to a chart's "
+                        "CSV (it counts every wandb.log call, no Miles step); the other columns are read at "
+                        "train/step"]

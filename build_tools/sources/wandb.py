@@ -8,7 +8,8 @@ process: it is no Miles step, and a value is read only at its own step key's val
 - `*.csv` a chart downloads: its first column is its x-axis. A chart plotted against its step key (`train/step`,
   ...) is read, one column per key (the run's name may stand in front: `my-run - rollout/raw_reward`); a
   downsampled chart adds `key__MIN` and `key__MAX` columns, and a row is read only where they equal the value (a
-  bucket of one logged value), never a bucket's mean. A chart whose x-axis is wandb's `Step` is refused.
+  bucket of one logged value), never a bucket's mean. A chart whose x-axis is wandb's `Step` is refused; the
+  `<run> - _step` series wandb's UI adds to a chart on a step key is left out, with a warning.
 - `*.csv` of `run.history()` written with pandas' `to_csv` (a `_step` column): a row per `log()` call, read as
   `scan_history` rows; its steps are floats (`0.0`) where a column has gaps.
 - `*.jsonl`: JSON lines of `run.scan_history()` rows (`_step`, `_timestamp`, the step key and the logged keys), or
@@ -114,6 +115,11 @@ def _read_chart(header: list[str], rows: list[list[str]], where: str, found: Fou
         key = _key_of(column)
         if column.endswith(("__MIN", "__MAX")):
             continue
+        if _is_wandb_step(column):
+            warnings.append(f"{where}: column {column!r} left out: wandb adds its own _step to a chart's CSV (it "
+                            "counts every wandb.log call, no Miles step); the other columns are read at "
+                            f"{axis}")
+            continue
         if step_key_of(key) != axis:
             problems.append(Problem(where, 1, key, f"logged against {step_key_of(key) or 'no step key'}, but the "
                                     f"chart's x-axis is {axis}; export it from a chart whose x-axis is its own step "
@@ -148,6 +154,12 @@ def _read_chart(header: list[str], rows: list[list[str]], where: str, found: Fou
     if bucketed:
         warnings.append(f"{where}: {bucketed} downsampled value(s) (min and max differ) not read; export the chart "
                         "with every point, or the run history")
+
+
+def _is_wandb_step(column: str) -> bool:
+    """wandb's `_step` series, which its UI adds to a chart on a custom x-axis (`my-run - _step`; wandb issue
+    #6474)."""
+    return column == "_step" or column.endswith(" - _step")
 
 
 def _twice(header: list[str], where: str, problems: list[Problem]) -> bool:
