@@ -173,7 +173,8 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
         problems.append(Problem(display_path(path), None, None,
                                 "found no Miles output: expected a dashboard dump (meta.json), a log (*.log, *.txt), "
                                 "a wandb export (*.csv, *.jsonl), TensorBoard event files, a CI history record, "
-                                "--dump-details event files, or a lab/ folder `manual record` wrote"))
+                                "--dump-details event files, an MLflow run's folder (mlruns/<experiment id>/<run "
+                                "id>/), or a lab/ folder `manual record` wrote"))
         run = RunData(run_id=path.name, root=path, config=_bare_config(path.name, {}), meta={})
         return run, found
     if "dashboard" in found:

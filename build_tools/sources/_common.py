@@ -140,7 +140,8 @@ def _warn_silent_files(found: Found, problems: list[Problem], warnings: list[str
 # What a source's reader reads, for the warning about a file it read nothing from.
 WHAT_IS_READ = {"log": "metrics, Timer, [CPU memory], event or argument line",
                 "events": "metric record with a known key", "ci_history": "series of a known key",
-                "wandb": "value of a known key with its step", "tensorboard": "scalar of a known key"}
+                "wandb": "value of a known key with its step", "tensorboard": "scalar of a known key",
+                "mlflow": "value of a key under a known prefix"}
 
 
 def number_of_text(text: str) -> float | None:
