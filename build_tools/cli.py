@@ -173,6 +173,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     last = uptodate.last_check(layout, settings) if not args.ray else uptodate.LastCheck(None, None)
     plain = _Replay(_out)
     if last.report is not None and (report := plain.replayed(last.report)) is not None:
+        _replay_guidance(layout)
         sys.stderr.write("Nothing changed since the last check: its report again (`make clean` checks afresh).\n")
         plain.say(report)
         return _margins(layout, args, plain, threshold, [])
@@ -207,6 +208,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
     finally:  # the report and margins as printed (its margins' warnings are shown again, as they are found)
         if not args.ray and not result.warnings:
             uptodate.record_check(layout, settings, plain.record(report), last.key, result.runs_read)
+
+
+def _replay_guidance(layout: Layout) -> None:
+    """The recorded check's warnings of the manual's numbers past Miles' own lines (build.GUIDANCE_FILE), as the
+    check showed them: a replayed check shows its warnings too."""
+    try:
+        lines = (layout.build / "miles_guidance.txt").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return
+    # Written plainly (rich is not imported by a replayed check), stripped of terminal controls as every message.
+    sys.stderr.write("".join(f"WARNING {terminal_text(line)}\n" for line in lines))
 
 
 def _start_readers_early(layout: Layout, settings: Settings) -> None:

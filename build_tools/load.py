@@ -159,7 +159,8 @@ def readable(path: Path) -> Iterator[None]:
 
 
 MILES_OUTPUT = ("a dashboard dump (meta.json), a log (*.log, *.txt), a wandb export (*.csv, *.jsonl), TensorBoard "
-                "event files, a CI history record, --dump-details event files, or a lab/ folder `manual record` wrote")
+                "event files, a CI history record, --dump-details event files, an MLflow run's folder "
+                "(mlruns/<experiment id>/<run id>/), or a lab/ folder `manual record` wrote")
 
 
 def nothing_read(path: Path, what: str = "record") -> Problem:

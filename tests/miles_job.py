@@ -262,3 +262,25 @@ def offline_env(tmp: Path) -> dict[str, str]:
     return {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp), "WANDB_CACHE_DIR": str(tmp),
             "WANDB_CONFIG_DIR": str(tmp), "WANDB_DATA_DIR": str(tmp), "WANDB_DISABLE_CODE": "true",
             "WANDB_DISABLE_GIT": "true", "HOME": os.environ.get("HOME", str(tmp))}
+
+
+def write_mlflow(made: Job, store: Path, run_name: str = "miles-run", args: dict[str, Any] | None = None) -> Path:
+    """Miles' MLflow backend (miles/utils/tracking_utils/mlflow_utils.py at 31f1ca961) given the job's calls, in
+    order: set_tracking_uri, set_experiment, start_run(run_name, tags={"rank": ...}), log_params of the arguments
+    flattened to text, then each tracking.log call's dict (its step key included) sanitized, as floats,
+    `log_metrics(..., step=<the step key's value>)`; end_run. The run's folder (mlruns/<experiment>/<run id>/)."""
+    import re
+
+    import mlflow
+
+    def sanitize(key: str) -> str:  # mlflow_utils._sanitize_key
+        return re.sub(r"[^a-zA-Z0-9_\-./\s]", "_", key)
+
+    mlflow.set_tracking_uri(store.resolve().as_uri())
+    mlflow.set_experiment("miles")
+    run = mlflow.start_run(run_name=run_name, tags={"rank": "0"})
+    mlflow.log_params({name: str(value) for name, value in (args or {"lr": 1e-6, "n_samples_per_prompt": 8}).items()})
+    for step_key, step, metrics in made.logged:
+        mlflow.log_metrics({sanitize(k): float(v) for k, v in {**metrics, step_key: step}.items()}, step=int(step))
+    mlflow.end_run()
+    return store / run.info.experiment_id / run.info.run_id

@@ -352,8 +352,8 @@ def test_src_itself_may_be_a_link_and_only_what_it_holds_is_copied(project: Path
 
 EMPTY = SAMPLES / "empty"
 EXPECTED_SOURCES = ("expected a dashboard dump (meta.json), a log (*.log, *.txt), a wandb export (*.csv, *.jsonl), "
-                    "TensorBoard event files, a CI history record, --dump-details event files, or a lab/ folder "
-                    "`manual record` wrote")
+                    "TensorBoard event files, a CI history record, --dump-details event files, an MLflow run's "
+                    "folder (mlruns/<experiment id>/<run id>/), or a lab/ folder `manual record` wrote")
 
 
 @pytest.mark.parametrize(("name", "found"), [

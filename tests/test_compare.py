@@ -123,8 +123,8 @@ def test_a_run_with_no_metric_gets_no_verdict(name: str, found: str, project: Pa
     assert captured.err.splitlines()[:2] == [
         "ERROR 1 problem in the run data:",
         f"  {display_path(src)}: {found}: expected a dashboard dump (meta.json), a log (*.log, *.txt), a wandb export "
-        "(*.csv, *.jsonl), TensorBoard event files, a CI history record, --dump-details event files, or a lab/ folder "
-        "`manual record` wrote"]
+        "(*.csv, *.jsonl), TensorBoard event files, a CI history record, --dump-details event files, an MLflow run's "
+        "folder (mlruns/<experiment id>/<run id>/), or a lab/ folder `manual record` wrote"]
 
 
 def test_a_run_outside_a_ranges_envelope_is_not_judged_by_it(project, capsys):

@@ -385,3 +385,78 @@ def test_a_tensorboard_folder_two_jobs_wrote_into_is_refused(tmp_path: Path, mon
         f"job/tensorboard/{second.name}: holds train/loss at train/step 0, as job/tensorboard/{first.name} does "
         "(record 2): two jobs wrote into one TensorBoard folder, and which value is this run's cannot be told; give "
         "each job its own --tensorboard-dir and copy only this job's event file"]
+
+
+def write_with_tensorboardx(made: Job) -> None:
+    """Miles' TensorBoard backend with tensorboardX's SummaryWriter in torch's place: add_scalar(key, value, step)
+    for every key but the step key, each tag cleaned by tensorboardX itself (passrate/pass@1 -> passrate/pass_1)."""
+    from tensorboardX import SummaryWriter
+
+    writer = SummaryWriter(str(made.folder / "tensorboard"))
+    for step_key, step, metrics in made.logged:
+        for key, value in metrics.items():
+            if key != step_key:
+                writer.add_scalar(key, value, step)
+    writer.close()
+
+
+def test_tensorboardx_cleaned_tags_are_read_as_the_keys_miles_logged(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    made = job(tmp_path, monkeypatch, log=True)
+    write_with_tensorboardx(made)
+    assert any("passrate/pass_1" in path.read_bytes().decode("latin-1")
+               for path in (made.folder / "tensorboard").iterdir())  # tensorboardX did clean the tag
+    got, problems, warnings = read(Path("job"))
+    expected = made.expected()
+    expected.update({w: float(np.float32(v)) for w, v in expected.items() if w[2].startswith("perf/cpu_memory")})
+    same(got, expected)  # passrate/pass@1 once, under its own name: no passrate/pass_1 beside it
+    assert (problems, warnings) == ([], [])
+
+
+def test_a_cleaned_tag_two_keys_could_give_is_read_as_written_with_a_warning(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from build_tools.sources import _common
+
+    made = job(tmp_path, monkeypatch)
+    write_with_tensorboardx(made)
+    monkeypatch.setattr(_common, "CLEANED_FAMILIES", ("passrate/pass@{k}", "passrate/pass#{k}"))
+    got, problems, warnings = read(Path("job"))
+    assert ("rollout/step", 0, "passrate/pass_1") in got
+    tensorboard_file = next((made.folder / "tensorboard").iterdir()).name
+    assert [w for w in warnings if "pass_1" in w] == [
+        f"job/tensorboard/{tensorboard_file}: passrate/pass_1 may be any of passrate/pass#1, passrate/pass@1 as "
+        "tensorboardX writes them (it replaces characters by _); read as written"]
+
+
+def test_an_offline_run_another_wandb_cannot_read_names_the_version_that_wrote_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job(tmp_path, monkeypatch, wandb=True)
+    (path,) = Path("job/wandb").rglob("run-*.wandb")
+    assert wandb_source.written_by(path.read_bytes()) == "0.31.0"  # the pinned wandb wrote it
+    # An older wandb, without `leet`: its own command line, asked for a command it does not have.
+    monkeypatch.setattr(wandb_source, "installed_wandb", lambda: "0.19.11")
+    monkeypatch.setattr(wandb_source, "WANDB_READER", ("-m", "wandb", "frobnicate", "inspect", "--json"))
+    _, problems, _ = read(Path("job"))
+    assert problems == [
+        f"{path}: written by wandb 0.31.0, which the wandb installed here (0.19.11) cannot read (Error: No such "
+        f"command 'frobnicate'.): pip install wandb==0.31.0 to read it, or `wandb sync {path.parent}` and export the "
+        "run with run.scan_history()"]
+
+
+def test_a_chart_on_its_step_key_with_wandbs_step_series_is_read_leaving_step_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The UI's download of a chart on train/step also carries `<run> - _step` (wandb issue #6474), min and max
+    columns beside each series, as a downsampled chart has (here buckets of one value: min = max = the value)."""
+    made = job(tmp_path, monkeypatch, wandb=True)
+    norms = sorted((s, v) for (k, s, key), v in made.expected().items() if key == "train/grad_norm"
+                   and not math.isnan(v))
+    series = ("_step", "train/grad_norm")
+    header = ",".join(f'"miles-run - {key}{end}"' for key in series for end in ("", "__MIN", "__MAX"))
+    rows = "".join(",".join([str(s), *3 * [str(n)], *3 * [repr(v)]]) + "\n" for n, (s, v) in enumerate(norms))
+    (tmp_path / "grad_norm.csv").write_text(f'"train/step",{header}\n{rows}')
+    got, problems, warnings = read(Path("grad_norm.csv"))
+    assert got == {("train/step", s, "train/grad_norm"): v for s, v in norms}
+    assert problems == []
+    assert warnings == ["grad_norm.csv: column 'miles-run - _step' left out: wandb adds its own _step to a chart's "
+                        "CSV (it counts every wandb.log call, no Miles step); the other columns are read at "
+                        "train/step"]

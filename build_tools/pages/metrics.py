@@ -9,17 +9,20 @@ from typing import Any
 
 import jinja2
 
-from .. import metrics_table
+from .. import metrics_table, miles_guidance
 from ..wording import provenance
 
 
 def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
                    summaries: Mapping[str, metrics_table.Run], chapters: Mapping[int, str],
-                   runs_dir: Path | None = None) -> str:
+                   runs_dir: Path | None = None, guidance: Any = None) -> str:
     """The page from the spec (docs/data/metrics.yml, shown as where in its problems) and the runs: summarised, or
-    validated for the rows that read only their facts (metrics_table.summarises); runs_dir, the runs' folder."""
+    validated for the rows that read only their facts (metrics_table.summarises); runs_dir, the runs' folder. Under
+    a table, a note for each row whose values go past a line Miles draws (guidance: docs/data/miles_guidance.yml),
+    citing it."""
     context = {f"chapter_{number}": name for number, name in chapters.items()}
     tables = metrics_table.build_tables(spec, summaries, where, context, runs_dir)
     intro = metrics_table.intro(spec, summaries, where)
     source = provenance({run.run_id: run.config for run in metrics_table.runs_read(spec, summaries)})
-    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source())
+    notes = miles_guidance.notes_by_table(spec, summaries, guidance)
+    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes)

@@ -9,6 +9,7 @@ A run folder may hold, beside `dashboard/` and `lab/`, any of these sub-folders 
 | `ci_history/` | `ci_history.py` | the CI history record, `{pid}-{uuid}.jsonl` |
 | `wandb/` | `wandb.py` | a chart's CSV, `scan_history()` or `history()` rows, an offline run's `run-<id>.wandb` |
 | `tensorboard/` | `tensorboard.py` | `events.out.tfevents.*` |
+| `mlflow/` | `mlflow.py` | an MLflow run's folder of the file store (`mlruns/<experiment id>/<run id>/`) |
 
 Each reader yields the records the dashboard reader yields (`metrics`, `phases`, lab `events`), so nothing
 after the loader knows where a value came from, each checked by the dump's rules (`_common.checked`,
@@ -31,20 +32,21 @@ from typing import Any
 from .. import schemas
 from .._exceptions import Problem, display_path
 from .._types import Record, RunData
-from . import ci_history, events, log, tensorboard, wandb
+from . import ci_history, events, log, mlflow, tensorboard, wandb
 from ._common import RENAMED, STEP_KEYS, Found, MetricRecord, agree, number_text, read_text, tolerance
 
 Reader = Callable[[list[Path], list[Problem], list[str]], Found]
 
 # In order of precedence: a value read first is the one kept when a later source repeats it.
 READERS: dict[str, Reader] = {"events": events.read, "log": log.read, "ci_history": ci_history.read,
-                              "wandb": wandb.read, "tensorboard": tensorboard.read}
+                              "wandb": wandb.read, "tensorboard": tensorboard.read, "mlflow": mlflow.read}
 FILES = {
     "events": re.compile(r"\.jsonl(\.gz)?$"),
     "log": re.compile(r"\.(log|txt)(\.gz)?$"),
     "ci_history": re.compile(r"\.jsonl(\.gz)?$"),
     "wandb": re.compile(r"\.(csv|jsonl)(\.gz)?$|^run-.*\.wandb(\.gz)?$"),
     "tensorboard": re.compile(r"(^|\.)tfevents\.|^events\.out\."),
+    "mlflow": re.compile(r""),  # a run folder's files have any name (metrics/<key>): the reader sorts them out
 }
 SAME_EVENT_WITHIN_S = 60.0
 
@@ -83,7 +85,7 @@ def add_streams(run: RunData, problems: list[Problem]) -> None:
 # What each kind of file is called in the warning about one left at a run's top level.
 KIND_WORDS = {"log": "log", "wandb": "wandb export", "tensorboard": "TensorBoard event file",
               "ci_history": "CI history record", "events": "--dump-details event file",
-              "dashboard": "dashboard stream", "lab": "lab stream"}
+              "dashboard": "dashboard stream", "lab": "lab stream", "mlflow": "MLflow run file"}
 
 
 def warn_loose_files(root: Path, warnings: list[str]) -> None:
@@ -330,6 +332,8 @@ def classify(path: Path, warnings: list[str]) -> dict[str, list[Path]]:
 
 def _kind_of_file(path: Path) -> str | None:
     name = path.name.removesuffix(".gz")
+    if name in ("meta.yaml", "mlflow.db") or mlflow.run_folder(path) is not None:  # MLflow's file or database store
+        return "mlflow"
     if FILES["tensorboard"].search(name):
         return "tensorboard"
     if re.search(r"\.(log|txt)$", name):

@@ -6,7 +6,8 @@ import difflib
 import itertools
 import json
 import math
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -32,6 +33,10 @@ KNOWN_KEYS = ("rollout/raw_reward", "rollout/response_lengths", "rollout/truncat
               "train/ppo_kl", "train/entropy_loss", "perf/step_time", "perf/rollout_time", "perf/log_probs_time",
               "perf/train_time", "perf/update_weights_time", "perf/sleep_time", "perf/wake_up_time",
               "perf/train_wait_time", "eval/lag_steps", *STEP_KEYS)
+# Families of keys Miles logs with a character some writers replace by `_` (tensorboardX's `_clean_tag`, Miles'
+# own MLflow `_sanitize_key`): `passrate/pass@{k}`, k a power of two (miles/utils/metric_utils.py,
+# compute_pass_rate, at 31f1ca961). `{k}` stands for a whole number.
+CLEANED_FAMILIES = ("passrate/pass@{k}",)
 
 
 @dataclass
@@ -135,7 +140,8 @@ def _warn_silent_files(found: Found, problems: list[Problem], warnings: list[str
 # What a source's reader reads, for the warning about a file it read nothing from.
 WHAT_IS_READ = {"log": "metrics, Timer, [CPU memory], event or argument line",
                 "events": "metric record with a known key", "ci_history": "series of a known key",
-                "wandb": "value of a known key with its step", "tensorboard": "scalar of a known key"}
+                "wandb": "value of a known key with its step", "tensorboard": "scalar of a known key",
+                "mlflow": "value of a key under a known prefix"}
 
 
 def number_of_text(text: str) -> float | None:
@@ -209,6 +215,26 @@ def misread_of(key: str) -> str | None:
         return None
     close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.9)
     return close[0] if close else None
+
+
+def logged_key(written_key: str, clean: Callable[[str], str], warnings: list[str], where: str, writer: str) -> str:
+    """The key Miles logged that a writer cleaned into `written_key` (`passrate/pass_1` -> `passrate/pass@1`):
+    the one known key or family member `clean` turns into it; the key as written where none is, and where two are
+    (which one was logged cannot be told), a warning."""
+    logged = {key for key in KNOWN_KEYS if key != written_key and clean(key) == written_key}
+    for family in CLEANED_FAMILIES:
+        parts = [re.escape(clean(part)) for part in family.split("{k}")]
+        match = re.fullmatch("([0-9]+)".join(parts), written_key)
+        if match is not None:
+            key = family.format(k=match[1])
+            if key != written_key and clean(key) == written_key:
+                logged.add(key)
+    if len(logged) == 1:
+        return logged.pop()
+    if logged:
+        warnings.append(f"{where}: {written_key} may be any of {', '.join(sorted(logged))} as {writer} writes them "
+                        "(it replaces characters by _); read as written")
+    return written_key
 
 
 def step_key_of(metric: str) -> str | None:

@@ -11,11 +11,16 @@ key (miles/utils/tracking_utils/tensorboard_utils.py). A scalar is a 32-bit floa
 float32 exactly (its text the shortest that reads back as it, 0.5299999713897705 for 0.53): it agrees with
 another source within half a float32 ulp of its value (the most the float64 Miles logged can lie from it), and
 where another source holds the float64, that one is kept.
+
+torch's SummaryWriter keeps a tag as written; tensorboardX's replaces each character outside `[-/\\w.]` by `_`
+(`tensorboardX/summary.py`, `_clean_tag`): `passrate/pass@1` is written `passrate/pass_1`, and read back as the
+key Miles logged (`_common.logged_key`), so a log and tensorboardX's files of one job give it once.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +29,24 @@ from typing import Any
 import numpy as np
 
 from .._exceptions import Problem, display_path
-from ._common import STEP_KEYS, Found, MetricRecord, checked, float32_unit, read_bytes, step_key_of, written
+from ._common import (
+    STEP_KEYS,
+    Found,
+    MetricRecord,
+    checked,
+    float32_unit,
+    logged_key,
+    read_bytes,
+    step_key_of,
+    written,
+)
+
+# tensorboardX's _clean_tag (tensorboardX/summary.py, 2.6.5): what it replaces by `_`, then leading `/` dropped.
+_TENSORBOARDX_INVALID = re.compile(r"[^-/\w\.]")
+
+
+def tensorboardx_clean(key: str) -> str:
+    return _TENSORBOARDX_INVALID.sub("_", key).lstrip("/")
 
 
 class Damaged(Exception):
@@ -44,7 +66,7 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
         where = display_path(path)
         found.read_file(where, not data)
         try:
-            _read_events(data, where, found)
+            _read_events(data, where, found, warnings)
         except Damaged as damage:
             warnings.append(f"{where}: not a TensorBoard event file ({damage.why} at its first record); nothing read"
                             if not damage.records else f"{where}: {damage.why} after {damage.records} whole "
@@ -93,24 +115,27 @@ def records(data: bytes) -> Iterator[bytes]:
         count += 1
 
 
-def _read_events(data: bytes, where: str, found: Found) -> None:
+def _read_events(data: bytes, where: str, found: Found, warnings: list[str]) -> None:
     from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
     from tensorboard.compat.proto.event_pb2 import Event
 
+    keys: dict[str, str] = {}  # tag -> the key Miles logged, worked out once per file (its warning once)
     for index, payload in enumerate(records(data), start=1):
         try:
             event = Event.FromString(payload)
         except DecodeError:
             raise Damaged(index - 1, "a record that is not a TensorBoard event") from None
         if event.HasField("summary"):
-            _read_event(event, where, index, found)
+            _read_event(event, where, index, found, keys, warnings)
 
 
-def _read_event(event: Any, where: str, index: int, found: Found) -> None:
+def _read_event(event: Any, where: str, index: int, found: Found, keys: dict[str, str], warnings: list[str]) -> None:
     ts = written(float(event.wall_time))  # a NaN wall time is written, not missing: the schema refuses it
     found.saw_time(ts)
     for item in event.summary.value:
-        key = item.tag
+        if item.tag not in keys:
+            keys[item.tag] = logged_key(item.tag, tensorboardx_clean, warnings, where, "tensorboardX")
+        key = keys[item.tag]
         step_key = None if key in STEP_KEYS else step_key_of(key)
         scalar = _scalar(item)
         if scalar is None or step_key is None:

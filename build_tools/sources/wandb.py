@@ -8,7 +8,8 @@ process: it is no Miles step, and a value is read only at its own step key's val
 - `*.csv` a chart downloads: its first column is its x-axis. A chart plotted against its step key (`train/step`,
   ...) is read, one column per key (the run's name may stand in front: `my-run - rollout/raw_reward`); a
   downsampled chart adds `key__MIN` and `key__MAX` columns, and a row is read only where they equal the value (a
-  bucket of one logged value), never a bucket's mean. A chart whose x-axis is wandb's `Step` is refused.
+  bucket of one logged value), never a bucket's mean. A chart whose x-axis is wandb's `Step` is refused; the
+  `<run> - _step` series wandb's UI adds to a chart on a step key is left out, with a warning.
 - `*.csv` of `run.history()` written with pandas' `to_csv` (a `_step` column): a row per `log()` call, read as
   `scan_history` rows; its steps are floats (`0.0`) where a column has gaps.
 - `*.jsonl`: JSON lines of `run.scan_history()` rows (`_step`, `_timestamp`, the step key and the logged keys), or
@@ -114,6 +115,11 @@ def _read_chart(header: list[str], rows: list[list[str]], where: str, found: Fou
         key = _key_of(column)
         if column.endswith(("__MIN", "__MAX")):
             continue
+        if _is_wandb_step(column):
+            warnings.append(f"{where}: column {column!r} left out: wandb adds its own _step to a chart's CSV (it "
+                            "counts every wandb.log call, no Miles step); the other columns are read at "
+                            f"{axis}")
+            continue
         if step_key_of(key) != axis:
             problems.append(Problem(where, 1, key, f"logged against {step_key_of(key) or 'no step key'}, but the "
                                     f"chart's x-axis is {axis}; export it from a chart whose x-axis is its own step "
@@ -148,6 +154,12 @@ def _read_chart(header: list[str], rows: list[list[str]], where: str, found: Fou
     if bucketed:
         warnings.append(f"{where}: {bucketed} downsampled value(s) (min and max differ) not read; export the chart "
                         "with every point, or the run history")
+
+
+def _is_wandb_step(column: str) -> bool:
+    """wandb's `_step` series, which its UI adds to a chart on a custom x-axis (`my-run - _step`; wandb issue
+    #6474)."""
+    return column == "_step" or column.endswith(" - _step")
 
 
 def _twice(header: list[str], where: str, problems: list[Problem]) -> bool:
@@ -302,6 +314,25 @@ def _json_row(doc: dict[str, Any], where: str, number: int, warnings: list[str])
     return row
 
 
+# The log's first record, its header, holds the version of wandb that wrote it: `0.31.0+<40 hex digits>`.
+WRITER_VERSION = re.compile(rb"([0-9]+\.[0-9]+\.[0-9]+(?:\.?[a-z]+[0-9]*)?)\+[0-9a-f]{40}")
+
+
+def written_by(data: bytes) -> str | None:
+    """The wandb version the header of an offline run's log names (its producer), or None where none shows."""
+    match = WRITER_VERSION.search(data[:512])
+    return match[1].decode("ascii") if match else None
+
+
+def installed_wandb() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("wandb")
+    except PackageNotFoundError:
+        return "none"
+
+
 def _wandb_reader(path: Path, data: bytes) -> subprocess.CompletedProcess[str]:
     """`wandb leet inspect --json` on the log (a gzipped one unpacked into a temporary folder first), offline."""
     with tempfile.TemporaryDirectory(prefix=f"manual-wandb-{os.getpid()}-") as tmp:
@@ -322,10 +353,12 @@ def _read_offline_run(path: Path, found: Found, problems: list[Problem], warning
     data = read_bytes(path, problems)  # gunzipped (`make add-run` gzips what it copies), size-limited
     if data is None:
         return
+    writer = written_by(data)
+    pin = f"wandb=={writer}" if writer else WANDB_PIN
+    export = f"`wandb sync {display_path(path.parent)}` and export the run with run.scan_history()"
     if importlib.util.find_spec("wandb") is None:
         problems.append(Problem(where, None, None, "a wandb offline run's log, which only wandb reads, and wandb is "
-                                f"not installed here: install it (pip install {WANDB_PIN}) to read it, or "
-                                f"`wandb sync {display_path(path.parent)}` and export the run with run.scan_history()"))
+                                f"not installed here: install it (pip install {pin}) to read it, or {export}"))
         return
     found.read_file(where, not data)
     try:
@@ -335,6 +368,12 @@ def _read_offline_run(path: Path, found: Found, problems: list[Problem], warning
         return
     if result.returncode != 0:
         said = (result.stderr.strip() or result.stdout.strip() or f"exit status {result.returncode}").splitlines()
+        installed = installed_wandb()
+        if writer and installed != writer:  # e.g. an older wandb: "No such command 'leet'"
+            problems.append(Problem(where, None, None, f"written by wandb {writer}, which the wandb installed here "
+                                    f"({installed}) cannot read ({said[-1][:120]}): pip install {pin} to read it, or "
+                                    f"{export}"))
+            return
         problems.append(Problem(where, None, None, f"wandb could not read it: {said[-1][:200]}"))
         return
     for line in result.stderr.splitlines():  # e.g. the end of a log cut off when the job was killed
