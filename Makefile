@@ -71,7 +71,7 @@ $(ACTIONLINT): $(STAMP)
 
 # The print edition's WeasyPrint draws text with Debian's pango.
 $(PDF_STAMP): $(STAMP)
-	@ldconfig -p | grep -q 'libpangoft2-1.0.so.0' || { \
+	@PATH="$$PATH:/usr/sbin:/sbin" ldconfig -p | grep -q 'libpangoft2-1.0.so.0' || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; fi; }
 	touch $(PDF_STAMP)

@@ -91,7 +91,7 @@ def test_the_metrics_page_cites_miles_line_under_the_seeds_tables_kept_word_for_
         example_summaries: dict) -> None:
     guidance = load_tables(ROOT / "docs" / "data")["miles_guidance"]
     page = render_metrics(environment(ROOT / "templates"), load_spec(SPEC), "docs/data/metrics.yml",
-                          example_summaries, CHAPTERS, guidance)
+                          example_summaries, CHAPTERS, guidance=guidance)
     for title, rows in seed_tables(METRICS_SEED).items():
         assert markdown_tables(page)[title] == rows
     notes = [line for line in page.splitlines() if line.startswith("    ") and "should stay" in line]
