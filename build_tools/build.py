@@ -12,18 +12,26 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import blocks as blocks_stage
-from . import claims as claims_stage
-from ._exceptions import ChapterError, EditionFileError, MetricsSpecError, Problem, RunDataError, display_path
-from ._layout import Layout
-from ._lock import build_lock
-from ._progress import Progress
-from ._settings import Settings
-from ._staging import clean_leftovers, staging, temporary_prefix, write_atomic
-from ._types import BuildResult, FigureBlock, RunsRead, Stamp, ValidatedRun
-from .stamp import check_commits, load_stamp
+from build_tools.checking import blocks as blocks_stage
+from build_tools.checking import claims as claims_stage
+from build_tools.core._exceptions import (
+    ChapterError,
+    EditionFileError,
+    MetricsSpecError,
+    Problem,
+    RunDataError,
+    display_path,
+)
+from build_tools.core._layout import Layout
+from build_tools.core._lock import build_lock
+from build_tools.core._progress import Progress
+from build_tools.core._settings import Settings
+from build_tools.core._staging import clean_leftovers, staging, temporary_prefix, write_atomic
+from build_tools.core._types import BuildResult, FigureBlock, RunsRead, Stamp, ValidatedRun
+from build_tools.editions.stamp import check_commits, load_stamp
+from build_tools.summarise.summary import Wanted, summarise_runs
+
 from .store import uptodate
-from .summary import Wanted, summarise_runs
 
 
 def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
@@ -39,7 +47,7 @@ GUIDANCE_FILE = "miles_guidance.txt"  # build/: the last check's warnings of Mil
 def _past_miles_lines(blocks: list[Any], tables: dict[str, Any], runs: dict[str, Any]) -> list[str]:
     """A warning for each Metrics row and each claim whose values go past a line Miles draws for its metric
     (docs/data/miles_guidance.yml): Miles' advice, which the manual's numbers do not follow."""
-    from . import miles_guidance
+    from build_tools.checking import miles_guidance
 
     rules = miles_guidance.rules_of(tables.get(miles_guidance.TABLE))
     spec = tables.get("metrics")
@@ -111,7 +119,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
             blocks, tables, chapter_error = [], {}, error
         wanted = None if settings.all_runs else _wanted(layout, blocks, tables)
         if site:  # the drawing's workers get ready while the runs are summarised
-            from . import draw
+            from build_tools.drawing import draw
 
             draw.start_workers_early(blocks, cache / "figures", settings.jobs, also=[summarise_runs.__module__])
         try:
@@ -154,8 +162,9 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
 
     # The stages below write into a fresh folder that replaces the old one only when all succeeded,
     # so a failed build never leaves half-written pages or a half-built site.
-    from . import draw, render
-    from . import site as site_stage
+    from build_tools.drawing import draw
+    from build_tools.pages import render
+    from build_tools.website import site as site_stage
 
     figure_warnings: list[str] = []
     with staging(layout.pages) as pages:
@@ -178,7 +187,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         site_stage.build_site(layout.mkdocs_yml, layout.pages, layout.site, settings)
     # A published edition's build also writes its print edition (site/<edition>.pdf), which its manifest lists.
     if settings.edition:
-        from . import pdf
+        from build_tools.website import pdf
 
         with progress.stage("Writing the print edition"):
             pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch)
@@ -192,7 +201,7 @@ def _render_unseen(layout: Layout, result: BuildResult, tables: Mapping[str, Any
     """A check's verdict on the pages: every page rendered as the build renders it (the Metrics page's run sets
     and statistics, the chapters, the front matter), without figures, into a folder removed afterwards. What would
     stop the build's rendering stops the check, with the same lines: one verdict."""
-    from . import render
+    from build_tools.pages import render
 
     layout.build.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=temporary_prefix("check-pages"), dir=layout.build) as pages:
@@ -209,13 +218,13 @@ def _wanted(layout: Layout, blocks: list[FigureBlock], tables: Mapping[str, Any]
     spec = _metrics_spec(layout, tables)
     if spec is None:
         return Wanted(ids)
-    from . import metrics_table
+    from build_tools.pages import metrics_table
 
     return Wanted(ids, metrics_table.summarises(spec), metrics_table.metrics_named(spec))
 
 
 def _metrics_spec(layout: Layout, tables: Mapping[str, Any]) -> dict[str, Any] | None:
-    from . import metrics_table
+    from build_tools.pages import metrics_table
 
     try:
         return metrics_table.spec_of(tables, display_path(layout.metrics_yml))
@@ -229,7 +238,7 @@ def _unread(layout: Layout, tables: Mapping[str, Any], validated: Mapping[str, V
     spec = _metrics_spec(layout, tables) if validated else None
     if spec is None:
         return len(validated)
-    from . import metrics_table
+    from build_tools.pages import metrics_table
 
     return len(validated) - len(metrics_table.runs_read(spec, validated))
 

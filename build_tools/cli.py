@@ -20,14 +20,14 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from ._escape import terminal_text
-from ._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError, bad_option
-from ._layout import Layout
+from build_tools.core._escape import terminal_text
+from build_tools.core._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError, bad_option
+from build_tools.core._layout import Layout
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ._settings import Settings
+    from build_tools.core._settings import Settings
 
 EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
@@ -89,7 +89,7 @@ class _Replay:
 
     def edition_margin(self, edition_yml: Path) -> float | None:
         if "warn_margin" not in self.margin:
-            from .margins import threshold_of
+            from build_tools.checking.margins import threshold_of
 
             self.margin["warn_margin"] = threshold_of(edition_yml)
         return self.margin["warn_margin"]
@@ -131,7 +131,7 @@ _out = _Console(highlight=False, soft_wrap=True)
 def _settings(**options: Any) -> Settings:
     """The build's settings: the command's options, and what make and an edition's rebuild put in the environment
     (checked now, before anything runs)."""
-    from ._settings import from_environment
+    from build_tools.core._settings import from_environment
 
     return from_environment(**options)
 
@@ -146,7 +146,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     # touches site/, so a site found current is one no build was replacing.
     if not args.force and uptodate.is_current(layout, settings):
         return _nothing_changed()
-    from ._lock import build_lock
+    from build_tools.core._lock import build_lock
 
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
         # Again under the lock: a build that waited for another finds the site that one built up to date.
@@ -179,11 +179,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return _margins(layout, args, plain, threshold, [])
     if not args.ray:
         _start_readers_early(layout, settings)
+    from build_tools.summarise.summary import describe
+
     from .build import check, skipped_line
-    from .summary import describe
 
     if args.ray:
-        from ._ray import ray_summariser
+        from build_tools.summarise._ray import ray_summariser
 
         settings = replace(settings, summariser=ray_summariser(args.ray))
     try:
@@ -192,7 +193,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         # A false claim still prints the runs and every figure's line before the error.
         _out.print("\n".join(error.report_lines), markup=False)
         if args.format == "github":
-            from . import margins
+            from build_tools.checking import margins
 
             report_data = margins.read_report(layout.build / "claims.json")
             _out.print("\n".join(margins.failure_commands(report_data)), markup=False)
@@ -231,9 +232,9 @@ def _start_readers_early(layout: Layout, settings: Settings) -> None:
             runs = sum(entry.is_dir() for entry in found)
     except OSError:
         return  # the check says what is wrong with runs/
-    from ._workers import start_early
+    from build_tools.core._workers import start_early
 
-    start_early(["build_tools.summary"], runs)  # what summary._in_pool's workers import (its __name__)
+    start_early(["build_tools.summarise.summary"], runs)  # what summary._in_pool's workers import (its __name__)
 
 
 # A decimal number in ASCII digits: float() also takes "٠.٥", "０.５", "1_0" and spaces around.
@@ -257,8 +258,8 @@ def _margins(layout: Layout, args: argparse.Namespace, plain: _Replay, threshold
              data_warnings: Sequence[str]) -> int:
     """After every claim held: the claims closest to failing, a warning for each below the threshold (the option's,
     else edition.yml's), and with --strict exit 6 when there is one."""
-    from . import margins
-    from ._exceptions import display_path, margins_below, strict_without_threshold
+    from build_tools.checking import margins
+    from build_tools.core._exceptions import display_path, margins_below, strict_without_threshold
 
     report_data = margins.read_report(layout.build / "claims.json")
     plain.say("\n".join(margins.closest_lines(report_data)))
@@ -283,8 +284,8 @@ def _margins(layout: Layout, args: argparse.Namespace, plain: _Replay, threshold
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from . import compare
-    from ._lock import build_lock
+    from build_tools.commands import compare
+    from build_tools.core._lock import build_lock
 
     yours = compare.load_reader_run(args.run)
     _warn(yours.warnings)  # what reading your run skipped or doubted, on stderr
@@ -299,10 +300,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_watch(args: argparse.Namespace) -> int:
     import sys
 
-    from . import contract as contract_module
-    from ._exceptions import EXIT_OUTSIDE, ManualError
-    from .watch import show
-    from .watch.run import Breach, Watch
+    from build_tools.checking import contract as contract_module
+    from build_tools.commands.watch import show
+    from build_tools.commands.watch.run import Breach, Watch
+    from build_tools.core._exceptions import EXIT_OUTSIDE, ManualError
 
     root = args.root.resolve()
     where = args.contract or root / "site" / contract_module.CONTRACT_FILE
@@ -356,9 +357,9 @@ def _validation_lines(error: ValueError) -> list[str]:
 
 def _claims_checked(root: Path, run: Path) -> dict[str, tuple[bool | None, str]]:
     """Figure number -> (holds, detail) of each claim `compare` checks on the run; none when it cannot be read."""
-    from . import compare
-    from ._exceptions import ManualError
-    from ._lock import build_lock
+    from build_tools.commands import compare
+    from build_tools.core._exceptions import ManualError
+    from build_tools.core._lock import build_lock
 
     try:
         yours = compare.load_reader_run(run)
@@ -371,7 +372,7 @@ def _claims_checked(root: Path, run: Path) -> dict[str, tuple[bool | None, str]]
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from . import show
+    from build_tools.commands import show
 
     path = show.resolve(args.root.resolve(), args.run)
     run, summary, found = show.load(path)
@@ -390,7 +391,7 @@ def _warn(warnings: list[str]) -> None:
 
 
 def _cmd_add_run(args: argparse.Namespace) -> int:
-    from .add_run import add_run
+    from build_tools.commands.add_run import add_run
 
     lines, warnings = add_run(args.root.resolve(), args.src, args.id or None)
     _warn(warnings)
@@ -399,7 +400,7 @@ def _cmd_add_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_record(args: argparse.Namespace) -> int:
-    from . import record
+    from build_tools.commands import record
 
     interval = _seconds("--interval", args.interval, "a number of seconds above 0", "--interval 1", zero=False)
     flush = _seconds("--flush", args.flush, "a number of seconds, 0 or more", "--flush 5", zero=True)
@@ -427,7 +428,8 @@ def _whole(option: str, text: str | None, expected: str, example: str) -> int | 
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from . import serve
+    from build_tools.website import serve
+
     from .build import build
 
     settings = _settings()
@@ -435,7 +437,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_pdf(args: argparse.Namespace) -> int:
-    from . import pdf
+    from build_tools.website import pdf
+
     from .build import build
 
     settings = _settings()
@@ -447,13 +450,13 @@ def _cmd_pdf(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from . import bench
+    from build_tools.benchmarks import bench
 
     return bench.main()
 
 
 def _cmd_publish(args: argparse.Namespace) -> int:
-    from . import edition
+    from build_tools.editions import edition
 
     result = edition.publish(args.root, args.edition, branch=args.branch, remote=args.remote, push=args.push,
                              replace=args.replace, settings=_settings())
@@ -475,7 +478,7 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from . import edition
+    from build_tools.editions import edition
 
     published, found = edition.verify(args.root, args.edition, branch=args.branch)
     tag = edition.tag_name(args.edition)
@@ -492,7 +495,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from . import edition
+    from build_tools.editions import edition
 
     _out.print(edition.diff(args.root, args.old, args.new, branch=args.branch), markup=False, end="")
     return 0

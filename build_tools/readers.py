@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import axes
-from ._exceptions import MissingValue
-from ._types import RunSummary
-from .summary import is_time
-from .summary_phases import COUNTED_RANKS
+from build_tools.core._exceptions import MissingValue
+from build_tools.core._types import RunSummary
+from build_tools.ingest import axes
+from build_tools.summarise.summary import is_time
+from build_tools.summarise.summary_phases import COUNTED_RANKS
 
 _REQUIRED: Any = object()  # no default: a missing field raises
 _SHOWN_NON_FINITE = 3  # non-finite values named in a message; the rest counted

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from build_tools._exceptions import ManualError
+from build_tools.core._exceptions import ManualError
 
 from . import build_all
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from build_tools.stamp import load_stamp
+from build_tools.editions.stamp import load_stamp
 
 from . import _lab as L
 from ._build import Run, finish

@@ -313,8 +313,8 @@ LAUNCH = {"train_backend": "fsdp", "prompt_data": "/root/gsm8k/train.parquet", "
 
 def meta_args(spec: RunSpec) -> dict[str, Any]:
     """meta.json's args as Miles writes them: its _SNAPSHOT_KEYS that the parser has, in that order, each the
-    run's value or the parser's default (build_tools/data/miles_args.json); wandb_group names the run."""
-    from build_tools import miles_facts
+    run's value or the parser's default (build_tools/ingest/miles_facts/miles_args.json); wandb_group names the run."""
+    from build_tools.ingest import miles_facts
 
     flags = miles_facts.flags()
     launch = {**flags_for(spec), **ONE_GPU, "wandb_group": spec.run_id,

@@ -3,7 +3,7 @@ marks for heat-guard pauses and failures. Figures read the runs' values through 
 MissingValue names the run and the value a figure lacks.
 
 Figures use the object API (matplotlib.figure.Figure), never pyplot state, so draws in one process do
-not leak into each other. The style (rcParams) is applied by build_tools/draw.py around each draw.
+not leak into each other. The style (rcParams) is applied by build_tools/drawing/draw.py around each draw.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.typing import HashableList
 
-from build_tools import variants
-from build_tools._types import RunSummary
-from build_tools.checks import words
-from build_tools.palette import load_palette, role_color, role_label
+from build_tools.checking.checks import words
+from build_tools.core._types import RunSummary
+from build_tools.drawing import variants
+from build_tools.drawing.palette import load_palette, role_color, role_label
 from build_tools.readers import events_of
 
 # Colours that are not roles: only the neutrals of figures/palette.yml.
@@ -43,7 +43,7 @@ def new_figure(rows: int = 1, cols: int = 1, *, height: float | None = None,
     width of the page's content column, so that its text keeps the style's size on the page; a module sets
     only the height. With `mosaic`, the axes are a dict by the mosaic's names.
 
-    On a phone (build_tools/variants.py) the figure is the phone's column wide and its panels are stacked,
+    On a phone (build_tools/drawing/variants.py) the figure is the phone's column wide and its panels are stacked,
     one per row in reading order (a 1 x n grid becomes n x 1, indexed alike); `phone_height` is its height
     there (by default the desktop height, once per panel that was side by side)."""
     figure = Figure()
@@ -88,7 +88,7 @@ def colour(role: str) -> str:
 def shaded(role: str, alpha: float = SHADE_ALPHA) -> dict[str, Any]:
     """The keywords of an area shaded in a role's colour (a span, a band, a box): a translucent fill inside an
     opaque outline of the role's colour, which gives the area its 3:1 contrast on either scheme's background
-    (build_tools/palette_check.py, low_contrast)."""
+    (build_tools/drawing/palette_check.py, low_contrast)."""
     return {"facecolor": to_rgba(colour(role), alpha), "edgecolor": colour(role), "linewidth": OUTLINE}
 
 

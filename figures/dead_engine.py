@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from build_tools._types import RunSummary
+from build_tools.core._types import RunSummary
 from build_tools.readers import events_of, series_of, start_ts
 
 from ._common import colour, mark_failure, new_figure, shade_heat_pauses, shaded

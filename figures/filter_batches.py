@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from build_tools._types import RunSummary
+from build_tools.core._types import RunSummary
 from build_tools.readers import config_value, series_of, step_values
 
 from ._common import INK, PAPER, colour, legend, new_figure
@@ -19,7 +19,7 @@ ALT = ("Bars of the groups dropped by the filter at each step, with a dashed lin
 ALT_NAMES = {"drawn": ["16 groups", "one batch", "two batches"], "axes": ["groups dropped"]}
 DROPPED = "rollout/dynamic_filter/drop_zero_std"
 DEFAULT_SPLIT = 16  # used when the figure block sets no `split` option
-OPTIONS = {"split": "number"}  # the options a figure block may set (build_tools/_figure_modules.py)
+OPTIONS = {"split": "number"}  # the options a figure block may set (build_tools/drawing/_figure_modules.py)
 
 
 def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any],

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from build_tools._types import RunSummary
+from build_tools.core._types import RunSummary
 from build_tools.readers import series_of, step_values
 
 from ._common import INK, PAPER, colour, fitted, legend, new_figure

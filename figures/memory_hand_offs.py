@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from build_tools._types import RunSummary
+from build_tools.core._types import RunSummary
 from build_tools.readers import counted_phases, series_of, step_values
 
 from ._common import SHADE_ALPHA, colour, fitted, label, legend, new_figure, on_phone, shade_heat_pauses, shaded

@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from build_tools._types import RunSummary
+from build_tools.core._types import RunSummary
 from build_tools.readers import counted_phases
 
 from ._common import INK, PAPER, colour, figure_legend, new_figure, on_phone, shade_heat_pauses

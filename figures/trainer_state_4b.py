@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from build_tools._types import RunSummary
+from build_tools.core._types import RunSummary
 from build_tools.readers import config_value, events_of, series_of, start_ts
 
 from ._common import INK, colour, fitted, legend, new_figure, shade_heat_pauses, shaded

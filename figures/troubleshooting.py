@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 
-from build_tools._types import RunSummary
+from build_tools.core._types import RunSummary
 
 from ._common import INK, new_figure, on_phone, shaded
 

@@ -17,14 +17,14 @@ SEEDS = SAMPLES / "shared" / "seeds"
 def manual_blocks(root: Path = ROOT) -> list:
     """The figure blocks of the chapters under root: the one list of the manual's figures that tests count
     (a figure added to a chapter is counted with no edit to any test)."""
-    from build_tools.blocks import read_blocks
+    from build_tools.checking.blocks import read_blocks
 
     return read_blocks(root / "docs", root / "figures")
 
 
 def copy_project(target: Path) -> Path:
     """A copy of the project's inputs in target, ready to build."""
-    from build_tools._layout import copy_inputs
+    from build_tools.core._layout import copy_inputs
 
     return copy_inputs(ROOT, target)
 
@@ -32,7 +32,7 @@ def copy_project(target: Path) -> Path:
 @pytest.fixture(scope="session")
 def example_summaries(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The summaries of the shipped example runs (read once per test session)."""
-    from build_tools.summary import summarise_runs
+    from build_tools.summarise.summary import summarise_runs
 
     return summarise_runs(ROOT / "runs", tmp_path_factory.mktemp("summary-cache"))
 
@@ -40,8 +40,8 @@ def example_summaries(tmp_path_factory: pytest.TempPathFactory) -> dict:
 @pytest.fixture(scope="session")
 def built_manual(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole manual built once from a copy of the project; returns the copy's root."""
-    from build_tools._settings import Settings
     from build_tools.build import build
+    from build_tools.core._settings import Settings
 
     root = copy_project(tmp_path_factory.mktemp("manual"))
     build(root, Settings(quiet=True))
@@ -54,7 +54,7 @@ def stubbed() -> Iterator[pytest.MonkeyPatch]:
     publishing and kill tests exercise git and mike, not the manual's build."""
     from test_edition import stub_build, stub_rebuild
 
-    from build_tools import edition
+    from build_tools.editions import edition
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(edition, "run_build", stub_build)

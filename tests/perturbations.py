@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from build_tools._types import CheckResult, FigureBlock, RunSummary
-from build_tools.checks import Ctx, claim_numbers, evaluate, words
-from build_tools.checks.timeline import UNITS
+from build_tools.checking.checks import Ctx, claim_numbers, evaluate, words
+from build_tools.checking.checks.timeline import UNITS
+from build_tools.core._types import CheckResult, FigureBlock, RunSummary
 
 PAST = 0.1  # a moved value lands this share of its distance from the interval's end past it, or short of it
 # Kinds of check that may have no change within them: exact facts and counts (a tie leaves no slack).

@@ -17,9 +17,9 @@ import pytest
 import yaml
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import load
-from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools.cli import main
+from build_tools.core._exceptions import EXIT_BAD_INPUT
+from build_tools.ingest import load
 
 SOURCES = SAMPLES / "sources"
 CSV = (SOURCES / "expected.csv").read_text()
@@ -297,7 +297,7 @@ def test_a_link_put_in_src_after_the_check_is_not_followed(project: Path, tmp_pa
                                                            capsys) -> None:
     """The copy opens each file without following a link at any step: one swapped in once SRC was checked (here:
     the check sees nothing) is refused, and nothing is added."""
-    from build_tools import add_run
+    from build_tools.commands import add_run
 
     src = job(tmp_path, "log/output.log")
     shutil.copy(SOURCES / "log" / "job.log", tmp_path / "elsewhere.log")
@@ -313,7 +313,7 @@ def test_a_link_put_in_src_after_the_check_is_not_followed(project: Path, tmp_pa
 
 
 def test_a_failure_after_copying_leaves_no_run_folder(project: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    from build_tools import add_run
+    from build_tools.commands import add_run
 
     def disk_full(name: str) -> None:
         assert name == "add-run-copied"

@@ -1,4 +1,4 @@
-"""build_tools/bench_scale.py and examples/_scaled.py: the scaled run sets of `make bench SCALE=...`
+"""build_tools/benchmarks/bench_scale.py and examples/_scaled.py: the scaled run sets of `make bench SCALE=...`
 are the example generator's runs, written fast but byte for byte as its own writer writes them, and they load."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import copy_project
 
-from build_tools import _json_floor, bench_scale
+from build_tools.benchmarks import _json_floor, bench_scale
 from build_tools.cli import main
 from examples._build import prepare
 from examples._output import write_run
@@ -231,18 +231,18 @@ def test_other_work_is_the_cpu_of_processes_outside_the_measured_tree() -> None:
         other.wait()
 
 
-# --- build_tools/bench.py: the example runs' goals ------------------------------------------------------------
+# --- build_tools/benchmarks/bench.py: the example runs' goals ---------------------------------------------------------
 
 
 def example_results(cold: float, noop: float, bare: float = 2.0, serial: float = 8.0):
-    from build_tools.bench import Results, Timing
+    from build_tools.benchmarks.bench import Results, Timing
 
     return Results(cold=Timing(cold, 20.0), noop=Timing(noop, 0.1), touched=Timing(3.0, 6.0), touched_run="a-run",
                    serial=Timing(serial, 8.0), parallel=Timing(5.0, None), bare=Timing(bare, 1.5), peak_mib=190.4)
 
 
 def test_the_example_goals_are_judged_by_their_ratios_and_printed(monkeypatch) -> None:
-    from build_tools import bench
+    from build_tools.benchmarks import bench
 
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
@@ -270,7 +270,7 @@ def test_the_example_goals_are_judged_by_their_ratios_and_printed(monkeypatch) -
     (11.4, 0.7, ["no-op / bare mkdocs", "no-op / 0.14 s"]),  # 0.7 / 2 = 0.35
     (11.4, 0.15, ["no-op / 0.14 s"])])
 def test_an_example_goal_missed_says_which_and_exits_5(cold, noop, missed, monkeypatch) -> None:
-    from build_tools import bench
+    from build_tools.benchmarks import bench
 
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
     lines, code = bench.report(example_results(cold=cold, noop=noop), 0.5, 1.2, 0.02)
@@ -279,7 +279,7 @@ def test_an_example_goal_missed_says_which_and_exits_5(cold, noop, missed, monke
 
 
 def test_a_busy_machine_gets_no_verdict_on_the_example_goals(monkeypatch) -> None:
-    from build_tools import bench
+    from build_tools.benchmarks import bench
 
     monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
@@ -290,7 +290,7 @@ def test_a_busy_machine_gets_no_verdict_on_the_example_goals(monkeypatch) -> Non
 
 
 def test_builds_that_cannot_cache_their_bytecode_are_said_to(monkeypatch) -> None:
-    from build_tools import bench
+    from build_tools.benchmarks import bench
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     lines, _ = bench.report(example_results(cold=11.4, noop=0.12), 0.5, 1.2, 0.02)
@@ -299,7 +299,7 @@ def test_builds_that_cannot_cache_their_bytecode_are_said_to(monkeypatch) -> Non
 
 
 def test_the_builds_run_as_a_users_make_runs_them(monkeypatch, tmp_path: Path) -> None:
-    from build_tools import bench
+    from build_tools.benchmarks import bench
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.setenv("MANUAL_BENCH_PROBE", "kept")
@@ -320,7 +320,7 @@ def test_the_cpu_seconds_of_a_build_count_what_it_left_running(adopt: bool) -> N
     import subprocess
     import sys
 
-    script = (f"import sys\nfrom pathlib import Path\nfrom build_tools import bench\nadopted = {adopt} and "
+    script = (f"import sys\nfrom pathlib import Path\nfrom build_tools.benchmarks import bench\nadopted = {adopt} and "
               "bench.adopt_orphans()\ntiming = bench.timed(lambda: bench.run_and_wait([sys.executable, '-c', "
               f"{LEAVES_A_BUSY_ORPHAN!r}], Path('.')))\nprint(adopted, timing.cpu)")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
@@ -372,7 +372,7 @@ def test_the_long_run_is_judged_summarised(capsys) -> None:
 
 
 def test_the_summarised_check_is_the_command_make_check_all_1_runs(tmp_path: Path) -> None:
-    from build_tools._make import arguments
+    from build_tools.commands._make import arguments
 
     assert arguments("check", {"ALL": "1"}, tmp_path) == list(bench_scale.ALL_RUNS_ARGUMENTS)
     assert bench_scale.all_runs_command(tmp_path) == ["-m", "build_tools", "--root", str(tmp_path), "check", "--all"]

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 
-from build_tools import bench_history
+from build_tools.benchmarks import bench_history
 
 
 def test_each_bench_appends_one_line_with_the_machine_the_load_and_the_commit(tmp_path) -> None:

@@ -1,4 +1,4 @@
-"""build_tools/bench_ray.py, `make bench RAY=...`: what it refuses, and what it measures of a command."""
+"""build_tools/benchmarks/bench_ray.py, `make bench RAY=...`: what it refuses, and what it measures of a command."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from build_tools import bench_ray, bench_scale
+from build_tools.benchmarks import bench_ray, bench_scale
 
 
 def test_a_malformed_address_is_one_line_before_anything_is_measured(capsys: pytest.CaptureFixture[str]) -> None:

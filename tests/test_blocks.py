@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import SEEDS
 
-from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError
-from build_tools.blocks import load_tables, read_blocks, resolve_references
+from build_tools.checking.blocks import load_tables, read_blocks, resolve_references
+from build_tools.core._exceptions import EXIT_BAD_INPUT, ChapterError
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = Path(__file__).resolve().parent / "samples" / "chapters"

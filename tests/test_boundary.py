@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import boundary, cli, pdf
-from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError, PrintEditionError
-from build_tools.blocks import read_blocks
+from build_tools import cli
+from build_tools.checking.blocks import read_blocks
+from build_tools.core._exceptions import EXIT_BAD_INPUT, ChapterError, PrintEditionError
+from build_tools.website import boundary, pdf
 
 OUTSIDE = SAMPLES / "chapters" / "outside"
 CHAPTER = OUTSIDE / "docs" / "01-outside.md"
@@ -22,7 +23,7 @@ SITE_TAIL = "a page names only the manual's own pages and figures, and web pages
 WEB_TAIL = "a file of another host: the site loads nothing from outside (a link to it is fine)"
 PRINT_TAIL = "the print edition reads only the files of the built site"
 ELEMENT_TAIL = ("which a page of the manual does not need: a page holds text, tables, code, figures and links "
-                "(build_tools/allowlist.py lists what it may hold)")
+                "(build_tools/website/allowlist.py lists what it may hold)")
 CSS_TAIL = "an address in CSS: the manual's CSS names no file, only a #fragment of its own page or drawing"
 
 SITE_LINES = [

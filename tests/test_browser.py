@@ -362,7 +362,7 @@ def test_figure_text_is_at_least_12_px_at_every_width_in_both_schemes(built_manu
     """Figure text as Chromium draws it at a 1440 px, a 390 px and a 360 px window, in the scheme a reader's system asks
     for: each SVG text's font size times the width the page shows the image at, over the SVG's viewBox width
     (the SVG is an <img>, so its text is scaled with it); each page shows the variant of its width and scheme."""
-    from build_tools import legibility, variants
+    from build_tools.drawing import legibility, variants
 
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)  # type: ignore[attr-defined]
     page = context.new_page()

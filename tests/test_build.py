@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLES, copy_project, manual_blocks
 
-from build_tools._exceptions import EXIT_BAD_INPUT
-from build_tools._layout import Layout
-from build_tools._settings import Settings
 from build_tools.build import build
 from build_tools.cli import main
+from build_tools.core._exceptions import EXIT_BAD_INPUT
+from build_tools.core._layout import Layout
+from build_tools.core._settings import Settings
 from build_tools.store import uptodate
 
 
@@ -225,9 +225,9 @@ def test_skipped_line_counts_the_runs() -> None:
 def test_the_site_summarises_only_the_runs_a_metrics_row_reads_whole(project: Path) -> None:
     """The rows over every run (`all`: train/entropy_loss all_zero, perf/train_wait_time every_step) read the facts
     validation takes, at a check too; a row that reads whole summaries (a median) summarises its runs."""
-    from build_tools import metrics_table
-    from build_tools.blocks import load_tables, read_blocks
     from build_tools.build import _wanted
+    from build_tools.checking.blocks import load_tables, read_blocks
+    from build_tools.pages import metrics_table
 
     layout = Layout(project)
     blocks = read_blocks(layout.docs, layout.figures_src)
@@ -250,8 +250,8 @@ def test_a_build_reads_the_runs_only_the_metrics_page_reads_by_their_facts(
     """After a check, a build summarises no scaled run (only the `all` rows read them, from the facts the check
     took) and says nothing of runs nothing reads: the Metrics page reads them. Its pages are those of a build that
     summarises every run, byte for byte."""
-    from build_tools._settings import Settings
     from build_tools.build import build
+    from build_tools.core._settings import Settings
     from examples._scaled import write_scaled
 
     write_scaled(project / "runs", 2, 16, workers=1)
@@ -412,7 +412,7 @@ def test_the_key_a_check_records_is_that_of_its_inputs_listed_afresh(project: Pa
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Made from the listing of runs/ and the input hashes the check took, not from a second walk of every file:
     the same key as a fresh walk gives, with scaled runs, a file and a folder the loader skips beside the runs."""
-    from build_tools._settings import from_environment
+    from build_tools.core._settings import from_environment
     from examples._scaled import write_scaled
 
     write_scaled(project / "runs", 2, 16, workers=1)

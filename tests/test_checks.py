@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from build_tools._types import FigureBlock, RunSummary
-from build_tools.checks import REGISTRY, claim_numbers, evaluate, expect, half_unit, runs_text, validate, words
+from build_tools.checking.checks import REGISTRY, claim_numbers, evaluate, expect, half_unit, runs_text, validate, words
+from build_tools.core._types import FigureBlock, RunSummary
 
 # --- the approximate words ------------------------------------------------------------------------
 

@@ -16,12 +16,12 @@ import pytest
 from conftest import manual_blocks
 from perturbations import DERIVE, EXACT, Perturbation, Subject, derive
 
-from build_tools._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ChapterError, ClaimsFailed
-from build_tools._types import FigureBlock
-from build_tools.blocks import load_tables, read_blocks
-from build_tools.checks import REGISTRY
-from build_tools.claims import check_claims, raise_if_failed, report_lines, write_reports
-from build_tools.summary import summarise_runs
+from build_tools.checking.blocks import load_tables, read_blocks
+from build_tools.checking.checks import REGISTRY
+from build_tools.checking.claims import check_claims, raise_if_failed, report_lines, write_reports
+from build_tools.core._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ChapterError, ClaimsFailed
+from build_tools.core._types import FigureBlock
+from build_tools.summarise.summary import summarise_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINES = ("baseline-seed1", "baseline-seed2", "baseline-seed3")
@@ -241,7 +241,7 @@ def test_end_to_end_a_second_batch_fails_figure_3_2(tmp_path, cache) -> None:
 
 
 def test_the_quoted_fragment_defaults_to_the_clause_of_the_bound_number(blocks) -> None:
-    from build_tools.claims import says
+    from build_tools.checking.claims import says
 
     block = next(b for b in blocks if b.number == "2.4")
     assert says(block, {"binds": ["2.6"]}) == "the trainer offload grew 2.6 times"

@@ -20,10 +20,11 @@ from conftest import ROOT, SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from build_tools import _columnar, load, schemas, summary
-from build_tools._exceptions import RunDataError
-from build_tools._types import RunSummary
-from build_tools.summary import summarise_runs, summarise_serially
+from build_tools.core._exceptions import RunDataError
+from build_tools.core._types import RunSummary
+from build_tools.ingest import _columnar, load, schemas
+from build_tools.summarise import summary
+from build_tools.summarise.summary import summarise_runs, summarise_serially
 
 RUN = "baseline-seed1"
 HOSTILE = SAMPLES / "hostile"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import MILES_SAMPLES, SAMPLES, copy_project
 
-from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools.cli import main
+from build_tools.core._exceptions import EXIT_BAD_INPUT
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_a_run_with_no_metric_gets_no_verdict(name: str, found: str, project: Pa
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """tests/samples/empty: a log with nothing in it used to get a verdict (every row "not logged"); it is one
     line naming the file, exit 2."""
-    from build_tools._exceptions import display_path
+    from build_tools.core._exceptions import display_path
 
     src = SAMPLES / "empty" / name
     assert main(["--root", str(project), "compare", str(src)]) == EXIT_BAD_INPUT

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import copy_project
 
-from build_tools import _staging
+from build_tools.core import _staging
 
 WAITING = ("waiting: another build is running in this project (build/.lock is held by another process); this one "
            "starts when it ends")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from build_tools import contract
+from build_tools.checking import contract
 
 
 def test_every_build_writes_a_contract_its_schema_admits(built_manual: Path) -> None:

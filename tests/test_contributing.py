@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, copy_project, manual_blocks
 
-from build_tools._exceptions import EXIT_CLAIM_FAILED
 from build_tools.cli import main
+from build_tools.core._exceptions import EXIT_CLAIM_FAILED
 
 RECIPE = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
 
@@ -76,7 +76,7 @@ def test_the_recipes_are_the_four_the_issue_asks_for() -> None:
 def test_every_file_a_recipe_names_exists() -> None:
     named = set(re.findall(r"`((?:build_tools|figures|docs|tests|examples)/[\w/.]+\.(?:py|yml|md|mplstyle))`",
                            RECIPE))
-    assert {"figures/palette.yml", "tests/perturbations.py", "build_tools/sources/_common.py"} <= named
+    assert {"figures/palette.yml", "tests/perturbations.py", "build_tools/ingest/sources/_common.py"} <= named
     assert sorted(path for path in named if not (ROOT / path).is_file()) == [f"figures/{module_of(example()[1])}.py"]
 
 
@@ -189,6 +189,6 @@ def test_the_check_recipe_as_written_passes_the_tests_that_require_its_three_fil
                  "tests/test_claims.py", "-k", "documented or every_kind")
     assert "2 passed" in out
     probe = ("import sys; sys.path.insert(0, 'tests'); import perturbations; "
-             "from build_tools.checks import REGISTRY; "
+             "from build_tools.checking.checks import REGISTRY; "
              "print(REGISTRY['first_step'].name, perturbations.DERIVE['first_step'].__name__)")
     assert run_in(root, "-c", probe).strip() == "first_step first_step"

@@ -13,7 +13,8 @@ import tomllib
 from conftest import ROOT
 
 OPTIONAL = {"ray": "ray", "zensical": "zensical"}  # imported only by the command that asks for it
-# `make miles-facts` imports Miles from the checkout it is given (build_tools/miles_facts/extract.py), never the build.
+# `make miles-facts` imports Miles from the checkout it is given (build_tools/ingest/miles_facts/extract.py), never
+# the build.
 OPTIONAL["miles"] = "a Miles checkout"
 
 

@@ -1,4 +1,4 @@
-"""build_tools/draw.py and build_tools/palette_check.py: figures are drawn deterministically, cached by
+"""build_tools/drawing/draw.py and build_tools/drawing/palette_check.py: figures are drawn deterministically, cached by
 what they read, checked against the palette, and every problem names the figure, the run and the metric."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import yaml
 from conftest import manual_blocks
 
 import figures
-from build_tools import draw, palette_check
-from build_tools._exceptions import FigureError
-from build_tools._layout import PROJECT, Layout
-from build_tools._types import FigureBlock, RunSummary
+from build_tools.core._exceptions import FigureError
+from build_tools.core._layout import PROJECT, Layout
+from build_tools.core._types import FigureBlock, RunSummary
+from build_tools.drawing import draw, palette_check
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "samples" / "draw"
@@ -100,7 +100,7 @@ def desktop_svg(block: FigureBlock, summaries: dict, tables: dict, lay_out, fold
     draw._save saves it now."""
     from matplotlib import rc_context
 
-    from build_tools import palette, variants
+    from build_tools.drawing import palette, variants
 
     job = draw._Job(block, {r: summaries[r] for r in block.runs}, {name: tables[name] for name in block.tables},
                     Path(), ROOT / "figures" / f"{block.module}.py", PROJECT)
@@ -389,7 +389,7 @@ def test_a_project_draws_with_its_own_figures_package_and_palette(sample_figures
 def test_every_figure_has_a_phone_layout_and_a_dark_variant(sample_figures, tmp_path):
     import xml.etree.ElementTree as ET
 
-    from build_tools import legibility, palette, palette_check, variants
+    from build_tools.drawing import legibility, palette, palette_check, variants
 
     runs = {"run-a": fake_summary("run-a", [0.5, 0.6]), "run-b": fake_summary("run-b", [0.4, 0.7])}
     draw.draw_figures([block("1.1", "two_panels", ("run-a", "run-b"))], runs, {}, tmp_path / "out",

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import _git, _manifest, edition
-from build_tools._exceptions import EXIT_CLAIM_FAILED, EXIT_DIFFERS, ClaimsFailed, EditionError, push_failed
-from build_tools._layout import PROJECT_INPUTS
-from build_tools._settings import Settings, from_environment
-from build_tools._staging import staging
 from build_tools.cli import main
-from build_tools.stamp import load_stamp
+from build_tools.core._exceptions import EXIT_CLAIM_FAILED, EXIT_DIFFERS, ClaimsFailed, EditionError, push_failed
+from build_tools.core._layout import PROJECT_INPUTS
+from build_tools.core._settings import Settings, from_environment
+from build_tools.core._staging import staging
+from build_tools.editions import _git, _manifest, edition
+from build_tools.editions.stamp import load_stamp
 from build_tools.store.fingerprint import LIBRARIES
 
 # --- a tiny project and a stub build -----------------------------------------------------------------------

@@ -11,8 +11,9 @@ from urllib.parse import urljoin
 import pytest
 from test_browser import browser  # noqa: F401 (the browser fixture: Debian's Chromium)
 
-from build_tools import _manifest, edition_pages
-from build_tools._settings import Settings
+from build_tools.core._settings import Settings
+from build_tools.editions import _manifest
+from build_tools.pages import edition_pages
 
 
 def test_an_unpublished_build_has_no_edition_selector_and_record_pages_that_say_so(built_manual):

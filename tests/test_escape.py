@@ -17,9 +17,9 @@ import pytest
 import yaml
 from conftest import SAMPLES, copy_project, manual_blocks
 
-from build_tools._escape import csv_cell, html_text, md_code, md_text, xml_text
-from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools.cli import main
+from build_tools.core._escape import csv_cell, html_text, md_code, md_text, xml_text
+from build_tools.core._exceptions import EXIT_BAD_INPUT
 
 # No digit (a claim binds every number it holds), no `$` (matplotlib would read mathtext in a drawn table).
 HTML_PAYLOAD = ('<img src=x onerror=alert(document.domain)><script>alert(document.cookie)</script>'
@@ -367,10 +367,10 @@ def test_a_payload_that_makes_an_input_invalid_is_one_clean_error(name: str, tmp
 def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -> None:
     """A brace in the Metrics spec's wording is a placeholder or an error naming the row, never a traceback, and
     never a way into an object (`{low.__class__}`) or a format spec (`{low:>999999999}`)."""
-    from build_tools._exceptions import MetricsSpecError
-    from build_tools.metrics_table import load_spec
+    from build_tools.core._exceptions import MetricsSpecError
     from build_tools.pages._common import environment
     from build_tools.pages.metrics import render_metrics
+    from build_tools.pages.metrics_table import load_spec
 
     spec = tmp_path / "metrics.yml"
     source = (Path(__file__).resolve().parent.parent / "docs" / "data" / "metrics.yml").read_text(encoding="utf-8")
@@ -390,12 +390,12 @@ def test_a_spec_text_fills_only_plain_names(example_summaries, tmp_path: Path) -
 
 
 def test_the_palette_legend_and_the_nav_titles_are_escaped(tmp_path: Path) -> None:
-    from build_tools import palette
-    from build_tools._layout import SITE_SETTINGS
-    from build_tools._types import Stamp
+    from build_tools.core._layout import SITE_SETTINGS
+    from build_tools.core._types import Stamp
+    from build_tools.drawing import palette
     from build_tools.pages.front_matter import legend_markup
     from build_tools.pages.nav import Page, write_site_settings
-    from build_tools.wording import provenance
+    from build_tools.pages.wording import provenance
 
     legend = legend_markup(palette.load_palette().roles, [BOTH] * 7)
     for line in legend.splitlines():
@@ -409,7 +409,7 @@ def test_the_palette_legend_and_the_nav_titles_are_escaped(tmp_path: Path) -> No
 
 
 def test_a_warning_that_quotes_the_data_is_printed_as_it_is(capsys: pytest.CaptureFixture[str]) -> None:
-    from build_tools._progress import Progress
+    from build_tools.core._progress import Progress
 
     Progress().warn("phase '[/yellow][bold]x[/]' opened at 1 never closed; dropped")
     assert capsys.readouterr().err == "WARNING phase '[/yellow][bold]x[/]' opened at 1 never closed; dropped\n"
@@ -417,7 +417,7 @@ def test_a_warning_that_quotes_the_data_is_printed_as_it_is(capsys: pytest.Captu
 
 def test_the_manifest_pages_show_the_payloads_as_text() -> None:
     """manifest.html and changes.html, written at publish time from run.yaml, edition.yml and the pages."""
-    from build_tools import _manifest
+    from build_tools.editions import _manifest
 
     def manifest(edition: str, value: str) -> dict:
         return {"edition": edition, "date": "2026-10-15", "project_commit": "abc", "source_date_epoch": 1,
@@ -490,7 +490,7 @@ def test_a_figure_csv_has_no_formula_and_its_numbers_as_they_were() -> None:
 
     import pandas as pd
 
-    from build_tools.draw import _csv_text
+    from build_tools.drawing.draw import _csv_text
 
     data = pd.DataFrame({"run": ["=cmd|' /C calc'!A0", "@x", "-y", "ok", "-0.5"],
                          "value": [-0.5, 1.0, -3e-05, 2.5, 0.0], "steps": [-1, 2, 3, 4, 5],

@@ -92,7 +92,7 @@ def test_every_example_meta_json_holds_exactly_the_keys_miles_writes():
     --wandb-group (else miles-run); a one-GPU Spark launch: colocated, one GPU everywhere."""
     import json
 
-    from build_tools import miles_facts
+    from build_tools.ingest import miles_facts
 
     written = [key for key in miles_facts.snapshot_keys() if key in miles_facts.flags()]
     metas = sorted((ROOT / "runs").glob("*/dashboard/meta.json"))

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from build_tools import _exceptions
-from build_tools._exceptions import display_path
+from build_tools.core import _exceptions
+from build_tools.core._exceptions import display_path
 
 PARTS = st.lists(st.sampled_from(["a", "b", "runs", ".", "..", "", "x y", "é"]), min_size=0, max_size=5)
 

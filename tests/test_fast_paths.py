@@ -36,14 +36,15 @@ import pandas as pd
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import _columnar, load, summary_metrics
-from build_tools._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_MARGIN, RunDataError
-from build_tools._settings import Settings
-from build_tools._types import RunSummary, ValidatedRun
 from build_tools.build import check
 from build_tools.cli import main
+from build_tools.core._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, EXIT_MARGIN, RunDataError
+from build_tools.core._settings import Settings
+from build_tools.core._types import RunSummary, ValidatedRun
+from build_tools.ingest import _columnar, load
 from build_tools.store import run_hash, summary_cache
-from build_tools.summary import Job, Wanted, Written, _read_run, load_and_summarise, summarise_runs
+from build_tools.summarise import summary_metrics
+from build_tools.summarise.summary import Job, Wanted, Written, _read_run, load_and_summarise, summarise_runs
 
 EXAMPLES = sorted(path.name for path in (ROOT / "runs").iterdir() if path.is_dir())
 # Every sample scenario: a runs folder of its own (tests/samples/hostile/README.md), and each run folder in it.

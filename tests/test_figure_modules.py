@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import manual_blocks
 
-from build_tools import _figure_modules, draw
-from build_tools._exceptions import EXIT_BAD_INPUT, ChapterError
-from build_tools._layout import Layout
-from build_tools.blocks import read_blocks
+from build_tools.checking.blocks import read_blocks
+from build_tools.core._exceptions import EXIT_BAD_INPUT, ChapterError
+from build_tools.core._layout import Layout
+from build_tools.drawing import _figure_modules, draw
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = Path(__file__).resolve().parent / "samples" / "chapters"
@@ -93,9 +93,9 @@ def test_a_build_names_the_chapter_line_of_an_undeclared_option(tmp_path: Path) 
 def test_a_module_the_package_path_would_find_elsewhere_is_not_drawn(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import figures
-    from build_tools._exceptions import FigureError
-    from build_tools._layout import PROJECT
-    from build_tools._types import FigureBlock
+    from build_tools.core._exceptions import FigureError
+    from build_tools.core._layout import PROJECT
+    from build_tools.core._types import FigureBlock
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

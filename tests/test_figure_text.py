@@ -1,5 +1,5 @@
 """What the figures say in words: every text of every variant of every figure is at least 12 CSS px in the
-content column it is shown in, no label overlaps another or leaves the figure (build_tools/legibility.py),
+content column it is shown in, no label overlaps another or leaves the figure (build_tools/drawing/legibility.py),
 and every alt text names only what its figure draws, in as many panels as it says."""
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from conftest import manual_blocks
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from build_tools import draw, legibility, readers, variants
-from build_tools._exceptions import Problem
-from build_tools._layout import PROJECT
-from build_tools._types import FigureBlock
-from build_tools.blocks import load_tables, read_blocks
-from build_tools.palette import rc_params
+from build_tools import readers
+from build_tools.checking.blocks import load_tables, read_blocks
+from build_tools.core._exceptions import Problem
+from build_tools.core._layout import PROJECT
+from build_tools.core._types import FigureBlock
+from build_tools.drawing import draw, legibility, variants
+from build_tools.drawing.palette import rc_params
 
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}

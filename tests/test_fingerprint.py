@@ -17,11 +17,16 @@ from types import SimpleNamespace
 import blake3
 import pytest
 
-from build_tools import _files, _manifest, _ray, draw, load, site, summary
-from build_tools._layout import PROJECT, Layout
-from build_tools._settings import Settings
+from build_tools.core import _files
+from build_tools.core._layout import PROJECT, Layout
+from build_tools.core._settings import Settings
+from build_tools.drawing import draw
+from build_tools.editions import _manifest
+from build_tools.ingest import load
 from build_tools.store import fingerprint, run_hash, uptodate
 from build_tools.store.fingerprint import LIBRARIES
+from build_tools.summarise import _ray, summary
+from build_tools.website import site
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RUN = Path(__file__).resolve().parent / "samples" / "load" / "good"
@@ -222,7 +227,7 @@ CODE_KEYS: dict[str, tuple[tuple[str, ...], Callable[[], list[Path]], Callable[[
                 lambda package: run_hash.code_digest.__wrapped__(package).hex()),
     "figures": ((draw.DRAWING_MODULE,), lambda: sorted((ROOT / "figures").glob("*.py")),
                 lambda package: draw._shared_digest(PROJECT, package)),
-    "site": (("build_tools.site", "build_tools.markdown_wbr", "build_tools.search_rows"), list,
+    "site": (("build_tools.website.site", "build_tools.website.markdown_wbr", "build_tools.website.search_rows"), list,
              lambda package: site.site_key(PROJECT.mkdocs_yml, PROJECT.pages, Settings(), package).hexdigest()),
 }
 

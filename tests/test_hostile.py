@@ -16,8 +16,10 @@ from conftest import ROOT, SAMPLES, copy_project
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from build_tools import _files, load, schemas
-from build_tools._exceptions import (
+from build_tools.checking.blocks import read_blocks
+from build_tools.cli import main
+from build_tools.core import _files
+from build_tools.core._exceptions import (
     EXIT_BAD_INPUT,
     ChapterError,
     EditionFileError,
@@ -26,13 +28,12 @@ from build_tools._exceptions import (
     Problem,
     RunDataError,
 )
-from build_tools._files import FileStat, file_stat, loose_files, plain_files, scan_runs, scan_tree
-from build_tools._yaml import parse_yaml
-from build_tools.blocks import read_blocks
-from build_tools.cli import main
+from build_tools.core._files import FileStat, file_stat, loose_files, plain_files, scan_runs, scan_tree
+from build_tools.core._yaml import parse_yaml
+from build_tools.editions.stamp import load_stamp
+from build_tools.ingest import load, schemas
 from build_tools.readers import step_values
-from build_tools.stamp import load_stamp
-from build_tools.summary import summarise_runs
+from build_tools.summarise.summary import summarise_runs
 
 HOSTILE = SAMPLES / "hostile"
 GOOD = SAMPLES / "load" / "good"

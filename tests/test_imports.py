@@ -18,7 +18,7 @@ PACKAGE = ROOT / "build_tools"
 # Modules that may read the command line: the CLI itself and make's door into it. The example generator is a
 # tool of its own with its own arguments.
 # miles_facts.extract: `make miles-facts`, a maintainer's tool, hands Miles' parser the argv train.py would see.
-READS_ARGUMENTS = {"build_tools.cli", "build_tools._make", "build_tools.miles_facts.extract"}
+READS_ARGUMENTS = {"build_tools.cli", "build_tools.commands._make", "build_tools.ingest.miles_facts.extract"}
 TOOLS = ("examples",)
 
 
@@ -70,8 +70,8 @@ def test_no_module_of_build_tools_imports_itself_back() -> None:
 def test_the_stage_values_import_no_stage() -> None:
     """_types.py holds what passes between the stages (RunSummary among them): it imports none of them, even
     for type hints, so any stage may import it."""
-    assert {name for name in import_graph()["build_tools._types"] if name.startswith("build_tools.")} <= {
-        "build_tools._exceptions"}
+    assert {name for name in import_graph()["build_tools.core._types"] if name.startswith("build_tools.")} <= {
+        "build_tools.core._exceptions"}
 
 
 def test_a_circle_is_found_and_named(tmp_path: Path) -> None:

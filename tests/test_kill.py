@@ -2,7 +2,7 @@
 `publish` (which finishes or cleans up, saying so) and `verify` succeed. SIGINT and SIGTERM clean up at once.
 
 The publish runs in a subprocess (tests/stubbed_manual.py: the command line with the stub build) that sends
-itself the signal at a named point (MANUAL_TEST_KILL_AT, build_tools/_staging.py's checkpoint).
+itself the signal at a named point (MANUAL_TEST_KILL_AT, build_tools/core/_staging.py's checkpoint).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from test_edition import git, next_edition, refs, sha, show, tiny_project
 
-from build_tools import edition
-from build_tools._staging import KILL_AT
 from build_tools.cli import main
+from build_tools.core._staging import KILL_AT
+from build_tools.editions import edition
 
 DRIVER = Path(__file__).resolve().parent / "stubbed_manual.py"
 # In the order a publish passes them: build (site swap), staging, mike on its work branch, the tag, the refs, push.
@@ -101,7 +101,7 @@ def test_a_kill_between_the_two_renames_of_the_site_leaves_the_old_site(project:
     before = (project / "site" / "index.html").read_text()
     assert run_stubbed(project, ["publish", NEW], "staging-swap").returncode == -9
     assert not (project / "site").exists() and leftovers(project)  # the old site is set aside, the new one staged
-    from build_tools._staging import clean_leftovers
+    from build_tools.core._staging import clean_leftovers
 
     clean_leftovers(project)
     assert (project / "site" / "index.html").read_text() == before
@@ -185,7 +185,7 @@ def add_run_killed(root: Path, kill_at: str) -> subprocess.CompletedProcess[str]
 def test_an_add_run_killed_at_any_point_adds_nothing_and_its_leftover_is_swept(point: str, tmp_path: Path) -> None:
     from conftest import copy_project
 
-    from build_tools._staging import clean_leftovers
+    from build_tools.core._staging import clean_leftovers
 
     root = copy_project(tmp_path / "manual")
     before = sorted(p.name for p in (root / "runs").iterdir())

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import MILES_SAMPLES, ROOT, SAMPLES
 
-from build_tools import load
-from build_tools._exceptions import EXIT_BAD_INPUT, Problem, RunDataError
 from build_tools.cli import main
+from build_tools.core._exceptions import EXIT_BAD_INPUT, Problem, RunDataError
+from build_tools.ingest import load
 
 LOAD = SAMPLES / "load"
 
@@ -176,7 +176,7 @@ def test_pyarrows_allocator_purges_freed_pages_at_once_unless_the_user_says(set_
     env["MIMALLOC_VERBOSE"] = "1"
     if set_by_user is not None:
         env["MIMALLOC_PURGE_DELAY"] = set_by_user
-    done = subprocess.run([sys.executable, "-c", "import build_tools.load"], env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-c", "import build_tools.ingest.load"], env=env, capture_output=True,
                           text=True, check=True)
     assert f"option 'purge_delay': {expected}" in done.stderr
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from build_tools import _make
-from build_tools._exceptions import ManualError
+from build_tools.commands import _make
+from build_tools.core._exceptions import ManualError
 
 ERROR_EDITION = "is not an edition number: use YEAR.MONTH with a two-digit month, e.g. make publish EDITION=2026.10"
 BAD_INPUT = ("manual exited 2: bad input (make turns every failure into exit 2; .venv/bin/manual returns the code "
@@ -137,7 +137,7 @@ def test_a_ray_address_that_cannot_be_one_is_refused_before_anything_runs(
     ("127.0.0.1:6379", "127.0.0.1", 6379), ("ray://head-1.example.com:10001", "head-1.example.com", 10001),
     ("[::1]:6379", "::1", 6379), ("localhost:65535", "localhost", 65535)])
 def test_a_ray_address_of_the_right_form_is_taken(value: str, host: str, port: int) -> None:
-    from build_tools import _ray
+    from build_tools.summarise import _ray
 
     assert _ray._host_port(value) == (host, port)
     assert callable(_ray.ray_summariser(value))  # the address is only checked: nothing is reached yet

@@ -1,4 +1,4 @@
-"""Margins (build_tools/checks/_margin.py): every kind of numeric check against margins computed by hand.
+"""Margins (build_tools/checking/checks/_margin.py): every kind of numeric check against margins computed by hand.
 
 Each case writes the hand computation beside it: the headroom (how far the observed value can move before the
 check fails, negative past it), the edge (the value where it fails), the fraction (headroom over the
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from test_checks import run, summary
 
-from build_tools._types import Margin, RunSummary
-from build_tools.checks import _margin
+from build_tools.checking.checks import _margin
+from build_tools.core._types import Margin, RunSummary
 
 
 def margin_of(check: dict, runs: dict[str, RunSummary], claim: str = "A claim.") -> Margin | None:
@@ -187,8 +187,8 @@ def test_worst_ranks_failures_first_then_fractions() -> None:
 def test_margin_in_claims_json() -> None:
     from test_checks import block
 
-    from build_tools.checks import validate
-    from build_tools.claims import judge, report_data
+    from build_tools.checking.checks import validate
+    from build_tools.checking.claims import judge, report_data
 
     blk = block(CLAIM, ("nw",))
     params, _ = validate(SPAN, blk, 1)

@@ -1,4 +1,4 @@
-"""What `manual check` says of margins (build_tools/margins.py, cli.py): the closest claims, --warn-margin and
+"""What `manual check` says of margins (build_tools/checking/margins.py, cli.py): the closest claims, --warn-margin and
 edition.yml's warn_margin, --strict's exit 6, --format github's workflow commands; and fig 1.3 of the examples."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import copy_project
 
-from build_tools import margins
-from build_tools._escape import workflow_command
-from build_tools._exceptions import EXIT_MARGIN
+from build_tools.checking import margins
 from build_tools.cli import main
+from build_tools.core._escape import workflow_command
+from build_tools.core._exceptions import EXIT_MARGIN
 
 
 def figure(number: str, line: int, says: str, margin: dict | None, status: str = "pass", name: str = "about") -> dict:
@@ -180,7 +180,7 @@ def test_junit_carries_the_margins(project: Path) -> None:
 
 
 def test_diff_of_editions_before_and_after_12_s(project: Path, tmp_path: Path) -> None:
-    from build_tools import _manifest
+    from build_tools.editions import _manifest
 
     events = project / "runs" / "no-watchdog" / "lab" / "events.jsonl"
     original = events.read_text(encoding="utf-8")
@@ -199,7 +199,7 @@ def test_diff_of_editions_before_and_after_12_s(project: Path, tmp_path: Path) -
 
 
 def test_margin_changes_ordered_by_shrinkage_and_older_manifests_without_margins() -> None:
-    from build_tools import _manifest
+    from build_tools.editions import _manifest
 
     def claim(number: str, says: str, headroom: float, fraction: float | None) -> dict:
         return {"number": number, "verdict": "pass", "observed": {},
@@ -218,7 +218,7 @@ def test_margin_changes_ordered_by_shrinkage_and_older_manifests_without_margins
 
 
 def test_run_changes_name_the_files() -> None:
-    from build_tools import _manifest
+    from build_tools.editions import _manifest
 
     old = {"r": {"sha256": "1", "file_sha256": {"run.yaml": "a", "lab/events.jsonl": "b", "x": "c"},
                  "provenance": {"date": "1"}}}

@@ -1,4 +1,4 @@
-"""build_tools/metrics_table.py and the facts it reads (summary.metric_facts): a run only validated carries the
+"""build_tools/pages/metrics_table.py and the facts it reads (summary.metric_facts): a run only validated carries the
 facts of every metric the Metrics page names, and they are its summary's, on every example run, every sample run
 that loads, the scaled generator's runs, runs with other step axes and runs edited to take each other branch (a
 step only the phases know, a metric missing at a step, a first value not 0, a NaN), whichever reader read them.
@@ -17,12 +17,14 @@ import pytest
 from conftest import ROOT, SAMPLES
 from page_text import CHAPTERS, SPEC
 
-from build_tools import load, metrics_table, summary
-from build_tools._exceptions import MetricsSpecError
-from build_tools._types import RunSummary, ValidatedRun
-from build_tools.metrics_table import facts_of, load_spec
+from build_tools.core._exceptions import MetricsSpecError
+from build_tools.core._types import RunSummary, ValidatedRun
+from build_tools.ingest import load
+from build_tools.pages import metrics_table
 from build_tools.pages._common import environment
 from build_tools.pages.metrics import render_metrics
+from build_tools.pages.metrics_table import facts_of, load_spec
+from build_tools.summarise import summary
 
 LINES, COLUMNS = math.inf, 0  # load_run's columns_from: every stream line by line, or every one as columns
 EXAMPLES = sorted(path for path in (ROOT / "runs").iterdir() if path.is_dir())

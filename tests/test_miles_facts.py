@@ -1,4 +1,4 @@
-"""build_tools/miles_facts: Miles' launch parser as data, read from the pinned Miles source."""
+"""build_tools/ingest/miles_facts: Miles' launch parser as data, read from the pinned Miles source."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from build_tools.miles_facts import extract
+from build_tools.ingest.miles_facts import extract
 
-DATA = ROOT / "build_tools" / "data" / "miles_args.json"
+DATA = ROOT / "build_tools" / "ingest" / "miles_facts" / "miles_args.json"
 MIRROR = Path("/work/.mirror/radixark+miles/repo")
 PINNED = "31f1ca961a94cb860cec3b2dea34ec332bfa8f76"
 
@@ -58,7 +58,7 @@ def test_regenerating_from_the_pinned_commit_gives_the_committed_data(tmp_path):
     (source / "COMMIT").write_text(PINNED + "\n")
     out = tmp_path / "miles_args.json"
     # A fresh interpreter: the extraction replaces outside modules by stand-ins for its own process.
-    done = subprocess.run([sys.executable, "-m", "build_tools.miles_facts.extract", str(source), str(out)],
+    done = subprocess.run([sys.executable, "-m", "build_tools.ingest.miles_facts.extract", str(source), str(out)],
                           cwd=ROOT, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert out.read_text(encoding="utf-8") == DATA.read_text(encoding="utf-8")

@@ -1,5 +1,6 @@
-"""Miles' guidance (docs/data/miles_guidance.yml, build_tools/miles_guidance.py): read again from Miles' own files,
-set against the Metrics page's rows and the claims; each row past a line is a warning and a note citing it."""
+"""Miles' guidance (docs/data/miles_guidance.yml, build_tools/checking/miles_guidance.py): read again from Miles'
+own files, set against the Metrics page's rows and the claims; each row past a line is a warning and a note
+citing it."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 from conftest import ROOT, SAMPLES
 from page_text import CHAPTERS, METRICS_SEED, SPEC, markdown_tables, seed_tables
 
-from build_tools import miles_guidance
-from build_tools.blocks import load_tables, read_blocks
-from build_tools.metrics_table import load_spec
+from build_tools.checking import miles_guidance
+from build_tools.checking.blocks import load_tables, read_blocks
 from build_tools.pages._common import environment
 from build_tools.pages.metrics import render_metrics
+from build_tools.pages.metrics_table import load_spec
 
 GUIDANCE = ROOT / "docs" / "data" / "miles_guidance.yml"
 MILES = SAMPLES / "miles"  # advisory.py and monitoring.md of Miles at 31f1ca961

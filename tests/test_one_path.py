@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import _columnar, load, schemas, show
-from build_tools._exceptions import EXIT_BAD_INPUT, Problem
 from build_tools.cli import main
-from build_tools.summary import summarise
+from build_tools.commands import show
+from build_tools.core._exceptions import EXIT_BAD_INPUT, Problem
+from build_tools.ingest import _columnar, load, schemas
+from build_tools.summarise.summary import summarise
 
 LINES, COLUMNS = math.inf, 0  # load_run's columns_from: no stream as columns, every stream that can be
 EXAMPLES = sorted(path.name for path in (ROOT / "runs").iterdir() if path.is_dir())

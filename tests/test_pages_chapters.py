@@ -8,20 +8,20 @@ import re
 import pytest
 from conftest import ROOT
 
-from build_tools._escape import html_attribute
-from build_tools._types import DrawnFigure
+from build_tools.core._escape import html_attribute
+from build_tools.core._types import DrawnFigure
 from build_tools.pages.chapters import figure_markup, figure_source
 
 
 @pytest.fixture(scope="module")
 def blocks():
-    from build_tools.blocks import read_blocks
+    from build_tools.checking.blocks import read_blocks
 
     return read_blocks(ROOT / "docs", ROOT / "figures")
 
 
 def test_figure_markup_has_anchor_caption_csv_and_checks(blocks):
-    from build_tools._types import CheckResult, ClaimVerdict
+    from build_tools.core._types import CheckResult, ClaimVerdict
 
     block = blocks[0]
     verdict = ClaimVerdict(block, "pass", (CheckResult("order", "pass", 48, "every step",
@@ -47,11 +47,11 @@ def test_each_figure_says_what_its_runs_are(blocks, example_summaries):
 
 
 def test_a_chapter_replaces_exactly_the_blocks_the_block_reader_read(tmp_path):
-    """One rule for where a fenced block starts and ends (build_tools/blocks.py): a figure block shown inside a
+    """One rule for where a fenced block starts and ends (build_tools/checking/blocks.py): a figure block shown inside a
     longer fence, or a fence whose info string only starts with `figure`, stays code on the page."""
     import shutil
 
-    from build_tools.blocks import read_blocks
+    from build_tools.checking.blocks import read_blocks
     from build_tools.pages.chapters import render_chapter
 
     samples = ROOT / "tests" / "samples" / "chapters"

@@ -7,11 +7,10 @@ from pathlib import Path
 
 from test_margins import SPAN, with_events
 
-from build_tools import edition_pages
-from build_tools._types import FigureBlock
-from build_tools.checks import validate
-from build_tools.claims import judge
-from build_tools.pages import claim_health
+from build_tools.checking.checks import validate
+from build_tools.checking.claims import judge
+from build_tools.core._types import FigureBlock
+from build_tools.pages import claim_health, edition_pages
 
 CLAIM = "Without a watchdog, a dead engine left the job running for 63 minutes."
 

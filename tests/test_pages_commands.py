@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, manual_blocks
 
-from build_tools import miles_facts
+from build_tools.ingest import miles_facts
 from build_tools.pages.commands import (
     RULES,
     WIDTH,

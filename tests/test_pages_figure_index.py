@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 from page_text import INDEX_SEED, markdown_tables, seed_index_rows, with_config
 
-from build_tools import palette
+from build_tools.drawing import palette
 from build_tools.pages._common import environment
 from build_tools.pages.figure_index import render_figure_index
 
@@ -22,7 +22,7 @@ def env():
 
 @pytest.fixture(scope="module")
 def blocks():
-    from build_tools.blocks import read_blocks
+    from build_tools.checking.blocks import read_blocks
 
     return read_blocks(ROOT / "docs", ROOT / "figures")
 

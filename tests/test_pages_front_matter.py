@@ -7,7 +7,7 @@ from page_text import with_config
 
 from build_tools.pages.front_matter import METRICS_READER, contents, provenance_paragraph, runs_table
 from build_tools.pages.nav import Page
-from build_tools.wording import provenance
+from build_tools.pages.wording import provenance
 
 
 def test_the_contents_list_the_chapters_by_number_then_the_other_pages():

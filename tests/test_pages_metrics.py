@@ -9,11 +9,11 @@ import pytest
 from conftest import ROOT
 from page_text import CHAPTERS, METRICS_SEED, SPEC, markdown_tables, seed_tables, with_config
 
-from build_tools._exceptions import MetricsSpecError
-from build_tools.metrics_table import load_spec
+from build_tools.core._exceptions import MetricsSpecError
 from build_tools.pages._common import environment
 from build_tools.pages.metrics import render_metrics
-from build_tools.wording import number
+from build_tools.pages.metrics_table import load_spec
+from build_tools.pages.wording import number
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""build_tools/palette.py: the role palette loads, stays distinguishable under colour-vision deficiencies,
+"""build_tools/drawing/palette.py: the role palette loads, stays distinguishable under colour-vision deficiencies,
 and becomes the CSS variables, the legend and the matplotlib style."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 import yaml
 from conftest import SEEDS
 
-from build_tools import palette
-from build_tools._exceptions import FigureError
-from build_tools._layout import PROJECT
+from build_tools.core._exceptions import FigureError
+from build_tools.core._layout import PROJECT
+from build_tools.drawing import palette
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "samples" / "palette"
@@ -145,7 +145,7 @@ def test_a_missing_file_is_a_problem_not_a_crash(monkeypatch, tmp_path):
 
 def test_css_variables_name_every_role():
     assert palette.css_variables() == (
-        "/* Generated from figures/palette.yml by build_tools/palette.py. */\n"
+        "/* Generated from figures/palette.yml by build_tools/drawing/palette.py. */\n"
         ":root {\n"
         + "".join(f"  --role-{name}: {role['hex']};\n"
                   for name, role in zip(palette.ROLE_NAMES, FILE_ROLES, strict=True))
@@ -183,7 +183,7 @@ def test_every_served_figure_draws_its_roles_at_3_to_1_against_its_background(bu
     figure's own background by 3:1 (a shaded area by its outline), and the dark variants are dark."""
     from conftest import manual_blocks
 
-    from build_tools import palette_check, variants
+    from build_tools.drawing import palette_check, variants
 
     loaded = palette.load_palette(built_manual / "figures" / "palette.yml")
     folder = built_manual / "site" / "figures"
@@ -199,7 +199,7 @@ def test_every_served_figure_draws_its_roles_at_3_to_1_against_its_background(bu
 
 
 def test_a_pale_mark_and_a_pale_shade_without_outline_are_found(tmp_path):
-    from build_tools import palette_check
+    from build_tools.drawing import palette_check
 
     svg = tmp_path / "f.svg"
     svg.write_text('<svg xmlns="http://www.w3.org/2000/svg"><g id="patch_1"><path style="fill: #ffffff"/></g>'

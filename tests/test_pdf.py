@@ -8,8 +8,8 @@ import shutil
 import pytest
 from page_text import METRICS_SEED, STAMP, seed_index_rows, seed_tables
 
-from build_tools import pdf
-from build_tools._exceptions import ManualError
+from build_tools.core._exceptions import ManualError
+from build_tools.website import pdf
 
 pytest.importorskip("pypdf")
 
@@ -87,7 +87,7 @@ def test_no_built_site_is_one_line(tmp_path):
 def test_the_manifest_lists_the_pdf_by_its_hash(printed):
     import hashlib
 
-    from build_tools import _manifest
+    from build_tools.editions import _manifest
 
     site = printed[0].parent
     assert _manifest.print_section(site) == {"2026.10.pdf": hashlib.sha256(printed[0].read_bytes()).hexdigest()}

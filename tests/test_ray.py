@@ -17,13 +17,14 @@ import pandas as pd
 import pytest
 from conftest import ROOT, copy_project, manual_blocks
 
-from build_tools import _ray, margins
-from build_tools._exceptions import RayError, RunDataError
-from build_tools._types import ValidatedRun
-from build_tools.bench_scale import _date_after, link_runs
+from build_tools.benchmarks.bench_scale import _date_after, link_runs
+from build_tools.checking import margins
 from build_tools.cli import main
+from build_tools.core._exceptions import RayError, RunDataError
+from build_tools.core._types import ValidatedRun
 from build_tools.store import summary_wire
-from build_tools.summary import Job, Written, summarise_runs, summarise_serially
+from build_tools.summarise import _ray
+from build_tools.summarise.summary import Job, Written, summarise_runs, summarise_serially
 from examples._scaled import ends_by, write_scaled
 
 # What `--ray auto` sets before the command imports Ray (Ray reads it once, at import): loopback only.
@@ -422,7 +423,7 @@ def test_auto_reads_many_runs_on_ray_and_an_address_or_local_always(monkeypatch:
 
 def test_a_task_parses_one_batch_ahead_and_leaves_its_process_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
     """A task has one CPU of its node (and may run in this very process, as here)."""
-    from build_tools import load
+    from build_tools.ingest import load
 
     before = load.PARSE_AHEAD
     monkeypatch.setattr(_ray, "_read_run", lambda job: (load.PARSE_AHEAD, [], None))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from build_tools import reader_note
+from build_tools.pages import reader_note
 
 
 def test_a_tolerance_is_the_range_the_words_allow_with_its_unit():

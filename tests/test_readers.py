@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from build_tools import readers
-from build_tools._exceptions import MissingValue
-from build_tools._types import RunSummary
+from build_tools.core._exceptions import MissingValue
+from build_tools.core._types import RunSummary
 
 
 def run(**facts: object) -> RunSummary:

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SAMPLES
 
-from build_tools import load, record
-from build_tools._exceptions import EXIT_BAD_INPUT
 from build_tools.cli import main
-from build_tools.load import LAB_STREAMS
+from build_tools.commands import record
+from build_tools.core._exceptions import EXIT_BAD_INPUT
+from build_tools.ingest import load
+from build_tools.ingest.load import LAB_STREAMS
 
 MEMINFO = SAMPLES / "record" / "meminfo"
 

@@ -1,4 +1,4 @@
-"""build_tools/render.py: the built pages, all of them, as the render stage writes them (each kind of page
+"""build_tools/pages/render.py: the built pages, all of them, as the render stage writes them (each kind of page
 is tested in tests/test_pages_*.py)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 from conftest import ROOT
 from page_text import METRICS_SEED, markdown_tables, seed_tables
 
-from build_tools import render
-from build_tools._layout import Layout
-from build_tools.blocks import load_tables, read_blocks
+from build_tools.checking.blocks import load_tables, read_blocks
+from build_tools.core._layout import Layout
+from build_tools.pages import render
 
 
 def test_built_pages(built_manual):

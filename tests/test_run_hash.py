@@ -15,13 +15,15 @@ import blake3
 import pytest
 from conftest import copy_project
 
-from build_tools import _files, load, summary
-from build_tools._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ClaimsFailed
-from build_tools._files import hashing_reads, open_input, scan_tree
-from build_tools._settings import Settings
 from build_tools.build import check
 from build_tools.cli import main
+from build_tools.core import _files
+from build_tools.core._exceptions import EXIT_BAD_INPUT, EXIT_CLAIM_FAILED, ClaimsFailed
+from build_tools.core._files import hashing_reads, open_input, scan_tree
+from build_tools.core._settings import Settings
+from build_tools.ingest import load
 from build_tools.store import fingerprint, run_hash
+from build_tools.summarise import summary
 
 EVENTS = Path("runs/no-watchdog/lab/events.jsonl")
 # Fig 1.3: the no-watchdog job left running 63 minutes; its end 400 s earlier makes it 69.9 (the claim fails).

@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import ROOT
 
-from build_tools import load, schemas
+from build_tools.ingest import load, schemas
 
 README = (ROOT / "runs" / "README.md").read_text(encoding="utf-8")
 

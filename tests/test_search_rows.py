@@ -1,4 +1,4 @@
-"""build_tools/search_rows.py: each table row is its own search entry, and the checks' notes are left out."""
+"""build_tools/website/search_rows.py: each table row is its own search entry, and the checks' notes are left out."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import json
 
 import markdown
 
-from build_tools.search_rows import index_rows, page_rows, row_id
+from build_tools.website.search_rows import index_rows, page_rows, row_id
 
 
 def test_rows_get_ids_and_tables_leave_materials_index():
     page = markdown.markdown("| Metric | Meaning |\n|---|---|\n| `perf/step_time` | the full step |\n"
                              "| `perf/step_time` | again |\n| &lt;b&gt;x | y |\n| <b>z</b> | w |\n",
-                             extensions=["tables", "build_tools.markdown_wbr",
-                                         "build_tools.search_rows"])
+                             extensions=["tables", "build_tools.website.markdown_wbr",
+                                         "build_tools.website.search_rows"])
     assert '<table data-search-exclude="">' in page
     assert '<tr id="row-perf-step-time">' in page and '<tr id="row-perf-step-time-2">' in page
     assert page_rows(page) == [("row-perf-step-time", ["perf/step_time", "the full step"]),

@@ -1,4 +1,4 @@
-"""`make serve` (build_tools/serve.py): an edit to a chapter reaches the page open in a browser by
+"""`make serve` (build_tools/website/serve.py): an edit to a chapter reaches the page open in a browser by
 itself, with no request outside the local server; what the build reads or Python caches does not start a rebuild."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 import watchdog.events
 from conftest import copy_project
 
-from build_tools.serve import is_change
+from build_tools.website.serve import is_change
 
 
 def test_only_a_written_file_is_a_change() -> None:

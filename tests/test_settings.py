@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from build_tools._exceptions import ManualError
-from build_tools._settings import Settings, from_environment, library_environment, site_environment
+from build_tools.core._exceptions import ManualError
+from build_tools.core._settings import Settings, from_environment, library_environment, site_environment
 
 
 def test_an_everyday_build_trusts_its_state_and_an_editions_does_not() -> None:

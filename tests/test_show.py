@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SAMPLES
 
-from build_tools import sources
-from build_tools._escape import terminal_text
-from build_tools._exceptions import EXIT_BAD_INPUT
-from build_tools._progress import Progress
 from build_tools.cli import main
+from build_tools.core._escape import terminal_text
+from build_tools.core._exceptions import EXIT_BAD_INPUT
+from build_tools.core._progress import Progress
+from build_tools.ingest import sources
 
 SHOW = SAMPLES / "show"
 OSC_52 = "\x1b]52;c;cm0gLXJmIH4K\x07"  # "write `rm -rf ~` to the clipboard", in terminals that allow it

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from build_tools import cli, site
-from build_tools._exceptions import EXIT_BAD_INPUT, SiteError
+from build_tools import cli
+from build_tools.core._exceptions import EXIT_BAD_INPUT, SiteError
+from build_tools.website import site
 
 RUNS = len(list((ROOT / "runs").glob("*/run.yaml")))  # every shipped run is a synthesized example
 STAMP = "Miles radixark/miles:latest, Miles main of 2026-10-15 · 08752a1 · 2026-10-15 · Edition 2026.10"

@@ -17,10 +17,10 @@ from conftest import SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from build_tools import load, sources
-from build_tools._exceptions import EXIT_BAD_INPUT, Problem
 from build_tools.cli import main
-from build_tools.sources import Found
+from build_tools.core._exceptions import EXIT_BAD_INPUT, Problem
+from build_tools.ingest import load, sources
+from build_tools.ingest.sources import Found
 
 T0 = 1789999200.0  # 2026-09-21 14:00:00 UTC
 STAMP = "[2026-09-21 14:00:00] log_utils.py:1 - "
@@ -369,7 +369,7 @@ def test_long_hostile_log_lines_are_read_in_linear_time(tmp_path: Path, monkeypa
 def test_what_a_reader_passes_the_summary_can_read(step: int, value: object, stamp: dt.datetime,
                                                     elapsed: float) -> None:
     """Records that passed their reader's checks go through the merge and the summary: a summary or problems."""
-    from build_tools.summary import summarise
+    from build_tools.summarise.summary import summarise
 
     text = (f"[{stamp:%Y-%m-%d %H:%M:%S}] x.py:1 - step {step}: {{'train/grad_norm': {value!r}}}\n"
             f"[{stamp:%Y-%m-%d %H:%M:%S}] x.py:1 - Timer train end (elapsed: {elapsed}s)\n")

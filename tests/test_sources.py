@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from conftest import SAMPLES
 
-from build_tools import load, sources
-from build_tools.sources import log
-from build_tools.summary import summarise
+from build_tools.ingest import load, sources
+from build_tools.ingest.sources import log
+from build_tools.summarise.summary import summarise
 
 SOURCES = SAMPLES / "sources"
 FORMS = ("dump", "log", "tensorboard", "wandb-csv", "wandb-jsonl", "ci_history", "events")
@@ -218,7 +218,7 @@ def test_run_yaml_flags_must_agree_with_the_arguments_a_log_printed(tmp_path: Pa
 
 
 def test_tensorboard_float32_agrees_with_the_dump_it_rounds() -> None:
-    from build_tools.sources._common import agree, float32_unit, precision
+    from build_tools.ingest.sources._common import agree, float32_unit, precision
 
     stored = float(__import__("numpy").float32(0.53))  # 0.5299999713897705
     assert agree(0.53, precision("0.53"), stored, float32_unit(stored))

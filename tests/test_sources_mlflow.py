@@ -51,7 +51,7 @@ def test_an_mlflow_run_and_the_log_of_one_job_agree(tmp_path: Path, monkeypatch:
 def test_the_file_store_is_read_without_mlflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     made, run = mlflow_job(tmp_path, monkeypatch)
     script = ("import sys; sys.modules['mlflow'] = None\n"  # an import of mlflow fails
-              "from pathlib import Path\nfrom build_tools import load\n"
+              "from pathlib import Path\nfrom build_tools.ingest import load\n"
               f"run, _ = load.load_path(Path({str(run)!r}), problems := [])\n"
               "print(len(problems), sum(len(r.data['metrics']) for r in load.records(run, 'metrics')))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

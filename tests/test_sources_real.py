@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 from miles_job import Job, offline_env
 
-from build_tools import load
-from build_tools.sources import wandb as wandb_source
-from build_tools.sources._common import STEP_KEYS
+from build_tools.ingest import load
+from build_tools.ingest.sources import wandb as wandb_source
+from build_tools.ingest.sources._common import STEP_KEYS
 
 Values = dict[tuple[str, int, str], float]
 NAN_AT = ("train/step", 5, "train/grad_norm")  # the diverged step the job logs as NaN
@@ -415,7 +415,7 @@ def test_tensorboardx_cleaned_tags_are_read_as_the_keys_miles_logged(tmp_path: P
 
 def test_a_cleaned_tag_two_keys_could_give_is_read_as_written_with_a_warning(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from build_tools.sources import _common
+    from build_tools.ingest.sources import _common
 
     made = job(tmp_path, monkeypatch)
     write_with_tensorboardx(made)

@@ -1,4 +1,4 @@
-"""build_tools/_staging.py's atomic write: a file is the old one or the new one, never half of one, whatever
+"""build_tools/core/_staging.py's atomic write: a file is the old one or the new one, never half of one, whatever
 happens while it is written; what a killed writer left is swept by the next build."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from build_tools._staging import KILL_AT, atomic_file, clean_leftovers, staging, write_atomic
+from build_tools.core._staging import KILL_AT, atomic_file, clean_leftovers, staging, write_atomic
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ def test_a_kill_mid_write_leaves_the_old_file_and_the_next_build_sweeps_the_rest
     """SIGKILL after the new bytes are written and before they replace the file: no cleanup of any kind runs."""
     report = tmp_path / "build" / "claims.json"
     write_atomic(report, b"old")
-    code = ("from pathlib import Path; from build_tools._staging import write_atomic; "
+    code = ("from pathlib import Path; from build_tools.core._staging import write_atomic; "
             f"write_atomic(Path({str(report)!r}), b'new')")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, KILL_AT: "atomic-write"},
                           capture_output=True, text=True, timeout=60)
@@ -56,7 +56,7 @@ def test_a_process_that_ended_but_was_not_reaped_counts_as_ended() -> None:
     import subprocess
     import time
 
-    from build_tools._staging import process_alive
+    from build_tools.core._staging import process_alive
 
     child = subprocess.Popen(["sleep", "30"])
     try:

@@ -1,4 +1,4 @@
-"""build_tools/stamp.py: the edition stamp is the seeds' footer; the edition file's problems are listed; a run
+"""build_tools/editions/stamp.py: the edition stamp is the seeds' footer; the edition file's problems are listed; a run
 made with another Miles commit fails with one line."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from conftest import ROOT
 from page_text import INDEX_SEED, METRICS_SEED, STAMP
 
-from build_tools._exceptions import EXIT_BAD_INPUT, EditionFileError, ManualError
-from build_tools.stamp import check_commits, load_stamp
+from build_tools.core._exceptions import EXIT_BAD_INPUT, EditionFileError, ManualError
+from build_tools.editions.stamp import check_commits, load_stamp
 
 
 def test_stamp_matches_the_seed_footer():

@@ -22,12 +22,13 @@ import pytest
 import yaml
 from conftest import ROOT, SAMPLES, copy_project
 
-from build_tools import axes, load, readers
-from build_tools._exceptions import MissingValue
-from build_tools._types import RunSummary
+from build_tools import readers
 from build_tools.cli import main
+from build_tools.core._exceptions import MissingValue
+from build_tools.core._types import RunSummary
+from build_tools.ingest import axes, load
 from build_tools.store import summary_cache, summary_wire
-from build_tools.summary import summarise
+from build_tools.summarise.summary import summarise
 
 ARGS = {"hf_checkpoint": "Qwen/Qwen3-0.6B", "n_samples_per_prompt": 8, "rollout_batch_size": 32,
         "global_batch_size": 128, "num_rollout": 2}  # 32 x 8 // 128: two optimizer steps a rollout

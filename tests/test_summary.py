@@ -17,11 +17,13 @@ from conftest import MILES_SAMPLES, ROOT, SAMPLES
 from hypothesis import given
 from hypothesis import strategies as st
 
-from build_tools import _columnar, load, readers, summary, summary_phases
-from build_tools._exceptions import ManualError, RunDataError
-from build_tools._files import scan_tree
+from build_tools import readers
+from build_tools.core._exceptions import ManualError, RunDataError
+from build_tools.core._files import scan_tree
+from build_tools.ingest import _columnar, load
 from build_tools.store import fingerprint, run_hash, summary_cache
-from build_tools.summary import summarise_runs
+from build_tools.summarise import summary, summary_phases
+from build_tools.summarise.summary import summarise_runs
 
 GOOD = SAMPLES / "load" / "good"
 

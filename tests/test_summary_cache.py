@@ -16,7 +16,7 @@ import pytest
 from conftest import SAMPLES
 
 from build_tools.store import fingerprint, run_hash, summary_cache
-from build_tools.summary import summarise_runs
+from build_tools.summarise.summary import summarise_runs
 
 GOOD = SAMPLES / "load" / "good"
 DEEP = b"[" * 100_000 + b"]" * 100_000

@@ -110,8 +110,8 @@ def test_the_example_runs_give_no_warning(example_summaries):
 
 
 def test_an_open_phase_no_death_explains_still_warns():
-    from build_tools.load import Record
-    from build_tools.summary_phases import _phases
+    from build_tools.ingest.load import Record
+    from build_tools.summarise.summary_phases import _phases
 
     phase = {"name": "rollout", "t0": 10.0, "t1": -1, "rank": 0, "role": "engine", "node": "n", "gpus": [0]}
     warnings: list[str] = []

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from build_tools.contract import Contract, EnvelopeFact, RangeItem
-from build_tools.watch.follow import Follower
-from build_tools.watch.judge import Change
-from build_tools.watch.run import Watch
+from build_tools.checking.contract import Contract, EnvelopeFact, RangeItem
+from build_tools.commands.watch.follow import Follower
+from build_tools.commands.watch.judge import Change
+from build_tools.commands.watch.run import Watch
 
 ROOT = Path(__file__).resolve().parent.parent
 GUARD_S = 30.0  # a failure guard only: a report that never comes fails here, not a latency goal
@@ -226,8 +226,8 @@ def test_a_run_with_another_batch_is_not_applicable_naming_it(tmp_path: Path) ->
 
 
 def test_make_watch_passes_run_as_one_path() -> None:
-    from build_tools import _make
-    from build_tools._exceptions import ManualError
+    from build_tools.commands import _make
+    from build_tools.core._exceptions import ManualError
 
     assert _make.arguments("watch", {"RUN": "-odd name"}, ROOT) == ["watch", "--", "./-odd name"]
     with pytest.raises(ManualError):
@@ -237,9 +237,9 @@ def test_make_watch_passes_run_as_one_path() -> None:
 def test_compare_and_watch_agree_on_every_item_of_a_finished_run(built_manual: Path) -> None:
     """Over every example run with a dump: each Metrics row `compare` judges, `watch` judges alike (inside at every
     step, outside at some, or not applicable naming the same fact); a whole-run statistic stays undecided."""
-    from build_tools import compare
-    from build_tools._layout import Layout
-    from build_tools.contract import read_contract
+    from build_tools.checking.contract import read_contract
+    from build_tools.commands import compare
+    from build_tools.core._layout import Layout
 
     layout = Layout(built_manual)
     document = read_contract(built_manual / "site" / "contract.json")
@@ -270,10 +270,10 @@ def test_compare_and_watch_agree_on_every_item_of_a_finished_run(built_manual: P
 
 
 def test_at_the_end_the_claims_take_compares_verdicts(built_manual: Path) -> None:
-    from build_tools import compare
-    from build_tools._layout import Layout
+    from build_tools.checking.contract import read_contract
     from build_tools.cli import _claims_checked
-    from build_tools.contract import read_contract
+    from build_tools.commands import compare
+    from build_tools.core._layout import Layout
 
     run = built_manual / "runs" / "baseline-seed1"
     watch = Watch(run, read_contract(built_manual / "site" / "contract.json"), lambda change: None, lambda line: None)
@@ -294,7 +294,7 @@ def test_at_the_end_the_claims_take_compares_verdicts(built_manual: Path) -> Non
 def test_the_bench_figure_sees_every_step_reported() -> None:
     import math
 
-    from build_tools.watch import latency
+    from build_tools.commands.watch import latency
 
     found = latency.measure(4)
     assert len(found) == 4 and all(math.isfinite(seconds) and seconds >= 0 for seconds in found)

@@ -1,8 +1,8 @@
-"""build_tools/wording.py: numbers as the pages write them, and what the runs are (example, measured, mixed)."""
+"""build_tools/pages/wording.py: numbers as the pages write them, and what the runs are (example, measured, mixed)."""
 
 from __future__ import annotations
 
-from build_tools.wording import number, provenance, words
+from build_tools.pages.wording import number, provenance, words
 
 
 def test_number_formatting():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from build_tools import _workers
+from build_tools.core import _workers
 
 ROOT = Path(__file__).resolve().parent.parent
 # Run in a fresh interpreter: a fork server started here would outlive the test in this process.
@@ -19,8 +19,8 @@ STARTS = """
 import sys, multiprocessing.forkserver as fs
 from pathlib import Path
 from build_tools import cli
-from build_tools._layout import Layout
-from build_tools._settings import Settings
+from build_tools.core._layout import Layout
+from build_tools.core._settings import Settings
 cli._start_readers_early(Layout(Path(sys.argv[1])), Settings(trust_state=sys.argv[2] == "trusted"))
 print(fs._forkserver._forkserver_pid is not None)
 """
@@ -66,7 +66,8 @@ def test_no_runs_folder_starts_nothing(tmp_path: Path) -> None:
 
 
 def test_a_pools_workers_parse_ahead_on_their_share_of_the_cores() -> None:
-    from build_tools import load, summary
+    from build_tools.ingest import load
+    from build_tools.summarise import summary
 
     jobs = [None] * _workers.POOL_FROM
     shares = set(summary._in_pool(_parse_threads_of, jobs, workers=2))
@@ -74,6 +75,6 @@ def test_a_pools_workers_parse_ahead_on_their_share_of_the_cores() -> None:
 
 
 def _parse_threads_of(job: None) -> int:
-    from build_tools import load
+    from build_tools.ingest import load
 
     return load.PARSE_AHEAD

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from build_tools.cli import _parser
-from build_tools.edition import tag_name
+from build_tools.editions.edition import tag_name
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))

@@ -14,8 +14,8 @@ from urllib.parse import urljoin
 import pytest
 from test_browser import HOST, STAMP, _pages, browser  # noqa: F401 (the browser fixture)
 
-from build_tools import site as site_stage
-from build_tools._settings import Settings
+from build_tools.core._settings import Settings
+from build_tools.website import site as site_stage
 
 pytest.importorskip("zensical")
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import jinja2
 
-from .._escape import md_code, md_text
-from .._types import FigureBlock, RunSummary, ValidatedRun
-from ..blocks import resolve_references
-from ..wording import join
+from build_tools.checking.blocks import resolve_references
+from build_tools.core._escape import md_code, md_text
+from build_tools.core._types import FigureBlock, RunSummary, ValidatedRun
+from build_tools.pages.wording import join
 
 
 def environment(templates: Path) -> jinja2.Environment:

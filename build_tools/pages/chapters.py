@@ -9,16 +9,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import claims, reader_note
-from .._escape import html_attribute, html_text, md_text
-from .._exceptions import ChapterError, Problem, display_path
-from .._layout import CHAPTER, METRICS_PAGE
-from .._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
-from ..blocks import fenced_blocks
-from ..legibility import svg_size
-from ..palette import SCHEMES
-from ..variants import DESKTOP, SCREENS, suffix
-from ..wording import provenance
+from build_tools.checking import claims
+from build_tools.checking.blocks import fenced_blocks
+from build_tools.core._escape import html_attribute, html_text, md_text
+from build_tools.core._exceptions import ChapterError, Problem, display_path
+from build_tools.core._layout import CHAPTER, METRICS_PAGE
+from build_tools.core._types import CheckResult, ClaimVerdict, DrawnFigure, FigureBlock
+from build_tools.drawing.legibility import svg_size
+from build_tools.drawing.palette import SCHEMES
+from build_tools.drawing.variants import DESKTOP, SCREENS, suffix
+from build_tools.pages import reader_note
+from build_tools.pages.wording import provenance
+
 from ._common import resolve
 from .troubleshooting import TROUBLESHOOTING_MARK, troubleshooting_table
 
@@ -99,7 +101,7 @@ def figure_markup(block: FigureBlock, figure: DrawnFigure | None, verdict: Claim
 
 
 def figure_image(stem: str, alt: str, number: str, drawn: Path | None = None) -> str:
-    """The figure's variants (build_tools/variants.py) as the page serves them: a <picture> for each colour
+    """The figure's variants (build_tools/drawing/variants.py) as the page serves them: a <picture> for each colour
     scheme, of which the page shows the one of the scheme its reader chose (manual.css: Material's palette
     toggle sets `data-md-color-scheme`, offline, with no request), each choosing the phone's layout below the
     phone's breakpoint (`<source media>`). Every image loads lazily, when shown: a reader fetches the figures

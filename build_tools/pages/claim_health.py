@@ -1,9 +1,9 @@
 """The Claim health page (claim-health.md): every check of every claim with its observed value, its tolerance and
-its margin (build_tools/checks/_margin.py), from this build's verdicts; and, across the published editions,
+its margin (build_tools/checking/checks/_margin.py), from this build's verdicts; and, across the published editions,
 each margin edition by edition with a small chart, a claim whose margin shrank in the newest edition marked.
 
 The history comes from the editions' manifests on the pages branch, so it is written when an edition is
-published, into a marked place of the built page (as the record pages are, build_tools/edition_pages.py): the
+published, into a marked place of the built page (as the record pages are, build_tools/pages/edition_pages.py): the
 build itself reads nothing but its inputs, and rebuilds byte for byte.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._escape import Markdown, html_text, md_text
-from .._numbers import fmt
-from .._types import ClaimVerdict, Margin
-from ..claims import says
+from build_tools.checking.claims import says
+from build_tools.core._escape import Markdown, html_text, md_text
+from build_tools.core._numbers import fmt
+from build_tools.core._types import ClaimVerdict, Margin
 
 MARK_START, MARK_END = "<!-- claim-history -->", "<!-- /claim-history -->"
 SHRANK = "shrank"  # the mark of a margin smaller in the newest edition than in the one before

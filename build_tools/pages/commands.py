@@ -2,7 +2,7 @@
 flags, the dump's meta.json `args`, or the arguments its log printed), never typed by hand: one highlighted block
 to copy for each distinct command, naming the runs that ran it and the figures that read them.
 
-A command is shown only when it is whole: every flag one of Miles' parser (build_tools/data/miles_args.json,
+A command is shown only when it is whole: every flag one of Miles' parser (ingest/miles_facts/miles_args.json,
 read from the pinned Miles commit) with a value that parses, and the one-GPU rules below hold (one GPU,
 colocated, the FSDP trainer, a model, prompts and a reward). Otherwise the run's known flags are listed, not as
 a command, with one line naming what was not recorded."""
@@ -15,13 +15,13 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import miles_facts
-from .._escape import md_code, md_text
-from .._types import FigureBlock, RunSummary
-from ..schemas import is_flag_name, value_problem_of_arg
-from ..wording import join, provenance
+from build_tools.core._escape import md_code, md_text
+from build_tools.core._types import FigureBlock, RunSummary
+from build_tools.ingest import miles_facts
+from build_tools.ingest.schemas import is_flag_name, value_problem_of_arg
+from build_tools.pages.wording import join, provenance
 
-# Miles' entry point (train.py; a log's launch line names it the same way, build_tools/sources/log.py).
+# Miles' entry point (train.py; a log's launch line names it the same way, build_tools/ingest/sources/log.py).
 ENTRY = "python3 train.py"
 # Each run's --wandb-group is its own name (meta.json's run_name): said once in words, so that runs launched
 # alike share one command.

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import jinja2
 
-from .._types import FigureBlock, RunSummary
-from ..wording import provenance
+from build_tools.core._types import FigureBlock, RunSummary
+from build_tools.pages.wording import provenance
+
 from ._common import machine
 
 

@@ -7,12 +7,13 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .. import palette
-from .._escape import Markdown, html_text, md_code, md_text
-from .._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, METRICS_PAGE, RECORD_PAGES
-from .._types import FigureBlock, RunSummary, ValidatedRun
-from ..palette import Palette, Role
-from ..wording import Provenance, join, provenance, words
+from build_tools.core._escape import Markdown, html_text, md_code, md_text
+from build_tools.core._layout import CHANGES_PAGE, CHAPTER, INDEX_PAGE, MANIFEST_PAGE, METRICS_PAGE, RECORD_PAGES
+from build_tools.core._types import FigureBlock, RunSummary, ValidatedRun
+from build_tools.drawing import palette
+from build_tools.drawing.palette import Palette, Role
+from build_tools.pages.wording import Provenance, join, provenance, words
+
 from ._common import machine
 from .nav import Page, nav_order
 

@@ -1,5 +1,5 @@
 """The Metrics page (chapter 6, 06-metrics.md): templates/metrics.md.j2 filled with the tables of
-docs/data/metrics.yml, each cell computed from the runs (build_tools/metrics_table.py)."""
+docs/data/metrics.yml, each cell computed from the runs (build_tools/pages/metrics_table.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Any
 
 import jinja2
 
-from .. import metrics_table, miles_guidance
-from ..wording import provenance
+from build_tools.checking import miles_guidance
+from build_tools.pages import metrics_table
+from build_tools.pages.wording import provenance
 
 
 def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,

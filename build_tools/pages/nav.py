@@ -9,11 +9,11 @@ from pathlib import Path
 
 import yaml
 
-from .. import edition_pages
-from .._escape import html_text
-from .._layout import CHAPTER, CLAIM_HEALTH_PAGE, FIGURES_PAGE, INDEX_PAGE, RECORD_PAGES, SITE_SETTINGS
-from .._types import Stamp
-from ..wording import Provenance
+from build_tools.core._escape import html_text
+from build_tools.core._layout import CHAPTER, CLAIM_HEALTH_PAGE, FIGURES_PAGE, INDEX_PAGE, RECORD_PAGES, SITE_SETTINGS
+from build_tools.core._types import Stamp
+from build_tools.pages import edition_pages
+from build_tools.pages.wording import Provenance
 
 FRONT_MATTER = "Front matter"  # the nav's name for index.md, whose heading repeats the site name
 

@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._escape import Markdown, md_code, md_part
-from .._exceptions import ChapterError, Problem
+from build_tools.core._escape import Markdown, md_code, md_part
+from build_tools.core._exceptions import ChapterError, Problem
 
 TROUBLESHOOTING_MARK = "<!-- troubleshooting-table -->"
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .._files import content_hash, identity
+from build_tools.core._files import content_hash, identity
 
 # The libraries whose versions can change an output: the drawing (matplotlib and the PNG and font libraries it
 # writes with, numpy, pandas), the reading and caching of runs (pydantic, PyYAML, pyarrow, tensorboard; wandb,
@@ -133,8 +133,8 @@ _imports_of: dict[tuple[Path, str | None], tuple[Identity, tuple[str, ...]]] = {
 
 def code_files(*modules: str, package: Path = PACKAGE, also: Iterable[Path] = ()) -> list[Path]:
     """The files of the package (`package` is the folder of `build_tools`, or of another package such as a
-    project's figures/) that the modules (dotted names, `build_tools.summary`), and the files `also` (a project's
-    figure modules; themselves not counted), import, directly or through one another: each module's .py, the
+    project's figures/) that the modules (dotted names, `build_tools.summarise.summary`), and the files `also` (a
+    project's figure modules; themselves not counted), import, directly or through one another: each module's .py, the
     __init__.py of the packages it is in, and the files beside them that are not Python (checks/words.yml).
     Sorted: what a stage's code key hashes, derived from the code itself, so that no edit to what a stage runs is
     served stale. Each file's imports are read again only when its stats change."""
@@ -281,7 +281,7 @@ def remember(key_file: Path, key: Key) -> None:
     """Write the record of an output that was just made, whole or not at all: its key, and what it was made from
     (the tools' versions, and each named part with its digest), for a person asking why it was, or was not, made
     again."""
-    from .._staging import write_atomic  # after a build: not on the no-op path
+    from build_tools.core._staging import write_atomic  # after a build: not on the no-op path
 
     write_atomic(key_file, (json.dumps(record(key), indent=1, sort_keys=True) + "\n").encode("utf-8"))
 

@@ -17,12 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._files import FileStat, Seen, scan_tree
-from .._staging import write_atomic
+from build_tools.core._files import FileStat, Seen, scan_tree
+from build_tools.core._staging import write_atomic
+
 from . import fingerprint
 
 # The module that reads and summarises a run: its key hashes every module of the package it imports.
-SUMMARY_MODULE = "build_tools.summary"
+SUMMARY_MODULE = "build_tools.summarise.summary"
 
 
 @functools.cache

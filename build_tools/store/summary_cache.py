@@ -34,11 +34,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .. import _workers
-from .._exceptions import cache_changed
-from .._files import content_hash
-from .._staging import new_folder, temporary_prefix, write_atomic
-from .._types import MetricFacts, RunSummary
+from build_tools.core import _workers
+from build_tools.core._exceptions import cache_changed
+from build_tools.core._files import content_hash
+from build_tools.core._staging import new_folder, temporary_prefix, write_atomic
+from build_tools.core._types import MetricFacts, RunSummary
 
 FORMAT = 2  # 2: each Parquet file's hash is BLAKE3 (`blake3`), not sha256
 FACTS_FORMAT = 1

@@ -13,7 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._types import RunSummary
+from build_tools.core._types import RunSummary
+
 from . import summary_cache
 
 # (tables by name: "steps", "phases", "events", "series/<stream>" -> Parquet bytes; the JSON body)

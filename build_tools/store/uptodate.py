@@ -16,15 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._files import loose_files, plain_files, scan_runs
-from .._layout import PROJECT_INPUTS, Layout
-from .._settings import Settings
-from .._staging import write_atomic
+from build_tools.core._files import loose_files, plain_files, scan_runs
+from build_tools.core._layout import PROJECT_INPUTS, Layout
+from build_tools.core._settings import Settings
+from build_tools.core._staging import write_atomic
+
 from . import fingerprint
 from .run_hash import input_hash, read_memo
 
 if TYPE_CHECKING:
-    from .._types import RunsRead  # its import (a dozen dataclasses) is not on the no-op path
+    from build_tools.core._types import RunsRead  # its import (a dozen dataclasses) is not on the no-op path
 
 KEY_FILE = "inputs.key"
 # The last check that succeeded without a warning: its key (its inputs and whether it summarised every run),

@@ -1,0 +1,1 @@
+"""`make bench`: the build's time, at scale, and Ray's."""

@@ -1,0 +1,1 @@
+"""The commands beside the build: add-run, record, compare, show, and make's door (_make)."""

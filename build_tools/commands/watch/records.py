@@ -1,0 +1,124 @@
+"""Complete lines into metric values: a dump's metrics records and a log's `rollout N: {...}` lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from build_tools.ingest.sources._common import RENAMED
+from build_tools.ingest.sources.log import (
+    ANSI,
+    ARG_LINE,
+    ARGS_BEGIN,
+    ARGS_END,
+    METRICS,
+    RAY_PREFIX,
+    SOURCE,
+    STAMP,
+    STEP_KEY,
+    PayloadError,
+    _arg_value,
+    parse_payload,
+)
+
+
+@dataclass(frozen=True)
+class Value:
+    step_key: str
+    step: int
+    metric: str
+    value: float
+
+
+def dump_values(line: str) -> Iterator[Value]:
+    """A metrics.jsonl record's numbers; ValueError for a line that is not one (the watch warns and goes on)."""
+    if not line.strip():
+        return
+    record = json.loads(line)
+    if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
+        raise ValueError("expected a metrics record: an object with step_key, step and metrics")
+    step_key, step = record.get("step_key"), record.get("step")
+    if step_key is None and step is None:  # a record Miles logs with no step: nothing to judge at a step
+        return
+    if not isinstance(step_key, str) or not isinstance(step, int) or isinstance(step, bool):
+        raise ValueError("expected step_key a text and step a whole number")
+    yield from _numbers(step_key, step, record["metrics"])
+
+
+def log_message(line: str) -> str:
+    """A log line's message, without the Ray prefix, the time stamp and the source (as sources/log.py reads it)."""
+    text = ANSI.sub("", line).rstrip("\r")
+    prefix = RAY_PREFIX.match(text)
+    body = text[prefix.end():] if prefix else text
+    if stamp := STAMP.match(body):
+        body = body[stamp.end():]
+    source = SOURCE.match(body)
+    return (body[source.end():] if source else body).strip()
+
+
+class LogArguments:
+    """The argument dump Megatron prints at launch (`---- arguments ----` ... `---- end of arguments ----`), read
+    line by line as it arrives: at its end, the run's setup (the flags, the model from --hf-checkpoint)."""
+
+    def __init__(self) -> None:
+        self.inside = False
+        self.args: dict[str, Any] = {}
+
+    def take(self, message: str) -> dict[str, Any] | None:
+        if ARGS_BEGIN.match(message):
+            self.inside, self.args = True, {}
+        elif self.inside and ARGS_END.match(message):
+            self.inside = False
+            checkpoint = str(self.args.get("hf_checkpoint") or "").rstrip("/")
+            return {"model": {"name": checkpoint.rsplit("/", 1)[-1] or None}, "flags": dict(self.args)}
+        elif self.inside and (arg := ARG_LINE.match(message)):
+            self.args.setdefault(arg["name"], _arg_value(arg["value"]))
+        return None
+
+
+def log_values(line: str) -> Iterator[Value]:
+    """A log line's metrics, read as sources/log.py reads them."""
+    message = log_message(line)
+    match = METRICS.match(message)
+    if not match:
+        return
+    try:
+        values, _ = parse_payload(match["payload"])
+    except PayloadError:
+        return
+    step_key = STEP_KEY[match["kind"]]
+    step = values.get(step_key, int(match["n"]))
+    if isinstance(step, int) and not isinstance(step, bool):
+        yield from _numbers(step_key, step, values)
+
+
+def _numbers(step_key: str, step: int, metrics: Mapping[str, Any]) -> Iterator[Value]:
+    for key, value in metrics.items():
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            yield Value(step_key, step, RENAMED.get(key, key), float(value))
+
+
+def setup_of_meta(text: str) -> dict[str, Any] | None:
+    """A dump's meta.json as the run.yaml fields the envelope reads (as load.py maps it)."""
+    try:
+        meta = json.loads(text)
+    except ValueError:
+        return None
+    args = meta.get("args") if isinstance(meta, dict) else None
+    if not isinstance(args, dict):
+        return None
+    checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
+    return {"model": {"name": checkpoint.rsplit("/", 1)[-1] or None}, "flags": dict(args)}
+
+
+def setup_of_run_yaml(text: str) -> dict[str, Any] | None:
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return config if isinstance(config, dict) else None

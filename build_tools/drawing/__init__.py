@@ -1,0 +1,1 @@
+"""Stage 5: every figure drawn from the summaries (draw, its variants, the palette, legibility)."""

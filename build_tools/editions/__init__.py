@@ -1,0 +1,1 @@
+"""Numbered editions: publish, verify, diff; the manifest, the stamp, git."""

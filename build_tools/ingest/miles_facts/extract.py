@@ -1,0 +1,155 @@
+"""Read Miles' launch parser from a Miles checkout and write it as data: `make miles-facts MILES=/path/to/miles`.
+
+Miles cannot be installed here (torch, SGLang, Megatron), so its own parser-building code runs with every
+module outside the checkout and the standard library replaced by an inert stand-in: the parser is the one
+`train.py --train-backend fsdp` builds (`build_fsdp_parser(get_miles_extra_args_provider())`, Miles'
+miles/utils/arguments.py parse_args), its flags read from argparse's own actions. What the stand-ins hide is
+said in the data: SGLang's ServerArgs flags (`--sglang-*` that Miles copies from SGLang) and the router's, which
+come from the SGLang the image installs, not from Miles' source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import importlib.abc
+import importlib.machinery
+import io
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+# Imported for real: Miles itself, the standard library, YAML and pydantic (modules Miles imports check their
+# models at import time).
+# Everything else (torch, SGLang, Ray, numpy, ...) is a stand-in: the parser is built without running it.
+REAL = {"miles", "yaml", "pydantic", "pydantic_core", "typing_extensions", "annotated_types", "typing_inspection",
+        *sys.stdlib_module_names}
+
+
+class _Inert(types.ModuleType):
+    """A module, class, function and value at once: whatever Miles reads of a package it cannot import."""
+
+    __path__: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _inert_class(f"{self.__name__}.{name}")
+
+
+def _inert_class(name: str) -> Any:
+    def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        # A decorator (torch.compile(...)(f), ray.remote(cls)) leaves what it decorates as it is.
+        return args[0] if len(args) == 1 and not kwargs and callable(args[0]) else _inert_class(f"{name}()")
+
+    meta = type("InertMeta", (type,), {"__getattr__": lambda cls, attr: _inert_class(f"{name}.{attr}"),
+                                       "__iter__": lambda cls: iter(()), "__call__": call,
+                                       "__getitem__": lambda cls, key: _inert_class(f"{name}[]"),
+                                       "__or__": lambda cls, other: cls, "__ror__": lambda cls, other: cls})
+    return meta(name.rsplit(".", 1)[-1], (), {})
+
+
+class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Gives every module outside Miles, the standard library and YAML as inert."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        top = fullname.split(".")[0]
+        if top in REAL or top.startswith("_"):  # private modules: the interpreter's own (_sysconfigdata...)
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return _Inert(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+def _plain(value: Any) -> Any:
+    """A default or choice as JSON holds it; a callable or object as its name."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if value is argparse.SUPPRESS:
+        return "==SUPPRESS=="
+    return getattr(value, "__name__", type(value).__name__)
+
+
+def _action_kind(action: argparse.Action) -> str:
+    names = {argparse._StoreTrueAction: "store_true", argparse._StoreFalseAction: "store_false",
+             argparse.BooleanOptionalAction: "boolean_optional", argparse._StoreAction: "store",
+             argparse._AppendAction: "append", argparse._StoreConstAction: "store_const",
+             argparse._CountAction: "count"}
+    return names.get(type(action), type(action).__name__)
+
+
+def flags_of(parser: argparse.ArgumentParser) -> dict[str, dict[str, Any]]:
+    flags = {}
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        flags[action.dest] = {
+            "options": list(action.option_strings),
+            "action": _action_kind(action),
+            "type": _plain(action.type) if action.type is not None else None,
+            "nargs": _plain(action.nargs),
+            "choices": _plain(list(action.choices)) if action.choices is not None else None,
+            "default": _plain(action.default),
+            "required": action.required,
+        }
+    return dict(sorted(flags.items()))
+
+
+def snapshot_keys(checkout: Path) -> list[str]:
+    """meta.json's args keys: miles/dashboard/args.py _SNAPSHOT_KEYS, read with ast (a literal tuple)."""
+    tree = ast.parse((checkout / "miles" / "dashboard" / "args.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_SNAPSHOT_KEYS" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise SystemExit("miles/dashboard/args.py: no _SNAPSHOT_KEYS")
+
+
+def read_parser(checkout: Path) -> argparse.ArgumentParser:
+    sys.path.insert(0, str(checkout))
+    sys.meta_path.insert(0, _InertFinder())
+    sys.argv = ["train.py", "--train-backend", "fsdp"]
+    from miles.backends.fsdp_utils.arguments import build_fsdp_parser  # type: ignore[import-not-found]
+    from miles.utils.arguments import get_miles_extra_args_provider  # type: ignore[import-not-found]
+
+    with contextlib.redirect_stderr(io.StringIO()):  # Miles' early parse_known_args prints a usage line: not ours
+        parser: argparse.ArgumentParser = build_fsdp_parser(get_miles_extra_args_provider())
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m build_tools.ingest.miles_facts.extract MILES_CHECKOUT OUTPUT.json", file=sys.stderr)
+        return 2
+    checkout, output = Path(argv[0]), Path(argv[1])
+    commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=False).stdout.strip() or (checkout / "COMMIT").read_text().strip()
+    flags = flags_of(read_parser(checkout))
+    keys = snapshot_keys(checkout)
+    data = {
+        "about": "Miles' launch flags with --train-backend fsdp (train.py's parser: build_fsdp_parser with "
+                 "get_miles_extra_args_provider), and the args keys its dashboard writes to meta.json "
+                 "(miles/dashboard/args.py _SNAPSHOT_KEYS, written when the parser has them). SGLang's own "
+                 "server flags (--sglang-* copied from sglang's ServerArgs) and the router's come from the "
+                 "SGLang the image installs: not listed here.",
+        "miles_commit": commit,
+        "regenerate": "make miles-facts MILES=/path/to/miles-checkout",
+        "snapshot_keys": keys,
+        "flags": flags,
+    }
+    output.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    print(f"{output}: {len(flags)} flags, {len(keys)} meta.json keys, from Miles {commit}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
