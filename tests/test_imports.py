@@ -18,7 +18,9 @@ PACKAGE = ROOT / "build_tools"
 # Modules that may read the command line: the CLI itself and make's door into it. The example generator is a
 # tool of its own with its own arguments.
 # miles_facts.extract: `make miles-facts`, a maintainer's tool, hands Miles' parser the argv train.py would see.
-READS_ARGUMENTS = {"build_tools.cli", "build_tools.commands._make", "build_tools.ingest.miles_facts.extract"}
+# checking.miles_guidance: `make miles-guidance`, another maintainer's tool, takes the checkout as its argument.
+READS_ARGUMENTS = {"build_tools.cli", "build_tools.commands._make", "build_tools.ingest.miles_facts.extract",
+                   "build_tools.checking.miles_guidance"}
 TOOLS = ("examples",)
 
 
