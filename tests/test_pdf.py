@@ -157,3 +157,15 @@ def test_no_launch_command_is_split_over_two_pages(laid_out):
                 pages_of.setdefault(id(box.element), set()).add(number)
     assert len(pages_of) >= 8  # every chapter's commands
     assert [sorted(pages) for pages in pages_of.values() if len(pages) > 1] == []
+
+
+def test_no_note_is_split_over_two_pages(laid_out):
+    """A note (Miles' guidance under a Metrics table) keeps its title and its words on one page."""
+    pages_of: dict[int, set[int]] = {}
+    for number, page in enumerate(laid_out.pages, start=1):
+        for box, _ in _boxes(page._page_box):
+            element = getattr(box, "element", None)
+            if element is not None and "admonition" in (element.get("class") or "").split():
+                pages_of.setdefault(id(element), set()).add(number)
+    assert len(pages_of) >= 2  # the Metrics page's notes
+    assert [sorted(pages) for pages in pages_of.values() if len(pages) > 1] == []

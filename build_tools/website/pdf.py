@@ -312,6 +312,8 @@ section#figures ul {{ margin: 1mm 0; }}
 /* A launch command is never split over two pages, nor parted from the line that says whose it is. */
 div.highlight, pre {{ break-inside: avoid; }}
 div.highlight {{ break-before: avoid; }}
+/* A note (Miles' guidance under a Metrics table) is read whole: its title never left at a page's foot. */
+.admonition {{ break-inside: avoid; }}
 /* The Claim health table (build_tools/pages/claim_health.py): its nine columns within A4's width, in a smaller type
    with narrower cells; the observed value and what is allowed may break inside a long name (a flag), a figure's
    name stays whole. Paper does not scroll: the hint a phone shows is left out. */
