@@ -592,3 +592,24 @@ def test_the_idle_cpu_of_a_process_tree_counts_a_spinning_child() -> None:
         sleeping.kill()
         busy.wait()
         sleeping.wait()
+
+
+def test_the_benchs_watcher_catches_up_says_so_and_follows(tmp_path: Path) -> None:
+    """The watcher make bench WHAT=watch times runs watch's loop on what is written, then goes on following."""
+    from build_tools.benchmarks import bench_watch
+    from build_tools.checking.contract import Contract, RangeItem
+
+    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=[0.5, 0.9], decimals=2,
+                     source="bench", envelope=[])
+    (tmp_path / "contract.json").write_text(Contract(edition="t", edition_date="", miles_commit="", ranges=[item],
+                                                     claims=[]).model_dump_json())
+    run = tmp_path / "run"
+    (run / "dashboard").mkdir(parents=True)
+    for step in range(3):
+        bench_watch._append_step(run, step)
+    watcher, seconds = bench_watch._start_watcher(run, tmp_path / "contract.json", bench_watch.ROOT)
+    try:
+        assert seconds > 0 and watcher.peak_rss > 0
+        assert watcher.poll() is None  # still following
+    finally:
+        bench_watch._stop(watcher)
