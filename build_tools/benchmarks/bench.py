@@ -11,7 +11,8 @@ every process, a build's figure workers included) printed beside them; no verdic
 
 `make bench SCALE=RUNSxSTEPS` (SCALE read from the environment) measures the loader at scale instead: see
 `scaled_main`. `make bench RAY=auto` (or a head's HOST:PORT; with SCALE, and ALL=1) measures Ray's check against
-the local pool's: bench_ray.py.
+the local pool's: bench_ray.py. `make bench WHAT=serve` measures `make serve` against issue 34's goals
+(bench_serve.py), `make bench WHAT=watch` `manual watch` against issue 36's (bench_watch.py).
 """
 
 from __future__ import annotations
@@ -64,6 +65,15 @@ class Results:
 def main() -> int:
     """`make bench`; with SCALE=RUNSxSTEPS in the environment, the scaled benchmark (bench_scale.py)."""
     scale = os.environ.get("SCALE", "").strip()
+    what = os.environ.get("WHAT", "")
+    if what == "serve":
+        from build_tools.benchmarks.bench_serve import serve_main
+
+        return serve_main(scale)
+    if what == "watch":
+        from build_tools.benchmarks.bench_watch import watch_main
+
+        return watch_main()
     if os.environ.get("RAY"):
         from build_tools.benchmarks.bench_ray import ray_main
         from build_tools.core._settings import flag

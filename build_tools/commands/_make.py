@@ -1,7 +1,7 @@
 """make's door into the command line: make variables arrive as values, are checked, and become single arguments.
 
 The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH, REPLACE, SRC, ID, RAY, ALL, WARN_MARGIN,
-STRICT and FORMAT to the
+STRICT, FORMAT and WHAT to the
 environment as the exact text typed, and runs `python -m build_tools.commands._make TARGET`; no variable is ever written
 into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
@@ -25,7 +25,9 @@ from build_tools.core._exceptions import (
     EXIT_GOAL_MISSED,
     EXIT_MARGIN,
     ManualError,
+    bench_without,
     missing_make_variable,
+    not_a_bench,
     not_a_format,
     not_a_port,
     not_a_run_id,
@@ -118,10 +120,21 @@ def _ray(env: Mapping[str, str]) -> list[str]:
     return [f"--ray={value}"]
 
 
+# WHAT: what `make bench` measures besides the build (bench.py): make serve's goals or manual watch's.
+BENCHES = ("serve", "watch")
+
+
 def _bench(env: Mapping[str, str]) -> list[str]:
-    """bench reads RAY, SCALE and ALL itself (bench.py); RAY and ALL are checked here first, as check's are."""
+    """bench reads RAY, SCALE, ALL and WHAT itself (bench.py); RAY, ALL and WHAT are checked here first."""
     _ray(env)
     _flag(env, "ALL")
+    what = env.get("WHAT", "")
+    if what and what not in BENCHES:
+        raise not_a_bench(what, BENCHES)
+    # WHAT=serve reads SCALE (its generated runs); neither reads RAY, nor watch SCALE: refused, not ignored.
+    for name in ("RAY", *(["SCALE"] if what == "watch" else [])):
+        if what and env.get(name):
+            raise bench_without(what, name)
     return ["bench"]
 
 

@@ -321,6 +321,17 @@ def not_a_port(value: str) -> ManualError:
                        "e.g. make serve PORT=8001")
 
 
+def not_a_bench(value: str, benches: Sequence[str]) -> ManualError:
+    """WHAT, of `make bench WHAT=...`: one of `benches` (commands/_make.BENCHES) or nothing."""
+    return ManualError(f"{_variable('WHAT', value)} is not a benchmark: write "
+                       f"{' or '.join(f'WHAT={name}' for name in benches)}, or leave it out for the build's")
+
+
+def bench_without(what: str, name: str) -> ManualError:
+    """`make bench WHAT=what` with a variable (RAY; SCALE for watch) that bench does not read with it."""
+    return ManualError(f"WHAT={what} measures without {name}: leave {name} out, or WHAT out for {name}'s benchmark")
+
+
 def not_a_run_id(value: str) -> ManualError:
     return ManualError(f"{_variable('ID', value)} is not a run id: lower-case letters, digits, '.' and '-', "
                        "e.g. make add-run SRC=path ID=my-run-seed1")
