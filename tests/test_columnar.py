@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from build_tools.core._exceptions import RunDataError
 from build_tools.core._types import RunSummary
-from build_tools.ingest import _columnar, load, schemas
+from build_tools.ingest import _columnar, load, schemas, stream_columns
 from build_tools.summarise import summary
 from build_tools.summarise.summary import summarise_runs, summarise_serially
 
@@ -485,8 +485,9 @@ def test_a_plain_file_that_grows_after_it_is_sized_is_read_to_its_end(batch: int
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:-3]))
     monkeypatch.setattr(_columnar, "BATCH_BYTES", batch)
-    monkeypatch.setattr(load, "read_small", lambda path, most: None)  # open_input's path (read_small's: test_hostile)
-    real_open, reads = load.open_input, []
+    # open_input's path (read_small's: test_hostile)
+    monkeypatch.setattr(stream_columns, "read_small", lambda path, most: None)
+    real_open, reads = stream_columns.open_input, []
 
     def grown_once_opened(opened: Path) -> object:
         handle = real_open(opened)
@@ -496,9 +497,9 @@ def test_a_plain_file_that_grows_after_it_is_sized_is_read_to_its_end(batch: int
             handle.read = lambda size=-1: reads.append(size) or real_read(size)
         return handle
 
-    monkeypatch.setattr(load, "open_input", grown_once_opened)
+    monkeypatch.setattr(stream_columns, "open_input", grown_once_opened)
     fast = summaries(tmp_path / "runs")[RUN]
-    monkeypatch.setattr(load, "open_input", real_open)
+    monkeypatch.setattr(stream_columns, "open_input", real_open)
     line_by_line(monkeypatch)
     assert_same(fast, summaries(tmp_path / "runs")[RUN])
     assert len(fast.steps) == len(summaries(tmp_path / "runs")[RUN].steps)
@@ -509,8 +510,9 @@ def test_a_plain_file_that_grows_after_it_is_sized_is_read_to_its_end(batch: int
 def test_a_plain_file_read_whole_is_read_in_one_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
     path = tmp_path / "runs" / RUN / "dashboard" / "metrics.jsonl"
-    monkeypatch.setattr(load, "read_small", lambda path, most: None)  # open_input's path (read_small's: test_hostile)
-    real_open, reads = load.open_input, []
+    # open_input's path (read_small's: test_hostile)
+    monkeypatch.setattr(stream_columns, "read_small", lambda path, most: None)
+    real_open, reads = stream_columns.open_input, []
 
     def counted(opened: Path) -> object:
         handle = real_open(opened)
@@ -519,7 +521,7 @@ def test_a_plain_file_read_whole_is_read_in_one_call(monkeypatch: pytest.MonkeyP
             handle.read = lambda size=-1: reads.append(size) or real_read(size)
         return handle
 
-    monkeypatch.setattr(load, "open_input", counted)
+    monkeypatch.setattr(stream_columns, "open_input", counted)
     summaries(tmp_path / "runs")
     assert reads == [path.stat().st_size + 1]
 

@@ -22,7 +22,7 @@ from build_tools.core._layout import PROJECT, Layout
 from build_tools.core._settings import Settings
 from build_tools.drawing import draw
 from build_tools.editions import _manifest
-from build_tools.ingest import load
+from build_tools.ingest import stream_columns
 from build_tools.store import fingerprint, run_hash, uptodate
 from build_tools.store.fingerprint import LIBRARIES
 from build_tools.summarise import _ray, summary
@@ -122,7 +122,7 @@ def test_a_cold_build_reads_each_run_file_once_for_its_keys(tmp_path: Path, monk
         real_open(self, path)
 
     monkeypatch.setattr(_files._Input, "__init__", counted_open)
-    real_small = load.read_small
+    real_small = stream_columns.read_small
 
     def counted_small(path: Path, most: int) -> bytes | None:  # a small file read whole in one call
         data = real_small(path, most)
@@ -130,7 +130,7 @@ def test_a_cold_build_reads_each_run_file_once_for_its_keys(tmp_path: Path, monk
             reads.append(str(path))
         return data
 
-    monkeypatch.setattr(load, "read_small", counted_small)
+    monkeypatch.setattr(stream_columns, "read_small", counted_small)
     summary.summarise_runs(layout.runs, layout.cache / "summaries")
     uptodate.inputs_key(layout, Settings())
     run_files = sorted(str(p) for p in (layout.runs / "tiny-run").rglob("*") if p.is_file())

@@ -31,7 +31,7 @@ from build_tools.core._exceptions import (
 from build_tools.core._files import FileStat, file_stat, loose_files, plain_files, scan_runs, scan_tree
 from build_tools.core._yaml import parse_yaml
 from build_tools.editions.stamp import load_stamp
-from build_tools.ingest import load, schemas
+from build_tools.ingest import schemas, schemas_dump, schemas_manual, schemas_run, stream_columns, stream_lines
 from build_tools.readers import step_values
 from build_tools.summarise.summary import summarise_runs
 
@@ -208,7 +208,8 @@ def test_a_link_inside_the_project_is_read(tiny_runs: Path) -> None:
 
 
 def test_a_file_above_the_size_limit_is_refused(tiny_runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(load, "STREAM_LIMIT", 200)
+    for reader in (stream_lines, stream_columns):  # the record path, and the columns that hand it such a file
+        monkeypatch.setattr(reader, "STREAM_LIMIT", 200)
     assert "runs/tiny-run/lab/host_memory.jsonl: is 202 bytes, above the limit of 200 bytes for this kind of " \
            "file" in problems_in(tiny_runs)
 
@@ -348,7 +349,7 @@ yaml_text = st.text(alphabet=string.printable + "äé\u2028\ufeff", max_size=200
 
 
 @FUZZ
-@given(data=st.binary(max_size=300), stream=st.sampled_from(sorted(schemas.STREAM_RECORDS)),
+@given(data=st.binary(max_size=300), stream=st.sampled_from(sorted(schemas_dump.STREAM_RECORDS)),
        gz=st.booleans())
 def test_random_bytes_in_a_stream_file(data: bytes, stream: str, gz: bool, tmp_path_factory: pytest.TempPathFactory
                                        ) -> None:
@@ -356,21 +357,21 @@ def test_random_bytes_in_a_stream_file(data: bytes, stream: str, gz: bool, tmp_p
     path = folder / f"{stream}.jsonl{'.gz' if gz else ''}"
     path.write_bytes(data)
     problems: list[Problem] = []
-    records = list(load._read_stream(path, stream, problems, []))
+    records = list(stream_lines._read_stream(path, stream, problems, []))
     assert all(isinstance(problem, Problem) for problem in problems)
     assert all(isinstance(record.data, dict) for record in records)
 
 
 @FUZZ
-@given(value=json_values, stream=st.sampled_from(sorted(schemas.STREAM_RECORDS)))
+@given(value=json_values, stream=st.sampled_from(sorted(schemas_dump.STREAM_RECORDS)))
 def test_random_json_against_every_stream_schema(value: object, stream: str) -> None:
     text = json.dumps(value)
     problems: list[Problem] = []
     try:
-        parsed = load._parse_json(text, "f.jsonl", 1)
+        parsed = stream_lines._parse_json(text, "f.jsonl", 1)
     except InputProblem:
         return
-    record, found = schemas.validate_record(stream, parsed, "f.jsonl", 1) if isinstance(parsed, dict) \
+    record, found = schemas_dump.validate_record(stream, parsed, "f.jsonl", 1) if isinstance(parsed, dict) \
         else (None, [Problem("f.jsonl", 1, None, "expected a JSON object")])
     problems += found
     assert (record is None) == bool(problems)
@@ -384,7 +385,7 @@ def test_random_yaml_against_every_yaml_schema(text: str) -> None:
     except InputProblem as error:
         assert error.problem.file == "f.yml"
         return
-    for schema in (schemas.RunYaml, schemas.EditionYaml):
+    for schema in (schemas_run.RunYaml, schemas_manual.EditionYaml):
         model, problems = schemas.validate(schema, doc.value, "f.yml", doc.line_of)
         assert (model is None) == bool(problems)
 

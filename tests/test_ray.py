@@ -423,9 +423,9 @@ def test_auto_reads_many_runs_on_ray_and_an_address_or_local_always(monkeypatch:
 
 def test_a_task_parses_one_batch_ahead_and_leaves_its_process_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
     """A task has one CPU of its node (and may run in this very process, as here)."""
-    from build_tools.ingest import load
+    from build_tools.ingest import stream_columns
 
-    before = load.PARSE_AHEAD
-    monkeypatch.setattr(_ray, "_read_run", lambda job: (load.PARSE_AHEAD, [], None))
+    before = stream_columns.PARSE_AHEAD
+    monkeypatch.setattr(_ray, "_read_run", lambda job: (stream_columns.PARSE_AHEAD, [], None))
     assert _ray._read_on_worker(_jobs("baseline-seed1")[0]) == (1, [], None)
-    assert load.PARSE_AHEAD == before
+    assert stream_columns.PARSE_AHEAD == before

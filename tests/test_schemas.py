@@ -7,24 +7,24 @@ import re
 import pytest
 from conftest import ROOT
 
-from build_tools.ingest import load, schemas
+from build_tools.ingest import load, schemas, schemas_dump, schemas_run
 
 README = (ROOT / "runs" / "README.md").read_text(encoding="utf-8")
 
 
 def test_run_yaml_table_is_the_schema() -> None:
     rows = re.findall(r"^\| `([a-z_.]+)` \| ([^|`][^|]*) \| [^|]+ \|$", README, flags=re.M)
-    assert [(field, kind.strip()) for field, kind in rows] == schemas.field_rows(schemas.RunYaml)
+    assert [(field, kind.strip()) for field, kind in rows] == schemas.field_rows(schemas_run.RunYaml)
 
 
 @pytest.mark.parametrize("stream", [*load.DASHBOARD_STREAMS, *load.LAB_STREAMS])
 def test_each_stream_table_is_the_schema(stream: str) -> None:
     rows = re.findall(rf"^\| `{stream}` \| `([a-z_0-9]+)` \| ([^|]+) \|$", README, flags=re.M)
-    assert [(field, kind.strip()) for field, kind in rows] == schemas.field_rows(schemas.STREAM_RECORDS[stream])
+    assert [(field, kind.strip()) for field, kind in rows] == schemas.field_rows(schemas_dump.STREAM_RECORDS[stream])
 
 
 def test_every_stream_has_a_schema_and_a_folder() -> None:
-    assert sorted(schemas.STREAM_RECORDS) == sorted([*load.DASHBOARD_STREAMS, *load.LAB_STREAMS])
+    assert sorted(schemas_dump.STREAM_RECORDS) == sorted([*load.DASHBOARD_STREAMS, *load.LAB_STREAMS])
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -38,13 +38,13 @@ def test_every_stream_has_a_schema_and_a_folder() -> None:
      "f:3: detail: missing (expected a string)"),
 ])
 def test_record_errors_read_as_one_line(value: dict, expected: str) -> None:
-    record, problems = schemas.validate_record("events", value, "f", 3)
+    record, problems = schemas_dump.validate_record("events", value, "f", 3)
     assert record is None
     assert [str(problem) for problem in problems] == [expected]
 
 
 def test_strict_types_do_not_coerce() -> None:
-    record, problems = schemas.validate_record("host_memory", {"ts": 1, "total_kib": 10.0, "available_kib": 1},
+    record, problems = schemas_dump.validate_record("host_memory", {"ts": 1, "total_kib": 10.0, "available_kib": 1},
                                                "f", 1)
     assert [str(p) for p in problems] == ["f:1: total_kib: expected a whole number, found 10.0"]
 

@@ -66,15 +66,16 @@ def test_no_runs_folder_starts_nothing(tmp_path: Path) -> None:
 
 
 def test_a_pools_workers_parse_ahead_on_their_share_of_the_cores() -> None:
-    from build_tools.ingest import load
+    from build_tools.ingest import stream_columns
     from build_tools.summarise import summary
 
     jobs = [None] * _workers.POOL_FROM
     shares = set(summary._in_pool(_parse_threads_of, jobs, workers=2))
-    assert shares == {max(1, load.CORES // 2)} and load.PARSE_AHEAD == load.CORES  # this process keeps all
+    assert shares == {max(1, stream_columns.CORES // 2)}
+    assert stream_columns.PARSE_AHEAD == stream_columns.CORES  # this process keeps all
 
 
 def _parse_threads_of(job: None) -> int:
-    from build_tools.ingest import load
+    from build_tools.ingest import stream_columns
 
-    return load.PARSE_AHEAD
+    return stream_columns.PARSE_AHEAD

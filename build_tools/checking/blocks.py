@@ -23,7 +23,7 @@ from build_tools.core._layout import CHAPTER, INDEX_PAGE
 from build_tools.core._types import FigureBlock
 from build_tools.core._yaml import parse_yaml
 from build_tools.drawing import _figure_modules
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas, schemas_manual
 from build_tools.website import boundary
 
 FIGURE_ID = re.compile(r"^fig-[a-z0-9-]+$")
@@ -172,7 +172,7 @@ def _block(fenced: Fenced, shown: str, number: str, figures_dir: Path, tables_di
     def bad(field: str, message: str) -> None:
         problems.append(Problem(shown, line_of(tuple(field.split("."))), field, message))
 
-    problems += schemas.validate(schemas.FigureBlockYaml, data, shown, line_of)[1]
+    problems += schemas.validate(schemas_manual.FigureBlockYaml, data, shown, line_of)[1]
     _check_files(data, bad, figures_dir, tables_dir)
     if len(problems) > before:
         return None
@@ -247,7 +247,7 @@ def read_table(path: Path, where: str) -> tuple[Any, list[Problem]]:
     """One data table and the problems its schema finds in it (metrics, troubleshooting; a new table is plain
     data); InputProblem when it is not valid YAML. The one reader of docs/data/*.yml."""
     doc = parse_yaml(read_text(path), where)
-    schema = schemas.DATA_TABLES.get(path.stem)
+    schema = schemas_manual.DATA_TABLES.get(path.stem)
     return doc.value, schemas.validate(schema, doc.value, where, doc.line_of)[1] if schema is not None else []
 
 

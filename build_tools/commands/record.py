@@ -10,7 +10,7 @@ it reports as "[N/A]" is a warning, its samples left out and counted. `--until-e
 process ends and records the job's end in `lab/events.jsonl`.
 
 What it writes, the next `make check` accepts: each record is checked against the lab schema (the loader's own
-rules, build_tools/ingest/schemas.py) before it is written, and an impossible reading (NaN, infinite, out of range,
+rules, build_tools/ingest/schemas_dump.py) before it is written, and an impossible reading (NaN, infinite, out of range,
 more memory available than there is) is recorded as missing, null where the schema allows, else the sample
 left out, counted in the closing summary. A half line a killed recorder left at the end of a file is dropped
 (with a warning) before the next append, so every record starts on a line of its own.
@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 from build_tools.core._escape import terminal_text
 from build_tools.core._exceptions import Problem, cannot_record, display_path
 from build_tools.core._staging import process_alive
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas_dump
 
 GPU_QUERY = ("--query-gpu=index,temperature.gpu,utilization.gpu,power.draw", "--format=csv,noheader,nounits")
 
@@ -142,13 +142,13 @@ class Recorder:
     def _checked(self, stream: str, record: dict[str, Any]) -> dict[str, Any] | None:
         """The record as the loader will accept it: each impossible reading null where the lab schema allows
         one, else the whole sample left out (None); every one counted, the first of each field said."""
-        problems = schemas.validate_record(stream, record, stream, 0)[1]
+        problems = schemas_dump.validate_record(stream, record, stream, 0)[1]
         if not problems:
             return record
         for problem in problems:
             self._impossible(stream, problem)
         nulled = {**record, **{p.field: None for p in problems if p.field in record}}
-        return None if schemas.validate_record(stream, nulled, stream, 0)[1] else nulled
+        return None if schemas_dump.validate_record(stream, nulled, stream, 0)[1] else nulled
 
     def _impossible(self, stream: str, problem: Problem) -> None:
         name = f"{stream}.{problem.field or 'record'}"

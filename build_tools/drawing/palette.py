@@ -20,7 +20,7 @@ from build_tools.core._exceptions import FigureFilesError, InputProblem, Problem
 from build_tools.core._files import read_text
 from build_tools.core._layout import PROJECT, Layout
 from build_tools.core._yaml import YamlDoc, parse_yaml
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas, schemas_manual
 
 _active = PROJECT  # whose palette figure code reads: the project's, or the drawing build's (`using`)
 
@@ -148,7 +148,7 @@ def _read_yaml(path: Path, where: str, problems: list[Problem]) -> YamlDoc | Non
 
 
 def _validate(doc: YamlDoc, path: Path, where: str, problems: list[Problem]) -> Palette | None:
-    model, found = schemas.validate(schemas.PaletteYaml, doc.value, where, doc.line_of)
+    model, found = schemas.validate(schemas_manual.PaletteYaml, doc.value, where, doc.line_of)
     problems += found
     if model is None:
         return None

@@ -10,7 +10,7 @@ from build_tools.core._exceptions import EditionFileError, InputProblem, Problem
 from build_tools.core._files import read_text
 from build_tools.core._types import Stamp
 from build_tools.core._yaml import parse_yaml
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas, schemas_manual
 
 
 def load_stamp(path: Path) -> Stamp:
@@ -22,7 +22,7 @@ def load_stamp(path: Path) -> Stamp:
         doc = parse_yaml(read_text(path), where)
     except InputProblem as error:
         raise EditionFileError([error.problem]) from None
-    model, problems = schemas.validate(schemas.EditionYaml, doc.value, where, doc.line_of)
+    model, problems = schemas.validate(schemas_manual.EditionYaml, doc.value, where, doc.line_of)
     if model is None:
         raise EditionFileError(problems or [Problem(where, 1, None, "expected a mapping of fields")])
     miles = model.miles

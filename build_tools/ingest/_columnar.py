@@ -1,11 +1,11 @@
 """The fast path for the JSON Lines streams: a batch of lines read by pyarrow's JSON reader and checked column by
-column against the same schema the record-by-record path uses (schemas.STREAM_RECORDS).
+column against the same schema the record-by-record path uses (schemas_dump.STREAM_RECORDS).
 
 A column check never reports: when any column does not pass, the batch goes down the record-by-record path,
 which finds the offending lines and words the problems. So the fast path can only accept what the slow path
 would accept, and every message still names its file and line. Where a column alone cannot tell (a null read
 where the key may be missing, a value the reader may have read differently from Python's json), the rows in
-doubt are handed back as suspects, and the loader checks just those lines the slow way (load.py).
+doubt are handed back as suspects, and the loader checks just those lines the slow way (stream_columns.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 from pydantic import AfterValidator, PlainValidator
 
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas, schemas_dump
 
 # The streams whose records are flat (no lists or mappings): one row each, a column per field.
 FLAT_STREAMS = ("gpu_util", "gpu_processes", "host_memory", "gpu_temp", "held_memory", "data_buffer", "sampling",
@@ -75,7 +75,7 @@ def read_frame(stream: str, data: bytes, lines: int, starts: np.ndarray | None =
 def parsed_lines(stream: str, data: bytes, lines: int, starts: np.ndarray) -> pa.Table | None:
     """read_frame's first half: the batch as pyarrow parses it, when it is safe to parse (None when it is not, or
     does not parse). It holds the GIL little, so a stream's next batches are parsed in threads while this one
-    is checked (load._ColumnReader)."""
+    is checked (stream_columns._ColumnReader)."""
     if not columnar(stream):
         return None
     if len(starts) - 1 != lines or not _one_object_per_line(data, starts) or not _shallow(data, starts):
@@ -409,7 +409,7 @@ def _plain_check(annotation: Any) -> ColumnCheck:
 
 def _rules_hold(stream: str, table: pa.Table) -> bool:
     """The rules across fields, applied to whole columns (each rule is written so that it can be)."""
-    rules = schemas.RECORD_RULES.get(stream, ())
+    rules = schemas_dump.RECORD_RULES.get(stream, ())
     if not rules:
         return True
     columns = {name: table.column(name).to_numpy(zero_copy_only=False) for name in table.column_names
@@ -421,6 +421,7 @@ def _rules_hold(stream: str, table: pa.Table) -> bool:
 
 
 _FIELDS: dict[str, dict[str, Field]] = {
-    stream: {name: _compile(annotation) for name, annotation in schemas.STREAM_RECORDS[stream].__annotations__.items()}
+    stream: {name: _compile(annotation)
+             for name, annotation in schemas_dump.STREAM_RECORDS[stream].__annotations__.items()}
     for stream in FLAT_STREAMS + NESTED_STREAMS
 }

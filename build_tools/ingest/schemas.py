@@ -1,11 +1,14 @@
-"""One typed schema per input file: the one validation vocabulary of the build.
+"""The validation vocabulary of the build: the field types every schema is made of, and its error messages.
 
 Each schema is a pydantic v2 model in strict mode: a field has one type (a `1` is not `true`, a `"3"` is
 not `3`), unknown keys are errors that suggest the closest known name, and the checks a single value or
 record needs live beside its fields. `validate()` turns pydantic's errors into the build's one-line
 problems: `file:line: field: what is wrong (what was expected)`.
 
-runs/README.md's field tables are tested against these classes (tests/test_schemas.py).
+The schemas themselves, one per input file: schemas_run.py (run.yaml), schemas_dump.py (the dashboard dump:
+meta.json, its flag names, the stream records; what the other sources yield), schemas_manual.py (the manual's
+own files: edition.yml, docs/data/*.yml, figure blocks, palette.yml).
+runs/README.md's field tables are tested against the schemas through field_rows (tests/test_schemas.py).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import datetime as dt
 import difflib
 import math
 import re
-import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal, NotRequired, TypeVar, get_args, get_origin
 
@@ -24,19 +26,14 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
-    TypeAdapter,
     ValidationError,
-    model_validator,
 )
 from pydantic_core import PydanticCustomError
-from typing_extensions import TypedDict
 
 from build_tools.core._exceptions import Problem
 
 # Markers Miles writes for non-finite numbers, since JSON has none; Python's json writes them bare.
 NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
-EVENT_KINDS = ("heat_pause", "engine_death", "watchdog_kill", "ray_oom_kill", "job_end")
-PROVENANCES = ("measured", "example")
 # Every time of a run falls between the epoch and the end of the last year an edition may carry (_edition):
 # a later one is no run of this manual, and past year 9999 not even a date Python can show.
 LATEST_TIME = dt.datetime(2201, 1, 1, tzinfo=dt.UTC).timestamp()
@@ -83,8 +80,8 @@ def _number(value: Any) -> int | float:
 
 
 def _int64(value: int) -> int:
-    """An integer within 64 bits: the dump's JSON reader refuses a longer one (load._parse_int); a source reader
-    that reads text itself (a log, a CSV) checks it here."""
+    """An integer within 64 bits: the dump's JSON reader refuses a longer one (stream_lines._parse_int); a source
+    reader that reads text itself (a log, a CSV) checks it here."""
     if not -(2**63) <= value < 2**63:
         raise PydanticCustomError("range", "is an integer beyond 64 bits")
     return value
@@ -204,183 +201,6 @@ class Schema(BaseModel):
     model_config = _STRICT
 
 
-# --- run.yaml ---------------------------------------------------------------------------------
-
-
-class Model(Schema):
-    name: Text
-    size: Text
-    parameters: Annotated[int, Field(gt=0, le=MOST_PARAMETERS)]
-
-
-class Miles(Schema):
-    image: Text
-    branch: Text
-    commit: Commit
-    commit_date: IsoDate
-
-
-class SetupHardware(Schema):
-    """The machine every run of the manual ran on (run.yaml's hardware, less the GPUs a run's phases name)."""
-
-    machine: Text
-    chip: Text
-    memory_gib: Annotated[Number, Field(gt=0, le=MOST_MEMORY)]
-    memory_gb: Annotated[Number, Field(gt=0, le=MOST_MEMORY)]
-    memory_pools: Whole
-
-
-class Hardware(SetupHardware):
-    """run.yaml's hardware: the manual's machine, and how many GPUs the run used."""
-
-    gpus: Whole
-
-
-class Flags(Schema):
-    """The Miles launch flags the manual reads (underscored, as meta.json's args spell them)."""
-
-    n_samples_per_prompt: Whole | None = None
-    rollout_batch_size: Whole | None = None
-    over_sampling_batch_size: Whole | None = None
-    rollout_max_response_len: Whole | None = None
-    num_rollout: Whole | None = None
-    num_steps_per_rollout: Whole | None = None
-    global_batch_size: Whole | None = None
-    wandb_always_use_train_step: bool | None = None
-    colocate: bool | None = None
-    offload_train: bool | None = None
-    offload_rollout: bool | None = None
-    offload_rollout_level: list[str] | None = None
-    offload_train_target: Literal["cpu", "disk"] | None = None
-    rollout_top_p: Annotated[Number, Field(ge=0, le=1)] | None = None
-    rollout_top_k: Annotated[int, Field(ge=-1, le=MOST_COUNT)] | None = None  # Miles' default -1: no top-k
-    deterministic_mode: bool | None = None
-    true_on_policy_mode: bool | None = None
-    sglang_enable_deterministic_inference: bool | None = None
-    sglang_attention_backend: str | None = None
-    sglang_watchdog_timeout: Duration | None = None
-    dynamic_sampling_filter_path: str | None = None
-    use_fault_tolerance: bool | None = None
-    rollout_health_check_interval: Duration | None = None
-    rollout_health_check_timeout: Duration | None = None
-    rollout_health_check_first_wait: Duration | None = None
-    entropy_coef: Number | None = None
-    hf_checkpoint: str | None = None
-    use_miles_dashboard: bool | None = None
-    dump_details: str | None = None
-    # What a whole launch command needs that meta.json does not keep: the trainer, the prompts, the reward.
-    train_backend: Literal["megatron", "fsdp"] | None = None
-    prompt_data: str | None = None
-    input_key: str | None = None
-    label_key: str | None = None
-    apply_chat_template: bool | None = None
-    rm_type: str | None = None
-    custom_rm_path: str | None = None
-
-
-class Lab(Schema):
-    """Facts of the lab's setup that Miles does not record."""
-
-    heat_guard: bool | None = None
-    ray_memory_usage_threshold: Annotated[Number, Field(gt=0, le=1)] | None = None
-    trainer_bytes_per_parameter: Annotated[Number, Field(gt=0)] | None = None
-    sampling_replay: bool | None = None
-
-
-class RunYaml(Schema):
-    """runs/<run-id>/run.yaml: what the run was."""
-
-    run_id: Text  # must be the run folder's name (checked by the loader); Miles' run_name may be anything
-    provenance: Literal["measured", "example"]
-    title: Text
-    date: IsoDate
-    tags: list[Text]
-    seed: Annotated[int, AfterValidator(_int64)]
-    model: Model
-    dataset: Text
-    miles: Miles
-    hardware: Hardware
-    flags: Flags
-    lab: Lab
-
-
-# --- the dashboard dump -----------------------------------------------------------------------
-
-
-class MilesArgs(Flags):
-    """meta.json's args: the flags the manual reads typed as run.yaml's (checked apart from Meta, load._load_meta),
-    every other flag Miles recorded kept as it is."""
-
-    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
-
-
-class Meta(Schema):
-    """dashboard/meta.json, written once by Miles. `args` is Miles' own subset of its launch flags."""
-
-    run_name: Text
-    start_ts: Time
-    args: dict[str, Any]
-    schema_version: Literal[1]
-
-
-# A recorded argument's name as argparse stores a Miles flag (its dest: `--rollout-batch-size` is
-# rollout_batch_size). Only such a name may become `--name` on a command line a reader pastes into a shell:
-# anything else (a space, `$(`, a backtick, `;`, a non-ASCII letter) could be read by the shell as syntax.
-FLAG_NAME = re.compile(r"[a-z0-9_]+", re.ASCII)
-
-
-def is_flag_name(name: object) -> bool:
-    return isinstance(name, str) and FLAG_NAME.fullmatch(name) is not None
-
-
-def _unprintable(text: str) -> int | None:
-    """Where a value holds a character no command line should carry (NUL, a control or format character, a
-    surrogate): Unicode's C categories. Letters, marks, digits, punctuation, symbols and spaces are allowed."""
-    return next((i for i, char in enumerate(text) if unicodedata.category(char)[0] == "C"), None)
-
-
-def value_problem_of_arg(value: Any) -> str | None:
-    if isinstance(value, str):
-        at = _unprintable(value)
-        return None if at is None else (f"holds the unprintable character {ascii(value[at])} at character {at + 1}: "
-                                        "expected printable text")
-    if isinstance(value, list | tuple):
-        return next((wrong for item in value if (wrong := value_problem_of_arg(item)) is not None), None)
-    return None
-
-
-def arg_problems(args: dict[Any, Any], where: str, line: int | None = None) -> list[Problem]:
-    """The recorded arguments (meta.json's args, a log's dump) a launch command cannot be rendered from: a key
-    that is not a flag's name, a value holding a control character. Each one line naming the file and key."""
-    problems = []
-    for name, value in args.items():
-        if not is_flag_name(name):
-            problems.append(Problem(where, line, "args", f"key {ascii(name)} is not a Miles flag's name: expected "
-                                    "lowercase ASCII letters, digits and underscores ([a-z0-9_]+), as argparse "
-                                    "stores a flag"))
-        elif (wrong := value_problem_of_arg(value)) is not None:
-            problems.append(Problem(where, line, f"args.{name}", wrong))
-    return problems
-
-
-def meta_key_problems(args: dict[Any, Any], where: str) -> list[Problem]:
-    """meta.json's args keys Miles never writes: its dashboard keeps only its _SNAPSHOT_KEYS (the pinned list in
-    build_tools/ingest/miles_facts/miles_args.json), so any other key was not written by Miles."""
-    from build_tools.ingest.miles_facts import snapshot_keys
-
-    keys = snapshot_keys()
-    return [Problem(where, None, "args", f"key {name!r} is not one Miles writes to meta.json: expected one of "
-                                         f"{', '.join(keys)} (miles/dashboard/args.py _SNAPSHOT_KEYS)")
-            for name in args if is_flag_name(name) and name not in keys]
-
-
-def _record(**fields: Any) -> type:
-    """A stream record type: a TypedDict validated strictly, unknown keys refused (fast: stays a dict)."""
-    record = TypedDict("Record", fields)  # type: ignore[misc]  # a TypedDict built from keywords at run time
-    record.__pydantic_config__ = ConfigDict(strict=True, extra="forbid")  # type: ignore[attr-defined]
-    return record
-
-
 def _scalar(value: Any) -> int | float | str | bool:
     if isinstance(value, str):
         if number_in_text(value):
@@ -390,53 +210,6 @@ def _scalar(value: Any) -> int | float | str | bool:
 
 
 Scalar = Annotated[int | float | str | bool, PlainValidator(_scalar)]
-
-STREAM_RECORDS: dict[str, type] = {
-    # dashboard/
-    "metrics": _record(ts=Time, step_key=str | None, step=Step | None, metrics=dict[str, Scalar]),
-    "phases": _record(name=Text, t0=Time, t1=PhaseEnd, node=str, gpus=list[Count], rank=int,
-                      role=Literal["train", "rollout_manager"]),
-    "gpu_util": _record(ts=Time, node=str, gpu=Count, util=Annotated[Number, Field(ge=0, le=100)],
-                        mem_mb=Annotated[Number, Field(ge=0)] | None,
-                        power_w=Annotated[Number, Field(ge=0)] | None),
-    "gpu_processes": _record(ts=Time, node=str, gpu=Count, pid=Count, name=str,
-                             mem_mb=Annotated[Number, Field(ge=0)] | None),
-    "engine_series": _record(ts=Time, addr=str, metric=Text, labels=dict[str, str], value=Number),
-    "trajectories": _record(ts=Time, kind=Text, sample_index=int, group_index=int, turn=int,
-                            weight_version=str, detail=str),
-    "topology": _record(ts=Time, engines=list[dict[str, Any]]),
-    "data_buffer": _record(ts=Time, length=Count),
-    # lab/
-    "events": _record(kind=Literal[EVENT_KINDS], t0=Time, t1=Time, detail=str),
-    "host_memory": _record(ts=Time, total_kib=Annotated[int, Field(gt=0)], available_kib=Count),
-    "gpu_temp": _record(ts=Time, gpu=Count, temp_c=Annotated[Number, Field(ge=-50, le=150)],
-                        # `manual record` adds what nvidia-smi reports beside the temperature
-                        util=NotRequired[Annotated[Number, Field(ge=0, le=100)] | None],
-                        power_w=NotRequired[Annotated[Number, Field(ge=0)] | None]),
-    "held_memory": _record(ts=Time, side=Literal["trainer", "engine"], gib=Annotated[Number, Field(ge=0)]),
-    "sampling": _record(ts=Time, step=Step, batches=Count, reward_before_filter=Number),
-    "repeat_probe": _record(ts=Time, probe=Count, repeat=Count, output_sha256=Annotated[
-        str, Field(pattern=r"^[0-9a-f]{64}$")]),
-}
-
-# Rules across the fields of one record (pandera-style: a tiny function and the message it explains).
-RecordRule = tuple[Callable[[dict[str, Any]], bool], str, str]
-RECORD_RULES: dict[str, list[RecordRule]] = {
-    # `|`, not `or`: each rule also runs on whole columns (build_tools/ingest/_columnar.py)
-    "phases": [(lambda r: (r["t1"] == -1) | (r["t1"] >= r["t0"]), "t1",
-                "ends at {t1} before it starts at {t0} (expected t1 >= t0, or -1 for a phase still open)")],
-    "events": [(lambda r: r["t1"] >= r["t0"], "t1", "ends at {t1} before it starts at {t0} (expected t1 >= t0)")],
-    "host_memory": [(lambda r: r["available_kib"] <= r["total_kib"], "available_kib",
-                     "is {available_kib}, above total_kib {total_kib} (expected available <= total)")],
-}
-
-_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(record) for name, record in STREAM_RECORDS.items()}
-# A whole file's records in one call: pydantic-core loops over them in Rust, not Python.
-_BATCH_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(list[record])  # type: ignore[valid-type]
-                                                for name, record in STREAM_RECORDS.items()}
-
-
-# --- what the other sources yield (build_tools/ingest/sources/) ----------------------------------------
 
 
 def _source_time(value: Any) -> float | int:
@@ -451,203 +224,6 @@ def _source_time(value: Any) -> float | int:
 # beyond 64 bits: its whole numbers are checked here.
 SourceStep = Annotated[Step, AfterValidator(_int64)]
 SourceCount = Annotated[Count, AfterValidator(_int64)]
-
-
-def _source_record(stream: str) -> type:
-    """The dump's record type of a stream, with the two things a source may do differently: a time it did
-    not print (NaN), and a step it read from text (checked within 64 bits)."""
-    fields = dict(STREAM_RECORDS[stream].__annotations__)
-    if "ts" in fields:
-        fields["ts"] = Annotated[int | float, PlainValidator(_source_time)]
-    if "step" in fields:
-        fields["step"] = SourceStep
-    return _record(**fields)
-
-
-SOURCE_RECORDS: dict[str, type] = {name: _source_record(name) for name in ("metrics", "phases", "events")}
-_SOURCE_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(record) for name, record in SOURCE_RECORDS.items()}
-_SOURCE_BATCH_ADAPTERS: dict[str, TypeAdapter[Any]] = {name: TypeAdapter(list[record])  # type: ignore[valid-type]
-                                                       for name, record in SOURCE_RECORDS.items()}
-# The fields of an event file's metric line (sources/events.py) besides its metrics; null is "not given".
-EVENT_LINE = _record(rollout_id=NotRequired[SourceStep | None], attempt=NotRequired[SourceCount | None])
-_EVENT_LINE: TypeAdapter[Any] = TypeAdapter(EVENT_LINE)
-
-
-def validate_event_line(data: dict[str, Any], where: str, line: int) -> list[Problem]:
-    """An event file's rollout_id and attempt, exactly typed: one problem per wrong field."""
-    try:
-        _EVENT_LINE.validate_python(data)
-    except ValidationError as error:
-        return problems_of(error, where, lambda _loc: line, EVENT_LINE)
-    return []
-
-
-def validate_records(stream: str, records: list[Any], where: str, lines: list[int],
-                     source: bool = False) -> tuple[list[dict[str, Any] | None], list[Problem]]:
-    """Every record of a file against its stream's schema and rules, at once: the valid ones (None for a
-    record with a problem), and one problem per wrong field, at its line. `source`: records a source reader
-    made (SOURCE_RECORDS), not lines of the dump."""
-    try:
-        batch = (_SOURCE_BATCH_ADAPTERS if source else _BATCH_ADAPTERS)[stream]
-        valid: list[dict[str, Any] | None] = list(batch.validate_python(records))
-        problems: list[Problem] = []
-    except ValidationError:  # rare: find which records, one at a time, for their messages
-        valid, problems = [], []
-        for record, line in zip(records, lines, strict=True):
-            one, found = validate_record(stream, record, where, line, source)
-            valid.append(one)
-            problems += found
-        return valid, problems
-    for rule, field, message in RECORD_RULES.get(stream, ()):
-        for index, record in enumerate(valid):
-            if record is not None and not rule(record):
-                problems.append(Problem(where, lines[index], field, message.format(**record)))
-                valid[index] = None
-    return valid, problems
-
-
-def validate_record(stream: str, data: Any, where: str, line: int,
-                    source: bool = False) -> tuple[dict[str, Any] | None, list[Problem]]:
-    """One stream record checked against its schema and rules: (the record, []) or (None, problems)."""
-    try:
-        record = (_SOURCE_ADAPTERS if source else _ADAPTERS)[stream].validate_python(data)
-    except ValidationError as error:
-        schema = (SOURCE_RECORDS if source else STREAM_RECORDS)[stream]
-        return None, problems_of(error, where, lambda _loc: line, schema)
-    problems = [Problem(where, line, field, message.format(**record))
-                for ok, field, message in RECORD_RULES.get(stream, ()) if not ok(record)]
-    return (None, problems) if problems else (record, [])
-
-
-_VALUE_ADAPTERS: dict[str, TypeAdapter[Any]] = {"time": TypeAdapter(Time), "duration": TypeAdapter(Duration),
-                                                "step": TypeAdapter(SourceStep)}
-
-
-def value_problem(kind: str, value: Any) -> str | None:
-    """What is wrong with one value of a kind of these schemas ("time", "duration", "step"), or None."""
-    try:
-        _VALUE_ADAPTERS[kind].validate_python(value)
-    except ValidationError as error:
-        return _message(error.errors(include_url=False)[0], (), None)
-    return None
-
-
-# --- the manual's own files -------------------------------------------------------------------
-
-
-class MilesStamp(Schema):
-    image: Text
-    branch: Text
-    commit: Commit
-    commit_date: IsoDate
-
-
-class EditionYaml(Schema):
-    """edition.yml: the edition this build makes, the stamp on every page."""
-
-    edition: Edition
-    date: IsoDate
-    miles: MilesStamp
-    warn_margin: Positive | None = None  # `manual check` warns of a claim whose margin's fraction is below it
-
-
-class RunSet(Schema):
-    """A named predicate on run.yaml: any of these tags, and every dotted field equal to its value."""
-
-    tags: list[Text] = []
-    where: dict[str, int | float | str | bool | None] = {}
-
-
-STATS = ("range", "all_zero", "first_step", "median", "median_head", "every_step")
-
-
-class MetricRow(Schema):
-    """A row of the Metrics page; a table with a value column needs runs, stat and wording in each row."""
-
-    metric: Text
-    meaning: Text
-    runs: Text | None = None
-    stat: Literal[STATS] | None = None  # type: ignore[valid-type]
-    wording: Text | None = None
-    otherwise: Text | None = None
-    decimals: Annotated[int, Field(ge=0, le=6)] = 2
-    head: Whole | None = None
-    head_decimals: Annotated[int, Field(ge=0, le=6)] | None = None
-    code: bool | None = None
-
-
-class MetricTable(Schema):
-    title: Text
-    column: Text | None = None
-    rows: list[MetricRow]
-    after: Text | None = None
-
-    @model_validator(mode="after")
-    def _rows_fill_the_column(self) -> MetricTable:
-        for index, row in enumerate(self.rows):
-            for name in ("runs", "stat", "wording"):
-                if self.column and getattr(row, name) is None:
-                    raise PydanticCustomError("row", "row {index} ({metric}) has no {name}, which a table with "
-                                              "the column {column!r} needs",
-                                              {"index": index, "metric": row.metric, "name": name,
-                                               "column": self.column})
-        return self
-
-
-class MetricsYaml(Schema):
-    """docs/data/metrics.yml: the Metrics page as data (rows, run sets, how each cell is computed)."""
-
-    run_sets: dict[str, RunSet]
-    intro_runs: Text
-    tables: list[MetricTable]
-
-
-class ShortSymptom(Schema):
-    """A symptom's short forms, a few words each, for figure 7.1's quick-reference chart."""
-
-    symptom: Text
-    check: Text
-    fix: Text
-
-
-class Symptom(Schema):
-    symptom: Text
-    check: Text
-    fix: Text
-    short: ShortSymptom | None = None
-
-
-class TroubleshootingYaml(Schema):
-    """docs/data/troubleshooting.yml: the symptoms of chapter 7, one check and one fix each."""
-
-    symptoms: Annotated[list[Symptom], Field(min_length=1)]
-
-
-class SetupYaml(Schema):
-    """docs/data/setup.yml: the manual's setup, which `make add-run` writes into a new run's run.yaml."""
-
-    hardware: SetupHardware
-    # a model's parameter count, by its name
-    parameters: dict[Text, Annotated[int, Field(ge=1, le=MOST_PARAMETERS)]] = {}
-
-
-# docs/data/<name>.yml -> its schema; a data file with no schema here is refused.
-DATA_TABLES: dict[str, type[Schema]] = {"metrics": MetricsYaml, "troubleshooting": TroubleshootingYaml,
-                                        "setup": SetupYaml}
-
-
-class FigureBlockYaml(Schema):
-    """A ```figure block of a chapter (docs/README.md documents each field)."""
-
-    id: Annotated[str, Field(pattern=r"^fig-[a-z0-9-]+$")]
-    module: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
-    runs: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")]]
-    claim: Text
-    checks: Annotated[list[dict[str, Any]], Field(min_length=1)]
-    alt: Text | None = None
-    tables: list[Text] | None = None
-    options: dict[str, Any] | None = None
-    prose: list[Text] | None = None
 
 
 def _hex(value: Any) -> str:
@@ -666,24 +242,6 @@ def _grey(value: Any) -> str:
 
 Hex = Annotated[str, PlainValidator(_hex)]
 Grey = Annotated[str, PlainValidator(_grey)]
-
-
-class PaletteRole(Schema):
-    name: Text
-    colour_name: Text
-    phrase: Text
-    hex: Hex
-    dark: Hex  # the role's shade in the dark scheme
-    meaning: Text
-
-
-class PaletteYaml(Schema):
-    """figures/palette.yml: the role colours and the neutral greys (the one place a colour is defined); the
-    dark scheme's shade of each, a neutral's at the same position of dark_neutrals."""
-
-    roles: list[PaletteRole]
-    neutrals: Annotated[list[Grey], Field(min_length=1)]
-    dark_neutrals: Annotated[list[Grey], Field(min_length=1)]
 
 
 def same_setting(actual: Any, wanted: Any) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from build_tools.core._escape import md_code, md_text
 from build_tools.core._types import FigureBlock, RunSummary
 from build_tools.ingest import miles_facts
-from build_tools.ingest.schemas import is_flag_name, value_problem_of_arg
+from build_tools.ingest.schemas_dump import is_flag_name, value_problem_of_arg
 from build_tools.pages.wording import join, provenance
 
 # Miles' entry point (train.py; a log's launch line names it the same way, build_tools/ingest/sources/log.py).
@@ -134,7 +134,7 @@ def flag_words(name: str, value: Any) -> list[str]:
     """One recorded argument as the command line takes it: `--name value`, `--name` for true, `--no-name` for a
     false --x/--no-x flag; nothing for null or a false store_true flag."""
     if not is_flag_name(name) or value_problem_of_arg(value) is not None:
-        # The loader refuses such arguments with the file and key named (schemas.arg_problems): one here is a bug.
+        # The loader refuses such arguments with the file and key named (schemas_dump.arg_problems): one here is a bug.
         raise ValueError(f"{ascii(name)}: not a Miles flag's name, or its value holds a control character")
     action = miles_facts.flags().get(name, {}).get("action")
     if value is None:

@@ -203,10 +203,10 @@ def _node() -> str:
 
 
 def _read_on_worker(job: Job) -> tuple[Any, list[Problem], dict[str, str] | None]:
-    from build_tools.ingest import load
+    from build_tools.ingest import stream_columns
     from build_tools.store import summary_wire
 
-    with load.cores_shared(load.CORES):  # a task has one CPU of its node: it parses one batch ahead
+    with stream_columns.cores_shared(stream_columns.CORES):  # a task has one CPU of its node: it parses one batch ahead
         result, problems, hashed = _read_run(job)
     return (summary_wire.encode(result) if isinstance(result, RunSummary) else result), problems, hashed
 

@@ -23,7 +23,7 @@ from build_tools.core._exceptions import InputProblem, Problem, RunDataError, ca
 from build_tools.core._files import FileStat, Seen, hashing_reads, read_text, scan_tree
 from build_tools.core._types import MetricFacts, RunData, RunsRead, RunSummary, ValidatedRun
 from build_tools.core._yaml import load_yaml
-from build_tools.ingest import axes, load
+from build_tools.ingest import axes, load, stream_columns
 from build_tools.store import summary_cache
 from build_tools.store.run_hash import input_hash, memo_stale, present, read_memo, write_memo
 from build_tools.summarise.summary_metrics import MetricTable, _axis_frames, _join, _metric_tables
@@ -164,7 +164,7 @@ def _in_pool(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int |
     if count <= 1 or len(jobs) < _workers.POOL_FROM:
         yield from (function(job) for job in jobs)
         return
-    with ProcessPoolExecutor(count, mp_context=_workers.context([__name__]), initializer=load.share_cores,
+    with ProcessPoolExecutor(count, mp_context=_workers.context([__name__]), initializer=stream_columns.share_cores,
                              initargs=(count,)) as pool:
         yield from pool.map(function, jobs, chunksize=chunk_size(len(jobs), count))
 

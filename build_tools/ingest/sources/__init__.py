@@ -13,7 +13,7 @@ A run folder may hold, beside `dashboard/` and `lab/`, any of these sub-folders 
 
 Each reader yields the records the dashboard reader yields (`metrics`, `phases`, lab `events`), so nothing
 after the loader knows where a value came from, each checked by the dump's rules (`_common.checked`,
-`schemas.SOURCE_RECORDS`): what they refuse is a problem naming the file, the line and the field.
+`schemas_dump.SOURCE_RECORDS`): what they refuse is a problem naming the file, the line and the field.
 `add_streams` adds them to a loaded run: a metric a source already holds for the same step is checked against
 it, within the precision the less precise one keeps (its printed digits; half a float32 ulp for TensorBoard; 10
 decimals for a history to_json wrote), and not added twice: the more precise value is kept; phases come
@@ -31,7 +31,7 @@ from typing import Any
 
 from build_tools.core._exceptions import Problem, display_path
 from build_tools.core._types import Record, RunData
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas_dump
 from build_tools.ingest.sources import ci_history, events, log, mlflow, tensorboard, wandb
 from build_tools.ingest.sources._common import (
     RENAMED,
@@ -263,12 +263,12 @@ def _merge_events(run: RunData, founds: list[Found]) -> None:
 def _typed_args(args: dict[str, tuple[Any, str, int]]) -> list[Problem]:
     """The flags of run.yaml's table that a source printed, typed as run.yaml's (0 or 10**23 steps per rollout is
     a problem at the line that printed it, as it is in meta.json)."""
-    from build_tools.ingest import schemas
+    from build_tools.ingest import schemas, schemas_dump, schemas_run
 
     problems: list[Problem] = []
     for name, (value, file, line) in sorted(args.items()):
-        if name in schemas.Flags.model_fields:
-            problems += schemas.validate(schemas.MilesArgs, {name: value}, file, _at(line))[1]
+        if name in schemas_run.Flags.model_fields:
+            problems += schemas.validate(schemas_dump.MilesArgs, {name: value}, file, _at(line))[1]
     return problems
 
 
@@ -284,7 +284,7 @@ def _merge_meta(run: RunData, founds: list[Found], problems: list[Problem]) -> N
             args.setdefault(name, item)
     problems += _typed_args(args)
     for name, (value, file, line) in args.items():  # the log's names become flags on a command line
-        problems += schemas.arg_problems({name: value}, file, line)
+        problems += schemas_dump.arg_problems({name: value}, file, line)
     run.launched = {name: item[0] for name, item in args.items()}
     if not run.meta:
         starts = [f.start_ts for f in founds if f.start_ts is not None]

@@ -18,7 +18,7 @@ import numpy as np
 from build_tools.core import _files
 from build_tools.core._exceptions import InputProblem, Problem, display_path
 from build_tools.core._types import Record
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas, schemas_dump
 from build_tools.ingest.sources._json import loads
 
 # Keys Miles renamed between versions: the old name -> today's name (miles-outputs.md, section 1).
@@ -84,19 +84,19 @@ class Found:
 
 
 def checked(found: Found, problems: list[Problem], warnings: list[str]) -> Found:
-    """What a reader found, each record checked by the dump's rules for its stream (schemas.SOURCE_RECORDS): a
+    """What a reader found, each record checked by the dump's rules for its stream (schemas_dump.SOURCE_RECORDS): a
     record with a wrong field is dropped, with a problem naming its file, line and field. A file that gave
     nothing and was reported nowhere is a warning: an empty or unreadable source is never silence."""
     for stream, records in found.streams.items():
         kept: list[Record] = []
         for where, group in itertools.groupby(records, key=lambda record: record.file):
             batch = list(group)
-            valid, _ = schemas.validate_records(stream, [r.data for r in batch], where, [r.line for r in batch],
+            valid, _ = schemas_dump.validate_records(stream, [r.data for r in batch], where, [r.line for r in batch],
                                                 source=True)
             for record, data in zip(batch, valid, strict=True):
                 if data is None:  # again on its own, for its problems in the source's words
                     problems += [_worded(problem, record, found.unit) for problem in
-                                 schemas.validate_record(stream, record.data, where, record.line, source=True)[1]]
+                                 schemas_dump.validate_record(stream, record.data, where, record.line, source=True)[1]]
                 else:
                     record.data = data
                     kept.append(record)

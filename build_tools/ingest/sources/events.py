@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from build_tools.core._exceptions import Problem
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas_dump
 from build_tools.ingest.sources._common import (
     STEP_KEYS,
     Found,
@@ -42,7 +42,7 @@ def read(files: list[Path], problems: list[Problem], warnings: list[str]) -> Fou
                 continue
             # rollout_id and attempt exactly typed (a whole number, not text, a list or true), or the line is refused
             header: dict[str, Any] = {name: plain(doc[name]) for name in ("rollout_id", "attempt") if name in doc}
-            wrong = schemas.validate_event_line(header, where, number)
+            wrong = schemas_dump.validate_event_line(header, where, number)
             if wrong:
                 problems += wrong
                 continue
@@ -84,7 +84,7 @@ def _timestamp(doc: dict[str, Any], where: str, number: int, problems: list[Prob
                                 f"expected an ISO-8601 time, found {str(plain(stamp))[:60]!r}"))
         return None
     ts = (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
-    if (wrong := schemas.value_problem("time", ts)) is not None:
+    if (wrong := schemas_dump.value_problem("time", ts)) is not None:
         problems.append(Problem(where, number, "timestamp", f"{stamp}: {wrong}"))
         return None
     return ts

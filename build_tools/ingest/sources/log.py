@@ -26,7 +26,7 @@ import numpy as np
 
 from build_tools.core._exceptions import Problem, display_path
 from build_tools.core._types import Record
-from build_tools.ingest import schemas
+from build_tools.ingest import schemas_dump
 from build_tools.ingest.sources._common import Found, MetricRecord, checked, misread_of, precision, read_text, written
 from build_tools.ingest.sources._json import whole
 
@@ -131,7 +131,7 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
                 warnings.append(f"{where}:{number}: timestamp {stamp.group(0).strip()} is not a valid date; "
                                 "line skipped")
                 continue
-            if (wrong := schemas.value_problem("time", ts)) is not None:
+            if (wrong := schemas_dump.value_problem("time", ts)) is not None:
                 problems.append(Problem(where, number, "timestamp", f"{stamp.group(0).strip()}: {wrong}"))
                 continue
             last_ts = ts
@@ -325,7 +325,7 @@ def _timer_end(match: re.Match[str], ts: float | None, open_timers: dict[tuple[s
     except ValueError:
         warnings.append(f"{where}:{number}: Timer {name} end: elapsed {match['elapsed']!r} is not a number")
         return
-    if (wrong := schemas.value_problem("duration", elapsed)) is not None:
+    if (wrong := schemas_dump.value_problem("duration", elapsed)) is not None:
         problems.append(Problem(where, number, f"Timer {name} elapsed", wrong))
         return
     start = open_timers.pop((process, name), None)
