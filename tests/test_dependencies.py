@@ -16,6 +16,8 @@ OPTIONAL = {"ray": "ray", "zensical": "zensical"}  # imported only by the comman
 # `make miles-facts` imports Miles from the checkout it is given (build_tools/ingest/miles_facts/extract.py), never
 # the build.
 OPTIONAL["miles"] = "a Miles checkout"
+# `make bench WHAT=serve` drives a browser with Playwright; its target installs the test extra that has it.
+OPTIONAL["playwright"] = "playwright"
 
 
 def _name(requirement: str) -> str:

@@ -208,17 +208,11 @@ def timed(action: Callable[[], object]) -> Timing:
     return Timing(seconds, _cpu_seconds() - cpu)
 
 
-def users_environment() -> dict[str, str]:
-    """This environment as a user's make has it: without PYTHONDONTWRITEBYTECODE (which some sandboxes and CI
-    images set), so that a build caches the build's compiled code as a user's does, not compiling it anew each
-    time (about 0.05 s of every no-op)."""
-    return {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-
-
 def run_and_wait(command: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run command (as a user's make would: users_environment), then wait for what it left behind (a build's fork
     server), so that all of it is counted."""
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False, env=users_environment())
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
+                          env=bench_history.users_environment())
     _wait_for_orphans()
     return done
 
@@ -263,7 +257,7 @@ def _bare_mkdocs(work: Path, site: Path) -> None:
     """mkdocs alone on the pages the build generated, with the config the build wrote."""
     config = work / "build" / "mkdocs.yml"
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(config), "-d", str(site)],
-                          cwd=work, capture_output=True, text=True, check=False, env=users_environment())
+                          cwd=work, capture_output=True, text=True, check=False, env=bench_history.users_environment())
     if done.returncode != 0:
         raise RuntimeError(f"mkdocs build failed during the benchmark:\n{done.stdout}{done.stderr}")
 

@@ -54,3 +54,10 @@ def append(root: Path, bench: str, load_before: float, load_after: float, result
     with path.open("a", encoding="utf-8") as history:
         history.write(json.dumps(record, sort_keys=True) + "\n")
     return path
+
+
+def users_environment() -> dict[str, str]:
+    """This environment as a user's make has it: without PYTHONDONTWRITEBYTECODE (which some sandboxes and CI
+    images set), so that a build caches the build's compiled code as a user's does, not compiling it anew each
+    time (about 0.05 s of every no-op)."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}

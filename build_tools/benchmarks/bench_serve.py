@@ -110,7 +110,7 @@ def measure(work: Path) -> ServeResults:
     started = time.perf_counter()
     log = (work.parent / "serve.log").open("wb")  # a file, not a pipe: a pipe no one reads would fill and block
     server = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(work), "serve", "--port", str(port)],
-                              cwd=work, stdout=log, stderr=subprocess.STDOUT, env=_users_environment())
+                              cwd=work, stdout=log, stderr=subprocess.STDOUT, env=bench_history.users_environment())
     sampler = bench_scale._TreeSampler(server.pid)
     sampler.start()
     try:
@@ -147,10 +147,6 @@ def measure(work: Path) -> ServeResults:
                         round(idle, 4), round(sampler.peak_pss / bench_scale.MIB, 1))
 
 
-def _users_environment() -> dict[str, str]:
-    from build_tools.benchmarks.bench import users_environment
-
-    return users_environment()
 
 
 def _chromium() -> str:
