@@ -71,9 +71,10 @@ SHARED_GROUPS = {
 }
 
 
-# And the files that use the session's one built manual (`built_manual`, found in their source): in one process
-# they run in file order, and in that order they pass (in another, two failed: a no-op rebuild was not one, a
-# run's recorded hash differed); on one worker they keep it.
+# And the files that use the session's one built manual (`built_manual`, found in their source): one worker builds
+# it once and runs them in file order. (Two failures once blamed on order came from build_tools/ being edited
+# while the suite ran: a site built before the edit is rightly not current after it; and a test that cleared the
+# process's code-digest caches, which now swaps in caches of its own.)
 SHARES_THE_BUILT_MANUAL = "built_manual"
 
 
