@@ -36,6 +36,9 @@ def test_a_recorded_argument_as_the_command_line_takes_it():
     assert flag_words("offload_rollout_level", ["kv_cache", "weight"]) == [
         "--offload-rollout-level", "kv_cache", "weight"]
     assert flag_words("hf_checkpoint", "a b;rm -rf") == ["--hf-checkpoint", "'a b;rm -rf'"]  # quoted for the shell
+    # Spaces are the value's own: the command gives back exactly what was recorded (they were once folded).
+    for value in ("two  spaces", " leading", "trailing ", "x'y"):
+        assert shlex.split(" ".join(flag_words("hf_checkpoint", value))) == ["--hf-checkpoint", value]
     assert command({"rollout_batch_size": 32, "colocate": True}) == (
         "ray start --head --node-ip-address 127.0.0.1 \\\n    --num-gpus 1 --disable-usage-stats\n"
         "ray job submit --address=http://127.0.0.1:8265 \\\n"

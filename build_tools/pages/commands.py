@@ -146,7 +146,7 @@ def flag_words(name: str, value: Any) -> list[str]:
             return [flag(name)]
         return ["--no-" + flag(name)[2:]] if action == "boolean_optional" else []
     values = value if isinstance(value, list) else [value]
-    return [flag(name), *(shlex.quote(" ".join(str(item).split())) for item in values)]
+    return [flag(name), *(shlex.quote(str(item)) for item in values)]  # the value as recorded, spaces and all
 
 
 def _flag_lines(args: Mapping[str, Any]) -> list[str]:
