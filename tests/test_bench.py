@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import copy_project
 
 from build_tools.benchmarks import _json_floor, bench_scale
 from build_tools.cli import main
@@ -47,10 +46,9 @@ def test_the_scaled_set_is_the_same_bytes_every_time(tmp_path):
 
 
 def test_a_scaled_set_beside_the_example_runs_passes_the_check(tmp_path, monkeypatch, capsys):
-    project = copy_project(tmp_path / "manual")
     generated = tmp_path / "generated"
     write_scaled(generated, 3, 20, workers=1)
-    ids = bench_scale.link_runs(generated, project / "runs")
+    project, ids = bench_scale.scaled_project(tmp_path, generated, 3, 20)  # the copy every scaled bench measures
     assert ids == ["scale-0000", "scale-0001", "scale-0002"]
     monkeypatch.chdir(project)
     assert main(["check"]) == 0  # no figure reads the scaled runs: validated, not summarised

@@ -36,12 +36,11 @@ from build_tools.benchmarks.bench_scale import (
     ROOT,
     SAMPLE_SECONDS,
     OtherWork,
-    _date_after,
     _descendants,
     _processes,
     _TreeSampler,
     busy_machine,
-    link_runs,
+    scaled_project,
     scaled_set,
     scaled_writer,
 )
@@ -90,11 +89,11 @@ def ray_main(address: str, scale: str, all_runs: bool) -> int:
     label = f"{runs}x{steps} and the 20 example runs" if runs else "the 20 example runs"
     print(f"Ray ({address}) against the local pool: cold `{' '.join(args)}` on {label}, {REPEATS} times each")
     with tempfile.TemporaryDirectory(prefix="manual-bench-ray-") as tmp:
-        work = copy_inputs(ROOT, Path(tmp) / "manual")
         if runs:
             generated, _ = scaled_set(ROOT / "build" / "bench-runs" / f"{runs}x{steps}", runs, steps)
-            _date_after(work / "edition.yml", scaled_writer().ends_by(runs, steps))
-            link_runs(generated, work / "runs")
+            work, _ = scaled_project(Path(tmp), generated, runs, steps)
+        else:
+            work = copy_inputs(ROOT, Path(tmp) / "manual")
         forced = [*args, f"--ray={LOCAL}"] if address == AUTO else None
         pool, on_ray, on_forced = _alternating(work, args, [*args, f"--ray={address}"], forced)
     load = [round(value, 2) for value in os.getloadavg()]

@@ -179,9 +179,7 @@ def scaled_main(scale: str) -> int:
           f"{' with 1 Hz telemetry in every stream' if runs == 1 else ', metrics and phases'}; "
           f"{'reused' if reused else 'generated'} in {generation:.1f} s ({_size_mib(generated):.0f} MiB on disk)")
     with tempfile.TemporaryDirectory(prefix="manual-bench-scale-") as tmp:
-        work = copy_inputs(ROOT, Path(tmp) / "manual")
-        _date_after(work / "edition.yml", scaled_writer().ends_by(runs, steps))
-        linked = link_runs(generated, work / "runs")
+        work, linked = scaled_project(Path(tmp), generated, runs, steps)
         measured = measure_all(work, generated, linked, scale)
     goals = _goal_lines(scale, measured)
     _print_table(measured, goals)
@@ -259,6 +257,14 @@ def _date_after(edition_yml: Path, ends: dt.date) -> None:
     dated = re.search(r"^date: ([0-9]{4}-[0-9][0-9]-[0-9][0-9])", text, flags=re.M)
     if dated and dt.date.fromisoformat(dated[1]) < ends:
         edition_yml.write_text(text.replace(dated[0], f"date: {ends.isoformat()}"), encoding="utf-8")
+
+
+def scaled_project(tmp: Path, generated: Path, runs: int, steps: int) -> tuple[Path, list[str]]:
+    """A throw-away copy of the project in tmp with the generated runs beside the examples (its edition dated after
+    the longest of them ends): the copy's root and the generated runs' ids."""
+    work = copy_inputs(ROOT, tmp / "manual")
+    _date_after(work / "edition.yml", scaled_writer().ends_by(runs, steps))
+    return work, link_runs(generated, work / "runs")
 
 
 def link_runs(generated: Path, runs_dir: Path) -> list[str]:

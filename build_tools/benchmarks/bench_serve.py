@@ -28,7 +28,7 @@ from pathlib import Path
 
 from build_tools.benchmarks import bench_history, bench_scale
 from build_tools.benchmarks.bench_goals import Judged, verdict
-from build_tools.core._layout import PROJECT, copy_inputs
+from build_tools.core._layout import PROJECT
 
 ROOT = PROJECT.root
 SERVE_SCALE = "1000x100"  # issue 34: 1,000 runs in runs/ (their length is not the goal's: 100 steps each)
@@ -70,9 +70,7 @@ def serve_main(scale: str) -> int:
     print(f"{runs} generated runs of {steps} steps ({'reused' if reused else 'generated'}) beside the example runs",
           flush=True)
     with tempfile.TemporaryDirectory(prefix="manual-bench-serve-") as tmp:
-        work = copy_inputs(ROOT, Path(tmp) / "manual")
-        bench_scale._date_after(work / "edition.yml", bench_scale.scaled_writer().ends_by(runs, steps))
-        bench_scale.link_runs(generated, work / "runs")
+        work, _ = bench_scale.scaled_project(Path(tmp), generated, runs, steps)
         results = measure(work)
     load_after = os.getloadavg()[0]
     lines, code = report(results, load_before, load_after, other.stop())

@@ -30,7 +30,7 @@ from pathlib import Path
 from build_tools.benchmarks import bench_history, bench_scale
 from build_tools.benchmarks.bench_goals import Judged, verdict
 from build_tools.benchmarks.bench_serve import idle_share
-from build_tools.core._layout import PROJECT, copy_inputs
+from build_tools.core._layout import PROJECT
 
 ROOT = PROJECT.root
 WATCH_SCALE = "1x10000"
@@ -82,9 +82,7 @@ def watch_main() -> int:
     generated, reused = bench_scale.scaled_set(ROOT / "build" / "bench-runs" / WATCH_SCALE, runs, steps)
     print(f"a run of {steps} steps with 1 Hz telemetry ({'reused' if reused else 'generated'})", flush=True)
     with tempfile.TemporaryDirectory(prefix="manual-bench-watch-") as tmp:
-        work = copy_inputs(ROOT, Path(tmp) / "manual")
-        bench_scale._date_after(work / "edition.yml", bench_scale.scaled_writer().ends_by(runs, steps))
-        run_id = bench_scale.link_runs(generated, work / "runs")[0]
+        work, (run_id, *_) = bench_scale.scaled_project(Path(tmp), generated, runs, steps)
         results = measure(work, work / "runs" / run_id, contract)
     load_after = os.getloadavg()[0]
     lines, code = report(results, load_before, load_after, other.stop())
