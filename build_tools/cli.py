@@ -211,13 +211,19 @@ def _cmd_check(args: argparse.Namespace) -> int:
             uptodate.record_check(layout, settings, plain.record(report), last.key, result.runs_read)
 
 
-def _replay_guidance(layout: Layout) -> None:
-    """The recorded check's warnings of the manual's numbers past Miles' own lines (build.GUIDANCE_FILE), as the
-    check showed them: a replayed check shows its warnings too."""
+def _guidance_lines(layout: Layout) -> list[str]:
+    """The last check's warnings of the manual's numbers past Miles' own lines (build.GUIDANCE_FILE: read by name
+    here, since a replayed check does not import the build)."""
     try:
-        lines = (layout.build / "miles_guidance.txt").read_text(encoding="utf-8").splitlines()
+        return (layout.build / "miles_guidance.txt").read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
-        return
+        return []
+
+
+def _replay_guidance(layout: Layout) -> None:
+    """The recorded check's warnings of Miles' lines, as the check showed them: a replayed check shows its warnings
+    too."""
+    lines = _guidance_lines(layout)
     # Written plainly (rich is not imported by a replayed check), stripped of terminal controls as every message.
     sys.stderr.write("".join(f"WARNING {terminal_text(line)}\n" for line in lines))
 
@@ -270,6 +276,8 @@ def _margins(layout: Layout, args: argparse.Namespace, plain: _Replay, threshold
     weak = margins.below(report_data, threshold) if threshold is not None else []
     if args.format == "github":  # workflow commands, on stderr as every warning: the runner reads both streams
         for line in margins.data_warning_commands(data_warnings):
+            _err.print(line, markup=False)
+        for line in margins.guidance_commands(_guidance_lines(layout)):  # as every mode shows them
             _err.print(line, markup=False)
     if threshold is None:
         return 0

@@ -140,3 +140,8 @@ def warning_commands(claims: Sequence[ClaimMargin], threshold: float) -> list[st
 def data_warning_commands(warnings: Iterable[str]) -> list[str]:
     """A `::warning` for each warning the runs gave (they name their own file)."""
     return [workflow_command("warning", text, {"title": "run data"}) for text in warnings]
+
+
+def guidance_commands(warnings: Iterable[str]) -> list[str]:
+    """A `::warning` for each Metrics row or claim past a line Miles' own guidance draws (each names its place)."""
+    return [workflow_command("warning", text, {"title": "Miles' guidance"}) for text in warnings]
