@@ -24,6 +24,7 @@ from build_tools.core._files import (
     FileStat,
     by_name,
     check_tree,
+    confined,
     read_text,
     scan_runs,
 )
@@ -160,7 +161,14 @@ def nothing_read(path: Path, what: str = "record") -> Problem:
 
 
 def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
-    """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded."""
+    """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded: only the
+    plain files inside it are read (a link out of it, a FIFO or a device is a problem naming it, and nothing of
+    it is read, `_files.open_regular`)."""
+    with confined(path):
+        return _load_path(path, problems)
+
+
+def _load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
     from build_tools.ingest import sources
 
     warnings: list[str] = []
@@ -169,7 +177,7 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
         found = {"dashboard": [path / "dashboard"]} if (path / "dashboard").is_dir() else {}
         found.update({k: v for k, v in sources.source_files(path).items() if v})
         return run, found
-    found = sources.classify(path, warnings)
+    found = sources.classify(path, warnings, problems)
     lab = path / "lab" if path.is_dir() and (path / "lab").is_dir() else None  # what `manual record` writes
     if not found and lab is None:
         problems.append(Problem(display_path(path), None, None, f"found no Miles output: expected {MILES_OUTPUT}"))
