@@ -320,7 +320,8 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     from build_tools.checking import contract as contract_module
     from build_tools.commands.watch import show
     from build_tools.commands.watch.run import Breach, Watch
-    from build_tools.core._exceptions import EXIT_OUTSIDE, ManualError
+    from build_tools.core._escape import workflow_command
+    from build_tools.core._exceptions import EXIT_OUTSIDE, InputProblem, ManualError
 
     root = args.root.resolve()
     where = args.contract or root / "site" / contract_module.CONTRACT_FILE
@@ -328,8 +329,12 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         raise ManualError(f"{where}: no contract to watch against", "run `make` first (it writes site/contract.json)")
     if not args.run.is_dir():
         raise ManualError(f"{args.run}: not a folder", "watch a folder a job writes into (its dump or its logs)")
+    until_idle = None if args.until_idle is None else _seconds(
+        "--until-idle", args.until_idle, "a number of seconds, finite and not negative", "--until-idle 30", zero=True)
     try:
         document = contract_module.read_contract(where)
+    except InputProblem as error:  # not a plain file, or above the limit of a document
+        raise ManualError(str(error.problem), "rebuild it with `make`, or name another with --contract") from None
     except ValueError as error:  # pydantic's ValidationError (or JSON that is not JSON): the file and each field
         raise ManualError(f"{where}: not a contract this manual reads: "
                           + "; ".join(_validation_lines(error)),
@@ -341,27 +346,39 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     live = show.LiveTable(sys.stdout) if args.format == "live" else None
     emit = show.emitter(args.format, write, live)
 
-    watch = Watch(args.run, document, emit, lambda line: _err.print(f"[yellow]WARNING[/yellow] {escape(line)}"),
-                  fail_on_outside=args.fail_on == "outside")
+    def warn(line: str) -> None:  # one line whatever the data holds, escaped for the channel (_escape)
+        if args.format == "github":
+            _err.command(workflow_command("warning", line, {"title": "manual watch"}))
+        else:
+            _err.print(f"[yellow]WARNING[/yellow] {escape(_one_line(line))}")
+
+    watch = Watch(args.run, document, emit, warn, fail_on_outside=args.fail_on == "outside")
     code = 0
     try:
         if live is not None:
             with live:
-                watch.run(args.until_idle)
+                watch.run(until_idle)
         else:
-            watch.run(args.until_idle)
+            watch.run(until_idle)
     except KeyboardInterrupt:
         pass
     except Breach as breach:
-        _err.print(f"outside: {show.words(breach.change)}", markup=False)
+        _err.print(f"outside: {_one_line(show.words(breach.change))}", markup=False)
         code = EXIT_OUTSIDE
     undecided = any(c.kind == "claim" and c.status == "undecided" for c in watch.judge.status.values())
     if code == 0 and watch.steps and undecided:  # ended: the claims are checked on the run as it is, as compare does
         for change in watch.judge.close_claims(_claims_checked(root, args.run)):
             emit(change)
     for line in show.summary_lines(watch.judge.status.values(), len(watch.steps)):
-        _err.print(line, markup=False)
+        _err.print(_one_line(line), markup=False)
     return code
+
+
+def _one_line(text: str) -> str:
+    """A line of watch's that quotes data (a file's name, a value of meta.json or the contract): its line breaks
+    written as \\n, so that it stays one line (terminal_text then removes every other control)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
 
 
 def _validation_lines(error: ValueError) -> list[str]:
@@ -561,7 +578,7 @@ def _parser() -> argparse.ArgumentParser:
                             "status; github: a workflow annotation per item outside or not applicable")
     watch.add_argument("--fail-on", choices=("outside",), default=None,
                        help="outside: end at the first item outside its band, with exit code 7")
-    watch.add_argument("--until-idle", type=float, metavar="SECONDS", default=None,
+    watch.add_argument("--until-idle", metavar="SECONDS", default=None,
                        help="end, with a summary, when SECONDS pass with no new data (default: only Ctrl-C ends it)")
     watch.add_argument("--contract", type=Path, default=None,
                        help="the contract to watch against (default: site/contract.json of the last build)")

@@ -12,11 +12,13 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from build_tools.core._types import ClaimVerdict, FigureBlock, Stamp
+from build_tools.ingest.schemas_dump import value_problem_of_arg
 from build_tools.pages import metrics_table
 from build_tools.readers import dotted_field
 
@@ -39,45 +41,68 @@ ENVELOPE_FACTS: tuple[tuple[str, str, bool], ...] = (
 )
 
 
+def _printable(value: str) -> str:
+    """A contract's text is shown by `watch` and `compare` on a terminal and in a CI log: the loader's rule for a
+    recorded value (no control, format or surrogate character, schemas_dump.value_problem_of_arg)."""
+    if (wrong := value_problem_of_arg(value)) is not None:
+        raise PydanticCustomError("unprintable", wrong)
+    return value
+
+
+def _decimals(value: int) -> int:
+    """The rounding a band compares at: what a double holds (round() of a 400-digit count is an OverflowError)."""
+    if not 0 <= value <= MOST_DECIMALS:
+        raise PydanticCustomError("decimals", "expected a whole number of decimals from 0 to {most}",
+                                  {"most": MOST_DECIMALS})
+    return value
+
+
+MOST_DECIMALS = 17
+# Text, numbers and roundings a contract may hold; the checks are validators, so the published schema is unchanged.
+Text = Annotated[str, AfterValidator(_printable)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]  # a band of NaN or Infinity judges nothing
+Decimals = Annotated[int, AfterValidator(_decimals)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class EnvelopeFact(_Strict):
-    fact: str = Field(description="the fact in words, as `watch` names it")
-    field: str = Field(description="the dotted run.yaml field (a dump's meta.json args give the flags)")
-    values: list[str] = Field(description="the values the manual's runs have, as text, sorted")
+    fact: Text = Field(description="the fact in words, as `watch` names it")
+    field: Text = Field(description="the dotted run.yaml field (a dump's meta.json args give the flags)")
+    values: list[Text] = Field(description="the values the manual's runs have, as text, sorted")
     enforced: bool = Field(description="a reader's run with another value is not_applicable")
 
 
 class RangeItem(_Strict):
-    item: str = Field(description="the metric, e.g. rollout/raw_reward")
+    item: Text = Field(description="the metric, e.g. rollout/raw_reward")
     kind: Literal["range"] = "range"
-    stat: str = Field(description="the Metrics page's statistic: range, all_zero, median, ...")
+    stat: Text = Field(description="the Metrics page's statistic: range, all_zero, median, ...")
     per_step: bool = Field(description="judged at every step (a band); else only over a whole run")
-    band: list[float] | None = Field(None, min_length=2, max_length=2, description="[low, high], per-step")
-    decimals: int = Field(description="values and band compare at this rounding, as the page shows them")
-    source: str = Field(description="the page and table it comes from")
+    band: list[Finite] | None = Field(None, min_length=2, max_length=2, description="[low, high], per-step")
+    decimals: Decimals = Field(description="values and band compare at this rounding, as the page shows them")
+    source: Text = Field(description="the page and table it comes from")
     envelope: list[EnvelopeFact]
 
 
 class ClaimItem(_Strict):
-    item: str = Field(description="the figure number, e.g. 1.3")
+    item: Text = Field(description="the figure number, e.g. 1.3")
     kind: Literal["claim"] = "claim"
-    says: str = Field(description="the caption, verbatim")
-    source: str = Field(description="the chapter file and figure")
-    checks: list[str] = Field(description="the checks that prove it, by registered name")
-    headroom: float | None = Field(None, description="the closest check's headroom in this edition")
-    fraction: float | None = Field(None, description="that headroom over the tolerance's half-width")
+    says: Text = Field(description="the caption, verbatim")
+    source: Text = Field(description="the chapter file and figure")
+    checks: list[Text] = Field(description="the checks that prove it, by registered name")
+    headroom: Finite | None = Field(None, description="the closest check's headroom in this edition")
+    fraction: Finite | None = Field(None, description="that headroom over the tolerance's half-width")
     envelope: list[EnvelopeFact]
 
 
 class Contract(_Strict):
     format: Literal["miles-manual-contract"] = FORMAT
     version: Literal[1] = VERSION
-    edition: str
-    edition_date: str
-    miles_commit: str
+    edition: Text
+    edition_date: Text
+    miles_commit: Text
     ranges: list[RangeItem]
     claims: list[ClaimItem]
 
@@ -193,4 +218,8 @@ def write_contract(pages: Path, contract: Contract) -> None:
 
 
 def read_contract(path: Path) -> Contract:
-    return Contract.model_validate_json(path.read_bytes())
+    """The contract at path, read as every input is (_files.read_bytes: a plain file, within a document's size
+    limit; InputProblem) and validated by the model (ValueError)."""
+    from build_tools.core._files import read_bytes
+
+    return Contract.model_validate_json(read_bytes(path))

@@ -312,6 +312,9 @@ def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[di
     return doc.value, doc
 
 
+read_run_yaml = _load_run_yaml  # `manual watch` checks a run.yaml it follows by the loader's own rules
+
+
 def _dated_after_commit(config: dict[str, Any], where: str, line_of: Any) -> list[Problem]:
     """A run cannot use a Miles commit from its future: its date is on or after miles.commit_date."""
     date, commit_date = str(config["date"]), str(config["miles"]["commit_date"])
@@ -344,6 +347,9 @@ def _load_meta(path: Path, problems: list[Problem]) -> dict[str, Any]:
         found += schemas_dump.arg_problems(args, where) + schemas_dump.meta_key_problems(args, where)
     problems += found
     return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
+
+
+read_meta = _load_meta  # `manual watch` checks a meta.json it follows by the loader's own rules
 
 
 def _is_timestamp(value: Any) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from build_tools.checking.contract import Contract
-from build_tools.commands.watch.follow import Follower, Watcher, followed
+from build_tools.commands.watch.follow import Chunk, Follower, Watcher, followed
 from build_tools.commands.watch.judge import Change, Judge
 from build_tools.commands.watch.records import (
     LogArguments,
@@ -18,6 +18,8 @@ from build_tools.commands.watch.records import (
     setup_of_meta,
     setup_of_run_yaml,
 )
+from build_tools.core._exceptions import Problem
+from build_tools.core._files import LINE_LIMIT, confined
 
 SETUP_FILES = {"meta.json": setup_of_meta, "run.yaml": setup_of_run_yaml}
 POLL_S = 0.25  # how often the loop looks up from the event queue to see whether it has been idle long enough
@@ -67,23 +69,47 @@ class Watch:
                     last = time.monotonic()
 
     def take_any(self, path: Path) -> bool:
-        if path.is_dir():  # a new folder: the files already in it (their own events may have come before it)
-            return any([self.take(child) for child in sorted(path.rglob("*")) if child.is_file() and followed(child)])
+        if path.is_dir() and not path.is_symlink():  # a new folder: the files already in it (their own events
+            # may have come before it)
+            return any([self.take(child) for child in sorted(path.rglob("*"))
+                        if not (child.is_dir() and not child.is_symlink()) and followed(child)])
         return self.take(path)
 
     def take(self, path: Path) -> bool:
         """Read what is new in one file; True when there was something."""
         if path.name in SETUP_FILES:
-            chunk = self.follower.whole_file(path)
-            if chunk is None:
-                return False
-            setup = SETUP_FILES[path.name](chunk.lines[0])
-            if setup is not None:
-                self._emit(self.judge.set_setup(setup))
-            return True
-        chunk = self.follower.read_new(path)
+            return self._take_setup(path)
+        taken = False
+        while (chunk := self.follower.read_new(path)) is not None:
+            taken = True
+            self._take_lines(chunk)
+            if not chunk.more:
+                break
+        return taken
+
+    def _take_setup(self, path: Path) -> bool:
+        """meta.json or run.yaml, read and checked by the loader's own rules (its schemas, size and nesting limits,
+        no YAML alias expanded past its bound); a value is used only from a file with no problem."""
+        chunk = self.follower.whole_file(path)
         if chunk is None:
             return False
+        if chunk.refused is not None:
+            self.warn(f"{path}: {chunk.refused}; not read, the watch goes on")
+            return True
+        problems: list[Problem] = []
+        with confined(self.root):
+            setup = SETUP_FILES[path.name](path, problems)
+        for problem in problems:
+            self.warn(f"{problem}; the setup it gives is not used")
+        if setup is not None and not problems:
+            self._emit(self.judge.set_setup(setup))
+        return True
+
+    def _take_lines(self, chunk: Chunk) -> None:
+        path = chunk.path
+        if chunk.refused is not None:
+            self.warn(f"{path}: {chunk.refused}; not read, the watch goes on")
+            return
         if chunk.restarted:
             self.warn(f"{path}: replaced or cut shorter (a rotated log or a restarted job): read again from its start")
         is_log = path.suffix != ".jsonl"
@@ -91,6 +117,9 @@ class Watch:
         first = 1 if chunk.restarted else self._lines_read.get(path, 0) + 1
         self._lines_read[path] = first - 1 + len(chunk.lines)
         for number, line in enumerate(chunk.lines, start=first):
+            if line is None:
+                self.warn(f"{path}:{number}: longer than {LINE_LIMIT:,} bytes, no record Miles writes; line skipped")
+                continue
             if is_log and (setup := arguments.take(log_message(line))) is not None:
                 self._emit(self.judge.set_setup(setup))
             try:
@@ -101,7 +130,6 @@ class Watch:
             for value in values:
                 self.steps.add((value.step_key, value.step))
                 self._emit(self.judge.value(value))
-        return True
 
     def _emit(self, changes: list[Change]) -> None:
         for change in changes:

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from build_tools.commands.watch.judge import Change
-from build_tools.core._escape import terminal_text, workflow_command
+from build_tools.core._escape import json_line, terminal_text, workflow_command
 from build_tools.core._numbers import fmt
 
 __all__ = ["Change", "LiveTable", "emitter", "github_line", "jsonl_line", "summary_lines", "words"]
 
 
 def jsonl_line(change: Change) -> str:
-    return json.dumps(change.as_json(), ensure_ascii=False)
+    return json_line(change.as_json())
 
 
 def words(change: Change) -> str:
