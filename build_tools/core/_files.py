@@ -39,16 +39,17 @@ LINE_LIMIT = 1024 * 1024
 
 # The folder every file read meanwhile must be inside (a run, a bare path given to `manual show`, the folder
 # `manual watch` follows); None: only what open_regular checks of any file.
-_inside: contextvars.ContextVar[Path | None] = contextvars.ContextVar("inside", default=None)
+_inside: contextvars.ContextVar[tuple[Path, str] | None] = contextvars.ContextVar("inside", default=None)
 
 OUTSIDE = "is a symbolic link to outside {where}; only files inside it are read: copy the file in instead"
 
 
 @contextlib.contextmanager
-def confined(folder: Path) -> Iterator[None]:
+def confined(folder: Path, place: str = "the run") -> Iterator[None]:
     """Every file opened meanwhile through open_regular (every reader's, batch and live) must lie inside folder,
-    links resolved: a link out of it is refused, naming the link, and nothing of what it points to is read."""
-    token = _inside.set(Path(os.path.realpath(folder)))
+    links resolved: a link out of it is refused, naming the link, and nothing of what it points to is read.
+    `place`: what folder is, as the refusal names it."""
+    token = _inside.set((Path(os.path.realpath(folder)), place))
     try:
         yield
     finally:
@@ -63,10 +64,11 @@ def open_regular(path: Path, inside: Path | None = None) -> tuple[int, os.stat_r
     kind by fstat and its real path (/proc/self/fd) by containment, so that a file swapped between the check and
     the open is caught."""
     where = display_path(path)
-    boundary = Path(os.path.realpath(inside)) if inside is not None else _inside.get()
+    boundary, place = (Path(os.path.realpath(inside)), "the run") if inside is not None else _inside.get() or (
+        None, "")
     real = os.path.realpath(path)
     if boundary is not None and not _within(real, boundary):
-        raise InputProblem(Problem(where, None, None, OUTSIDE.format(where=_place(boundary))))
+        raise InputProblem(Problem(where, None, None, OUTSIDE.format(where=place)))
     try:
         handle = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as error:
@@ -79,7 +81,7 @@ def open_regular(path: Path, inside: Path | None = None) -> tuple[int, os.stat_r
                                                           "files are read"))
         opened = _opened_path(handle)
         if boundary is not None and opened is not None and not _within(opened, boundary):
-            raise InputProblem(Problem(where, None, None, OUTSIDE.format(where=_place(boundary))))
+            raise InputProblem(Problem(where, None, None, OUTSIDE.format(where=place)))
         os.set_blocking(handle, True)
     except BaseException:
         os.close(handle)
@@ -98,10 +100,6 @@ def refusal(path: Path, inside: Path | None = None) -> Problem | None:
 
 def _within(real: str, boundary: Path) -> bool:
     return real == str(boundary) or real.startswith(str(boundary).rstrip("/") + "/")
-
-
-def _place(boundary: Path) -> str:
-    return "the run" if boundary.is_dir() else display_path(boundary)
 
 
 def _opened_path(handle: int) -> str | None:
