@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from build_tools.core._escape import terminal_text
+from build_tools.core._escape import terminal_line, terminal_text
 from build_tools.core._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError, bad_option
 from build_tools.core._layout import Layout
 
@@ -234,7 +234,7 @@ def _replay_guidance(layout: Layout) -> None:
     too."""
     lines = _guidance_lines(layout)
     # Written plainly (rich is not imported by a replayed check), stripped of terminal controls as every message.
-    sys.stderr.write("".join(f"WARNING {terminal_text(line)}\n" for line in lines))
+    sys.stderr.write("".join(f"WARNING {terminal_line(line)}\n" for line in lines))
 
 
 def _start_readers_early(layout: Layout, settings: Settings) -> None:
@@ -310,7 +310,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
         setup, comparisons = compare.compare(layout, yours)
         claims = compare.claims_on(layout, yours)
-    _out.print("\n".join(compare.report(setup, comparisons, yours, claims)), markup=False)
+    _out.print("\n".join(map(terminal_line, compare.report(setup, comparisons, yours, claims))), markup=False)
     return 0
 
 
@@ -350,7 +350,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         if args.format == "github":
             _err.command(workflow_command("warning", line, {"title": "manual watch"}))
         else:
-            _err.print(f"[yellow]WARNING[/yellow] {escape(_one_line(line))}")
+            _err.print(f"[yellow]WARNING[/yellow] {escape(terminal_line(line))}")
 
     watch = Watch(args.run, document, emit, warn, fail_on_outside=args.fail_on == "outside")
     code = 0
@@ -363,21 +363,15 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     except Breach as breach:
-        _err.print(f"outside: {_one_line(show.words(breach.change))}", markup=False)
+        _err.print(f"outside: {terminal_line(show.words(breach.change))}", markup=False)
         code = EXIT_OUTSIDE
     undecided = any(c.kind == "claim" and c.status == "undecided" for c in watch.judge.status.values())
     if code == 0 and watch.steps and undecided:  # ended: the claims are checked on the run as it is, as compare does
         for change in watch.judge.close_claims(_claims_checked(root, args.run)):
             emit(change)
     for line in show.summary_lines(watch.judge.status.values(), len(watch.steps)):
-        _err.print(_one_line(line), markup=False)
+        _err.print(terminal_line(line), markup=False)  # each line quotes data: it stays one
     return code
-
-
-def _one_line(text: str) -> str:
-    """A line of watch's that quotes data (a file's name, a value of meta.json or the contract): its line breaks
-    written as \\n, so that it stays one line (terminal_text then removes every other control)."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 
@@ -414,14 +408,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.write(terminal_text(show.as_csv(run) if args.csv else show.as_long(run)))
         _warn([*run.warnings, *show.csv_warnings(run, long=args.long)])
     else:
-        _out.print("\n".join(show.report(run, summary, found, path)), markup=False)
+        _out.print("\n".join(map(terminal_line, show.report(run, summary, found, path))), markup=False)  # each one
     return 0
 
 
 def _warn(warnings: list[str]) -> None:
     """Warnings on stderr, one a line, as the build prints them."""
     for warning in warnings:
-        _err.print(f"[yellow]WARNING[/yellow] {escape(warning)}")
+        _err.print(f"[yellow]WARNING[/yellow] {escape(terminal_line(warning))}")
 
 
 def _cmd_add_run(args: argparse.Namespace) -> int:

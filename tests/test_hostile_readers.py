@@ -5,6 +5,7 @@ file, through `manual show` and `make compare` alike; nothing of a file outside 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -130,3 +131,53 @@ def test_open_regular_checks_the_file_it_opened(tmp_path: Path) -> None:
     with pytest.raises(InputProblem) as refused:
         _files.read_bytes(Path("/dev/zero"))  # but never a device
     assert str(refused.value.problem) == "/dev/zero: is a device, not a plain file; only plain files are read"
+
+
+# --- data that names itself, through show and check --format github ---------------------------------------------
+
+HOSTILE_NAME = "job\n::set-env name=LD_PRELOAD::x\u009b31m\u009d0;t\u009c.log"
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
+RUNNER_LINE = re.compile(r"^[ \t]*(::|##\[)", re.MULTILINE)
+
+
+def no_data_command(text: str) -> None:
+    """No control character, and no line starting a workflow command but those the command line builds (their
+    data percent-encoded: `::warning file=...::`)."""
+    assert not CONTROL.search(text)
+    assert all(re.match(r"::(warning|error|notice)( [a-z]+=[^:\n]*)?::", line) and "set-env" not in line.split("::")[1]
+               for line in text.splitlines() if RUNNER_LINE.match(line))
+
+
+def test_show_names_a_hostile_file_on_one_harmless_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "job" / "log").mkdir(parents=True)
+    (tmp_path / "job" / "log" / HOSTILE_NAME).write_text(
+        "Timer train end (elapsed: 1.0s)\n[2026-10-15 10:00:02] train.py:1 - rollout 0: {'rollout/raw_reward': 0.5}\n",
+        encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code = main(["show", "job"])
+    out, err = capsys.readouterr()
+    assert code in (0, 2) and "Traceback" not in err
+    no_data_command(out)
+    no_data_command(err)
+    assert "job/log/job\\n::set-env name=LD_PRELOAD::x.log:1: Timer train end has no timestamp; phase not read" in \
+        out + err  # one line, the name's line break written \n, its controls removed
+
+
+def test_check_format_github_writes_no_command_of_the_data(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run's log named with a newline and `::set-env`: its warning is a ::warning with the name percent-encoded."""
+    log = project / "runs" / "baseline-seed1" / "log"
+    log.mkdir(exist_ok=True)
+    (log / HOSTILE_NAME).write_text("Timer train end (elapsed: 1.0s)\n", encoding="utf-8")  # a warning naming it
+    try:
+        code = main(["--root", str(project), "check", "--format", "github"])
+        out, err = capsys.readouterr()
+    finally:
+        shutil.rmtree(log)
+    assert code in (0, 2, 3) and "Traceback" not in err
+    no_data_command(out)
+    no_data_command(err)
+    where = f"{project}/runs/baseline-seed1/log/job"
+    said = "::set-env name=LD_PRELOAD::x.log:1: Timer train end has no timestamp; phase not read"
+    assert f"WARNING {where}\\n{said}" in err.splitlines()  # one line, the name's line break written \n
+    assert f"::warning title=run data::{where}%0A{said}" in err.splitlines()  # the data percent-encoded
