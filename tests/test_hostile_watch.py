@@ -300,3 +300,40 @@ def test_a_logged_value_with_c1_controls_is_escaped_in_jsonl_and_removed_in_text
     text = watch(folder, form="live")
     clean(text)
     assert "(model: yours is Qwen3-8B, the manual's runs have Qwen3-0.6B)" in text.err  # each sequence removed whole
+
+
+def test_ctrl_c_ends_a_watch_beside_a_fifo(tmp_path: Path) -> None:
+    """Every wait is interruptible: with a FIFO as meta.json (which once blocked the watch for good), Ctrl-C ends it
+    with its summary and exit 0."""
+    import signal
+
+    folder = tmp_path / "job"
+    folder.mkdir()
+    os.mkfifo(folder / "meta.json")
+    (folder / "metrics.jsonl").write_text(record(0, 0.6), encoding="utf-8")
+    (tmp_path / "c.json").write_text(contract().model_dump_json(), encoding="utf-8")
+    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(folder),
+                                "--format", "jsonl", "--contract", str(tmp_path / "c.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert watcher.stdout is not None
+    assert json.loads(watcher.stdout.readline())["status"] == "inside"  # past the FIFO: it has read the step
+    watcher.send_signal(signal.SIGINT)
+    _, err = watcher.communicate(timeout=GUARD_S)
+    assert watcher.returncode == 0
+    assert err.splitlines() == [f"WARNING {folder}/meta.json: {FIFO}{REFUSED}",
+                                "Watched 1 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable",
+                                "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]
+
+
+def test_a_meta_json_that_turns_into_a_link_to_dev_zero_is_said_once(tmp_path: Path) -> None:
+    from test_watch import meta
+
+    warnings: list[str] = []
+    watched = Watch(tmp_path, contract(), lambda change: None, warnings.append)
+    path = tmp_path / "meta.json"
+    path.write_text(meta(), encoding="utf-8")
+    assert watched.take(path) and watched.judge.setup is not None
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    assert watched.take(path) and not watched.take(path)
+    assert warnings == [f"{path}: {LINK_OUT}{REFUSED}"]
