@@ -198,6 +198,15 @@ class ClaimsFailed(ManualError):
         return f"{self.failed} of {self.total} claims failed:\n" + "\n".join(self.report_lines)
 
 
+def claims_unproven(lines: Sequence[str], unproven: int, total: int) -> ManualError:
+    """`make check PROVE=1` (and an edition's build): a check that no change of its data fails proves nothing; each
+    line names its figure, the check and why (checking/prove.py)."""
+    listed = "\n".join(f"  {line}" for line in lines)
+    return ManualError(f"{unproven} of {total} claims not shown able to fail:\n{listed}",
+                       "a check no change of the runs can fail proves nothing: narrow its tolerance or make it read "
+                       "the values its claim states (docs/README.md, \"Checks\")", EXIT_CLAIM_FAILED)
+
+
 def margins_below(count: int, threshold: float) -> ManualError:
     """`manual check --strict`: claims hold, but some with less margin than the threshold (each warned above)."""
     claims = "1 claim holds" if count == 1 else f"{count} claims hold"
