@@ -104,8 +104,11 @@ def _changes(perturbation: Perturbation) -> Iterator[Change]:
 
 def sentence(proofs: Sequence[ClaimProof]) -> str:
     """'18 of 18 claims shown able to fail': the line the Claim health page, the edition and `make check` give."""
-    shown = sum(1 for proof in proofs if proof.shown)
-    return f"{shown} of {len(proofs)} claims shown able to fail"
+    return shown_sentence(sum(1 for proof in proofs if proof.shown), len(proofs))
+
+
+def shown_sentence(shown: int, total: int) -> str:
+    return f"{shown} of {total} claims shown able to fail"
 
 
 def _where(block: FigureBlock) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from build_tools.checking.claims import says
+from build_tools.checking.prove import shown_sentence
 from build_tools.core._escape import Markdown, html_text, md_text
 from build_tools.core._numbers import fmt
 from build_tools.core._types import ClaimVerdict, Margin
@@ -49,8 +50,7 @@ def proof_paragraph(proven: tuple[int, int] | None) -> str:
     if proven is None:
         return ("This build did not show its claims able to fail: `make check PROVE=1` does, and every published "
                 "edition's build.")
-    shown, total = proven
-    return (f"**{shown} of {total} claims shown able to fail.** For each check of each claim, a change of the data "
+    return (f"**{shown_sentence(*proven)}.** For each check of each claim, a change of the data "
             "it reads just past its edge (a tenth of its headroom beyond it) makes it fail, and every claim is "
             "checked again on the changed data.")
 
