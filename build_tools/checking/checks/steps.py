@@ -13,6 +13,8 @@ from build_tools.checking.checks import _margin
 from build_tools.checking.checks._numbers import as_number
 from build_tools.checking.checks._perturb import (
     PAST,
+    PLAUSIBLE,
+    CannotFail,
     Change,
     Data,
     Lever,
@@ -263,10 +265,17 @@ def _shift_within(subject: Subject, name: str, gaps: pd.Series, runs: list[str])
     return change
 
 
+def _compares_some_step(subject: Subject) -> None:
+    """A count over no step (a filter that selects none) holds whatever the data: nothing can fail it."""
+    if subject.result().observed["steps"] == 0:
+        raise CannotFail("it compares no step")
+
+
 @perturbation("count_steps")
 def count_steps_perturbation(subject: Subject) -> Perturbation:
     """One clean step's comparison flipped (a count of k becomes k - 1 or k + 1)."""
     p = subject.params
+    _compares_some_step(subject)
     run = subject.runs[0]
     left = per_step(subject.summaries[run], p["left"])
     right_value = p["right"]
@@ -274,6 +283,12 @@ def count_steps_perturbation(subject: Subject) -> Perturbation:
         float(right_value), index=left.index)
     step = int(clean_steps(subject.summaries[run]).intersection(left.index)[0])
     new = _flipped(p["op"], float(left[step]), float(right[step]))
+    largest = float(left.abs().max())
+    if abs(new - float(left[step])) > PLAUSIBLE * max(largest, 1e-12):
+        # A comparison with a number no value comes near ("none above 1e9") selects no step, whatever the data.
+        raise CannotFail(f"its comparison is out of reach: a step's {label_of(p['left'])} would have to move from "
+                         f"{fmt(float(left[step]))} to {fmt(new)}, more than {fmt(PLAUSIBLE)} times the largest "
+                         f"value ({fmt(largest)})")
 
     def false(data: Data) -> None:
         put(data.summaries[run], p["left"], step, new)
@@ -289,6 +304,7 @@ def count_steps_perturbation(subject: Subject) -> Perturbation:
 def compare_runs_perturbation(subject: Subject) -> Perturbation:
     """One step clean in both runs flipped; within: the run's values moved by half the smallest gap."""
     p = subject.params
+    _compares_some_step(subject)
     metric = names(p["metric"])[0]
     run, than = subject.summaries[p["run"]], subject.summaries[p["than"]]
     left, right = per_step(run, metric).align(per_step(than, metric), join="inner")
