@@ -101,6 +101,9 @@ def test_make_variables_become_single_arguments() -> None:
     assert _make.arguments("check", {"ALL": ""}, ROOT) == ["check"]
     assert _make.arguments("check", {"WARN_MARGIN": "0.2", "STRICT": "1", "FORMAT": "github"}, ROOT) == [
         "check", "--warn-margin=0.2", "--strict", "--format=github"]
+    assert _make.arguments("check", {"PROVE": "1", "ALL": "1"}, ROOT) == ["check", "--all", "--prove"]
+    assert _make.arguments("build", {"PROVE": "1"}, ROOT) == ["build", "--prove"]
+    assert _make.arguments("pdf", {"PROVE": "1"}, ROOT) == ["pdf"]  # the print edition proves only when published
     with pytest.raises(ManualError) as error:
         _make.arguments("check", {"FORMAT": "github --all"}, ROOT)
     assert str(error.value) == ("FORMAT='github --all' is not a report format: write FORMAT=github (workflow "
@@ -146,7 +149,7 @@ def test_a_ray_address_of_the_right_form_is_taken(value: str, host: str, port: i
 # --- values that only look right -------------------------------------------------------------------------------
 
 FLAG_TARGETS = {"PUSH": ("publish", {"EDITION": "2026.10"}), "REPLACE": ("publish", {"EDITION": "2026.10"}),
-                "STRICT": ("check", {}), "ALL": ("check", {})}
+                "STRICT": ("check", {}), "ALL": ("check", {}), "PROVE": ("check", {})}
 
 
 @pytest.mark.parametrize("name", sorted(FLAG_TARGETS))
