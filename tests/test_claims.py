@@ -54,8 +54,9 @@ def test_every_claim_holds_on_the_example_runs(blocks, example_summaries, tables
 
 
 # --- the perturbations ------------------------------------------------------------------------------
-# Derived from each figure's checks (build_tools/checking/checks/_perturb.py, registered beside each check): for every check of every block, a change of
-# the data that makes it false must fail its figure; a change within its tolerance must leave it true.
+# Derived from each figure's checks (build_tools/checking/checks/_perturb.py, registered beside each check):
+# for every check of every block, a change of the data that makes it false must fail its figure; a change
+# within its tolerance must leave it true.
 
 CASES = [(block.number, index, params["check"]) for block in manual_blocks()
          for index, params in enumerate(block.checks)]
