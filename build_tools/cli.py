@@ -21,7 +21,14 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from build_tools.core._escape import terminal_text
-from build_tools.core._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError, bad_option
+from build_tools.core._exceptions import (
+    EXIT_BAD_INPUT,
+    EXIT_DIFFERS,
+    ClaimsFailed,
+    ClaimsUnproven,
+    ManualError,
+    bad_option,
+)
 from build_tools.core._layout import Layout
 
 if TYPE_CHECKING:
@@ -189,6 +196,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         settings = replace(settings, summariser=ray_summariser(args.ray))
     try:
         result = check(args.root, settings)
+    except ClaimsUnproven as error:
+        if args.format == "github":  # each check no change fails, on its caption's line
+            _out.print("\n".join(error.commands), markup=False)
+        raise
     except ClaimsFailed as error:
         # A false claim still prints the runs and every figure's line before the error.
         _out.print("\n".join(error.report_lines), markup=False)

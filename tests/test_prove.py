@@ -22,7 +22,7 @@ from build_tools.checking.checks import REGISTRY, Outcome, register
 from build_tools.checking.checks._perturb import PERTURBATIONS, PLAUSIBLE
 from build_tools.checking.checks._registry import COMMON
 from build_tools.checking.claims import check_claims, report_lines
-from build_tools.core._exceptions import EXIT_CLAIM_FAILED, ManualError
+from build_tools.core._exceptions import EXIT_CLAIM_FAILED, ClaimsUnproven
 from build_tools.core._types import FigureBlock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,8 +68,10 @@ def test_the_proof_says_how_many_claims_were_shown_able_to_fail(proofs) -> None:
     assert lines == [
         f"{len(NUMBERS)} of {len(NUMBERS)} claims shown able to fail: a change of each check's data just past its "
         "edge fails it, every other claim checked again",
-        "  docs/02-memory.md:6 fig 2.1 check 4 (series_at_event): the change also fails fig 2.3",
-        "  docs/02-memory.md:79 fig 2.3 check 3 (series_at_event): the change also fails fig 2.1"]
+        "  docs/02-memory.md:6 fig 2.1 check 4 (series_at_event): the change also fails fig 2.3 (the same check on "
+        "the same runs)",
+        "  docs/02-memory.md:79 fig 2.3 check 3 (series_at_event): the change also fails fig 2.1 (the same check on "
+        "the same runs)"]
     prove.raise_if_unproven(proofs)  # nothing to name
     assert prove.proof_data(proofs)["shown"] == prove.proof_data(proofs)["total"] == len(NUMBERS)
 
@@ -99,7 +101,7 @@ def _unproven(block: FigureBlock, summaries: dict, tables: dict) -> list[str]:
     verdicts = check_claims([block], summaries, tables)
     assert verdicts[0].status == "pass"  # the planted check holds: only the proof can tell it proves nothing
     proofs = prove.prove_claims(verdicts, summaries, tables)
-    with pytest.raises(ManualError) as caught:
+    with pytest.raises(ClaimsUnproven) as caught:
         prove.raise_if_unproven(proofs)
     assert caught.value.exit_code == EXIT_CLAIM_FAILED
     assert caught.value.hint == ("a check no change of the runs can fail proves nothing: narrow its tolerance or make "
@@ -113,6 +115,11 @@ def test_a_tolerance_too_wide_is_named(blocks, example_summaries, tables) -> Non
         "1 of 1 claims not shown able to fail:",
         "  docs/01-step.md:53 fig 1.3 check 2 (event_span) cannot be made to fail: its tolerance is too wide: 63.2 "
         f"would have to move to 1163, more than {PLAUSIBLE:g} times its own size"]
+    # FORMAT=github: the same, on the caption's line of the pull request
+    proofs = prove.prove_claims(check_claims([block], example_summaries, tables), example_summaries, tables)
+    assert prove.unproven_commands(proofs) == [
+        "::error file=docs/01-step.md,line=53,title=Fig 1.3::check 2 (event_span) cannot be made to fail: its "
+        "tolerance is too wide: 63.2 would have to move to 1163, more than 10 times its own size"]
 
 
 def test_a_tolerance_just_inside_the_plausible_is_shown_able_to_fail(blocks, example_summaries, tables) -> None:

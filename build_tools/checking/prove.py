@@ -21,7 +21,8 @@ from typing import Any
 
 from build_tools.checking.checks._perturb import CannotFail, Change, Perturbation, Subject, derive
 from build_tools.checking.claims import judge
-from build_tools.core._exceptions import MissingValue, claims_unproven
+from build_tools.core._escape import workflow_command
+from build_tools.core._exceptions import ClaimsUnproven, MissingValue
 from build_tools.core._staging import write_atomic
 from build_tools.core._types import ClaimVerdict, FigureBlock, RunSummary
 
@@ -61,30 +62,32 @@ def prove_claims(verdicts: Sequence[ClaimVerdict], summaries: dict[str, RunSumma
             for block in blocks]
 
 
+NO_HANDLE = (MissingValue, LookupError, StopIteration, ValueError, ZeroDivisionError)  # the data offers nothing to move
+
+
 def _prove_check(block: FigureBlock, index: int, blocks: list[FigureBlock], held: Mapping[str, str],
                  summaries: dict[str, RunSummary], tables: dict[str, Any]) -> CheckProof:
     """The check's change (or the first of its alternatives that turns no other claim) and what it turned."""
     name = str(block.checks[index]["check"])
     subject = Subject(block, index, summaries, tables)
-    try:
-        perturbation = derive(block, index, summaries, tables)
-    except CannotFail as cannot:
-        return CheckProof(index, name, False, reason=str(cannot))
-    except (MissingValue, LookupError, StopIteration, ValueError, ZeroDivisionError) as error:
-        # The data offers no handle for the change (no clean step, no sample, no other value): it cannot fail.
-        return CheckProof(index, name, False, reason=f"no change of its data could be derived ({error})")
     first: CheckProof | None = None
-    for change in _changes(perturbation):
-        data = subject.data(change)
-        verdicts = [judge(data.block if other is block else other, data.summaries, data.tables) for other in blocks]
-        mine = next(v for v in verdicts if v.block.number == block.number).checks[index]
-        also = tuple(v.block.number for v in verdicts
-                     if v.block.number != block.number and v.status != held[v.block.number])
-        found = CheckProof(index, name, mine.status == "fail", also,
-                           "" if mine.status == "fail" else f"it still holds after the change: {mine.message}")
-        if found.fails and not also:
-            return found
-        first = first or found
+    try:
+        for change in _changes(derive(block, index, summaries, tables)):
+            data = subject.data(change)
+            verdicts = [judge(data.block if other is block else other, data.summaries, data.tables)
+                        for other in blocks]
+            mine = next(v for v in verdicts if v.block.number == block.number).checks[index]
+            also = tuple(v.block.number for v in verdicts
+                         if v.block.number != block.number and v.status != held[v.block.number])
+            found = CheckProof(index, name, mine.status == "fail", also,
+                               "" if mine.status == "fail" else f"it still holds after the change: {mine.message}")
+            if found.fails and not also:
+                return found
+            first = first or found
+    except CannotFail as cannot:
+        return first or CheckProof(index, name, False, reason=str(cannot))
+    except NO_HANDLE as error:  # no clean step, no sample, no other value to move: nothing can fail it
+        return first or CheckProof(index, name, False, reason=f"no change of its data could be made ({error})")
     assert first is not None  # the loop ran at least once: `false` is always there
     return first
 
@@ -123,12 +126,27 @@ def report_lines(proofs: Sequence[ClaimProof]) -> list[str]:
     """The proof for `make check PROVE=1`: its sentence, and a line for each change that turned another claim."""
     lines = [f"{sentence(proofs)}: a change of each check's data just past its edge fails it, every other claim "
              "checked again"]
+    by_number = {proof.block.number: proof.block for proof in proofs}
     for proof in proofs:
         for check in proof.checks:
             if check.fails and check.also_fails:
+                twins = [n for n in check.also_fails if n in by_number and _same_evidence(
+                    proof.block, proof.block.checks[check.index], by_number[n])]
+                why = " (the same check on the same runs)" if twins == list(check.also_fails) else ""
                 lines.append(f"  {_where(proof.block)} {_check_name(check)}: the change also fails "
-                             f"fig {', fig '.join(check.also_fails)}")
+                             f"fig {', fig '.join(check.also_fails)}{why}")
     return lines
+
+
+def evidence(block: FigureBlock, params: Mapping[str, Any]) -> tuple[tuple[str, ...], str]:
+    """What a check reads and compares, without its words (says, binds, label): its runs and its parameters."""
+    kept = {k: v for k, v in params.items() if k not in ("says", "binds", "label")}
+    return tuple(params.get("runs") or block.runs), json.dumps(kept, sort_keys=True, default=str)
+
+
+def _same_evidence(block: FigureBlock, params: Mapping[str, Any], other: FigureBlock) -> bool:
+    """Whether another claim has a check of the same evidence: no change can fail one and spare the other."""
+    return evidence(block, params) in [evidence(other, p) for p in other.checks]
 
 
 def unproven_lines(proofs: Sequence[ClaimProof]) -> list[str]:
@@ -142,10 +160,19 @@ def unproven_lines(proofs: Sequence[ClaimProof]) -> list[str]:
     return lines
 
 
+def unproven_commands(proofs: Sequence[ClaimProof]) -> list[str]:
+    """An `::error` on the figure block's line for each check no change fails (`FORMAT=github`)."""
+    return [workflow_command("error", f"{_check_name(check)} cannot be made to fail: {check.reason}",
+                             {"file": proof.block.chapter_file, "line": str(proof.block.line),
+                              "title": f"Fig {proof.block.number}"})
+            for proof in proofs for check in proof.checks if not check.fails]
+
+
 def raise_if_unproven(proofs: Sequence[ClaimProof]) -> None:
     """ClaimsUnproven (exit code 3) naming every check no change could fail, if any."""
     if not all(proof.shown for proof in proofs):
-        raise claims_unproven(unproven_lines(proofs), sum(1 for p in proofs if not p.shown), len(proofs))
+        raise ClaimsUnproven(unproven_lines(proofs), sum(1 for p in proofs if not p.shown), len(proofs),
+                             unproven_commands(proofs))
 
 
 def proof_data(proofs: Sequence[ClaimProof]) -> dict[str, Any]:

@@ -198,13 +198,23 @@ class ClaimsFailed(ManualError):
         return f"{self.failed} of {self.total} claims failed:\n" + "\n".join(self.report_lines)
 
 
-def claims_unproven(lines: Sequence[str], unproven: int, total: int) -> ManualError:
-    """`make check PROVE=1` (and an edition's build): a check that no change of its data fails proves nothing; each
-    line names its figure, the check and why (checking/prove.py)."""
-    listed = "\n".join(f"  {line}" for line in lines)
-    return ManualError(f"{unproven} of {total} claims not shown able to fail:\n{listed}",
-                       "a check no change of the runs can fail proves nothing: narrow its tolerance or make it read "
-                       "the values its claim states (docs/README.md, \"Checks\")", EXIT_CLAIM_FAILED)
+@dataclass(eq=False)
+class ClaimsUnproven(ManualError):
+    """`make check PROVE=1` (and an edition's build): a check that no change of its data fails proves nothing. Each
+    line names its figure, the check and why (checking/prove.py); commands are the same as GitHub workflow
+    commands, for `--format github`."""
+
+    lines: Sequence[str]
+    unproven: int
+    total: int
+    commands: Sequence[str] = ()
+    exit_code = EXIT_CLAIM_FAILED
+    hint = ("a check no change of the runs can fail proves nothing: narrow its tolerance or make it read the values "
+            "its claim states (docs/README.md, \"Checks\")")
+
+    def __str__(self) -> str:
+        return f"{self.unproven} of {self.total} claims not shown able to fail:\n" + "\n".join(
+            f"  {line}" for line in self.lines)
 
 
 def margins_below(count: int, threshold: float) -> ManualError:
