@@ -189,6 +189,27 @@ def test_a_kind_of_check_without_a_perturbation_is_named(blocks, example_summari
         "registers no perturbation (@perturbation beside it)")
 
 
+def test_an_edition_with_a_check_that_cannot_fail_is_not_published(tmp_path, monkeypatch) -> None:
+    """Every published edition's build proves its claims: one that cannot fail stops publishing, named."""
+    from build_tools.core._exceptions import EditionError
+    from build_tools.editions import edition
+
+    line = ("docs/01-step.md:53 fig 1.3 check 2 (event_span) cannot be made to fail: its tolerance is too wide: 63.2 "
+            "would have to move to 1163, more than 10 times its own size")
+
+    def unproven(root: Path, settings: Any) -> None:
+        assert settings.edition  # an edition's build: build.py proves its claims (proving = prove or edition)
+        raise ClaimsUnproven([line], 1, 18)
+
+    monkeypatch.setattr(edition, "run_build", unproven)
+    with pytest.raises(EditionError) as caught:
+        edition._build(tmp_path, "2026.12", edition.edition_settings(edition.Settings(), 1, quiet=True))
+    assert str(caught.value) == ("not publishing 2026.12: 1 of 18 claims not shown able to fail: run make check "
+                                 f"PROVE=1, fix the checks, commit, and publish again\n  {line}")
+    assert (caught.value.hint, caught.value.exit_code) == (
+        "an edition is only published when every claim is shown able to fail", EXIT_CLAIM_FAILED)
+
+
 # --- the command ---------------------------------------------------------------------------------------------
 
 

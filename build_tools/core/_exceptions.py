@@ -497,6 +497,15 @@ def edition_claims_failed(edition: str, failed: int, total: int, claims: Sequenc
                         "an edition is only published when every claim holds", EXIT_CLAIM_FAILED)
 
 
+def edition_claims_unproven(edition: str, error: ClaimsUnproven) -> EditionError:
+    """The build behind an edition has a check no change of its data fails: nothing is published. The checks as
+    `make check PROVE=1` names them ("docs/01-step.md:53 fig 1.3 check 2 (event_span) ...")."""
+    listed = "\n".join(f"  {line}" for line in error.lines)
+    return EditionError(f"not publishing {edition}: {error.unproven} of {error.total} claims not shown able to fail: "
+                        f"run make check PROVE=1, fix the checks, commit, and publish again\n{listed}",
+                        "an edition is only published when every claim is shown able to fail", EXIT_CLAIM_FAILED)
+
+
 def footer_missing(edition: str, pages: Sequence[str]) -> EditionError:
     """`pages`: the pages whose footer lacks it; empty when no page has a footer."""
     shown = ", ".join(pages[:3]) if pages else "no page has a footer"
