@@ -19,7 +19,7 @@ from conftest import copy_project, manual_blocks
 from build_tools.checking import prove
 from build_tools.checking.blocks import load_tables, read_blocks
 from build_tools.checking.checks import REGISTRY, Outcome, register
-from build_tools.checking.checks._perturb import PERTURBATIONS, PLAUSIBLE
+from build_tools.checking.checks._perturb import PAST, PERTURBATIONS, PLAUSIBLE, Subject, derive
 from build_tools.checking.checks._registry import COMMON
 from build_tools.checking.claims import check_claims, report_lines
 from build_tools.core._exceptions import EXIT_CLAIM_FAILED, ClaimsUnproven
@@ -61,6 +61,29 @@ def test_every_claim_of_the_chapters_is_shown_able_to_fail(number, proofs, block
         for other in check.also_fails:
             twin = next(b for b in blocks if b.number == other)
             assert mine in [_evidence(twin, params) for params in twin.checks], (number, check, other)
+
+
+CHECKS = [(block.number, index, params["check"]) for block in manual_blocks()
+          for index, params in enumerate(block.checks)]
+
+
+@pytest.mark.parametrize(("number", "index", "kind"), CHECKS, ids=[f"{n}-{i + 1}-{k}" for n, i, k in CHECKS])
+def test_a_moved_number_lands_a_tenth_of_its_margin_past_the_edge(number, index, kind, blocks, example_summaries,
+                                                                   tables) -> None:
+    """The margin tells how far: a lever's distance to its edge is the check's own margin, and the change leaves
+    the check failing by a tenth of it (PAST); an exact comparison (no headroom), by a hair."""
+    block = next(b for b in blocks if b.number == number)
+    perturbation = derive(block, index, example_summaries, tables)
+    if perturbation.headroom is None:  # a one-step change (a count, an order, a fact): no distance to move
+        return
+    subject = Subject(block, index, example_summaries, tables)
+    before, after = subject.result().margin, subject.result(perturbation.false).margin
+    assert before is not None and after is not None
+    assert perturbation.headroom == pytest.approx(before.headroom, rel=1e-9)
+    if before.headroom > 0:
+        assert after.headroom == pytest.approx(-PAST * before.headroom, rel=1e-3)
+    else:
+        assert -1e-6 <= after.headroom < 0
 
 
 def test_the_proof_says_how_many_claims_were_shown_able_to_fail(proofs) -> None:

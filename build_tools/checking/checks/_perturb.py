@@ -25,11 +25,12 @@ from typing import Any
 
 import pandas as pd
 
+from build_tools.checking.checks._margin import _rank as rank
 from build_tools.checking.checks._margin import of_interval
 from build_tools.checking.checks._numbers import claim_numbers
 from build_tools.checking.checks._registry import Ctx, evaluate
 from build_tools.checking.checks._words import Expectation, fmt
-from build_tools.core._types import CheckResult, FigureBlock, RunSummary
+from build_tools.core._types import CheckResult, FigureBlock, Margin, RunSummary
 
 PAST = 0.1  # a moved value lands this share of its headroom past the edge, or short of it
 # A check that fails only when its number moves by more than this many times its own size (or the claim's) is
@@ -61,6 +62,8 @@ class Perturbation:
     # Other changes that fail it, derived when asked, moving other values (another part of a sum, fewer runs):
     # the proof takes the first that leaves every other claim's verdict as it was.
     alternatives: tuple[Callable[[], Perturbation], ...] = ()
+    # A lever's: how far its number was from the edge (the margin's headroom); the change lands a tenth of it past.
+    headroom: float | None = None
 
 
 def one_of(candidates: list[Callable[[], Perturbation]]) -> Perturbation:
@@ -73,7 +76,7 @@ def one_of(candidates: list[Callable[[], Perturbation]]) -> Perturbation:
             if at == len(candidates) - 1:
                 raise
             continue
-        return Perturbation(found.false, found.within, tuple(candidates[at + 1:]))
+        return Perturbation(found.false, found.within, tuple(candidates[at + 1:]), found.headroom)
     raise CannotFail("nothing to change")
 
 
@@ -256,15 +259,15 @@ class Lever:
     slope: float = 1.0  # about d(observation) / d(amount): the first guess of the solver
 
 
-def _edge(lever: Lever, x0: float) -> tuple[float, float, int]:
-    """The lever's headroom and edge by the margins' rule (the nearer end of its interval; only the end it moves
-    towards where it moves one way), and the direction past the edge."""
+def _edge(lever: Lever, x0: float) -> tuple[Margin, int]:
+    """The lever's margin by the margins' rule (the nearer end of its interval; only the end it moves towards
+    where it moves one way), and the direction past its edge."""
     low = lever.low if lever.outward <= 0 else -math.inf
     high = lever.high if lever.outward >= 0 else math.inf
     margin = of_interval(x0, Expectation(low, high, ""))
     if margin is None:
         raise CannotFail("no end of its interval is a finite number")
-    return margin.headroom, margin.edge, 1 if margin.edge == high else -1
+    return margin, 1 if margin.edge == high else -1
 
 
 def _size(lever: Lever, x0: float) -> float:
@@ -275,14 +278,15 @@ def _size(lever: Lever, x0: float) -> float:
 
 
 def by_lever(subject: Subject, *levers: Lever) -> Perturbation:
-    """The lever whose number lies nearest the end of its interval (the check's margin), moved past that end by
-    a tenth of its headroom, and short of it by as much."""
+    """The lever whose number is closest to failing by the margins' rule (the check's margin: the smallest
+    fraction, then headroom), moved past its edge by a tenth of its headroom, and short of it by as much."""
     observed = subject.result().observed
     chosen = []
     for lever in levers:
         x0 = float(lever.observe(observed))
         chosen.append((*_edge(lever, x0), x0, lever))
-    distance, end, direction, x0, lever = min(chosen, key=lambda c: c[0])
+    margin, direction, x0, lever = min(chosen, key=lambda c: rank(c[0]))
+    distance, end = margin.headroom, margin.edge
     if distance < 0:
         raise CannotFail(f"it holds no more: {fmt(x0)} is past {fmt(end)}")
     tiny = 1e-6 * max(abs(end), 1e-3)  # past an exact value: any change is a miss
@@ -292,7 +296,7 @@ def by_lever(subject: Subject, *levers: Lever) -> Perturbation:
                          f"{fmt(PLAUSIBLE)} times its own size")
     false = _solve(subject, lever, x0, target)
     within = None if distance == 0 else _solve(subject, lever, x0, end - direction * PAST * distance)
-    return Perturbation(_moved(lever, false), None if within is None else _moved(lever, within))
+    return Perturbation(_moved(lever, false), None if within is None else _moved(lever, within), headroom=distance)
 
 
 def _moved(lever: Lever, amount: float) -> Change:

@@ -356,17 +356,14 @@ def equal_at_step_perturbation(subject: Subject) -> Perturbation:
 
 @perturbation("paired_difference")
 def paired_difference_perturbation(subject: Subject) -> Perturbation:
-    """The largest difference made larger (or the smallest smaller) at its own step."""
+    """The run's value shifted at every paired step, so that the smallest or the largest difference (whichever is
+    closer to failing) moves past the edge of its interval, either way."""
     p = subject.params
     observed = subject.result().observed
     metric = names(p["metric"])[0]
-    run, minus = subject.summaries[p["run"]], subject.summaries[p["minus"]]
-    diff = (per_step(run, metric) - per_step(minus, metric)).reindex(observed["steps"])
-    levers = []
-    for key, value, step, up in (("max", p["high"], diff.idxmax(), True), ("min", p["low"], diff.idxmin(), False)):
-        low, high = subject.interval(p["word"], value)
 
-        def move(data: Data, amount: float, step: Any = step) -> None:
-            add(data.summaries[p["run"]], metric, amount, [step])
-        levers.append(Lever(move, pick(key), low, high, 1 if up else -1))
-    return by_lever(subject, *levers)
+    def shift(data: Data, amount: float) -> None:
+        add(data.summaries[p["run"]], metric, amount, observed["steps"])
+
+    return by_lever(subject, *(Lever(shift, pick(key), *subject.interval(p["word"], p[end]))
+                               for key, end in (("max", "high"), ("min", "low"))))

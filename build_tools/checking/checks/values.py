@@ -358,23 +358,25 @@ def _shifted(subject: Subject, word: str, name: str, moved: list[str]) -> Pertur
 
 
 def window_means(direction: str) -> Callable[[Subject], Perturbation]:
-    """falls_from, rises_from: the first half of every run shifted by amount (the first-window mean moves),
-    or the second half when only B is claimed; with neither, the first minus the last window mean."""
+    """falls_from, rises_from: the first half of every run shifted by amount (the first-window mean moves), or
+    the second half (the last-window mean), whichever claimed mean is closer to failing; with neither claimed,
+    the first half, against the direction."""
     def derive_windows(subject: Subject) -> Perturbation:
         p = subject.params
         first = names(p["metric"])[0]
-        part = 1 if p["first"] is None and p["last"] is not None else 0
 
-        def move(data: Data, amount: float) -> None:
-            for run in subject.runs:
-                add(data.summaries[run], first, amount, halves(data.summaries[run])[part])
+        def mover(part: int) -> Callable[[Data, float], None]:
+            def move(data: Data, amount: float) -> None:
+                for run in subject.runs:
+                    add(data.summaries[run], first, amount, halves(data.summaries[run])[part])
+            return move
 
-        if p["first"] is not None or p["last"] is not None:
-            key, value = ("first", p["first"]) if part == 0 else ("last", p["last"])
-            low, high = subject.interval("about", value)
-            return by_lever(subject, Lever(move, lambda o: o[key], low, high))
+        levers = [Lever(mover(part), pick(key), *subject.interval("about", p[key]))
+                  for part, key in ((0, "first"), (1, "last")) if p[key] is not None]
+        if levers:
+            return by_lever(subject, *levers)
         low, high = (0.0, math.inf) if direction == "falls" else (-math.inf, 0.0)
-        return by_lever(subject, Lever(move, lambda o: o["first"] - o["last"], low, high))
+        return by_lever(subject, Lever(mover(0), lambda o: o["first"] - o["last"], low, high))
     return derive_windows
 
 
