@@ -72,7 +72,8 @@ def test_a_valid_value_reaches_the_program_as_one_argument() -> None:
         "EDITION=...), or name the branch with --branch")
 
 
-@pytest.mark.parametrize(("code", "outcome"), [(1, "a bug"), (2, "bad input"), (3, "a claim failed"),
+@pytest.mark.parametrize(("code", "outcome"), [(1, "a bug"), (2, "bad input"),
+                                               (3, "a claim failed (or, with PROVE=1, was not shown able to fail)"),
                                                (4, "verify found a difference"),
                                                (6, "a claim's margin is below the warning threshold (STRICT=1)")])
 def test_a_failure_says_which_outcome_it_was(code: int, outcome: str, monkeypatch: pytest.MonkeyPatch,

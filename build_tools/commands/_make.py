@@ -38,7 +38,7 @@ from build_tools.core._settings import flag as _flag
 OUTCOMES = {
     1: "a bug",
     EXIT_BAD_INPUT: "bad input",
-    EXIT_CLAIM_FAILED: "a claim failed",
+    EXIT_CLAIM_FAILED: "a claim failed (or, with PROVE=1, was not shown able to fail)",
     EXIT_DIFFERS: "verify found a difference",
     EXIT_GOAL_MISSED: "a benchmark goal was missed",
     EXIT_MARGIN: "a claim's margin is below the warning threshold (STRICT=1)",
