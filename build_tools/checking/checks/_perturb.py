@@ -4,11 +4,13 @@ its margin names, and, where it has a tolerance or some slack, a change within i
 No figure has an entry here: a block's checks say what each reads and what it claims, and each kind of check
 registers beside itself (`@perturbation("name")` in its family's module) how to move what it reads. A number
 compared with an interval (`about 720`, `near 0.015`, `above 0`, a slope, a share, a ratio, a span) is moved by
-a lever, a change of the data by `amount` in one direction; the lever whose number is nearest the end of its
-interval is the check's margin (checks/_margin.py: the same distance, to the same end), and the amount is solved
+a lever, a change of the data by `amount` in one direction; the lever closest to failing by the margins' own rule
+(checks/_margin.py: the smallest fraction, then headroom) is the check's margin, and the amount is solved
 for so that the check's own observation lands past that end by a tenth of the headroom (it must fail), or short
 of it by as much (it must still pass). A count, an order, a table or a run.yaml fact is changed by one step:
 one step's comparison flipped, one phase moved, one row or step dropped, one run added, one field changed.
+Where a change could also turn another claim, a kind offers alternatives (another part of a sum, one run fewer),
+derived only when the proof asks for them. tests/test_claims.py holds every registered kind to having one.
 
 A change is made to copies of the summaries (RunSummary's tables, config and series), never to the files on
 disk. A check whose change cannot be derived, or would have to move the data by more than PLAUSIBLE times its
