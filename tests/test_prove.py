@@ -204,6 +204,14 @@ def test_an_empty_filter_fails_the_check_itself(blocks, example_summaries, table
         "dynamic-filter-seed1 has no clean steps with sampling.reward_before_filter (runs: dynamic-filter-seed1)"]
 
 
+def test_a_claim_without_a_check_is_named(blocks, example_summaries, tables) -> None:
+    block = next(b for b in blocks if b.number == "1.3")
+    bare = dataclasses.replace(block, claim="Without a watchdog, a dead engine left the job running.", checks=())
+    assert _unproven(bare, example_summaries, tables) == [
+        "1 of 1 claims not shown able to fail:",
+        "  docs/01-step.md:53 fig 1.3 the claim has no check, so nothing can fail it"]
+
+
 def test_a_kind_of_check_without_a_perturbation_is_named(blocks, example_summaries, tables, monkeypatch) -> None:
     monkeypatch.delitem(PERTURBATIONS, "event_span")
     block = next(b for b in blocks if b.number == "1.3")

@@ -149,23 +149,27 @@ def _same_evidence(block: FigureBlock, params: Mapping[str, Any], other: FigureB
     return evidence(block, params) in [evidence(other, p) for p in other.checks]
 
 
+NO_CHECK = "the claim has no check, so nothing can fail it"
+
+
+def _unproven(proofs: Sequence[ClaimProof]) -> list[tuple[ClaimProof, str]]:
+    """Each claim not shown able to fail, with what is wrong: a check and why no change fails it, or no check."""
+    return [(proof, text) for proof in proofs
+            for text in ([NO_CHECK] if not proof.checks else [
+                f"{_check_name(check)} cannot be made to fail: {check.reason}"
+                for check in proof.checks if not check.fails])]
+
+
 def unproven_lines(proofs: Sequence[ClaimProof]) -> list[str]:
-    """One line per claim not shown able to fail: its place, the check, and why."""
-    lines = []
-    for proof in proofs:
-        if not proof.checks:
-            lines.append(f"{_where(proof.block)}: the claim has no check, so nothing can fail it")
-        lines += [f"{_where(proof.block)} {_check_name(check)} cannot be made to fail: {check.reason}"
-                  for check in proof.checks if not check.fails]
-    return lines
+    """One line per check no change fails (or claim without a check): its place, the check, and why."""
+    return [f"{_where(proof.block)} {text}" for proof, text in _unproven(proofs)]
 
 
 def unproven_commands(proofs: Sequence[ClaimProof]) -> list[str]:
-    """An `::error` on the figure block's line for each check no change fails (`FORMAT=github`)."""
-    return [workflow_command("error", f"{_check_name(check)} cannot be made to fail: {check.reason}",
-                             {"file": proof.block.chapter_file, "line": str(proof.block.line),
-                              "title": f"Fig {proof.block.number}"})
-            for proof in proofs for check in proof.checks if not check.fails]
+    """The same as `::error` workflow commands on each figure block's line (`FORMAT=github`)."""
+    return [workflow_command("error", text, {"file": proof.block.chapter_file, "line": str(proof.block.line),
+                                             "title": f"Fig {proof.block.number}"})
+            for proof, text in _unproven(proofs)]
 
 
 def raise_if_unproven(proofs: Sequence[ClaimProof]) -> None:
