@@ -247,7 +247,8 @@ def test_an_edition_with_a_check_that_cannot_fail_is_not_published(tmp_path, mon
 @pytest.mark.slow
 def test_make_check_prove_names_a_planted_check_and_exits_3(tmp_path) -> None:
     """A chapter's check given a tolerance so wide no data fails it: `manual check` passes, `manual check --prove`
-    stops with exit 3 naming it, and writes no proof that would be read as this build's."""
+    stops with exit 3 naming it (with `--format github`, also on the caption's line); the shipped chapter back,
+    every claim is shown able to fail."""
     root = copy_project(tmp_path / "project")
     chapter = root / "docs" / "01-step.md"
     text = chapter.read_text(encoding="utf-8")
@@ -256,8 +257,12 @@ def test_make_check_prove_names_a_planted_check_and_exits_3(tmp_path) -> None:
     manual = [sys.executable, "-m", "build_tools", "--root", str(root), "check"]
     plain = subprocess.run(manual, capture_output=True, text=True, check=False, cwd=root)
     assert plain.returncode == 0, plain.stderr
-    proving = subprocess.run([*manual, "--prove"], capture_output=True, text=True, check=False, cwd=root)
+    proving = subprocess.run([*manual, "--prove", "--format", "github"], capture_output=True, text=True, check=False,
+                             cwd=root)
     assert proving.returncode == EXIT_CLAIM_FAILED
+    assert proving.stdout.splitlines()[-1] == (
+        "::error file=docs/01-step.md,line=53,title=Fig 1.3::check 2 (event_span) cannot be made to fail: its "
+        "tolerance is too wide: 63.2 would have to move to 1163, more than 10 times its own size")
     errors = [line for line in proving.stderr.splitlines() if not line.startswith(("[", "WARNING"))]
     assert errors[:3] == [
         f"ERROR 1 of {len(NUMBERS)} claims not shown able to fail:",
