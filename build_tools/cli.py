@@ -21,7 +21,14 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from build_tools.core._escape import terminal_line, terminal_text
-from build_tools.core._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError, bad_option
+from build_tools.core._exceptions import (
+    EXIT_BAD_INPUT,
+    EXIT_DIFFERS,
+    ClaimsFailed,
+    ClaimsUnproven,
+    ManualError,
+    bad_option,
+)
 from build_tools.core._layout import Layout
 
 if TYPE_CHECKING:
@@ -32,10 +39,10 @@ if TYPE_CHECKING:
 EXIT_BUG = 1
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
-EPILOG = """exit codes: 0 done, 2 bad input (the message names the file), 3 a claim no longer holds,
-4 verify found a difference, 5 bench missed a goal, 6 check --strict found a claim whose margin is below
---warn-margin (or edition.yml's warn_margin), 7 watch --fail-on outside saw an item leave its band,
-1 a bug (the traceback is saved under build/), 130 interrupted,
+EPILOG = """exit codes: 0 done, 2 bad input (the message names the file), 3 a claim no longer holds (or, with
+--prove, a check no change of its data fails), 4 verify found a difference, 5 bench missed a goal, 6 check --strict
+found a claim whose margin is below --warn-margin (or edition.yml's warn_margin), 7 watch --fail-on outside saw an
+item leave its band, 1 a bug (the traceback is saved under build/), 130 interrupted,
 143 terminated"""
 
 
@@ -147,7 +154,7 @@ def _settings(**options: Any) -> Settings:
 def _cmd_build(args: argparse.Namespace) -> int:
     from .store import uptodate
 
-    settings = _settings(jobs=args.jobs)
+    settings = _settings(jobs=args.jobs, prove=args.prove)
     layout = Layout(args.root.resolve())
     # Checked before importing the build (pandas, matplotlib): a no-op `make` only hashes the inputs. First without
     # the lock (filelock's imports are a sixth of a no-op): a build that starts forgets the recorded key before it
@@ -175,7 +182,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from .store import uptodate
 
     threshold = None if args.warn_margin is None else _fraction(args.warn_margin)
-    settings = _settings(all_runs=args.all)
+    settings = _settings(all_runs=args.all, prove=args.prove)
     layout = Layout(args.root.resolve())
     # Decided before importing the build (pandas): an unchanged project's check prints its last report again.
     last = uptodate.last_check(layout, settings) if not args.ray else uptodate.LastCheck(None, None)
@@ -197,6 +204,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         settings = replace(settings, summariser=ray_summariser(args.ray))
     try:
         result = check(args.root, settings)
+    except ClaimsUnproven as error:
+        if args.format == "github":  # each check no change fails, on its caption's line
+            _out.print("\n".join(error.commands), markup=False)
+        raise
     except ClaimsFailed as error:
         # A false claim still prints the runs and every figure's line before the error.
         _out.print("\n".join(error.report_lines), markup=False)
@@ -211,7 +222,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     by_facts = len(result.validated) - result.unread  # the Metrics page reads them, as the build's would
     lines += [skipped_line(by_facts, by_facts=True)] if by_facts else []
     lines += [skipped_line(result.unread)] if result.unread else []
-    report = "\n".join([*lines, *result.report_lines])
+    report = "\n".join([*lines, *result.report_lines, *result.proof_lines])
     plain.say(report)
     try:
         return _margins(layout, args, plain, threshold, result.warnings)
@@ -529,6 +540,10 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+PROVE_HELP = ("show every claim able to fail: for each check, a change of its data just past its edge must fail it "
+              "and leave every other claim as it was (exit 3 names a check no change fails)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="manual", description=__doc__, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -543,6 +558,7 @@ def _parser() -> argparse.ArgumentParser:
     build = add("build", _cmd_build, "build the manual into site/")
     build.add_argument("--jobs", type=int, default=None, help="processes drawing figures (default: all cores)")
     build.add_argument("--force", action="store_true", help="build even when no input changed")
+    build.add_argument("--prove", action="store_true", help=PROVE_HELP)
     check = add("check", _cmd_check, "load the runs, summarise those a figure or check reads, check every claim; "
                                       "no figures, no site")
     check.add_argument("--all", action="store_true",
@@ -556,6 +572,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--warn-margin", metavar="F", default=None,
                        help="warn of each claim whose margin, as a fraction of its tolerance, is below F "
                             "(default: warn_margin in edition.yml, else no warning)")
+    check.add_argument("--prove", action="store_true", help=PROVE_HELP)
     check.add_argument("--strict", action="store_true",
                        help="exit 6 when a claim's margin is below the warning threshold")
     check.add_argument("--format", choices=("text", "github"), default="text",

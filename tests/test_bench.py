@@ -267,6 +267,26 @@ def test_the_example_goals_are_judged_by_their_ratios_and_printed(monkeypatch) -
         f"{'no-op / 0.14 s':<52}    0.86   goal <= 1.0  met"]
 
 
+def test_the_proofs_cost_is_printed_beside_the_claims_check(monkeypatch) -> None:
+    """Measured by make bench, judged by no goal: the ratio that keeps the proof out of the everyday build."""
+    import dataclasses
+
+    from build_tools.benchmarks import bench
+    from build_tools.benchmarks.bench import Timing
+
+    monkeypatch.setattr(bench_scale.os, "cpu_count", lambda: 2)
+    results = dataclasses.replace(example_results(cold=11.4, noop=0.12), check=Timing(0.12, 0.12),
+                                  proof=Timing(4.8, 4.7))
+    lines, code = bench.report(results, 0.5, 1.2, 0.02)
+    assert code == 0
+    at = lines.index(f"{'bare mkdocs build of the same pages':<52}    2.00     1.5")
+    assert lines[at + 1:at + 4] == [
+        f"{'check every claim, one warm process':<52}    0.12     0.1",
+        f"{'show every claim able to fail, one warm process':<52}    4.80     4.7",
+        f"{'  proof / check of every claim':<52}   40.00   (no goal: PROVE=1 and every edition's build run it, an "
+        "everyday build does not)"]
+
+
 @pytest.mark.parametrize(("cold", "noop", "missed"), [
     (11.6, 0.12, ["cold / (figures serially, warm + bare mkdocs)"]),  # 11.6 / (8 + 2) = 1.16
     (11.4, 0.7, ["no-op / bare mkdocs", "no-op / 0.14 s"]),  # 0.7 / 2 = 0.35

@@ -76,7 +76,8 @@ def test_the_recipes_are_the_four_the_issue_asks_for() -> None:
 def test_every_file_a_recipe_names_exists() -> None:
     named = set(re.findall(r"`((?:build_tools|figures|docs|tests|examples)/[\w/.]+\.(?:py|yml|md|mplstyle))`",
                            RECIPE))
-    assert {"figures/palette.yml", "tests/perturbations.py", "build_tools/ingest/sources/_common.py"} <= named
+    assert {"figures/palette.yml", "build_tools/checking/checks/_perturb.py",
+            "build_tools/ingest/sources/_common.py"} <= named
     assert sorted(path for path in named if not (ROOT / path).is_file()) == [f"figures/{module_of(example()[1])}.py"]
 
 
@@ -169,26 +170,24 @@ def test_the_figure_recipe_as_written_passes_ruff_and_the_figure_tests(tmp_path)
 
 
 @pytest.mark.slow
-def test_the_check_recipe_as_written_passes_the_tests_that_require_its_three_files(tmp_path) -> None:
-    """The check recipe's example, copied from CONTRIBUTING.md into its three files in a copy of the project:
+def test_the_check_recipe_as_written_passes_the_tests_that_require_its_two_files(tmp_path) -> None:
+    """The check recipe's example, copied from CONTRIBUTING.md into its two files in a copy of the project:
     ruff passes, the check is registered and documented, and its perturbation is found (test_checks, test_claims)."""
     check, row, perturbation = check_example()
     root = project_copy(tmp_path)
     family = root / re.search(r"^The example: at the end of `([\w/]+\.py)`", section("Add a kind of check"), re.M)[1]
-    family.write_text(f"{family.read_text(encoding='utf-8')}\n\n{check}", encoding="utf-8")
+    family.write_text(f"{family.read_text(encoding='utf-8')}\n\n{check}\n\n{perturbation}", encoding="utf-8")
     readme = root / "docs" / "README.md"
     lines = readme.read_text(encoding="utf-8").splitlines(keepends=True)
     after = next(i for i, line in enumerate(lines) if line.startswith("| `step_count` |"))
     readme.write_text("".join([*lines[:after + 1], row, *lines[after + 1:]]), encoding="utf-8")
-    derive = root / "tests" / "perturbations.py"
-    derive.write_text(f"{derive.read_text(encoding='utf-8')}\n\n{perturbation}", encoding="utf-8")
     run_in(root, "-m", "ruff", "check", "build_tools", "tests")
     registered = run_in(root, "-m", "build_tools", "check")  # the shipped claims still hold with the check added
     assert " FAIL " not in registered
     out = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "tests/test_checks.py",
                  "tests/test_claims.py", "-k", "documented or every_kind")
     assert "2 passed" in out
-    probe = ("import sys; sys.path.insert(0, 'tests'); import perturbations; "
-             "from build_tools.checking.checks import REGISTRY; "
-             "print(REGISTRY['first_step'].name, perturbations.DERIVE['first_step'].__name__)")
-    assert run_in(root, "-c", probe).strip() == "first_step first_step"
+    probe = ("from build_tools.checking.checks import REGISTRY; "
+             "from build_tools.checking.checks._perturb import PERTURBATIONS; "
+             "print(REGISTRY['first_step'].name, PERTURBATIONS['first_step'].__name__)")
+    assert run_in(root, "-c", probe).strip() == "first_step first_step_perturbation"

@@ -615,6 +615,11 @@ def test_real_manifest_covers_every_run_figure_claim_and_metrics_row(real_editio
     claims = json.loads((real_editions / "build" / "claims.json").read_text())["figures"]
     assert sorted(manifest["claims"]) == sorted(c["id"] for c in claims) == sorted(manifest["figures"])
     assert {c["verdict"] for c in manifest["claims"].values()} == {"pass"}
+    # An edition's build shows every claim able to fail (checking/prove.py), and its manifest page says so.
+    assert manifest["proof"] == {"shown": len(claims), "total": len(claims)}
+    assert f"{len(claims)} of {len(claims)} claims shown able to fail: " in show(real_editions, "2026.10/manifest.html")
+    health = show(real_editions, "2026.10/claim-health.html")
+    assert f"<strong>{len(claims)} of {len(claims)} claims shown able to fail.</strong>" in health
     assert f"Rollout › `{NUDGED_METRIC}`" in manifest["metrics"]
     assert "index.html" in manifest["pages"] and "06-metrics.html" in manifest["pages"]
     assert "fig-response-length" in show(real_editions, "2026.10/manifest.html")

@@ -43,6 +43,11 @@ def test_publishing_fills_the_themed_record_pages(built_manual, tmp_path):
     assert "not a published edition" not in text
     assert 'class="md-header' in text and "<h2>Runs</h2>" in text and "<h2>Metrics page rows</h2>" in text
     assert "<td>baseline-seed1</td>" in text
+    # The everyday build did not prove its claims; an edition's build (make publish) always does.
+    assert "<p>This edition's build did not show its claims able to fail.</p>" in text
+    proven = _manifest.manifest_markdown({**manifest, "proof": {"shown": 18, "total": 18}})
+    assert ("## Claims\n\n18 of 18 claims shown able to fail: for each check of each claim, a change of its data just "
+            "past its edge fails it, every other claim checked again.\n") in proven
     assert text.count("<h1") == 1  # the record's own title gave way to the page's
 
 

@@ -47,6 +47,8 @@ def test_display_path_words() -> None:
     _exceptions.ray_worker_lost("runs/a", "OutOfMemoryError", "killed"),
     _exceptions.RunDataError([_exceptions.Problem("runs/a/run.yaml", 3, "seed", "expected a whole number")]),
     _exceptions.ClaimsFailed(["fig-x: false"], 1, 18),
+    _exceptions.ClaimsUnproven(["fig 1.3 check 2 (event_span) cannot be made to fail: ..."], 1, 18, ["::error::x"]),
+    _exceptions.edition_claims_unproven("2026.12", _exceptions.ClaimsUnproven(["fig 1.3 ..."], 1, 18)),
 ])
 def test_an_error_pickled_from_a_worker_is_the_same_error(error: _exceptions.ManualError) -> None:
     copy = pickle.loads(pickle.dumps(error))

@@ -72,7 +72,8 @@ def test_a_valid_value_reaches_the_program_as_one_argument() -> None:
         "EDITION=...), or name the branch with --branch")
 
 
-@pytest.mark.parametrize(("code", "outcome"), [(1, "a bug"), (2, "bad input"), (3, "a claim failed"),
+@pytest.mark.parametrize(("code", "outcome"), [(1, "a bug"), (2, "bad input"),
+                                               (3, "a claim failed (or, with PROVE=1, was not shown able to fail)"),
                                                (4, "verify found a difference"),
                                                (6, "a claim's margin is below the warning threshold (STRICT=1)")])
 def test_a_failure_says_which_outcome_it_was(code: int, outcome: str, monkeypatch: pytest.MonkeyPatch,
@@ -101,6 +102,9 @@ def test_make_variables_become_single_arguments() -> None:
     assert _make.arguments("check", {"ALL": ""}, ROOT) == ["check"]
     assert _make.arguments("check", {"WARN_MARGIN": "0.2", "STRICT": "1", "FORMAT": "github"}, ROOT) == [
         "check", "--warn-margin=0.2", "--strict", "--format=github"]
+    assert _make.arguments("check", {"PROVE": "1", "ALL": "1"}, ROOT) == ["check", "--all", "--prove"]
+    assert _make.arguments("build", {"PROVE": "1"}, ROOT) == ["build", "--prove"]
+    assert _make.arguments("pdf", {"PROVE": "1"}, ROOT) == ["pdf"]  # the print edition proves only when published
     with pytest.raises(ManualError) as error:
         _make.arguments("check", {"FORMAT": "github --all"}, ROOT)
     assert str(error.value) == ("FORMAT='github --all' is not a report format: write FORMAT=github (workflow "
@@ -146,7 +150,7 @@ def test_a_ray_address_of_the_right_form_is_taken(value: str, host: str, port: i
 # --- values that only look right -------------------------------------------------------------------------------
 
 FLAG_TARGETS = {"PUSH": ("publish", {"EDITION": "2026.10"}), "REPLACE": ("publish", {"EDITION": "2026.10"}),
-                "STRICT": ("check", {}), "ALL": ("check", {})}
+                "STRICT": ("check", {}), "ALL": ("check", {}), "PROVE": ("check", {})}
 
 
 @pytest.mark.parametrize("name", sorted(FLAG_TARGETS))

@@ -33,6 +33,18 @@ def test_the_build_shows_each_check_with_its_margin() -> None:
     assert ("| [Fig 1.3](01-step.md#fig-dead-engine) | Without a watchdog | – | – | flags.use\\_fault\\_tolerance is "
             "false | false in every run | – | – | pass |") in page
     assert "This build is not a published edition" in page.split(claim_health.MARK_START)[1]
+    assert ("This build did not show its claims able to fail: `make check PROVE=1` does, and every published "
+            "edition's build.") in page.split("\n")
+
+
+def test_the_page_says_how_many_claims_were_shown_able_to_fail() -> None:
+    """After `make PROVE=1` (or an edition's build): the sentence, above the table, in the page's own words."""
+    page = claim_health.render_claim_health([verdict(3792)], (18, 18))  # type: ignore[list-item]
+    paragraph = ("**18 of 18 claims shown able to fail.** For each check of each claim, a change of the data it "
+                 "reads just past its edge (a tenth of its headroom beyond it) makes it fail, and every claim is "
+                 "checked again on the changed data.")
+    assert paragraph in page.split("\n")
+    assert page.index(paragraph) < page.index("| figure | claim |")
 
 
 def manifest(edition: str, headroom: float | None, fraction: float | None) -> dict:

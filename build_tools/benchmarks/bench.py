@@ -60,6 +60,10 @@ class Results:
     parallel: Timing
     bare: Timing  # mkdocs alone on the generated pages
     peak_mib: float
+    # Every claim checked, then every claim shown able to fail (checking/prove.py), in one warm process: why the
+    # proof is asked for (make check PROVE=1, an edition's build) rather than run by every build. No goal.
+    check: Timing | None = None
+    proof: Timing | None = None
 
 
 def main() -> int:
@@ -124,7 +128,8 @@ def measure() -> Results:
         # Last of what waits for orphans: this process's own figure workers come from a fork server that lives on.
         serial, parallel = _figures_warm(work, Path(tmp))
         bare = timed(lambda: _bare_mkdocs(work, Path(tmp) / "bare-site"))
-    return Results(cold, noops[len(noops) // 2], touched, run_id, serial, parallel, bare, peak_mib)
+        check, proof = _proof_warm(work)
+    return Results(cold, noops[len(noops) // 2], touched, run_id, serial, parallel, bare, peak_mib, check, proof)
 
 
 def report(results: Results, load_before: float, load_after: float,
@@ -142,6 +147,12 @@ def report(results: Results, load_before: float, load_after: float,
                          ("draw every figure, warm, in parallel", r.parallel),
                          ("bare mkdocs build of the same pages", r.bare)]:
         lines.append(f"{what:<52} {timing.seconds:7.2f} {_cpu(timing.cpu):>7}")
+    if r.check is not None and r.proof is not None:
+        for what, timing in [("check every claim, one warm process", r.check),
+                             ("show every claim able to fail, one warm process", r.proof)]:
+            lines.append(f"{what:<52} {timing.seconds:7.2f} {_cpu(timing.cpu):>7}")
+        lines.append(f"{'  proof / check of every claim':<52} {r.proof.seconds / r.check.seconds:7.2f}   (no goal: "
+                     "PROVE=1 and every edition's build run it, an everyday build does not)")
     lines += [f"{'peak memory of one build or figure process':<52} {r.peak_mib:7.0f} MiB",
               f"{'load average (1 min) before, after':<52} {load_before:7.2f}, {load_after:.2f} on "
               f"{os.cpu_count()} cores",
@@ -251,6 +262,27 @@ def _figures_warm(work: Path, tmp: Path) -> tuple[Timing, Timing]:
     parallel = timed(lambda: draw_figures(blocks, summaries, tables, tmp / "parallel", tmp / "parallel-cache",
                                            layout=layout))
     return serial, Timing(parallel.seconds, None)
+
+
+def _proof_warm(work: Path) -> tuple[Timing, Timing]:
+    """Every claim checked, then every claim shown able to fail, on summaries already read (the median of three)."""
+    from build_tools.checking import blocks as blocks_stage
+    from build_tools.checking.claims import check_claims
+    from build_tools.checking.prove import prove_claims
+    from build_tools.core._layout import Layout
+    from build_tools.summarise.summary import summarise_runs
+
+    layout = Layout(work)
+    summaries = summarise_runs(layout.runs, layout.cache / "summaries")
+    blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
+    tables = blocks_stage.load_tables(layout.data)
+    verdicts = check_claims(blocks, summaries, tables)  # a warm-up: each summary decoded once
+
+    def median(action: Callable[[], object]) -> Timing:
+        return sorted((timed(action) for _ in range(3)), key=lambda timing: timing.seconds)[1]
+
+    return (median(lambda: check_claims(blocks, summaries, tables)),
+            median(lambda: prove_claims(verdicts, summaries, tables)))
 
 
 def _bare_mkdocs(work: Path, site: Path) -> None:

@@ -1,7 +1,7 @@
 """make's door into the command line: make variables arrive as values, are checked, and become single arguments.
 
 The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH, REPLACE, SRC, ID, RAY, ALL, WARN_MARGIN,
-STRICT, FORMAT and WHAT to the
+STRICT, FORMAT, WHAT and PROVE to the
 environment as the exact text typed, and runs `python -m build_tools.commands._make TARGET`; no variable is ever written
 into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
@@ -38,7 +38,7 @@ from build_tools.core._settings import flag as _flag
 OUTCOMES = {
     1: "a bug",
     EXIT_BAD_INPUT: "bad input",
-    EXIT_CLAIM_FAILED: "a claim failed",
+    EXIT_CLAIM_FAILED: "a claim failed (or, with PROVE=1, was not shown able to fail)",
     EXIT_DIFFERS: "verify found a difference",
     EXIT_GOAL_MISSED: "a benchmark goal was missed",
     EXIT_MARGIN: "a claim's margin is below the warning threshold (STRICT=1)",
@@ -152,14 +152,17 @@ TARGETS = ("build", "pdf", "serve", "check", "bench", "compare", "add-run", "pub
 
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
     """The command line for a make target, from checked make variables (a ManualError when one is wrong)."""
-    simple = {"build": ["build"], "pdf": ["pdf"]}
+    # PROVE=1: show every claim able to fail (checking/prove.py), in a build or a check
+    prove = ["--prove"] if target in ("build", "check") and _flag(env, "PROVE") else []
+    simple = {"build": ["build", *prove], "pdf": ["pdf"]}
     if target in simple:
         return simple[target]
     builders: dict[str, Callable[[], list[str]]] = {
         "serve": lambda: ["serve", *_port(env)],
         # RAY: auto, local or a head's HOST:PORT, checked by the command before anything starts; ALL=1: every run
         # summarised
-        "check": lambda: ["check", *_ray(env), *(["--all"] if _flag(env, "ALL") else []), *_margin_options(env)],
+        "check": lambda: ["check", *_ray(env), *(["--all"] if _flag(env, "ALL") else []), *prove,
+                          *_margin_options(env)],
         "bench": lambda: _bench(env),
         "compare": lambda: ["compare", "--", *_run(env)],
         "watch": lambda: ["watch", "--", *_run(env)],

@@ -198,6 +198,25 @@ class ClaimsFailed(ManualError):
         return f"{self.failed} of {self.total} claims failed:\n" + "\n".join(self.report_lines)
 
 
+@dataclass(eq=False)
+class ClaimsUnproven(ManualError):
+    """`make check PROVE=1` (and an edition's build): a check that no change of its data fails proves nothing. Each
+    line names its figure, the check and why (checking/prove.py); commands are the same as GitHub workflow
+    commands, for `--format github`."""
+
+    lines: Sequence[str]
+    unproven: int
+    total: int
+    commands: Sequence[str] = ()
+    exit_code = EXIT_CLAIM_FAILED
+    hint = ("a check no change of the runs can fail proves nothing: narrow its tolerance or make it read the values "
+            "its claim states (docs/README.md, \"Checks\")")
+
+    def __str__(self) -> str:
+        return f"{self.unproven} of {self.total} claims not shown able to fail:\n" + "\n".join(
+            f"  {line}" for line in self.lines)
+
+
 def margins_below(count: int, threshold: float) -> ManualError:
     """`manual check --strict`: claims hold, but some with less margin than the threshold (each warned above)."""
     claims = "1 claim holds" if count == 1 else f"{count} claims hold"
@@ -476,6 +495,15 @@ def edition_claims_failed(edition: str, failed: int, total: int, claims: Sequenc
     return EditionError(f"not publishing {edition}: {failed} of {total} claims failed{which}: run make check, fix "
                         "the runs or the captions, commit, and publish again",
                         "an edition is only published when every claim holds", EXIT_CLAIM_FAILED)
+
+
+def edition_claims_unproven(edition: str, error: ClaimsUnproven) -> EditionError:
+    """The build behind an edition has a check no change of its data fails: nothing is published. The checks as
+    `make check PROVE=1` names them ("docs/01-step.md:53 fig 1.3 check 2 (event_span) ...")."""
+    listed = "\n".join(f"  {line}" for line in error.lines)
+    return EditionError(f"not publishing {edition}: {error.unproven} of {error.total} claims not shown able to fail: "
+                        f"run make check PROVE=1, fix the checks, commit, and publish again\n{listed}",
+                        "an edition is only published when every claim is shown able to fail", EXIT_CLAIM_FAILED)
 
 
 def footer_missing(edition: str, pages: Sequence[str]) -> EditionError:

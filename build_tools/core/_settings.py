@@ -39,6 +39,9 @@ class Settings:
     # validated runs, the cached summaries and figures, the site's key. An edition's build trusts none of them:
     # it hashes and reads every input byte, so its manifest can record only what its commit's data gives.
     trust_state: bool = True
+    # Show every claim able to fail (checking/prove.py): `make check PROVE=1`, `make PROVE=1`; an edition's build
+    # always does.
+    prove: bool = False
 
 
 def from_environment(environ: Mapping[str, str] | None = None, **options: Any) -> Settings:

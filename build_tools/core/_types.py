@@ -242,3 +242,5 @@ class BuildResult:
     warnings: list[str] = field(default_factory=list)  # those of the runs and the cache, shown as it ran
     runs_read: RunsRead | None = None  # the listing of runs/ and each run's input hash: for the inputs' key
     unread: int = 0  # of the validated runs, those nothing reads, not even the Metrics page by their facts
+    proven: tuple[int, int] | None = None  # claims shown able to fail, of all (checking/prove.py); None: not asked
+    proof_lines: list[str] = field(default_factory=list)  # what `make check PROVE=1` prints of the proof

@@ -45,6 +45,7 @@ def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, sour
         "runs": runs_section(layout.runs),
         "figures": figures_section(layout.pages / "figures"),
         "claims": claims_section(layout.build / "claims.json"),
+        "proof": proof_section(layout.build / "proof.json"),
         "metrics": metrics_section(layout.pages),
         "pages": pages_section(layout.site),
         "print": print_section(layout.site),
@@ -114,6 +115,25 @@ def figures_section(figures: Path) -> dict[str, Any]:
             entry[f"{variant.name[len(svg.stem) + 1:-len('.svg')]}_svg_sha256"] = _sha256(variant)
         section[svg.stem] = entry
     return section
+
+
+def proof_section(proof_json: Path) -> dict[str, int]:
+    """How many claims the edition's build showed able to fail, of all (build/proof.json, checking/prove.py);
+    empty for a build that did not prove them."""
+    if not proof_json.is_file():
+        return {}
+    document = json.loads(proof_json.read_text(encoding="utf-8"))
+    return {"shown": int(document["shown"]), "total": int(document["total"])}
+
+
+def proof_sentence(proof: Mapping[str, Any]) -> str:
+    """'18 of 18 claims shown able to fail', as the Claim health page and `make check PROVE=1` say it."""
+    if not proof:
+        return "This edition's build did not show its claims able to fail."
+    from build_tools.checking.prove import shown_sentence
+
+    return (f"{shown_sentence(proof['shown'], proof['total'])}: for each check of each claim, a change of its data "
+            "just past its edge fails it, every other claim checked again.")
 
 
 def claims_section(claims_json: Path) -> dict[str, Any]:
@@ -491,7 +511,8 @@ def manifest_markdown(manifest: Manifest) -> str:
                [[_md(fig), md_code(v["svg_sha256"]), md_code(v["csv_sha256"])]
                 for fig, v in manifest["figures"].items()]),
         _table("Claims", ["figure", "verdict", "observed"],
-               [[_md(claim), _md(v["verdict"]), _md(_show(v["observed"]))] for claim, v in manifest["claims"].items()]),
+               [[_md(claim), _md(v["verdict"]), _md(_show(v["observed"]))] for claim, v in manifest["claims"].items()],
+               lead=proof_sentence(manifest.get("proof") or {})),
         _table("Metrics page rows", ["row", "values"],
                [[_page_cell(row), "; ".join(f"{_md(k)}: {_page_cell(v)}" for k, v in cells.items())]
                 for row, cells in manifest["metrics"].items()]),
@@ -513,10 +534,11 @@ def _page_cell(text: str) -> str:
     return f"{_md(heading)}{mark}{shown}"
 
 
-def _table(title: str, header: list[str], rows: list[list[str]]) -> str:
+def _table(title: str, header: list[str], rows: list[list[str]], lead: str = "") -> str:
+    heading = f"## {title}\n" + (f"\n{lead}\n" if lead else "")
     if not rows:
-        return f"## {title}\n\nNone.\n"
-    lines = [f"## {title}\n", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return f"{heading}\nNone.\n"
+    lines = [heading, "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 

@@ -25,12 +25,14 @@ from rich.console import Console
 from build_tools.core import _lock
 from build_tools.core._exceptions import (
     ClaimsFailed,
+    ClaimsUnproven,
     PagesFileDamaged,
     already_published,
     bad_branch_name,
     branch_checked_out,
     branch_holds_source,
     edition_claims_failed,
+    edition_claims_unproven,
     edition_file_differs,
     edition_not_published,
     footer_missing,
@@ -389,6 +391,8 @@ def _build(root: Path, edition: str, settings: Settings) -> None:
     except ClaimsFailed as error:
         failed = _failed_claims(Layout(root).build / "claims.json")
         raise edition_claims_failed(edition, error.failed, error.total, failed) from None
+    except ClaimsUnproven as error:
+        raise edition_claims_unproven(edition, error) from None
 
 
 def edition_settings(settings: Settings, epoch: int, *, quiet: bool) -> Settings:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from build_tools.checking.claims import says
+from build_tools.checking.prove import shown_sentence
 from build_tools.core._escape import Markdown, html_text, md_text
 from build_tools.core._numbers import fmt
 from build_tools.core._types import ClaimVerdict, Margin
@@ -44,8 +45,19 @@ def _row(verdict: ClaimVerdict, index: int) -> str:
     return "| " + " | ".join([*cells, md_text(result.status)]) + " |"
 
 
-def render_claim_health(verdicts: Sequence[ClaimVerdict]) -> str:
-    """The page as the build writes it: this build's margins, and the place publishing fills with the history."""
+def proof_paragraph(proven: tuple[int, int] | None) -> str:
+    """Whether this build showed its claims able to fail (checking/prove.py), in one paragraph."""
+    if proven is None:
+        return ("This build did not show its claims able to fail: `make check PROVE=1` does, and every published "
+                "edition's build.")
+    return (f"**{shown_sentence(*proven)}.** For each check of each claim, a change of the data "
+            "it reads just past its edge (a tenth of its headroom beyond it) makes it fail, and every claim is "
+            "checked again on the changed data.")
+
+
+def render_claim_health(verdicts: Sequence[ClaimVerdict], proven: tuple[int, int] | None = None) -> str:
+    """The page as the build writes it: this build's margins, whether its claims were shown able to fail, and the
+    place publishing fills with the history."""
     rows = [_row(v, i) for v in verdicts for i in range(len(v.checks))]
     return "\n".join([
         "# Claim health", "",
@@ -55,6 +67,7 @@ def render_claim_health(verdicts: Sequence[ClaimVerdict]) -> str:
         "the edge, where it fails; and the fraction, the headroom over the tolerance (over the limit for a "
         "one-sided one), 0 at the edge. An exact count and a limit of 0 have no fraction; a setting has no "
         "margin. `make check` lists the five claims with the smallest fractions.", "",
+        proof_paragraph(proven), "",
         # In a block of its own class: the stylesheets (overrides' manual.css, pdf.py's) fit its columns to a
         # desktop's column and to A4, and show a phone's reader that it scrolls.
         f'<div class="{TABLE_CLASS}" markdown>', "",

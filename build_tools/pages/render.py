@@ -69,7 +69,8 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     index = front_matter.render_index(layout.index_md, read, role_palette, written, read_by, stamp.edition,
                                       published=edition, links=links)
     written.insert(0, write_page(pages, INDEX_PAGE, resolve(index, result.blocks, Path(INDEX_PAGE))))
-    written.append(write_page(pages, CLAIM_HEALTH_PAGE, claim_health.render_claim_health(result.verdicts)))
+    health = claim_health.render_claim_health(result.verdicts, result.proven)
+    written.append(write_page(pages, CLAIM_HEALTH_PAGE, health))
     # The ranges and claims as one machine-readable document (site/contract.json), for `watch` and other tools.
     contract.write_contract(pages, contract.build_contract(stamp, spec, runs, result.blocks, result.verdicts))
     for name, text in edition_pages.record_pages(stamp.edition).items():

@@ -45,7 +45,7 @@ def _inputs(layout: Layout, settings: Settings, read: RunsRead | None = None) ->
     # The date the outputs carry, a build for a published edition (edition selector), the served address (sitemap)
     # and the site engine change the pages.
     key.add(f"epoch={settings.epoch}", f"edition={settings.edition}", f"site_url={settings.site_url}",
-            f"engine={settings.engine}")
+            f"engine={settings.engine}", f"prove={settings.prove}")
     for base in [CODE, *(layout.root / name for name in PROJECT_INPUTS)]:
         if base == layout.runs:
             _add_runs(key, layout, read)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import Any
 
 from build_tools.checking.checks import _margin
+from build_tools.checking.checks._perturb import Data, Perturbation, Subject, other_value, perturbation, set_config
+from build_tools.checking.checks._perturb import config as config_of
 from build_tools.checking.checks._registry import Ctx, Outcome, Param, register
 from build_tools.core._exceptions import MissingValue
 from build_tools.core._types import RunSummary
@@ -98,3 +102,92 @@ def table_rows(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     text = f"{len(rows)} rows" + (f" (not one value: {', '.join(bad[:4])})" if bad else "")
     return Outcome(ok, {"rows": len(rows), "not_single": bad}, f"exactly {p['count']} rows{single}",
                    {"label": p["table"], "value": text}, margin=_margin.of_count(len(rows), p["count"], "rows"))
+
+
+# --- perturbations: a change of the data each check reads that makes it fail (checks/_perturb.py) --------
+
+
+@perturbation("config_equals")
+def config_equals_perturbation(subject: Subject) -> Perturbation:
+    p = subject.params
+    run = subject.runs[0]
+
+    def false(data: Data) -> None:
+        summary = data.summaries[run]
+        set_config(summary, p["field"], other_value(config_of(summary, p["field"])))
+    return Perturbation(false, None)
+
+
+@perturbation("runs_matching")
+def runs_matching_perturbation(subject: Subject) -> Perturbation:
+    """A matching run's first `where` field changed (or, when none matches, one run made to match)."""
+    p = subject.params
+    matching = subject.result().observed["runs"]
+    field, value = next(iter(p["where"].items()))
+
+    def false(data: Data) -> None:
+        if matching:
+            set_config(data.summaries[matching[0]], field, other_value(value))
+        else:
+            for name, wanted in p["where"].items():
+                set_config(data.summaries[subject.runs[0]], name, wanted)
+    return Perturbation(false, None)
+
+
+@perturbation("run_count")
+def run_count_perturbation(subject: Subject) -> Perturbation:
+    """The check reads one more run: a copy of its first run, under a name no run of runs/ can have."""
+    run = subject.runs[0]
+    extra = f"{run} (copy)"
+
+    def false(data: Data) -> None:
+        data.summaries = {**data.summaries, extra: dataclasses.replace(copy.deepcopy(data.summaries[run]),
+                                                                       run_id=extra)}
+        runs = (*data.block.runs, extra)
+        checks = tuple({**c, "runs": [*c["runs"], extra]} if c is subject.params and c.get("runs") else c
+                       for c in data.block.checks)
+        data.block = dataclasses.replace(data.block, runs=runs, checks=checks)
+    return Perturbation(false, None)
+
+
+@perturbation("step_count")
+def step_count_perturbation(subject: Subject) -> Perturbation:
+    """A run loses its last step."""
+    run = subject.runs[0]
+
+    def false(data: Data) -> None:
+        summary = data.summaries[run]
+        summary.steps = summary.steps.iloc[:-1]
+    return Perturbation(false, None)
+
+
+@perturbation("gpu_count")
+def gpu_count_perturbation(subject: Subject) -> Perturbation:
+    """One phase of a run ran on another node's GPU as well."""
+    run = subject.runs[0]
+
+    def false(data: Data) -> None:
+        frame = data.summaries[run].phases
+        row = next(i for i, gpus in enumerate(frame["gpus"]) if len(gpus))
+        nodes = frame["node"].to_list()
+        nodes[row] = f"{nodes[row]}-other"
+        frame["node"] = nodes
+    return Perturbation(false, None)
+
+
+@perturbation("table_rows")
+def table_rows_perturbation(subject: Subject) -> Perturbation:
+    """The table loses its last row (within: a row's single value says something else)."""
+    p = subject.params
+
+    def rows(data: Data) -> list[Any]:
+        table = data.tables[p["table"]]
+        found: list[Any] = table[p["list"]] if p["list"] else table
+        return found
+
+    def false(data: Data) -> None:
+        rows(data).pop()
+
+    def within(data: Data) -> None:
+        rows(data)[0][p["single"][0]] = "Something else, in one value"
+    return Perturbation(false, within if p["single"] else None)

@@ -11,6 +11,24 @@ import pandas as pd
 
 from build_tools.checking.checks import _margin
 from build_tools.checking.checks._numbers import as_number
+from build_tools.checking.checks._perturb import (
+    PAST,
+    PLAUSIBLE,
+    CannotFail,
+    Change,
+    Data,
+    Lever,
+    Perturbation,
+    Subject,
+    add,
+    by_lever,
+    clean_steps,
+    names,
+    per_step,
+    perturbation,
+    pick,
+    put,
+)
 from build_tools.checking.checks._registry import STEP_MODES, Ctx, Outcome, Param, register
 from build_tools.checking.checks._words import fmt
 from build_tools.core._exceptions import MissingValue
@@ -224,3 +242,128 @@ def paired_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     return Outcome(not failures, {"min": lo, "max": hi, "steps": [int(s) for s in diff.index]},
                    f"smallest {exp_lo.text}, largest {exp_hi.text}", fields, "; ".join(failures) or None,
                    margin=margin)
+
+
+# --- perturbations: a change of the data each check reads that makes it fail (checks/_perturb.py) --------
+
+
+def _flipped(op: str, left: float, right: float) -> float:
+    """A left value whose comparison with right comes out the other way."""
+    delta = 0.01 * max(abs(left), abs(right), 1e-6)
+    return next(v for v in (right - delta, right, right + delta) if OPS[op][0](v, right) != OPS[op][0](left, right))
+
+
+def _shift_within(subject: Subject, name: str, gaps: pd.Series, runs: list[str]) -> Change | None:
+    """Half the smallest gap between the compared values added to the left values: no comparison flips."""
+    smallest = float(gaps.abs().min())
+    if not smallest > 0:
+        return None
+
+    def change(data: Data) -> None:
+        for run in runs:
+            add(data.summaries[run], name, smallest / 2)
+    return change
+
+
+def _compares_some_step(subject: Subject) -> None:
+    """A count over no step (a filter that selects none) holds whatever the data: nothing can fail it."""
+    if subject.result().observed["steps"] == 0:
+        raise CannotFail("it compares no step")
+
+
+@perturbation("count_steps")
+def count_steps_perturbation(subject: Subject) -> Perturbation:
+    """One clean step's comparison flipped (a count of k becomes k - 1 or k + 1)."""
+    p = subject.params
+    _compares_some_step(subject)
+    run = subject.runs[0]
+    left = per_step(subject.summaries[run], p["left"])
+    right_value = p["right"]
+    right = per_step(subject.summaries[run], right_value) if isinstance(right_value, str) else pd.Series(
+        float(right_value), index=left.index)
+    step = int(clean_steps(subject.summaries[run]).intersection(left.index)[0])
+    new = _flipped(p["op"], float(left[step]), float(right[step]))
+    largest = float(left.abs().max())
+    if abs(new - float(left[step])) > PLAUSIBLE * max(largest, 1e-12):
+        # A comparison with a number no value comes near ("none above 1e9") selects no step, whatever the data.
+        raise CannotFail(f"its comparison is out of reach: a step's {label_of(p['left'])} would have to move from "
+                         f"{fmt(float(left[step]))} to {fmt(new)}, more than {fmt(PLAUSIBLE)} times the largest "
+                         f"value ({fmt(largest)})")
+
+    def false(data: Data) -> None:
+        put(data.summaries[run], p["left"], step, new)
+
+    gaps = pd.concat([per_step(subject.summaries[r], p["left"]) - (
+        per_step(subject.summaries[r], right_value) if isinstance(right_value, str) else float(right_value))
+        for r in subject.runs]).dropna()
+    within = None if p["op"] == "equal" else _shift_within(subject, p["left"], gaps, subject.runs)
+    return Perturbation(false, within)
+
+
+@perturbation("compare_runs")
+def compare_runs_perturbation(subject: Subject) -> Perturbation:
+    """One step clean in both runs flipped; within: the run's values moved by half the smallest gap."""
+    p = subject.params
+    _compares_some_step(subject)
+    metric = names(p["metric"])[0]
+    run, than = subject.summaries[p["run"]], subject.summaries[p["than"]]
+    left, right = per_step(run, metric).align(per_step(than, metric), join="inner")
+    step = int(clean_steps(run).intersection(clean_steps(than)).intersection(left.index)[0])
+    new = _flipped(p["op"], float(left[step]), float(right[step]))
+
+    def false(data: Data) -> None:
+        put(data.summaries[p["run"]], metric, step, new)
+
+    within = None if p["op"] == "equal" else _shift_within(subject, metric, (left - right).dropna(), [p["run"]])
+    return Perturbation(false, within)
+
+
+@perturbation("step_rule")
+def step_rule_perturbation(subject: Subject) -> Perturbation:
+    """One step's value made the other one; within: the cause moved halfway to the threshold, on its side."""
+    p = subject.params
+    run = subject.runs[0]
+    cause = per_step(subject.summaries[run], p["metric"])
+    step = int(cause.index[0])
+    right = p["then"] if cause[step] <= p["at_most"] else p["otherwise"]
+    wrong = p["otherwise"] if right == p["then"] else p["then"]
+
+    def false(data: Data) -> None:
+        put(data.summaries[run], p["value"], step, wrong if wrong != right else right + 1)
+
+    def within(data: Data) -> None:
+        for r in subject.runs:
+            values = per_step(data.summaries[r], p["metric"])
+            add(data.summaries[r], p["metric"], (p["at_most"] - values) / 2)
+    return Perturbation(false, within)
+
+
+@perturbation("equal_at_step")
+def equal_at_step_perturbation(subject: Subject) -> Perturbation:
+    """One run's value at the step moved past the tolerance (within: short of it)."""
+    p = subject.params
+    run, metric, tolerance = subject.runs[0], names(p["metric"])[0], p["tolerance"]
+    value = float(per_step(subject.summaries[run], metric)[p["step"]])
+    past = tolerance * (1 + PAST) if tolerance else PAST * abs(value) or 1e-6
+
+    def false(data: Data) -> None:
+        add(data.summaries[run], metric, past, [p["step"]])
+
+    def within(data: Data) -> None:
+        add(data.summaries[run], metric, tolerance * (1 - PAST), [p["step"]])
+    return Perturbation(false, within if tolerance else None)
+
+
+@perturbation("paired_difference")
+def paired_difference_perturbation(subject: Subject) -> Perturbation:
+    """The run's value shifted at every paired step, so that the smallest or the largest difference (whichever is
+    closer to failing) moves past the edge of its interval, either way."""
+    p = subject.params
+    observed = subject.result().observed
+    metric = names(p["metric"])[0]
+
+    def shift(data: Data, amount: float) -> None:
+        add(data.summaries[p["run"]], metric, amount, observed["steps"])
+
+    return by_lever(subject, *(Lever(shift, pick(key), *subject.interval(p["word"], p[end]))
+                               for key, end in (("max", "high"), ("min", "low"))))

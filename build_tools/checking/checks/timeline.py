@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from build_tools.checking.checks import _margin
+from build_tools.checking.checks._perturb import (
+    COUNTED_RANKS,
+    PAST,
+    Change,
+    Data,
+    Lever,
+    Perturbation,
+    Subject,
+    by_lever,
+    perturbation,
+    pick,
+)
 from build_tools.checking.checks._registry import Ctx, Outcome, Param, register
 from build_tools.checking.checks._words import fmt, setting
 from build_tools.core._exceptions import MissingValue
@@ -233,3 +247,129 @@ def repeats_identical(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     text = ", ".join(f"{r}: {v['identical']} of {v['probes']} probes identical" for r, v in observed.items())
     expected = "every probe's repeats identical" if p["identical"] else "some probe's repeats differing"
     return Outcome(ok, observed, expected, {"value": text})
+
+
+# --- perturbations: a change of the data each check reads that makes it fail (checks/_perturb.py) --------
+
+
+@perturbation("phase_order")
+def phase_order_perturbation(subject: Subject) -> Perturbation:
+    """At a middle step, a phase starts when the one before it starts (within: a little later than it did)."""
+    p = subject.params
+    real = [name for name in p["order"] if name not in (p["spans"] or {})]
+    before, after = next((a, b) for a, b in reversed(list(zip(p["order"], p["order"][1:], strict=False)))
+                         if a in real and b in real)
+    run = subject.runs[0]
+    phases = subject.summaries[run].phases
+    steps = sorted(set(phases.loc[phases["name"] == after, "step"].dropna().astype(int)))
+    step = steps[len(steps) // 2]
+
+    def rows(frame: pd.DataFrame, name: str) -> pd.Index:
+        chosen = (frame["step"] == step) & (frame["name"] == name) & frame["rank"].isin(COUNTED_RANKS)
+        found: pd.Index = frame.index[chosen.to_numpy()]
+        return found
+
+    def false(data: Data) -> None:
+        frame = data.summaries[run].phases
+        frame.loc[rows(frame, after), "t0"] = float(frame.loc[rows(frame, before), "t0"].min())
+
+    def within(data: Data) -> None:
+        frame = data.summaries[run].phases
+        at = rows(frame, after)
+        frame.loc[at, "t0"] = frame.loc[at, "t0"] + PAST * (frame.loc[at, "t1"] - frame.loc[at, "t0"])
+    return Perturbation(false, within)
+
+
+@perturbation("event_span")
+def event_span_perturbation(subject: Subject) -> Perturbation:
+    """A run's closing events moved by amount (in the check's unit)."""
+    p = subject.params
+    low, high = subject.interval(p["word"], p["value"])
+    levers = []
+    for run in subject.runs:
+        def move(data: Data, amount: float, run: str = run) -> None:
+            events = data.summaries[run].events
+            events.loc[events["kind"] == p["to"], ["t0", "t1"]] += amount * UNITS[p["unit"]]
+        levers.append(Lever(move, pick(run), low, high))
+    return by_lever(subject, *levers)
+
+
+@perturbation("series_during")
+def series_during_perturbation(subject: Subject) -> Perturbation:
+    """Amount added to every sample of a run's series field: its worst sample between the events moves."""
+    p = subject.params
+    if p["word"] == "idle":
+        low, high = -math.inf, setting("idle", "at_most", p)
+    else:
+        low, high = (p["value"], math.inf) if p["word"] == "at_least" else (-math.inf, p["value"])
+    levers = []
+    for run in subject.runs:
+        def move(data: Data, amount: float, run: str = run) -> None:
+            frame = data.summaries[run].series[p["series"]]
+            frame[p["field"]] = frame[p["field"]].astype(float) + amount
+        levers.append(Lever(move, pick(run, "worst"), low, high))
+    return by_lever(subject, *levers)
+
+
+@perturbation("series_at_event")
+def series_at_event_perturbation(subject: Subject) -> Perturbation:
+    """Amount added to every sample of a run's series field: its sample at the event moves."""
+    p = subject.params
+    observed = subject.result().observed
+    levers = []
+    for run in subject.runs:
+        def move(data: Data, amount: float, run: str = run) -> None:
+            frame = data.summaries[run].series[p["series"]]
+            frame[p["field"]] = frame[p["field"]].astype(float) + amount
+        levers.append(Lever(move, pick(run, "value"), observed[run]["limit"], math.inf))
+    return by_lever(subject, *levers)
+
+
+@perturbation("held_by_one_side")
+def held_by_one_side_perturbation(subject: Subject) -> Perturbation:
+    """Outside the hand-offs, at a sample where one side holds memory, the other side holds some too
+    (within: just under what counts as holding)."""
+    p = subject.params
+    run = subject.runs[0]
+    summary = subject.summaries[run]
+    held = summary.series["held_memory"]
+    wide = held.pivot_table(index="ts", columns="side", values="gib", aggfunc="max").fillna(0.0)
+    skipped = summary.phases[summary.phases["name"].isin(p["outside"])]
+    outside = pd.Series(True, index=wide.index)
+    for t0, t1 in zip(skipped["t0"], skipped["t1"], strict=True):
+        outside &= ~((wide.index >= t0) & (wide.index <= t1))
+    holding = wide > p["holding_gib"]
+    alone = wide.index[outside & (holding.sum(axis=1) == 1)]
+    ts = alone[len(alone) // 2]
+    idle_side = holding.columns[~holding.loc[ts]][0]
+
+    def holds(gib: float) -> Change:
+        def change(data: Data) -> None:
+            frame = data.summaries[run].series["held_memory"]
+            frame.loc[(frame["ts"] == ts) & (frame["side"] == idle_side), "gib"] = gib
+        return change
+    return Perturbation(holds(p["holding_gib"] * (1 + 2 * PAST) + 1), holds(p["holding_gib"] * (1 - PAST)))
+
+
+@perturbation("repeats_identical")
+def repeats_identical_perturbation(subject: Subject) -> Perturbation:
+    """identical: one repeat answers differently (within: a probe's repeats all answer anew, alike);
+    differing: every probe's repeats answer alike (within: one differing repeat answers anew)."""
+    p = subject.params
+    run = subject.runs[0]
+    frame = subject.summaries[run].series["repeat_probe"]
+    first_probe = frame["probe"].iloc[0]
+    unique = frame.groupby("probe")["output_sha256"].nunique()
+    differing = unique[unique > 1].index
+
+    def one_new(data: Data) -> None:
+        probes = data.summaries[run].series["repeat_probe"]
+        row = probes.index[0] if p["identical"] else probes.index[probes["probe"] == differing[0]][0]
+        probes.loc[row, "output_sha256"] = "f" * 64
+
+    def alike(data: Data) -> None:
+        for r in subject.runs:
+            probes = data.summaries[r].series["repeat_probe"]
+            chosen = probes["probe"] == first_probe if p["identical"] else pd.Series(True, index=probes.index)
+            probes.loc[chosen, "output_sha256"] = probes.loc[chosen, "probe"].map(lambda k: f"{k:064d}")
+    return Perturbation(one_new, alike) if p["identical"] else Perturbation(alike, one_new)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -10,6 +12,23 @@ import pandas as pd
 
 from build_tools.checking.checks import _margin
 from build_tools.checking.checks._data import statistic
+from build_tools.checking.checks._perturb import (
+    Data,
+    Lever,
+    Perturbation,
+    Subject,
+    add,
+    by_lever,
+    halves,
+    names,
+    one_of,
+    per_step,
+    perturbation,
+    pick,
+    scale,
+    set_config,
+)
+from build_tools.checking.checks._perturb import config as config_of
 from build_tools.checking.checks._registry import STATS, STEP_MODES, CheckFn, Ctx, Outcome, Param, register
 from build_tools.checking.checks._words import fmt, setting
 from build_tools.core._exceptions import MissingValue
@@ -300,3 +319,184 @@ def gain_within(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     margin = _margin.worst(_margin.of_range(g, low, high, worst=r) for r, g in gains.items())
     return Outcome(ok, {"gains": gains, "reference": refs}, f"within [{fmt(low)}, {fmt(high)}] (reference gains)",
                    {"label": label_of(p["metric"]), "value": text}, margin=margin)
+
+
+# --- perturbations: a change of the data each check reads that makes it fail (checks/_perturb.py) --------
+
+
+def value_check(word: str) -> Callable[[Subject], Perturbation]:
+    """about, near, rounds_to, exactly, above, below, at_least, at_most: a statistic (or every value) of a
+    value, pooled or per run, shifted by adding amount to every step."""
+    def derive_value(subject: Subject) -> Perturbation:
+        runs, pooled = subject.runs, subject.params.get("per", "pooled") == "pooled"
+        # Candidates: each value of a sum moved, in every run, then (pooled) in every run but one.
+        groups = [runs, *([[r for r in runs if r != left_out] for left_out in runs] if pooled and len(runs) > 1
+                          else [])]
+        return one_of([partial(_shifted, subject, word, name, group) for group in groups
+                       for name in names(subject.params["metric"])])
+    return derive_value
+
+
+def _shifted(subject: Subject, word: str, name: str, moved: list[str]) -> Perturbation:
+    """A value check's statistic moved by adding amount to one of the values it sums, in the runs moved."""
+    p = subject.params
+    low, high = subject.interval(word, p["value"])
+    pooled = p.get("per", "pooled") == "pooled"
+    up = math.isfinite(high)  # every value: the largest moves up to the upper end, else the smallest down
+    levers = []
+    for group in [moved] if pooled else [[run] for run in moved]:
+        def move(data: Data, amount: float, group: list[str] = group) -> None:
+            for run in group:
+                add(data.summaries[run], name, amount)
+
+        def observe(observed: Any, key: str | None = None if pooled else group[0]) -> float:
+            found = observed if key is None else observed[key]
+            return float(found["max" if up else "min"] if p["stat"] == "each" else found)
+
+        levers.append(Lever(move, observe, low, high, (1 if up else -1) if p["stat"] == "each" else 0))
+    return by_lever(subject, *levers)
+
+
+def window_means(direction: str) -> Callable[[Subject], Perturbation]:
+    """falls_from, rises_from: the first half of every run shifted by amount (the first-window mean moves), or
+    the second half (the last-window mean), whichever claimed mean is closer to failing; with neither claimed,
+    the first half, against the direction."""
+    def derive_windows(subject: Subject) -> Perturbation:
+        p = subject.params
+        first = names(p["metric"])[0]
+
+        def mover(part: int) -> Callable[[Data, float], None]:
+            def move(data: Data, amount: float) -> None:
+                for run in subject.runs:
+                    add(data.summaries[run], first, amount, halves(data.summaries[run])[part])
+            return move
+
+        levers = [Lever(mover(part), pick(key), *subject.interval("about", p[key]))
+                  for part, key in ((0, "first"), (1, "last")) if p[key] is not None]
+        if levers:
+            return by_lever(subject, *levers)
+        low, high = (0.0, math.inf) if direction == "falls" else (-math.inf, 0.0)
+        return by_lever(subject, Lever(mover(0), lambda o: o["first"] - o["last"], low, high))
+    return derive_windows
+
+
+for _name, _word in (("about", "about"), ("near", "near"), ("rounds_to", "rounds"), ("exactly", "exactly"),
+                     ("above", "above"), ("below", "below"), ("at_least", "at_least"), ("at_most", "at_most")):
+    perturbation(_name)(value_check(_word))
+for _name, _direction in (("falls_from", "falls"), ("rises_from", "rises")):
+    perturbation(_name)(window_means(_direction))
+
+
+@perturbation("share")
+def share_perturbation(subject: Subject) -> Perturbation:
+    """The parts of the share scaled by 1 + amount, in every run: all of them, or (alternatives) each alone."""
+    parts = names(subject.params["parts"])
+    alone = [[name] for name in parts] if len(parts) > 1 else []
+    return one_of([partial(_scaled_share, subject, chosen) for chosen in [parts, *alone]])
+
+
+def _scaled_share(subject: Subject, parts: list[str]) -> Perturbation:
+    p = subject.params
+    low, high = subject.interval(p["word"], p["value"] if p["value"] is not None else 0.0)
+    observed = subject.result().observed
+    x0 = observed["min"] if isinstance(observed, dict) else observed
+
+    def move(data: Data, amount: float) -> None:
+        for run in subject.runs:
+            for name in parts:
+                scale(data.summaries[run], name, 1 + amount)
+
+    def observe(found: Any) -> float:
+        return float(found["min"] if isinstance(found, dict) else found)
+
+    return by_lever(subject, Lever(move, observe, low, high, slope=x0))
+
+
+@perturbation("trend")
+def trend_perturbation(subject: Subject) -> Perturbation:
+    """A run's values tilted by amount per step: its least-squares slope grows by amount."""
+    p = subject.params
+    if p["direction"] == "up":
+        low, high = setting("goes_up", "min_slope", p), math.inf
+    else:
+        low, high = -math.inf, setting("goes_down", "max_slope", p)
+    levers = []
+    for run in subject.runs:
+        def move(data: Data, amount: float, run: str = run) -> None:
+            steps = data.summaries[run].steps.index.to_series()
+            add(data.summaries[run], names(p["metric"])[0], amount * (steps - steps.mean()))
+        levers.append(Lever(move, pick(run), low, high))
+    return by_lever(subject, *levers)
+
+
+@perturbation("jumps_around")
+def jumps_around_perturbation(subject: Subject) -> Perturbation:
+    """A run's step-to-step noise around its least-squares line scaled by 1 + amount."""
+    p = subject.params
+    factor = setting("jumps_around", "factor", p)
+    first = names(p["metric"])[0]
+    observed = subject.result().observed
+    levers = []
+    for run in subject.runs:
+        values = per_step(subject.summaries[run], first).dropna()
+        slope, intercept = np.polyfit(values.index.to_numpy(dtype=float), values.to_numpy(), 1)
+        noise = values - (intercept + slope * values.index.to_numpy(dtype=float))
+
+        def move(data: Data, amount: float, run: str = run, noise: pd.Series = noise) -> None:
+            add(data.summaries[run], first, amount * noise)
+        levers.append(Lever(move, pick(run), factor, math.inf, slope=observed[run]))
+    return by_lever(subject, *levers)
+
+
+@perturbation("ratio")
+def ratio_perturbation(subject: Subject) -> Perturbation:
+    """The numerator run's value scaled by 1 + amount."""
+    p = subject.params
+    low, high = subject.interval(p["word"], p["value"])
+
+    def move(data: Data, amount: float) -> None:
+        scale(data.summaries[p["run"]], names(p["metric"])[0], 1 + amount)
+
+    return by_lever(subject, Lever(move, lambda o: o["ratio"], low, high, slope=p["value"]))
+
+
+@perturbation("config_ratio")
+def config_ratio_perturbation(subject: Subject) -> Perturbation:
+    """A run's first numerator field scaled by 1 + amount."""
+    p = subject.params
+    low, high = subject.interval(p["word"], p["value"])
+    levers = []
+    for run in subject.runs:
+        def move(data: Data, amount: float, run: str = run) -> None:
+            summary = data.summaries[run]
+            set_config(summary, p["numerator"][0], float(config_of(summary, p["numerator"][0])) * (1 + amount))
+        levers.append(Lever(move, pick(run), low, high, slope=p["value"]))
+    return by_lever(subject, *levers)
+
+
+@perturbation("heat_difference")
+def heat_difference_perturbation(subject: Subject) -> Perturbation:
+    """Amount added to the value on the steps a heat pause touched."""
+    p = subject.params
+    low, high = subject.interval(p["word"], p["value"])
+
+    def move(data: Data, amount: float) -> None:
+        for run in subject.runs:
+            summary = data.summaries[run]
+            add(summary, names(p["metric"])[0], amount, summary.steps.index[summary.steps["heat_touched"].astype(bool)])
+
+    return by_lever(subject, Lever(move, lambda o: o["difference"], low, high))
+
+
+@perturbation("gain_within")
+def gain_within_perturbation(subject: Subject) -> Perturbation:
+    """Amount added to the second half of a run: its gain moves; the reference runs' gains stay."""
+    p = subject.params
+    reference = subject.result().observed["reference"]
+    low, high = min(reference.values()), max(reference.values())
+    levers = []
+    for run in [r for r in subject.runs if r not in p["reference"]]:
+        def move(data: Data, amount: float, run: str = run) -> None:
+            add(data.summaries[run], names(p["metric"])[0], amount, halves(data.summaries[run])[1])
+        levers.append(Lever(move, pick("gains", run), low, high))
+    return by_lever(subject, *levers)
