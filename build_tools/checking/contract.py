@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from build_tools.core._types import ClaimVerdict, FigureBlock, Stamp
-from build_tools.pages import metrics_table
 from build_tools.readers import dotted_field
+from build_tools.summarise import metric_rows
 
 FORMAT: Literal["miles-manual-contract"] = "miles-manual-contract"
 VERSION: Literal[1] = 1
@@ -106,7 +106,7 @@ def _text(value: Any) -> str:
 PER_STEP_STATS = ("range", "all_zero")
 
 
-def range_items(spec: Mapping[str, Any], runs: Mapping[str, metrics_table.Run]) -> list[RangeItem]:
+def range_items(spec: Mapping[str, Any], runs: Mapping[str, metric_rows.Run]) -> list[RangeItem]:
     """One item per valued row of the Metrics page: its band (per-step stats) over the rows' runs."""
     sets = spec.get("run_sets") or {}
     items = []
@@ -114,9 +114,9 @@ def range_items(spec: Mapping[str, Any], runs: Mapping[str, metrics_table.Run]) 
         if not table.get("column"):
             continue
         for row in table.get("rows") or []:
-            ours = metrics_table.select(runs, sets.get(row.get("runs")) or {})
+            ours = metric_rows.select(runs, sets.get(row.get("runs")) or {})
             metric = str(row["metric"])
-            facts = [metrics_table.facts_of(run, metric, heat_rule=True) for run in ours if _logs(run, metric)]
+            facts = [metric_rows.facts_of(run, metric, heat_rule=True) for run in ours if _logs(run, metric)]
             if not facts:
                 continue
             stat = str(row.get("stat"))
@@ -135,9 +135,9 @@ def range_items(spec: Mapping[str, Any], runs: Mapping[str, metrics_table.Run]) 
     return items
 
 
-def _logs(run: metrics_table.Run, metric: str) -> bool:
+def _logs(run: metric_rows.Run, metric: str) -> bool:
     try:
-        facts = metrics_table.facts_of(run, metric, heat_rule=True)
+        facts = metric_rows.facts_of(run, metric, heat_rule=True)
     except RuntimeError:
         return False
     return facts.present > 0
@@ -167,7 +167,7 @@ def _finite(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def build_contract(stamp: Stamp, spec: Mapping[str, Any], runs: Mapping[str, metrics_table.Run],
+def build_contract(stamp: Stamp, spec: Mapping[str, Any], runs: Mapping[str, metric_rows.Run],
                    blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict]) -> Contract:
     configs = {run_id: run.config for run_id, run in runs.items()}
     document = {"edition": stamp.edition, "edition_date": stamp.date, "miles_commit": stamp.commit,

@@ -28,6 +28,7 @@ from build_tools.ingest.sources._common import RENAMED
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import number
 from build_tools.readers import config_value, events_of, table_of
+from build_tools.summarise import metric_rows
 from build_tools.summarise.summary import Wanted, summarise, summarise_runs
 
 # The setup facts the Metrics page's intro names, and how a reader's run records them.
@@ -84,10 +85,10 @@ def compare(layout: Layout, yours: RunSummary) -> tuple[list[str], list[Comparis
     ours = _our_runs(layout, metrics_table.reads(spec))
     sets = spec.get("run_sets") or {}
     rows = [row for table in spec["tables"] if table.get("column") for row in table.get("rows") or []]
-    intro_runs = metrics_table.select(ours, sets.get(spec.get("intro_runs")) or {})
+    intro_runs = metric_rows.select(ours, sets.get(spec.get("intro_runs")) or {})
     # The contract's items (site/contract.json's ranges, built from the same runs): their bands and envelopes.
     items = {item.item: item for item in contract.range_items(spec, ours)}
-    comparisons = [_compare_row(row, metrics_table.select(ours, sets.get(row.get("runs")) or {}), yours, ours, spec,
+    comparisons = [_compare_row(row, metric_rows.select(ours, sets.get(row.get("runs")) or {}), yours, ours, spec,
                                 items.get(str(row.get("metric")))) for row in rows]
     return _setup_differences(intro_runs, yours), [_within_envelope(c, items, yours) for c in comparisons
                                                    if c is not None]
@@ -229,8 +230,8 @@ def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunS
     if metric not in table.columns or table[metric].dropna().empty:
         return Comparison(metric, our_cell, "not logged", "cannot compare: your run does not log it")
     decimals = int(row.get("decimals", 2))
-    mine = metrics_table.row_values([yours], row)
-    theirs = metrics_table.row_values(our_runs, row)
+    mine = metric_rows.row_values([yours], row)
+    theirs = metric_rows.row_values(our_runs, row)
     stat = row.get("stat")
     if stat == "range":
         shown = f"{number(mine.min(), decimals)} to {number(mine.max(), decimals)}"

@@ -12,10 +12,11 @@ import jinja2
 from build_tools.checking import miles_guidance
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import provenance
+from build_tools.summarise import metric_rows
 
 
 def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
-                   summaries: Mapping[str, metrics_table.Run], chapters: Mapping[int, str],
+                   summaries: Mapping[str, metric_rows.Run], chapters: Mapping[int, str],
                    runs_dir: Path | None = None, guidance: Any = None) -> str:
     """The page from the spec (docs/data/metrics.yml, shown as where in its problems) and the runs: summarised, or
     validated for the rows that read only their facts (metrics_table.summarises); runs_dir, the runs' folder. Under
