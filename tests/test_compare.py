@@ -134,3 +134,15 @@ def test_a_run_outside_a_ranges_envelope_is_not_judged_by_it(project, capsys):
     # The rows read over every run (the 1.7B one among them) still judge it.
     assert lines[-1] == ("Verdict: 2 of 17 rows as in the manual's runs, 0 differ, 15 not applicable to your setup; "
                          "your setup differs in 1 fact, so the ranges may not apply")
+
+
+def test_a_run_folder_copied_under_another_name_keeps_its_identity(tmp_path: Path) -> None:
+    """A reader's run is named by its run.yaml, not by its folder: a copy under any name is the same run, so the
+    claims about it are still checked (its folder name used to be an error, and `watch` lost every claim)."""
+    from conftest import ROOT
+
+    from build_tools.commands import compare
+
+    copy = tmp_path / "my job, copied"
+    shutil.copytree(ROOT / "runs" / "baseline-seed1", copy)
+    assert compare.load_reader_run(copy).run_id == "baseline-seed1"
