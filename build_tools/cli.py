@@ -57,6 +57,14 @@ class _Console:
             self._console = Console(**self._options)
         self._console.print(*(terminal_text(o) if isinstance(o, str) else o for o in objects), **options)
 
+    def command(self, line: str) -> None:
+        """A workflow command `_escape.workflow_command` built (its data encoded on its one line), written as it is:
+        print() would mark it as a line the data made start with `::`."""
+        stream = self._console.file if self._console is not None else (
+            sys.stderr if self._options.get("stderr") else sys.stdout)
+        stream.write(line + "\n")
+        stream.flush()
+
     def render(self, text: str, **options: Any) -> str:
         """What print(text) writes, as text."""
         import io
@@ -196,7 +204,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             from build_tools.checking import margins
 
             report_data = margins.read_report(layout.build / "claims.json")
-            _out.print("\n".join(margins.failure_commands(report_data)), markup=False)
+            for line in margins.failure_commands(report_data):
+                _out.command(line)
         raise
     lines = [describe(summary) for summary in result.summaries.values()]
     by_facts = len(result.validated) - result.unread  # the Metrics page reads them, as the build's would
@@ -276,14 +285,14 @@ def _margins(layout: Layout, args: argparse.Namespace, plain: _Replay, threshold
     weak = margins.below(report_data, threshold) if threshold is not None else []
     if args.format == "github":  # workflow commands, on stderr as every warning: the runner reads both streams
         for line in margins.data_warning_commands(data_warnings):
-            _err.print(line, markup=False)
+            _err.command(line)
         for line in margins.guidance_commands(_guidance_lines(layout)):  # as every mode shows them
-            _err.print(line, markup=False)
+            _err.command(line)
     if threshold is None:
         return 0
     for claim in weak:
         if args.format == "github":
-            _err.print(margins.warning_commands([claim], threshold)[0], markup=False)
+            _err.command(margins.warning_commands([claim], threshold)[0])
         else:
             _err.print(f"[yellow]WARNING[/yellow] {escape(margins.warning_text(claim, threshold))}")
     if args.strict and weak:

@@ -10,9 +10,13 @@
   a raw-HTML block of a page or a theme template.
 - `html_attribute`: text for a quoted attribute of a raw HTML tag that Markdown reads (a figure's <img> alt).
 - `terminal_text`: text for a terminal, without the control characters and escape sequences a log line or a
-  file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line); every output
-  of the command line passes through it (cli.py's consoles, build warnings, `manual record`).
-- `workflow_command`: a GitHub workflow command (`manual check --format github`), its data percent-encoded.
+  file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line), and with no
+  line that a CI runner reads as a command (`::set-env`, `##[`): every output of the command line passes through
+  it (cli.py's consoles, build warnings, `manual record`, `manual watch`'s text).
+- `github_text`: data inside a GitHub workflow command: terminal_text, percent-encoded (`%`, CR, LF) so that it
+  stays one line; `workflow_command` builds a whole command (`manual check --format github`, `manual watch`).
+- `json_line`: an object as one JSON line for a stream a terminal shows (`manual watch --format jsonl`): no raw
+  C0 or C1 control, DEL, line separator or lone surrogate, each written as its JSON escape (`\\u009b`).
 - `csv_cell`: a text cell of a CSV that people open in a spreadsheet (a figure's CSV, `manual show --csv`): one
   a spreadsheet would read as a formula (starting `=`, `+`, `-`, `@`, tab or CR) gets a leading `'` (OWASP's
   rule against CSV injection); a number, or text that writes one (`-0.5`), is left as it is.
@@ -26,6 +30,7 @@ page templates escape every value that is not (build_tools/pages/render.py, `fin
 from __future__ import annotations
 
 import html
+import json
 import re
 from typing import Any
 
@@ -113,12 +118,16 @@ _TERMINAL_CONTROL = re.compile(
     r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # string sequences
     r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"  # CSI
     r"|\x1b[ -/]*[0-~]?"  # any other escape
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"  # the other C0 and C1 controls, DEL
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]"  # the other C0 and C1 controls, DEL, line and paragraph separators
 )
 
 
 _WORKFLOW_DATA = {"%": "%25", "\r": "%0D", "\n": "%0A"}
 _WORKFLOW_PROPERTY = {**_WORKFLOW_DATA, ":": "%3A", ",": "%2C"}
+
+# A line the GitHub runner reads as a workflow command: `::name ...::` (v2) or `##[name ...]` (v1), after any
+# leading white space (the runner trims it; it reads stdout and stderr alike). Azure's `##vso[` starts the same.
+_RUNNER_COMMAND = re.compile(r"^([ \t]*)(?=::|##\[|##vso\[)", re.MULTILINE)
 
 
 def _encoded(text: str, table: dict[str, str]) -> str:
@@ -129,13 +138,41 @@ def workflow_command(kind: str, message: Any, properties: dict[str, str]) -> str
     """A GitHub workflow command line, `::error file=docs/01-step.md,line=53,title=Fig 1.3::message`: the message
     and the properties percent-encoded as the runner reads them (a newline, a comma or a `::` in data cannot end
     the command or add a property), and terminal controls removed."""
-    props = ",".join(f"{key}={_encoded(terminal_text(value), _WORKFLOW_PROPERTY)}" for key, value in properties.items())
-    return f"::{kind}{' ' + props if props else ''}::{_encoded(terminal_text(message), _WORKFLOW_DATA)}"
+    props = ",".join(f"{key}={_encoded(_controls_removed(value), _WORKFLOW_PROPERTY)}"
+                     for key, value in properties.items())
+    return f"::{kind}{' ' + props if props else ''}::{github_text(message)}"
+
+
+def github_text(value: Any) -> str:
+    """Data for the message of a GitHub workflow command (`::warning::` + github_text(s)): terminal controls
+    removed, then `%`, CR and LF percent-encoded as the runner decodes them, so that the data stays on the
+    command's one line and no line of the log starts where the data says."""
+    return _encoded(_controls_removed(value), _WORKFLOW_DATA)
+
+
+def _controls_removed(value: Any) -> str:
+    return _TERMINAL_CONTROL.sub("", str(value))
 
 
 def terminal_text(value: Any) -> str:
-    """Text a terminal shows as written: control characters and escape sequences removed, tab and newline kept."""
-    return _TERMINAL_CONTROL.sub("", str(value))
+    """Text a terminal shows as written: control characters and escape sequences removed, tab and newline kept,
+    and a line that a CI runner would read as a command (`::add-mask::`, `##[set-env]`, after any spaces) marked
+    with a leading backslash, so that it is shown and not obeyed. The command line's own workflow commands
+    (`workflow_command`) are written without it."""
+    return _RUNNER_COMMAND.sub(r"\1\\", _controls_removed(value))
+
+
+# What json.dumps(ensure_ascii=False) leaves raw and a terminal acts on or a reader splits a line at: the C0
+# controls it escapes already, DEL and the C1 controls (U+009B is an 8-bit CSI, U+009D an 8-bit OSC), the Unicode
+# line and paragraph separators, and lone surrogates (which no UTF-8 stream can even hold).
+_NOT_JSON_LINE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def json_line(obj: Any) -> str:
+    """obj as one line of JSON a terminal shows as written: other text as it is (UTF-8), every control character
+    as its `\\uXXXX` escape, which any JSON reader reads back as the same string."""
+    text = json.dumps(obj, ensure_ascii=False)
+    return _NOT_JSON_LINE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
 
 
 # What XML 1.0 cannot hold (its Char production): C0 controls but tab, LF and CR, lone surrogates, U+FFFE and
