@@ -9,7 +9,7 @@ import threading
 import time
 from pathlib import Path
 
-from build_tools.checking.contract import Contract, RangeItem
+from build_tools.checking.contract import contract_of, range_item
 from build_tools.commands.watch.judge import Change
 from build_tools.commands.watch.run import Watch
 
@@ -18,9 +18,7 @@ STEPS = 20
 
 def measure(steps: int = STEPS) -> list[float]:
     """Seconds from each write to its report: every value alternates inside and outside, so each is a change."""
-    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=[0.5, 0.9], decimals=2,
-                     source="bench", envelope=[])
-    contract = Contract(edition="bench", edition_date="", miles_commit="", ranges=[item], claims=[])
+    contract = contract_of("bench", "", "", [range_item("rollout/raw_reward", 0.5, 0.9, source="bench")])
     reported: dict[int, float] = {}
     arrived = threading.Condition()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -99,7 +98,8 @@ def log_values(line: str) -> Iterator[Value]:
 
 def _numbers(step_key: str, step: int, metrics: Mapping[str, Any]) -> Iterator[Value]:
     for key, value in metrics.items():
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        # A NaN or an infinity is kept: the judge reports it the moment it arrives (Miles' own gate fails on one).
+        if isinstance(value, int | float) and not isinstance(value, bool):
             yield Value(step_key, step, RENAMED.get(key, key), float(value))
 
 
