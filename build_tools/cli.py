@@ -369,12 +369,14 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         breach = found
         watch.ended = "the first item outside (--fail-on outside)"
     emit = show.emitter(args.format, write)
-    if breach is None and watch.steps:  # ended: the whole run is judged as compare judges it
+    if breach is None and watch.steps and watch.ended != "Ctrl-C":  # the job ended: judged whole, as compare does
         claims, ranges = _end_verdicts(root, args.run)
-        for change in [*watch.judge.close_ranges(ranges), *watch.judge.close_claims(claims)]:
+        for change in [*watch.judge.close_ranges(ranges), *watch.judge.close_claims(claims),
+                       *watch.judge.close_unread()]:
             emit(change)
-    for change in watch.judge.close_unread():
-        emit(change)
+    else:  # stopped before the job's end: what waits for it says so
+        for change in watch.judge.stopped(watch.ended or "stopped"):
+            emit(change)
     heading = show.heading_of(watch.judge, watch.steps, watch.run_name or args.run.name, watch.ended)
     if args.format == "jsonl":
         write(show.summary_json(watch.judge, heading))

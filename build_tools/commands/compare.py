@@ -154,8 +154,9 @@ def why_not_on(layout: Layout, yours: RunSummary, checked: set[str]) -> dict[str
             reasons[block.number] = f"its runs' setup is not yours ({differs[0]}): not judged on your run"
         else:
             names = sorted({str(check["check"]) for check in block.checks})
-            reasons[block.number] = (f"it sets the manual's runs against one another ({', '.join(names)}): "
-                                     "nothing in it to judge on one run")
+            reasons[block.number] = (f"none of its checks ({', '.join(names)}) judges one run alone: they set the "
+                                     "manual's runs against one another, or read a table: nothing in it to judge on "
+                                     "one run")
     return reasons
 
 

@@ -210,7 +210,7 @@ class Judge:
         first_out = record.first_outside()
         by = distance(value.value, band) if not holds(value.value, band) else 0.0
         return self._set(Change(status="outside", since_step=first_out[1] if first_out else value.step,
-                                by=by if math.isfinite(by) else None, **base))
+                                by=round(by, 12) if math.isfinite(by) else None, **base))
 
     def close_ranges(self, verdicts: Mapping[str, tuple[bool | None, str]]) -> list[Change]:
         """The run has ended: each whole-run statistic (a median, logged at every step) still undecided takes the
@@ -247,6 +247,11 @@ class Judge:
                 changes += [self._replace(Change(status="undecided", why=f"your run never logged it at "
                                                  f"{item.step_key}", **_range_base(item)))]
         return changes
+
+    def stopped(self, why: str) -> list[Change]:
+        """The watch ended before the job did (Ctrl-C, the first breach): each item still undecided says so."""
+        return [self._replace(Change(**{**change.__dict__, "why": f"the watch ended ({why}) before the job did"}))
+                for change in list(self.status.values()) if change.status == "undecided"]
 
     def went_outside(self) -> list[str]:
         """Every item that was outside at any time (the record), ranges then claims."""

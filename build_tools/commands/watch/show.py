@@ -57,7 +57,7 @@ def words(change: Change) -> str:
     if change.kind == "range" and change.value is None and change.why and change.status in ("inside", "outside"):
         return f"{what}: {change.why}"  # a whole-run statistic, judged at the end: compare's verdict in words
     if change.status == "outside" and change.value is not None and change.band is not None:
-        past = f"{_number(change.by)} past " if change.by is not None else "not a number, outside "
+        past = f"{_number(change.by)} past the band " if change.by is not None else "not a number, outside the band "
         since = f"outside since step {change.since_step}" if change.since_step is not None else "outside"
         return f"{what}: {since}{at}: {_number(change.value)} is {past}{band} ({change.source})"
     if change.status == "inside" and change.value is not None and change.band is not None:
