@@ -82,7 +82,7 @@ Statistic = Literal["each_step", "first_value", "median", "logged_share"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)  # typed: "0.5" is no number
 
 
 class EnvelopeFact(_Strict):
