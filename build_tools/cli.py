@@ -347,7 +347,8 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         else:
             _err.print(f"[yellow]WARNING[/yellow] {escape(line)}")
 
-    live = show.LiveView(sys.stdout) if args.format == "live" else None
+    site = _site_of(where)
+    live = show.LiveView(sys.stdout, site=site) if args.format == "live" else None
     watch = Watch(args.run, document, show.emitter(args.format, write), warn,
                   fail_on_outside=args.fail_on == "outside")
 
@@ -380,7 +381,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     heading = show.heading_of(watch.judge, watch.steps, watch.run_name or args.run.name, watch.ended)
     if args.format == "jsonl":
         write(show.summary_json(watch.judge, heading))
-    for line in show.summary_lines(watch.judge, heading):
+    for line in show.summary_lines(watch.judge, heading, site):
         _err.print(line, markup=False, highlight=False)
     return EXIT_OUTSIDE if breach is not None or show.outside_now(watch.judge) else 0
 
@@ -391,6 +392,16 @@ def _validation_lines(error: ValueError) -> list[str]:
     if isinstance(error, ValidationError):
         return [f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()]
     return [str(error)]
+
+
+def _site_of(contract: Path) -> str:
+    """The folder the contract's links are relative to, as a reader opens it (site/ of the last build)."""
+    folder = contract.resolve().parent
+    try:
+        shown = folder.relative_to(Path.cwd())
+    except ValueError:
+        shown = folder
+    return f"{shown}/" if str(shown) != "." else ""
 
 
 def _end_verdicts(root: Path, run: Path) -> tuple[dict[str, tuple[bool | None | str, str]],

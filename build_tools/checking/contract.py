@@ -82,7 +82,8 @@ Statistic = Literal["each_step", "first_value", "median", "logged_share"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)  # typed: "0.5" is no number
+    # strict: values typed as the schema says ("0.5" is no number)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 class EnvelopeFact(_Strict):

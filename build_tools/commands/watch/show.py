@@ -124,9 +124,10 @@ def _unit(item: RangeItem) -> str:
     return f" {item.unit}" if item.unit == "s" or item.unit == "tokens" else ""
 
 
-def where_to_look(item: RangeItem) -> list[str]:
-    """The row of the Metrics page to read, and Miles' own line for the metric where it draws one."""
-    lines = [f"see {item.source}: {item.link}"]
+def where_to_look(item: RangeItem, site: str = "") -> list[str]:
+    """The row of the Metrics page to read (its link beside the contract: `site`), and Miles' own line for the
+    metric where it draws one."""
+    lines = [f"see {item.source}: {site}{item.link}"]
     if item.guidance is not None:
         side = "under" if item.guidance.direction == "below" else "over"
         lines.append(f"Miles: keep it {side} {fmt(item.guidance.threshold)} (\"{item.guidance.quote}\", "
@@ -134,7 +135,7 @@ def where_to_look(item: RangeItem) -> list[str]:
     return lines
 
 
-def summary_lines(judge: Judge, heading: Heading) -> list[str]:
+def summary_lines(judge: Judge, heading: Heading, site: str = "") -> list[str]:
     """The record of every item, as the watch ends: breaches first, with where to look and what Miles says."""
     changes = list(judge.status.values())
     statuses = [final_status(judge, change) for change in changes]
@@ -147,7 +148,7 @@ def summary_lines(judge: Judge, heading: Heading) -> list[str]:
     for item in judge.contract.ranges:
         if judge.records[item.id].outside:
             lines.append(f"  OUTSIDE {terminal_text(breach_line(judge, item))}")
-            lines += [f"          {terminal_text(line)}" for line in where_to_look(item)]
+            lines += [f"          {terminal_text(line)}" for line in where_to_look(item, site)]
     for value in judge.non_finite:
         lines.append(f"  NOT A NUMBER {terminal_text(value.metric)}: {value.value} at {value.step_key} {value.step}")
     claims = {claim.id: claim for claim in judge.contract.claims}
@@ -155,7 +156,7 @@ def summary_lines(judge: Judge, heading: Heading) -> list[str]:
         if change.kind == "claim" and status == "outside":
             link = claims[change.item].link if change.item in claims else ""
             lines.append(f"  OUTSIDE {terminal_text(words(change))}")
-            lines.append(f"          see the figure: {terminal_text(link)}")
+            lines.append(f"          see the figure: {terminal_text(site + link)}")
     for change, status in zip(changes, statuses, strict=True):
         if status != "outside":
             lines.append(f"  {terminal_text(words(change))}")
@@ -192,9 +193,7 @@ def _order(judge: Judge, change: Change) -> tuple[int, str]:
         return 0, change.item
     record = judge.records.get(change.item)
     if change.kind == "range" and record is not None and record.last is not None and change.band is not None:
-        width = change.band[1] - change.band[0]
-        value = record.last.value
-        if status == "inside" and width > 0 and min(value - change.band[0], change.band[1] - value) < NEAR_EDGE * width:
+        if status == "inside" and near_edge(record.last.value, change.band):
             return 1, change.item
     rank = {"inside": 2, "undecided": 3, "not_applicable": 4}.get(status, 5)
     return rank, f"{change.kind}{change.item}"
@@ -205,13 +204,14 @@ class LiveView:
     step and age of the last data on top; breaches first with where to look, then what is near an edge, then the
     rest; as many rows as the terminal holds."""
 
-    def __init__(self, stream: TextIO, height: int | None = None, width: int | None = None) -> None:
+    def __init__(self, stream: TextIO, height: int | None = None, width: int | None = None, site: str = "") -> None:
         from rich.console import Console
         from rich.live import Live
 
         self.console = Console(file=stream, height=height, width=width)
         self._live = Live(console=self.console, auto_refresh=False, transient=False,
                           vertical_overflow="crop")
+        self.site = site  # where the contract's links are relative to: the folder of contract.json
         self.frames = 0  # how many times the view was redrawn (the tests see it change)
         self.last_frame = ""
 
@@ -238,44 +238,73 @@ class LiveView:
     def lines(self, judge: Judge, steps: set[tuple[str, int]], run: str, last_data: float | None) -> list[str]:
         """The frame as lines of text, at most the terminal's height and width."""
         height, width = self.console.size.height, self.console.size.width
-        current = max((step for key, step in steps if key == "rollout/step"), default=None)
+        rollouts = sorted({step for key, step in steps if key == "rollout/step"})
         age = "no data yet" if last_data is None else f"last data {time.monotonic() - last_data:.0f} s ago"
         contract = judge.contract
-        top = [f"watch {terminal_text(run)} · edition {terminal_text(contract.edition)} · contract v{contract.version}",
-               f"rollout step {current if current is not None else '-'} · {len(steps)} steps read · {age}"]
         changes = sorted(judge.status.values(), key=lambda change: _order(judge, change))
+        ranks = [_order(judge, change)[0] for change in changes]
         counts = [final_status(judge, change) for change in changes]
-        top.append(f"{counts.count('outside')} outside, {sum(_order(judge, c)[0] == 1 for c in changes)} near an edge, "
-                   f"{counts.count('inside')} inside, {counts.count('undecided')} waiting, "
-                   f"{counts.count('not_applicable')} not applicable")
+        top = [f"watch {terminal_text(run)} · edition {terminal_text(contract.edition)} · contract v{contract.version}",
+               f"rollout step {rollouts[-1] if rollouts else '-'} · {len(rollouts)} rollout steps read · {age}",
+               f"{counts.count('outside')} outside, {ranks.count(1)} near an edge, {counts.count('inside')} inside, "
+               f"{counts.count('undecided')} waiting, {counts.count('not_applicable')} not applicable"]
         body: list[str] = []
         items = {item.id: item for item in contract.ranges}
-        for change in changes:
-            body.append(self._row(judge, change, width))
-            if final_status(judge, change) == "outside" and change.item in items:
-                body += [f"    {terminal_text(line)}" for line in where_to_look(items[change.item])]
+        for change, rank in zip(changes, ranks, strict=True):
+            if rank == 0 and change.item in items:
+                body += self._breach(judge, items[change.item])
+            else:
+                body.append(self._row(judge, change, width, "near" if rank == 1 else None))
         room = max(height - len(top) - 1, 1)
         if len(body) > room:
             hidden = len(body) - room + 1
-            body = body[:room - 1] + [f"… {hidden} more lines (waiting or inside): the summary at the end lists all"]
-        return [line[:width] for line in top + body]
+            body = body[:room - 1] + [f"… {hidden} more (inside, waiting or not applicable): all in the summary at "
+                                      "the end"]
+        return [_fit(line, width) for line in top + body]
 
-    def _row(self, judge: Judge, change: Change, width: int) -> str:
-        status = STATUS_WORDS[final_status(judge, change)]
+    def _width(self) -> int:
+        return self.console.size.width
+
+    def _breach(self, judge: Judge, item: RangeItem) -> list[str]:
+        """A range that went outside: what it is, its record, where to look, what Miles says."""
+        record = judge.records[item.id]
+        first, last, worst = record.first_outside(), record.last_outside(), record.worst((item.low, item.high))
+        now = f"  now {_number(record.last.value)} at {record.last.step}" if record.last is not None else ""
+        if first is not None and first[1] >= 0 and last is not None and worst is not None:
+            count = len(record.outside)
+            told = (f"{count} step{'s' if count != 1 else ''} outside, first {first[1]}, last {last[1]}, worst "
+                    f"{_number(worst[1])}")
+        else:
+            told = STATISTIC_WORDS[item.statistic]
+        return [f"OUTSIDE  {terminal_text(item.title or item.id)} ({terminal_text(item.id)}){now}",
+                f"    {told}; holds {_bound(item.low)} to {_bound(item.high)}{_unit(item)}",
+                *(_fit_tail(f"    {terminal_text(line)}", self._width()) for line in where_to_look(item, self.site))]
+
+    def _row(self, judge: Judge, change: Change, width: int, label: str | None) -> str:
+        status = label or STATUS_WORDS[final_status(judge, change)]
         record = judge.records.get(change.item) if change.kind == "range" else None
         now = ""
         if record is not None and record.last is not None:
             now = f"{_number(record.last.value)} at {record.last.step}"
         band = f"{_bound(change.band[0])} to {_bound(change.band[1])}" if change.band else ""
+        right = f"{now}  [{band}]" if now else f"[{band}]" if band else ""
         text = f"{status:<8} {terminal_text(named(change))}"
-        right = f"{now}  [{band}]" if now or band else ""
-        if record is not None and record.outside:
-            first = record.first_outside()
-            right = f"{now} out {len(record.outside)}x from {first[1] if first else ''}  [{band}]"
         room = width - len(right) - 1
         if len(text) > room:
             text = text[:max(room - 1, 10)] + "…"
         return f"{text:<{room}} {right}"
+
+
+def _fit(line: str, width: int) -> str:
+    return line if len(line) <= width else line[:width - 1] + "…"
+
+
+def _fit_tail(line: str, width: int) -> str:
+    """A line with a link: its end kept (the page and the row), its middle cut (a long folder)."""
+    if len(line) <= width:
+        return line
+    head = line[:line.index(": ") + 2] if ": " in line[:width // 2] else "    "
+    return head + "…" + line[len(line) - (width - len(head) - 1):]
 
 
 def _style(line: str) -> str:
@@ -283,6 +312,8 @@ def _style(line: str) -> str:
         return "bold red"
     if line.startswith("    "):
         return "red"
+    if line.startswith("near"):
+        return "yellow"
     if line.startswith("waiting") or line.startswith("not appl"):
         return "dim"
     return ""
