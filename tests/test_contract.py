@@ -50,3 +50,9 @@ def test_a_document_outside_the_schema_is_refused(built_manual: Path) -> None:
     del data["version"]  # required: a reader knows which rules it reads
     with pytest.raises(ValidationError, match="version"):
         contract.Contract.model_validate(data)
+
+
+def test_the_metrics_page_links_the_contract_and_its_schema(built_manual: Path) -> None:
+    page = (built_manual / "site" / "06-metrics.html").read_text(encoding="utf-8")
+    assert 'href="contract.json"' in page and 'href="contract.schema.json"' in page
+    assert "Its <code>version</code> changes when a field is removed or renamed" in page

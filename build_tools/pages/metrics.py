@@ -9,7 +9,7 @@ from typing import Any
 
 import jinja2
 
-from build_tools.checking import miles_guidance
+from build_tools.checking import contract, miles_guidance
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import provenance
 from build_tools.summarise import metric_rows
@@ -27,4 +27,6 @@ def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
     intro = metrics_table.intro(spec, summaries, where)
     source = provenance({run.run_id: run.config for run in metrics_table.runs_read(spec, summaries)})
     notes = miles_guidance.notes_by_table(spec, summaries, guidance)
-    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes)
+    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes,
+                                                    contract_file=contract.CONTRACT_FILE,
+                                                    schema_file=contract.SCHEMA_FILE)
