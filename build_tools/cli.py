@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from build_tools.core._escape import terminal_text
+from build_tools.core._escape import terminal_line, terminal_text
 from build_tools.core._exceptions import EXIT_BAD_INPUT, EXIT_DIFFERS, ClaimsFailed, ManualError, bad_option
 from build_tools.core._layout import Layout
 
@@ -234,7 +234,7 @@ def _replay_guidance(layout: Layout) -> None:
     too."""
     lines = _guidance_lines(layout)
     # Written plainly (rich is not imported by a replayed check), stripped of terminal controls as every message.
-    sys.stderr.write("".join(f"WARNING {terminal_text(line)}\n" for line in lines))
+    sys.stderr.write("".join(f"WARNING {terminal_line(line)}\n" for line in lines))
 
 
 def _start_readers_early(layout: Layout, settings: Settings) -> None:
@@ -310,7 +310,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
         setup, comparisons = compare.compare(layout, yours)
         claims = compare.claims_on(layout, yours)
-    _out.print("\n".join(compare.report(setup, comparisons, yours, claims)), markup=False)
+    _out.print("\n".join(map(terminal_line, compare.report(setup, comparisons, yours, claims))), markup=False)
     return 0
 
 
@@ -320,7 +320,8 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     from build_tools.checking import contract as contract_module
     from build_tools.commands.watch import show
     from build_tools.commands.watch.run import Breach, Watch
-    from build_tools.core._exceptions import EXIT_OUTSIDE, ManualError
+    from build_tools.core._escape import workflow_command
+    from build_tools.core._exceptions import EXIT_OUTSIDE, InputProblem, ManualError
 
     root = args.root.resolve()
     where = args.contract or root / "site" / contract_module.CONTRACT_FILE
@@ -328,8 +329,12 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         raise ManualError(f"{where}: no contract to watch against", "run `make` first (it writes site/contract.json)")
     if not args.run.is_dir():
         raise ManualError(f"{args.run}: not a folder", "watch a folder a job writes into (its dump or its logs)")
+    until_idle = None if args.until_idle is None else _seconds(
+        "--until-idle", args.until_idle, "a number of seconds, finite and not negative", "--until-idle 30", zero=True)
     try:
         document = contract_module.read_contract(where)
+    except InputProblem as error:  # not a plain file, or above the limit of a document
+        raise ManualError(str(error.problem), "rebuild it with `make`, or name another with --contract") from None
     except ValueError as error:  # pydantic's ValidationError (or JSON that is not JSON): the file and each field
         raise ManualError(f"{where}: not a contract this manual reads: "
                           + "; ".join(_validation_lines(error)),
@@ -339,13 +344,11 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    def warn(line: str) -> None:
+    def warn(line: str) -> None:  # one line whatever the data holds, escaped for the channel (_escape)
         if args.format == "github":
-            from build_tools.core._escape import workflow_command
-
-            _err.command(workflow_command("warning", line, {"title": "watch"}))
+            _err.command(workflow_command("warning", line, {"title": "manual watch"}))
         else:
-            _err.print(f"[yellow]WARNING[/yellow] {escape(line)}")
+            _err.print(f"[yellow]WARNING[/yellow] {escape(terminal_line(line))}")
 
     site = _site_of(where)
     live = show.LiveView(sys.stdout, site=site) if args.format == "live" else None
@@ -361,9 +364,9 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     try:
         if live is not None:
             with live:
-                watch.run(args.until_idle)
+                watch.run(until_idle)
         else:
-            watch.run(args.until_idle)
+            watch.run(until_idle)
     except KeyboardInterrupt:
         watch.ended = "Ctrl-C"
     except Breach as found:
@@ -382,8 +385,9 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     if args.format == "jsonl":
         write(show.summary_json(watch.judge, heading))
     for line in show.summary_lines(watch.judge, heading, site):
-        _err.print(line, markup=False, highlight=False)
+        _err.print(terminal_line(line), markup=False, highlight=False)  # each line quotes data: it stays one
     return EXIT_OUTSIDE if breach is not None or show.outside_now(watch.judge) else 0
+
 
 
 def _validation_lines(error: ValueError) -> list[str]:
@@ -449,14 +453,14 @@ def _cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.write(terminal_text(show.as_csv(run) if args.csv else show.as_long(run)))
         _warn([*run.warnings, *show.csv_warnings(run, long=args.long)])
     else:
-        _out.print("\n".join(show.report(run, summary, found, path)), markup=False)
+        _out.print("\n".join(map(terminal_line, show.report(run, summary, found, path))), markup=False)  # each one
     return 0
 
 
 def _warn(warnings: list[str]) -> None:
     """Warnings on stderr, one a line, as the build prints them."""
     for warning in warnings:
-        _err.print(f"[yellow]WARNING[/yellow] {escape(warning)}")
+        _err.print(f"[yellow]WARNING[/yellow] {escape(terminal_line(warning))}")
 
 
 def _cmd_add_run(args: argparse.Namespace) -> int:
@@ -614,7 +618,7 @@ def _parser() -> argparse.ArgumentParser:
     watch.add_argument("--fail-on", choices=("outside",), default=None,
                        help="outside: end at the first item outside its band (exit code 7, as at the end of any "
                             "watch in which something went outside)")
-    watch.add_argument("--until-idle", type=float, metavar="SECONDS", default=None,
+    watch.add_argument("--until-idle", metavar="SECONDS", default=None,
                        help="end, with a summary, when SECONDS pass with no new data (default: the job's end record "
                             "or Ctrl-C ends it)")
     watch.add_argument("--contract", type=Path, default=None,

@@ -64,8 +64,9 @@ def test_the_advisor_thresholds_are_read_without_running_it() -> None:
 def test_a_folder_that_is_no_checkout_is_refused_in_one_line(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert miles_guidance.main([str(tmp_path / "nowhere")]) == 2
-    assert capsys.readouterr().err == (f"MILES={tmp_path / 'nowhere'}: expected a Miles checkout (a work tree or a "
-                                       "git folder), e.g. make miles-guidance MILES=../miles\n")
+    assert capsys.readouterr().err == (f"ERROR MILES={tmp_path / 'nowhere'}: not a folder: expected the path of a "
+                                       "Miles checkout (a git work tree or git folder, or a copy with its commit in a "
+                                       "COMMIT file), e.g. make miles-guidance MILES=../miles\n")
 
 
 def rules() -> list[miles_guidance.Rule]:

@@ -67,7 +67,7 @@ def test_a_bare_path_that_cannot_be_read_through_is_one_problem(command: str, tm
     """A folder holding one the user may not enter (as /proc holds /proc/1/cwd)."""
     (tmp_path / "job" / "private").mkdir(parents=True)
 
-    def refused(path: Path, warnings: list[str]) -> dict[str, list[Path]]:
+    def refused(path: Path, warnings: list[str], problems: object = None) -> dict[str, list[Path]]:
         raise PermissionError(13, "Permission denied", str(path / "private"))
 
     monkeypatch.setattr(sources, "classify", refused)

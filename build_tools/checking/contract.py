@@ -15,12 +15,14 @@ import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from build_tools.checking.miles_guidance import Rule
 from build_tools.core._types import ClaimVerdict, FigureBlock, RunSummary, Stamp
+from build_tools.ingest.schemas_dump import value_problem_of_arg
 from build_tools.readers import dotted_field
 from build_tools.summarise import metric_rows
 from build_tools.summarise.summary import is_time
@@ -81,15 +83,38 @@ STATISTICS: dict[str, str] = {"range": "each_step", "all_zero": "each_step", "fi
 Statistic = Literal["each_step", "first_value", "median", "logged_share"]
 
 
+def _printable(value: str) -> str:
+    """A contract's text is shown by `watch` and `compare` on a terminal and in a CI log: the loader's rule for a
+    recorded value (no control, format or surrogate character, schemas_dump.value_problem_of_arg)."""
+    if (wrong := value_problem_of_arg(value)) is not None:
+        raise PydanticCustomError("unprintable", wrong)
+    return value
+
+
+def _decimals(value: int) -> int:
+    """The rounding a value is shown at: what a double holds (round() of a 400-digit count is an OverflowError)."""
+    if not 0 <= value <= MOST_DECIMALS:
+        raise PydanticCustomError("decimals", "expected a whole number of decimals from 0 to {most}",
+                                  {"most": MOST_DECIMALS})
+    return value
+
+
+MOST_DECIMALS = 17
+# Text, numbers and roundings a contract may hold; the checks are validators, so the published schema is unchanged.
+Text = Annotated[str, AfterValidator(_printable)]
+Finite = Annotated[float, Field(allow_inf_nan=False)]  # a band of NaN or Infinity judges nothing
+Decimals = Annotated[int, AfterValidator(_decimals)]
+
+
 class _Strict(BaseModel):
     # strict: values typed as the schema says ("0.5" is no number)
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 class EnvelopeFact(_Strict):
-    fact: str = Field(description="the fact in words, as `watch` names it")
-    field: str = Field(description="the dotted run.yaml field (a dump's meta.json args give the flags)")
-    values: list[str] = Field(description="the values the manual's runs have, as text, sorted")
+    fact: Text = Field(description="the fact in words, as `watch` names it")
+    field: Text = Field(description="the dotted run.yaml field (a dump's meta.json args give the flags)")
+    values: list[Text] = Field(description="the values the manual's runs have, as text, sorted")
     enforced: bool = Field(description="a reader's run with another value is not_applicable")
 
 
@@ -97,62 +122,64 @@ class Guidance(_Strict):
     """The line Miles' own guidance draws for the metric (docs/data/miles_guidance.yml)."""
 
     direction: Literal["below", "above"] = Field(description="the healthy side of threshold")
-    threshold: float
-    quote: str = Field(description="Miles' words")
-    source: str = Field(description="the Miles file, at commit")
+    threshold: Finite
+    quote: Text = Field(description="Miles' words")
+    source: Text = Field(description="the Miles file, at commit")
 
 
 class RangeItem(_Strict):
-    id: str = Field(description="stable: the metric key")
+    id: Text = Field(description="stable: the metric key")
     kind: Literal["range"] = "range"
-    metric: str = Field(description="the metric key as Miles logs it, e.g. rollout/raw_reward")
-    title: str = Field(description="what it is, in the Metrics page's words")
-    unit: str = Field(description="s, tokens, share (0 to 1), or '' for a plain number")
+    metric: Text = Field(description="the metric key as Miles logs it, e.g. rollout/raw_reward")
+    title: Text = Field(description="what it is, in the Metrics page's words")
+    unit: Text = Field(description="s, tokens, share (0 to 1), or '' for a plain number")
     statistic: Statistic = Field(description="what of the run is judged: rules.each_step, first_value, ...")
     step_key: Literal["rollout/step", "train/step", "eval/step"]
-    low: float = Field(description="the least value that holds (included)")
-    high: float = Field(description="the greatest value that holds (included)")
-    expected: float | None = Field(default=None, description="the manual's own value, where the band is around one")
-    decimals: int = Field(description="the page writes values at this rounding (display only)")
+    low: Finite = Field(description="the least value that holds (included)")
+    high: Finite = Field(description="the greatest value that holds (included)")
+    expected: Finite | None = Field(default=None,
+                                    description="the manual's own value, where the band is around one")
+    decimals: Decimals = Field(description="the page writes values at this rounding (display only)")
     severity: Literal["error", "warning"]
-    source: str = Field(description="the page and table it comes from")
-    link: str = Field(description="the table on the site, relative to contract.json")
+    source: Text = Field(description="the page and table it comes from")
+    link: Text = Field(description="the table on the site, relative to contract.json")
     guidance: Guidance | None = None
     envelope: list[EnvelopeFact]
 
 
 class ClaimCheck(_Strict):
-    check: str = Field(description="the registered check (CONTRIBUTING.md lists each with its parameters)")
-    says: str = Field(description="the part of the caption it proves")
+    check: Text = Field(description="the registered check (CONTRIBUTING.md lists each with its parameters)")
+    says: Text = Field(description="the part of the caption it proves")
     parameters: dict[str, Any] = Field(description="its parameters as the chapter writes them, typed")
-    tolerance: str | None = Field(default=None, description="what holds, with its tolerance, in words (this edition)")
-    edge: float | None = Field(default=None, description="the value at which it fails, on the manual's runs")
-    headroom: float | None = Field(default=None, description="how far the manual's value is from edge, in unit")
-    unit: str | None = None
+    tolerance: Text | None = Field(default=None,
+                                   description="what holds, with its tolerance, in words (this edition)")
+    edge: Finite | None = Field(default=None, description="the value at which it fails, on the manual's runs")
+    headroom: Finite | None = Field(default=None, description="how far the manual's value is from edge, in unit")
+    unit: Text | None = None
 
 
 class ClaimItem(_Strict):
-    id: str = Field(description="stable: the chapter's figure id, e.g. fig-step-shares")
+    id: Text = Field(description="stable: the chapter's figure id, e.g. fig-step-shares")
     kind: Literal["claim"] = "claim"
-    number: str = Field(description="the figure's number in this edition, e.g. 1.2 (moves when figures move)")
-    says: str = Field(description="the caption, verbatim")
-    source: str = Field(description="the chapter file and figure")
-    link: str = Field(description="the figure on the site, relative to contract.json")
+    number: Text = Field(description="the figure's number in this edition, e.g. 1.2 (moves when figures move)")
+    says: Text = Field(description="the caption, verbatim")
+    source: Text = Field(description="the chapter file and figure")
+    link: Text = Field(description="the figure on the site, relative to contract.json")
     severity: Literal["error", "warning"]
     checks: list[ClaimCheck]
-    headroom: float | None = Field(default=None, description="the closest check's headroom in this edition")
-    fraction: float | None = Field(default=None, description="that headroom over the tolerance's half-width")
+    headroom: Finite | None = Field(default=None, description="the closest check's headroom in this edition")
+    fraction: Finite | None = Field(default=None, description="that headroom over the tolerance's half-width")
     envelope: list[EnvelopeFact]
 
 
 class Contract(_Strict):
-    schema_: str = Field(default=SCHEMA_ID, alias="$schema", description="the JSON Schema this document fits")
+    schema_: Text = Field(default=SCHEMA_ID, alias="$schema", description="the JSON Schema this document fits")
     format: Literal["miles-manual-contract"]
     version: Literal[2] = Field(description="rules.version says when it changes")
-    edition: str
-    edition_date: str
-    miles_commit: str
-    rules: dict[str, str] = Field(description="how every item is judged, in words")
+    edition: Text
+    edition_date: Text
+    miles_commit: Text
+    rules: dict[str, Text] = Field(description="how every item is judged, in words")
     ranges: list[RangeItem]
     claims: list[ClaimItem]
 
@@ -370,4 +397,8 @@ def write_contract(pages: Path, contract: Contract) -> None:
 
 
 def read_contract(path: Path) -> Contract:
-    return Contract.model_validate_json(path.read_bytes())
+    """The contract at path, read as every input is (_files.read_bytes: a plain file, within a document's size
+    limit; InputProblem) and validated by the model (ValueError)."""
+    from build_tools.core._files import read_bytes
+
+    return Contract.model_validate_json(read_bytes(path))

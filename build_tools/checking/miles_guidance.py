@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 import re
 import subprocess
 import sys
@@ -22,10 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from build_tools.core._escape import Markdown, md_text
+from build_tools.core._escape import Markdown, md_text, terminal_text
+from build_tools.core._exceptions import ManualError, display_path
+from build_tools.core._files import DOCUMENT_LIMIT
 from build_tools.core._numbers import number
 from build_tools.core._types import FigureBlock
+from build_tools.ingest.miles_facts.checkout import EXPECTED, checkout_of, git_commit, python_of, refused, source_text
 
+ADVISORY, MONITORING = "miles/dashboard/advisory.py", "docs/user-guide/monitoring.md"  # read of a Miles checkout
 TABLE = "miles_guidance"  # docs/data/miles_guidance.yml, as blocks.load_tables names it
 WORDS = {"below": "under", "above": "over"}
 
@@ -150,28 +155,53 @@ def notes_by_table(spec: Mapping[str, Any], summaries: Mapping[str, Any], table:
 
 
 def _read(miles: Path, path: str) -> str:
-    """A file of a Miles work tree, or of a bare git folder's HEAD (the snapshot the manual is checked against)."""
-    if (miles / path).is_file():
-        return (miles / path).read_text(encoding="utf-8")
-    return subprocess.run(["git", "-C", str(miles), "show", f"HEAD:{path}"], capture_output=True, text=True,
-                          check=True).stdout
+    """A file of a Miles work tree (a plain UTF-8 file inside it), or of a bare git folder's HEAD (the snapshot the
+    manual is checked against); ManualError naming it."""
+    if os.path.lexists(miles / path) or not (miles / "HEAD").is_file():
+        return source_text(miles, path)
+    try:
+        done = subprocess.run(["git", "-C", str(miles), "show", f"HEAD:{path}"], capture_output=True, check=False,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ManualError(f"{display_path(miles)}: cannot run git to read HEAD:{path} ({error})") from None
+    where = f"{display_path(miles)}@HEAD:{path}"
+    if done.returncode != 0:
+        raise ManualError(f"{where}: not in this git folder: {EXPECTED}")
+    if len(done.stdout) > DOCUMENT_LIMIT:
+        raise ManualError(f"{where}: is {len(done.stdout):,} bytes, above the limit of {DOCUMENT_LIMIT:,} bytes")
+    try:
+        return done.stdout.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = done.stdout[:error.start].count(b"\n") + 1
+        raise ManualError(f"{where}:{line}: not UTF-8 text") from None
 
 
 def _commit(miles: Path) -> str | None:
-    result = subprocess.run(["git", "-C", str(miles), "rev-parse", "--short=9", "HEAD"], capture_output=True,
-                            text=True, check=False)
-    return result.stdout.strip() if result.returncode == 0 and result.stdout.strip() else None
+    return git_commit(miles, "--short=9")
 
 
-def advisor_constants(source: str) -> dict[str, float]:
-    """The module-level number constants of advisory.py (NAME = 0.5), read with ast: never run."""
+def advisor_constants(source: str, where: str = "miles/dashboard/advisory.py") -> dict[str, float]:
+    """The module-level number constants of advisory.py (NAME = 0.5), read with ast: never run. A constant that is
+    no finite double (a 400-digit integer, 1e999) is one line naming it (ManualError)."""
     found: dict[str, float] = {}
-    for node in ast.parse(source).body:
+    for node in python_of(source, where).body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, int | float)
                 and not isinstance(node.value.value, bool)):
-            found[node.targets[0].id] = float(node.value.value)
+            found[node.targets[0].id] = _finite(node.value.value, f"{where}:{node.lineno}: {node.targets[0].id}")
     return found
+
+
+def _finite(value: int | float, where: str) -> float:
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        shown = f"a whole number of {len(str(abs(value)))} digits" if isinstance(value, int) and \
+            abs(value) < 10**4000 else repr(value) if isinstance(value, float) else "a whole number too large"
+        raise ManualError(f"{where}: {shown} is no threshold: expected a finite number")
+    return number
 
 
 FIRST_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
@@ -187,7 +217,8 @@ def watch_rows(markdown: str) -> dict[str, tuple[str, float | None]]:
         if len(cells) < 3 or not line.lstrip().startswith("|") or set(cells[0]) <= set("-: ") or cells[0] == "Signal":
             continue
         number_match = FIRST_NUMBER.search(cells[1])
-        rows[cells[0].strip("`")] = (" | ".join(cells), float(number_match[0]) if number_match else None)
+        found = float(number_match[0]) if number_match else None  # ASCII digits: never an overflow, at most inf
+        rows[cells[0].strip("`")] = (" | ".join(cells), found if found is None or math.isfinite(found) else None)
     return rows
 
 
@@ -198,8 +229,8 @@ def refresh(miles: Path, guidance: Path) -> list[str]:
     text = guidance.read_text(encoding="utf-8")
     header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
     doc = yaml.safe_load(text)
-    constants = advisor_constants(_read(miles, "miles/dashboard/advisory.py"))
-    rows = watch_rows(_read(miles, "docs/user-guide/monitoring.md"))
+    constants = advisor_constants(_read(miles, ADVISORY), display_path(miles / ADVISORY))
+    rows = watch_rows(_read(miles, MONITORING))
     commit = _commit(miles)
     changed: list[str] = []
     for rule in doc["rules"]:
@@ -228,21 +259,13 @@ def refresh(miles: Path, guidance: Path) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`make miles-guidance MILES=path` (python -m build_tools.checking.miles_guidance PATH)."""
-    import os
-
     args = list(sys.argv[1:] if argv is None else argv)
     where = args[0] if args else os.environ.get("MILES", "")
-    miles = Path(where)
-    if not where or not miles.is_dir():
-        print(f"MILES={where}: expected a Miles checkout (a work tree or a git folder), e.g. make miles-guidance "
-              "MILES=../miles", file=sys.stderr)
-        return 2
     try:
-        changed = refresh(miles, Path("docs/data/miles_guidance.yml"))
-    except (subprocess.CalledProcessError, OSError) as error:
-        print(f"MILES={where}: cannot read Miles' advisory.py or monitoring.md there ({error})", file=sys.stderr)
-        return 2
-    print("\n".join(changed) if changed else "docs/data/miles_guidance.yml: unchanged")
+        changed = refresh(checkout_of(where, "miles-guidance"), Path("docs/data/miles_guidance.yml"))
+    except ManualError as error:
+        return refused(error)
+    print(terminal_text("\n".join(changed) if changed else "docs/data/miles_guidance.yml: unchanged"))
     return 0
 
 

@@ -13,6 +13,7 @@
   file name may carry (OSC 52 writes the clipboard, CSI moves the cursor, CR overwrites a line), and with no
   line that a CI runner reads as a command (`::set-env`, `##[`): every output of the command line passes through
   it (cli.py's consoles, build warnings, `manual record`, `manual watch`'s text).
+- `terminal_line`: terminal_text of a line that must stay one (a warning): the data's line breaks written `\\n`.
 - `github_text`: data inside a GitHub workflow command: terminal_text, percent-encoded (`%`, CR, LF) so that it
   stays one line; `workflow_command` builds a whole command (`manual check --format github`, `manual watch`).
 - `json_line`: an object as one JSON line for a stream a terminal shows (`manual watch --format jsonl`): no raw
@@ -160,6 +161,12 @@ def terminal_text(value: Any) -> str:
     with a leading backslash, so that it is shown and not obeyed. The command line's own workflow commands
     (`workflow_command`) are written without it."""
     return _RUNNER_COMMAND.sub(r"\1\\", _controls_removed(value))
+
+
+def terminal_line(value: Any) -> str:
+    """terminal_text of one line that quotes data (a warning naming a file, a summary quoting a value): the data's
+    line breaks written as `\\n` and `\\r`, so that the line stays one and says what the data held."""
+    return terminal_text(str(value).replace("\r", "\\r").replace("\n", "\\n"))
 
 
 # What json.dumps(ensure_ascii=False) leaves raw and a terminal acts on or a reader splits a line at: the C0

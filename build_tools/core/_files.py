@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import contextvars
+import errno
 import gzip
 import io
 import operator
@@ -28,15 +30,96 @@ DOCUMENT_LIMIT = 4 * 1024 * 1024
 # One stream file, after decompression: an hour of 1 Hz telemetry is a few MB; a whole metrics.jsonl of
 # ten thousand steps is tens of MB.
 STREAM_LIMIT = 256 * 1024 * 1024
+# One line of a file followed as it is written (`manual watch`): Miles' longest lines (an argument dump's, a
+# metrics record of a few hundred keys) are a few KB; a line longer than this is skipped, never held whole.
+LINE_LIMIT = 1024 * 1024
 
 
-def check_tree(folder: Path, boundary: Path) -> list[Problem]:
+# --- one way to open an input file ----------------------------------------------------------------------------
+
+# The folder every file read meanwhile must be inside (a run, a bare path given to `manual show`, the folder
+# `manual watch` follows); None: only what open_regular checks of any file.
+_inside: contextvars.ContextVar[tuple[Path, str] | None] = contextvars.ContextVar("inside", default=None)
+
+OUTSIDE = "is a symbolic link to outside {where}; only files inside it are read: copy the file in instead"
+
+
+@contextlib.contextmanager
+def confined(folder: Path, place: str = "the run") -> Iterator[None]:
+    """Every file opened meanwhile through open_regular (every reader's, batch and live) must lie inside folder,
+    links resolved: a link out of it is refused, naming the link, and nothing of what it points to is read.
+    `place`: what folder is, as the refusal names it."""
+    token = _inside.set((Path(os.path.realpath(folder)), place))
+    try:
+        yield
+    finally:
+        _inside.reset(token)
+
+
+def open_regular(path: Path, inside: Path | None = None) -> tuple[int, os.stat_result]:
+    """A file descriptor of path and its fstat, opened for reading only when it is a regular file inside `inside`
+    (or the folder `confined` names): never a FIFO (opened without waiting, so that a pipe with no writer cannot
+    block), a device (/dev/zero), a socket, or a file reached by a link out. Refused: InputProblem naming the path
+    and what it is, never quoting a byte of it. The open file is checked, not only its name: after the open, its
+    kind by fstat and its real path (/proc/self/fd) by containment, so that a file swapped between the check and
+    the open is caught."""
+    where = display_path(path)
+    boundary, place = (Path(os.path.realpath(inside)), "the run") if inside is not None else _inside.get() or (
+        None, "")
+    real = os.path.realpath(path)
+    if boundary is not None and not _within(real, boundary):
+        raise InputProblem(Problem(where, None, None, OUTSIDE.format(where=place)))
+    try:
+        handle = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as error:
+        reason = "a symbolic link loop" if error.errno == errno.ELOOP else error.strerror or type(error).__name__
+        raise InputProblem(Problem(where, None, None, f"cannot be read ({reason})")) from None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputProblem(Problem(where, None, None, f"is a {_kind(info.st_mode)}, not a plain file; only plain "
+                                                          "files are read"))
+        opened = _opened_path(handle)
+        if boundary is not None and opened is not None and not _within(opened, boundary):
+            raise InputProblem(Problem(where, None, None, OUTSIDE.format(where=place)))
+        os.set_blocking(handle, True)
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle, info
+
+
+def refusal(path: Path, inside: Path | None = None) -> Problem | None:
+    """What open_regular says of path (the listing of a run's files names them before any is read), or None."""
+    try:
+        os.close(open_regular(path, inside)[0])
+    except InputProblem as error:
+        return error.problem
+    return None
+
+
+def _within(real: str, boundary: Path) -> bool:
+    return real == str(boundary) or real.startswith(str(boundary).rstrip("/") + "/")
+
+
+def _opened_path(handle: int) -> str | None:
+    """The real path of an open file, as the kernel knows it (Linux); None elsewhere."""
+    try:
+        return os.readlink(f"/proc/self/fd/{handle}")
+    except OSError:
+        return None
+
+
+def check_tree(folder: Path, boundary: Path, place: str = "the project") -> list[Problem]:
     """Every entry under folder that is not a plain file or folder inside boundary, as problems.
 
     Symbolic links are allowed when they resolve to a file or folder inside boundary; links out of it,
-    broken links, link loops, FIFOs, sockets and devices are each a problem naming the path.
+    broken links, link loops, FIFOs, sockets and devices are each a problem naming the path (`place`: what
+    boundary is, in the message of a link out of it).
     """
-    return scan_tree(folder, boundary)[0]
+    problems: list[Problem] = []
+    _Walk(boundary.resolve(), problems, [], links=True, place=place).top(folder)
+    return problems
 
 
 # What scan_tree(links=False) says of a link: a copied tree takes no link, even one to a file beside it.
@@ -99,8 +182,8 @@ class _Input:
 
     def __init__(self, path: Path) -> None:
         self.path, self.name = path, str(path)
-        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
-        self.info = os.fstat(self._file.fileno())
+        handle, self.info = open_regular(path)
+        self._file = open(handle, "rb", buffering=0)  # noqa: SIM115 - closed by close()
         self._hash = content_hash() if _seen is not None else None
         self._read = 0
 
@@ -157,10 +240,12 @@ def read_small(path: Path, most: int) -> bytes | None:
     or another size than when it was opened), which open_input then reads. Opened without waiting, so that a
     FIFO is refused, not waited on; OSError as open_input raises it. Some 20 microseconds a file less than
     open_input's file object: a run has 45 of them."""
-    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode) or info.st_size >= most:
+        handle, info = open_regular(path)
+    except InputProblem:
+        return None  # open_input refuses it, and says why
+    try:
+        if info.st_size >= most:
             return None
         data = os.read(handle, info.st_size + 1)  # one byte more: a file that grew meanwhile is read on
         if len(data) != info.st_size:
@@ -173,7 +258,7 @@ def read_small(path: Path, most: int) -> bytes | None:
 
 
 def open_input(path: Path) -> _Input:
-    """The file opened for reading (never a FIFO or device: callers stat it first), its bytes hashed as read
+    """The file opened for reading (open_regular: never a FIFO, a device or a link out), its bytes hashed as read
     while hashing_reads listens; only a file read to its last byte counts as seen."""
     return _Input(path)
 
@@ -220,8 +305,9 @@ class _Walk:
     `runs`, the files of each folder directly in the top one go to a list of their own there (scan_runs)."""
 
     def __init__(self, boundary: Path, problems: list[Problem], files: list[FileStat], *, links: bool,
-                 runs: dict[str, list[FileStat]] | None = None) -> None:
+                 runs: dict[str, list[FileStat]] | None = None, place: str = "the project") -> None:
         self.boundary, self.problems, self.files, self.links = boundary, problems, files, links
+        self.place = place
         self.runs = runs
         self.seen: set[str] = set()  # real paths, as text: a set of a thousand Paths costs more than the walk
 
@@ -253,7 +339,7 @@ class _Walk:
                 self.problem(path, "is a broken symbolic link")
                 return
             if not target.is_relative_to(self.boundary):
-                self.problem(path, "is a symbolic link to outside the project; copy the file in instead")
+                self.problem(path, f"is a symbolic link to outside {self.place}; copy the file in instead")
                 return
             real, info, linked = str(target), target.stat(), linked or not top
         if stat.S_ISDIR(info.st_mode):
@@ -335,23 +421,24 @@ def read_bytes(path: Path, limit: int = DOCUMENT_LIMIT) -> bytes:
     """The file's bytes, gunzipped when its name ends in .gz; InputProblem when it cannot be what it claims."""
     where = display_path(path)
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise InputProblem(Problem(where, None, None, "is not a plain file"))
-        if info.st_size > limit:
-            raise InputProblem(Problem(where, None, None, f"is {info.st_size:,} bytes, above the limit of "
-                                                          f"{limit:,} bytes for this kind of file"))
-        if path.name.endswith(".gz"):
-            return _gunzip(path, where, limit)
         with open_input(path) as handle:
-            return handle.read()
+            if handle.info.st_size > limit:
+                raise InputProblem(Problem(where, None, None, f"is {handle.info.st_size:,} bytes, above the limit of "
+                                                              f"{limit:,} bytes for this kind of file"))
+            if path.name.endswith(".gz"):
+                return _gunzip(handle, where, limit)
+            data = handle.read(limit + 1)  # one byte more: a file that grew past the limit meanwhile is refused
     except OSError as error:
         raise InputProblem(Problem(where, None, None, f"cannot be read ({error.strerror or error})")) from None
+    if len(data) > limit:
+        raise InputProblem(Problem(where, None, None, f"grew above the limit of {limit:,} bytes for this kind of "
+                                                      "file while it was read"))
+    return data
 
 
-def _gunzip(path: Path, where: str, limit: int) -> bytes:
+def _gunzip(raw: _Input, where: str, limit: int) -> bytes:
     try:
-        with open_input(path) as raw, gzip.GzipFile(fileobj=raw, mode="rb") as handle:
+        with gzip.GzipFile(fileobj=raw, mode="rb") as handle:
             data = handle.read(limit + 1)
     except gzip.BadGzipFile:
         raise InputProblem(Problem(where, None, None, "is not gzip data (the name ends in .gz)")) from None

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
-from build_tools.core._escape import terminal_text
+from build_tools.core._escape import terminal_line, terminal_text
 
 
 def escape(message: str) -> str:
@@ -41,7 +41,7 @@ class Progress:
     def warn(self, message: str) -> None:
         if not self.quiet:
             # A warning quotes the data (a phase name, a path): rich must not read it as markup.
-            self.console.print(f"[yellow]WARNING[/yellow] {escape(message)}", soft_wrap=True)
+            self.console.print(f"[yellow]WARNING[/yellow] {rich_escape(terminal_line(message))}", soft_wrap=True)
 
     def note(self, message: str) -> None:
         if not self.quiet:

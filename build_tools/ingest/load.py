@@ -24,6 +24,7 @@ from build_tools.core._files import (
     FileStat,
     by_name,
     check_tree,
+    confined,
     read_text,
     scan_runs,
 )
@@ -163,7 +164,14 @@ def nothing_read(path: Path, what: str = "record") -> Problem:
 
 
 def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
-    """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded."""
+    """A run folder (with run.yaml), a dashboard dump, or a bare path holding any of the sources, loaded: only the
+    plain files inside it are read (a link out of it, a FIFO or a device is a problem naming it, and nothing of
+    it is read, `_files.open_regular`)."""
+    with confined(path):
+        return _load_path(path, problems)
+
+
+def _load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, list[Path]]]:
     from build_tools.ingest import sources
 
     warnings: list[str] = []
@@ -172,7 +180,7 @@ def load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, l
         found = {"dashboard": [path / "dashboard"]} if (path / "dashboard").is_dir() else {}
         found.update({k: v for k, v in sources.source_files(path).items() if v})
         return run, found
-    found = sources.classify(path, warnings)
+    found = sources.classify(path, warnings, problems)
     lab = path / "lab" if path.is_dir() and (path / "lab").is_dir() else None  # what `manual record` writes
     if not found and lab is None:
         problems.append(Problem(display_path(path), None, None, f"found no Miles output: expected {MILES_OUTPUT}"))
@@ -316,6 +324,9 @@ def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[di
     return doc.value, doc
 
 
+read_run_yaml = _load_run_yaml  # `manual watch` checks a run.yaml it follows by the loader's own rules
+
+
 def _dated_after_commit(config: dict[str, Any], where: str, line_of: Any) -> list[Problem]:
     """A run cannot use a Miles commit from its future: its date is on or after miles.commit_date."""
     date, commit_date = str(config["date"]), str(config["miles"]["commit_date"])
@@ -348,6 +359,9 @@ def _load_meta(path: Path, problems: list[Problem]) -> dict[str, Any]:
         found += schemas_dump.arg_problems(args, where) + schemas_dump.meta_key_problems(args, where)
     problems += found
     return meta if not found else {k: v for k, v in meta.items() if k != "start_ts" or _is_timestamp(v)}
+
+
+read_meta = _load_meta  # `manual watch` checks a meta.json it follows by the loader's own rules
 
 
 def _is_timestamp(value: Any) -> bool:

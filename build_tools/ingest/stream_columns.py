@@ -101,7 +101,7 @@ class _ColumnReader:
         if not path.name.endswith(".gz"):  # most files: a plain file smaller than a batch, read in one call
             try:
                 whole = read_small(path, min(_columnar.BATCH_BYTES, STREAM_LIMIT + 1))
-            except OSError:
+            except (OSError, InputProblem):
                 whole = None  # read again below, and refused there: the record path words why
             if whole is not None:
                 self._read_whole(path, whole)
@@ -385,5 +385,5 @@ def _blocks(path: Path) -> Generator[bytes, None, None]:
                 if plain and len(block) < size:
                     break
                 size = _columnar.BATCH_BYTES
-    except (OSError, EOFError, zlib.error, _ISAL_ERROR):  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, zlib.error, _ISAL_ERROR, InputProblem):  # gzip.BadGzipFile is an OSError
         raise _Unreadable from None

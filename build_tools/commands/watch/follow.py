@@ -3,6 +3,11 @@
 A line is complete only when it ends in a newline (a writer may be mid-append): the piece after the last newline
 waits for the rest. A file that shrank or was replaced (a new inode: rotated, or a restarted job writing afresh)
 is read again once from its start. New files (a new hourly file, a new log) are taken up as they appear.
+
+Every file is opened through `_files.open_regular`: a plain file inside the watched folder, opened without
+waiting; one that is (or turns into) a FIFO, a device or a link out is refused with one line, and the watch goes on.
+Memory is bounded whatever a file holds: a read takes READ_LIMIT bytes at most, and a line longer than
+_files.LINE_LIMIT is skipped as it is read, never held whole.
 """
 
 from __future__ import annotations
@@ -16,21 +21,34 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from build_tools.core._exceptions import InputProblem
+from build_tools.core._files import LINE_LIMIT, open_regular
+
+# What one read takes of a file at most: a file written faster than it is read is read on at once (Chunk.more),
+# and memory stays bounded by this and by one line (_files.LINE_LIMIT), whatever the file holds.
+READ_LIMIT = 8 * 1024 * 1024
+BLOCK = 1024 * 1024
+
 
 @dataclass
 class _Position:
     inode: int
-    offset: int  # the bytes up to here were handed on as complete lines
+    offset: int  # the bytes up to here were handed on as complete lines (or skipped: a line too long)
     restarts: int = 0
+    skipping: bool = False  # inside a line too long to keep: what follows, to its newline, is dropped
 
 
 @dataclass
 class Chunk:
-    """Complete lines newly read from one file; `restarted` when the file was read again from its start."""
+    """Complete lines newly read from one file; `restarted` when the file was read again from its start. A line
+    longer than _files.LINE_LIMIT is None (skipped, never held whole); `more` when there is more to read now;
+    `refused` what the file is instead of a plain file inside the watched folder (then no lines)."""
 
     path: Path
-    lines: list[str]
+    lines: list[str | None]
     restarted: bool = False
+    more: bool = False
+    refused: str | None = None
 
 
 def followed(path: Path) -> bool:
@@ -50,49 +68,99 @@ def followed(path: Path) -> bool:
 class Follower:
     root: Path
     _positions: dict[Path, _Position] = field(default_factory=dict)
+    _refused: dict[Path, str] = field(default_factory=dict)  # said once, until the file is readable again
+
+    def _open(self, path: Path) -> tuple[int, os.stat_result] | Chunk | None:
+        """The file opened (`_files.open_regular`: a plain file inside the watched folder, never waited on), a
+        Chunk saying once what it is instead, or None when it is gone (its successor gets its own event)."""
+        if not os.path.lexists(path):
+            return None
+        try:
+            opened = open_regular(path, self.root)
+        except InputProblem as error:
+            if self._refused.get(path) == error.problem.message:
+                return None
+            self._refused[path] = error.problem.message
+            self._positions.pop(path, None)  # once a plain file again, it is read from its start
+            return Chunk(path, [], refused=error.problem.message)
+        self._refused.pop(path, None)
+        return opened
 
     def read_new(self, path: Path) -> Chunk | None:
-        """The complete lines written to `path` since the last read (None when nothing new)."""
+        """The complete lines written to `path` since the last read (None when nothing new), at most READ_LIMIT
+        bytes of them (then `more`)."""
+        opened = self._open(path)
+        if not isinstance(opened, tuple):
+            return opened
+        handle, status = opened
         try:
-            status = path.stat()
-        except OSError:  # gone between the event and the read (rotated away): its successor gets its own event
-            return None
+            return self._read_lines(path, handle, status)
+        finally:
+            os.close(handle)
+
+    def _read_lines(self, path: Path, handle: int, status: os.stat_result) -> Chunk | None:
         known = self._positions.get(path)
         restarted = False
         if known is None:
             known = self._positions[path] = _Position(status.st_ino, 0)
         elif known.inode != status.st_ino or status.st_size < known.offset:
-            known.inode, known.offset, restarted = status.st_ino, 0, True
+            known.inode, known.offset, known.skipping, restarted = status.st_ino, 0, False, True
             known.restarts += 1
         if status.st_size == known.offset and not restarted:
             return None
-        with path.open("rb") as handle:
-            handle.seek(known.offset)
-            data = handle.read()
-        end = data.rfind(b"\n")
-        if end < 0:
-            return Chunk(path, [], restarted) if restarted else None  # half a line: wait for the rest
-        known.offset += end + 1
-        lines = data[:end].decode("utf-8", errors="replace").split("\n")
-        return Chunk(path, lines, restarted)
+        lines: list[str | None] = []
+        pending = b""  # the start of a line whose newline has not been read yet
+        read = 0
+        while read < READ_LIMIT:
+            block = os.pread(handle, BLOCK, known.offset + len(pending))
+            if not block:
+                break
+            read += len(block)
+            pending += block
+            *complete, pending = pending.split(b"\n")
+            for line in complete:
+                known.offset += len(line) + 1
+                if known.skipping:
+                    known.skipping = False  # the end of a line too long: it was said when it began
+                elif len(line) > LINE_LIMIT:
+                    lines.append(None)
+                else:
+                    lines.append(line.decode("utf-8", errors="replace"))
+            if len(pending) > LINE_LIMIT:  # a line too long to keep, still without its end: dropped as it is read
+                if not known.skipping:
+                    lines.append(None)
+                known.offset += len(pending)
+                known.skipping, pending = True, b""
+        more = read >= READ_LIMIT
+        if not lines and not restarted and not more:
+            return None  # half a line: wait for the rest
+        return Chunk(path, lines, restarted, more)
 
     def whole_file(self, path: Path) -> Chunk | None:
-        """A file read whole (meta.json, run.yaml: written once, not line by line), when it changed."""
-        try:
-            status = path.stat()
-        except OSError:
-            return None
+        """A file read whole (meta.json, run.yaml: written once, not line by line), when it changed: a Chunk
+        without lines (the loader reads it, with its own checks), or one saying what it is instead of a plain
+        file."""
+        opened = self._open(path)
+        if not isinstance(opened, tuple):
+            return opened
+        handle, status = opened
+        os.close(handle)
         known = self._positions.get(path)
         if known is not None and known.inode == status.st_ino and known.offset == status.st_size:
             return None
         self._positions[path] = _Position(status.st_ino, status.st_size)
-        return Chunk(path, [path.read_text(encoding="utf-8", errors="replace")])
+        return Chunk(path, [])
 
     def existing(self) -> Iterator[Path]:
-        """The files already there when the watch starts, in a fixed order (metadata first, then by name)."""
-        found = sorted((p for p in self.root.rglob("*") if p.is_file() and followed(p)),
+        """The files already there when the watch starts, in a fixed order (metadata first, then by name); what is
+        not a plain file is among them, to be refused with a line."""
+        found = sorted((p for p in self.root.rglob("*") if not _is_folder(p) and followed(p)),
                        key=lambda p: (p.name not in ("meta.json", "run.yaml"), str(p)))
         yield from found
+
+
+def _is_folder(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
 
 
 class _Events(FileSystemEventHandler):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from build_tools.checking.contract import Contract
-from build_tools.commands.watch.follow import Follower, Watcher, followed
+from build_tools.commands.watch.follow import Chunk, Follower, Watcher, followed
 from build_tools.commands.watch.judge import Change, Judge
 from build_tools.commands.watch.records import (
     LogArguments,
@@ -22,6 +22,8 @@ from build_tools.commands.watch.records import (
     setup_of_meta,
     setup_of_run_yaml,
 )
+from build_tools.core._exceptions import Problem
+from build_tools.core._files import LINE_LIMIT, confined
 from build_tools.ingest.sources.log import EVENT_PATTERNS
 
 SETUP_FILES = {"meta.json": setup_of_meta, "run.yaml": setup_of_run_yaml}
@@ -93,35 +95,65 @@ class Watch:
             self.on_tick()
 
     def take_any(self, path: Path) -> bool:
-        if path.is_dir():  # a new folder: the files already in it (their own events may have come before it)
-            return any([self.take(child) for child in sorted(path.rglob("*")) if child.is_file() and followed(child)])
+        if path.is_dir() and not path.is_symlink():  # a new folder: the files already in it (their own events
+            # may have come before it)
+            return any([self.take(child) for child in sorted(path.rglob("*"))
+                        if not (child.is_dir() and not child.is_symlink()) and followed(child)])
         return self.take(path)
 
     def take(self, path: Path) -> bool:
         """Read what is new in one file; True when there was something."""
         if path.name in SETUP_FILES:
-            chunk = self.follower.whole_file(path)
-            if chunk is None:
-                return False
-            self.run_name = _name_of(path.name, chunk.lines[0]) or self.run_name
-            setup = SETUP_FILES[path.name](chunk.lines[0])
-            if setup is not None:
-                self._emit(self.judge.set_setup(setup))
-            return True
-        chunk = self.follower.read_new(path)
+            return self._take_setup(path)
+        taken = False
+        while (chunk := self.follower.read_new(path)) is not None:
+            taken = True
+            self._take_lines(chunk)
+            if not chunk.more:
+                break
+        if taken:
+            self.last_data = time.monotonic()
+            self._tick()
+        return taken
+
+    def _take_setup(self, path: Path) -> bool:
+        """meta.json or run.yaml, read and checked by the loader's own rules (its schemas, size and nesting limits,
+        no YAML alias expanded past its bound); a value is used only from a file with no problem."""
+        chunk = self.follower.whole_file(path)
         if chunk is None:
             return False
-        self.last_data = time.monotonic()
+        if chunk.refused is not None:
+            self.warn(f"{path}: {chunk.refused}; not read, the watch goes on")
+            return True
+        problems: list[Problem] = []
+        with confined(self.root):
+            setup = SETUP_FILES[path.name](path, problems)
+        for problem in problems:
+            self.warn(f"{problem}; the setup it gives is not used")
+        if setup is not None and not problems:
+            if setup.get("run_id"):
+                self.run_name = str(setup["run_id"])
+            self._emit(self.judge.set_setup(setup))
+        return True
+
+    def _take_lines(self, chunk: Chunk) -> None:
+        path = chunk.path
+        if chunk.refused is not None:
+            self.warn(f"{path}: {chunk.refused}; not read, the watch goes on")
+            return
         if chunk.restarted:
             self.warn(f"{path}: replaced or cut shorter (a rotated log or a restarted job): read again from its start")
         if path.name == "events.jsonl":
-            self._events(chunk.lines)
-            return True
+            self._events([line for line in chunk.lines if line is not None])
+            return
         is_log = path.suffix != ".jsonl"
         arguments = self._log_arguments.setdefault(path, LogArguments())
         first = 1 if chunk.restarted else self._lines_read.get(path, 0) + 1
         self._lines_read[path] = first - 1 + len(chunk.lines)
         for number, line in enumerate(chunk.lines, start=first):
+            if line is None:
+                self.warn(f"{path}:{number}: longer than {LINE_LIMIT:,} bytes, no record Miles writes; line skipped")
+                continue
             if is_log:
                 message = log_message(line)
                 if (setup := arguments.take(message)) is not None:
@@ -139,8 +171,6 @@ class Watch:
                 if not math.isfinite(value.value):
                     self.warn(f"{value.metric}: {value.value} at {value.step_key} {value.step}, not a finite number "
                               f"({path.name}:{number}; Miles' own gate fails a run on one)")
-        self._tick()
-        return True
 
     def _events(self, lines: list[str]) -> None:
         """lab/events.jsonl: a `job_end` record (`manual record --until-exit` writes one) ends the watch."""
@@ -158,15 +188,3 @@ class Watch:
             if self.fail_on_outside and change.status == "outside":
                 raise Breach(change)
 
-
-def _name_of(file: str, text: str) -> str | None:
-    """The run's own name: meta.json's run_name (Miles'), or run.yaml's run_id."""
-    if file == "meta.json":
-        try:
-            meta = json.loads(text)
-        except ValueError:
-            return None
-        name = meta.get("run_name") if isinstance(meta, dict) else None
-        return str(name) if name else None
-    setup = setup_of_run_yaml(text)
-    return str(setup["run_id"]) if setup and setup.get("run_id") else None

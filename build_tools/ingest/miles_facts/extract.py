@@ -17,11 +17,16 @@ import importlib.abc
 import importlib.machinery
 import io
 import json
-import subprocess
+import os
 import sys
+import traceback
 import types
 from pathlib import Path
 from typing import Any
+
+from build_tools.core._exceptions import ManualError, display_path
+from build_tools.ingest.miles_facts.checkout import checkout_of, python_of, recorded_commit, refused, source_text
+from build_tools.ingest.schemas_dump import is_flag_name
 
 # Imported for real: Miles itself, the standard library, YAML and pydantic (modules Miles imports check their
 # models at import time).
@@ -106,12 +111,22 @@ def flags_of(parser: argparse.ArgumentParser) -> dict[str, dict[str, Any]]:
 
 
 def snapshot_keys(checkout: Path) -> list[str]:
-    """meta.json's args keys: miles/dashboard/args.py _SNAPSHOT_KEYS, read with ast (a literal tuple)."""
-    tree = ast.parse((checkout / "miles" / "dashboard" / "args.py").read_text(encoding="utf-8"))
+    """meta.json's args keys: miles/dashboard/args.py _SNAPSHOT_KEYS, read with ast (a literal tuple of flag names);
+    ManualError naming the file for anything else."""
+    relative = "miles/dashboard/args.py"
+    where = display_path(checkout / relative)
+    tree = python_of(source_text(checkout, relative), where)
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_SNAPSHOT_KEYS" for t in node.targets):
-            return list(ast.literal_eval(node.value))
-    raise SystemExit("miles/dashboard/args.py: no _SNAPSHOT_KEYS")
+            try:
+                keys = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                keys = None
+            if not isinstance(keys, tuple | list) or not all(is_flag_name(key) for key in keys):
+                raise ManualError(f"{where}:{node.lineno}: _SNAPSHOT_KEYS is not a literal tuple of flag names "
+                                  "('wandb_group', ...): this tool reads it without running Miles")
+            return list(keys)
+    raise ManualError(f"{where}: no _SNAPSHOT_KEYS: expected the tuple of args keys Miles' dashboard writes")
 
 
 def read_parser(checkout: Path) -> argparse.ArgumentParser:
@@ -126,15 +141,43 @@ def read_parser(checkout: Path) -> argparse.ArgumentParser:
     return parser
 
 
+# The modules whose code builds the parser (train.py's parse_args): checked as files before they run.
+PARSER_MODULES = ("miles/utils/arguments.py", "miles/backends/fsdp_utils/arguments.py")
+
+
+def _built_parser(checkout: Path) -> argparse.ArgumentParser:
+    """read_parser, whatever Miles' code on this checkout raises (it is the checkout's, not a bug of the tool):
+    one line naming the checkout's file and line where it was raised."""
+    try:
+        return read_parser(checkout)
+    except (Exception, SystemExit) as error:
+        raise ManualError(_raised_where(error, checkout)) from None
+
+
+def _raised_where(error: BaseException, checkout: Path) -> str:
+    if isinstance(error, SyntaxError) and error.filename:
+        return f"{display_path(error.filename)}:{error.lineno or 1}: not Python ({error.msg})"
+    inside = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if os.path.realpath(frame.filename).startswith(os.path.realpath(checkout) + os.sep)]
+    where = f"{display_path(inside[-1].filename)}:{inside[-1].lineno}" if inside else display_path(checkout)
+    what = " ".join(str(error).split())[:200]
+    return f"{where}: Miles' parser could not be built from this checkout ({type(error).__name__}: {what})"
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m build_tools.ingest.miles_facts.extract MILES_CHECKOUT OUTPUT.json", file=sys.stderr)
         return 2
-    checkout, output = Path(argv[0]), Path(argv[1])
-    commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
-                            check=False).stdout.strip() or (checkout / "COMMIT").read_text().strip()
-    flags = flags_of(read_parser(checkout))
-    keys = snapshot_keys(checkout)
+    try:
+        checkout = checkout_of(argv[0], "miles-facts")
+        commit = recorded_commit(checkout)
+        for relative in PARSER_MODULES:  # read and parsed before any of Miles' code runs: each problem one line
+            python_of(source_text(checkout, relative), display_path(checkout / relative))
+        keys = snapshot_keys(checkout)
+        flags = flags_of(_built_parser(checkout))
+    except ManualError as error:
+        return refused(error)
+    output = Path(argv[1])
     data = {
         "about": "Miles' launch flags with --train-backend fsdp (train.py's parser: build_fsdp_parser with "
                  "get_miles_extra_args_provider), and the args keys its dashboard writes to meta.json "

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from build_tools.core._exceptions import Problem, display_path
+from build_tools.core._files import refusal
 from build_tools.core._types import Record, RunData
 from build_tools.ingest import schemas_dump
 from build_tools.ingest.sources import ci_history, events, log, mlflow, tensorboard, wandb
@@ -60,19 +61,38 @@ FILES = {
 SAME_EVENT_WITHIN_S = 60.0
 
 
-def source_files(root: Path, warnings: list[str] | None = None) -> dict[str, list[Path]]:
-    """The files of each source sub-folder of a run folder, in a fixed order."""
+def source_files(root: Path, warnings: list[str] | None = None,
+                 problems: list[Problem] | None = None) -> dict[str, list[Path]]:
+    """The files of each source sub-folder of a run folder, in a fixed order: those `_files.open_regular` opens
+    (each it refuses, a link out of the run, a FIFO, a device, is one of `problems`, never read)."""
     found: dict[str, list[Path]] = {}
     for name, pattern in FILES.items():
         folder = root / name
         if not folder.is_dir():
             continue
-        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        files = readable_files(folder, problems)
         found[name] = [p for p in files if pattern.search(p.name)]
         if warnings is not None:
             warnings += [f"{display_path(p)}: not a file the {name} reader reads; ignored"
                          for p in files if not pattern.search(p.name)]
     return found
+
+
+def readable_files(folder: Path, problems: list[Problem] | None) -> list[Path]:
+    """Every entry under folder but its sub-folders, in order, that open_regular opens; what it refuses (a link out
+    of the folder `_files.confined` names, a FIFO, a device, a broken link) goes to problems, never read."""
+    files, refused = [], []
+    for path in folder.rglob("*"):  # each looked at as the walk finds it: a folder it cannot enter stops it there
+        if path.is_dir() and not path.is_symlink():
+            continue
+        problem = refusal(path)
+        if problem is None and not path.is_dir():
+            files.append(path)
+        elif problem is not None:
+            refused.append((path, problem))
+    if problems is not None:
+        problems += [problem for _, problem in sorted(refused, key=lambda found: found[0])]
+    return sorted(files)
 
 
 def has_dump(root: Path) -> bool:
@@ -84,7 +104,7 @@ def add_streams(run: RunData, problems: list[Problem]) -> None:
     """Read the run folder's other sources into run.streams, checked against what is already there."""
     check_placeholders(run.root / "run.yaml", run.config, problems)
     warn_loose_files(run.root, run.warnings)
-    files = source_files(run.root, run.warnings)
+    files = source_files(run.root, run.warnings, problems)
     if not files:
         return
     founds = [READERS[name](paths, problems, run.warnings) for name, paths in files.items() if paths]
@@ -310,8 +330,9 @@ def _merge_meta(run: RunData, founds: list[Found], problems: list[Problem]) -> N
 # --- a bare path: `manual show PATH`, `make compare RUN=PATH`, `make add-run SRC=PATH` ------------------
 
 
-def classify(path: Path, warnings: list[str]) -> dict[str, list[Path]]:
-    """What a path holds, by source: 'dashboard' maps to the dump folder, every other source to its files."""
+def classify(path: Path, warnings: list[str], problems: list[Problem] | None = None) -> dict[str, list[Path]]:
+    """What a path holds, by source: 'dashboard' maps to the dump folder, every other source to its files (those
+    open_regular opens: each it refuses is one of problems)."""
     if path.is_file():
         kind = _kind_of_file(path)
         if kind is None:
@@ -325,10 +346,11 @@ def classify(path: Path, warnings: list[str]) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
     if (path / "dashboard" / "meta.json").is_file():
         found["dashboard"] = [path / "dashboard"]
-    named = source_files(path, warnings)
+    named = source_files(path, warnings, problems)
     found.update({name: files for name, files in named.items() if files})
     skip = {path / "dashboard", path / "lab", *(path / name for name in FILES)}
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+    refused: list[Problem] = []
+    for file in readable_files(path, refused):
         if any(parent in skip for parent in file.parents) or file.name == "run.yaml":
             continue
         kind = _kind_of_file(file)
@@ -336,6 +358,9 @@ def classify(path: Path, warnings: list[str]) -> dict[str, list[Path]]:
             warnings.append(f"{display_path(file)}: not a file any reader reads; ignored")
         else:
             found.setdefault(kind, []).append(file)
+    if problems is not None:  # those of the source folders' files are source_files' already
+        skipped = tuple(f"{display_path(folder)}/" for folder in skip)
+        problems += [problem for problem in refused if not problem.file.startswith(skipped)]
     return found
 
 

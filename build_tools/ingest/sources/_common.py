@@ -145,15 +145,17 @@ WHAT_IS_READ = {"log": "metrics, Timer, [CPU memory], event or argument line",
                 "mlflow": "value of a key under a known prefix"}
 
 
+# A number as Python, MLflow and a CSV writer print one: ASCII digits only. float() also reads "٠.٥" (Arabic-Indic
+# digits), "０.５" (full-width) and "1_000", which no exporter writes.
+ASCII_NUMBER = re.compile(r"[-+]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|nan|inf|infinity)", re.IGNORECASE)
+
+
 def number_of_text(text: str) -> float | None:
-    """A number printed as text (a CSV cell): nan and inf as written, a number beyond a double as a plain infinity
-    (the schema refuses it); None for what is not a number."""
-    try:
-        number = float(text)
-    except ValueError:
+    """A number printed as text (a CSV cell) in ASCII digits: nan and inf as written, a number beyond a double as a
+    plain infinity (the schema refuses it); None for what is not a number."""
+    if not ASCII_NUMBER.fullmatch(text.strip(" \t\r")):
         return None
-    if "_" in text:  # Python reads 1_000; no exporter writes it
-        return None
+    number = float(text)
     return written(number) if text.strip().lstrip("+-").lower() in ("nan", "inf", "infinity") else number
 
 
