@@ -374,7 +374,8 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         watch.ended = "the first item outside (--fail-on outside)"
     emit = show.emitter(args.format, write)
     if breach is None and watch.steps and watch.ended != "Ctrl-C":  # the job ended: judged whole, as compare does
-        claims, ranges = _end_verdicts(root, args.run)
+        waits = watch.judge.waiting_for_the_end()
+        claims, ranges = _end_verdicts(root, args.run) if waits else ({}, {})
         for change in [*watch.judge.close_ranges(ranges), *watch.judge.close_claims(claims),
                        *watch.judge.close_unread()]:
             emit(change)
@@ -428,7 +429,7 @@ def _end_verdicts(root: Path, run: Path) -> tuple[dict[str, tuple[bool | None | 
             claims |= {ids.get(number, number): ("not_applicable", why) for number, why in skipped.items()}
             _, rows = compare.compare(layout, yours)
     except ManualError as error:
-        _err.print(f"[yellow]WARNING[/yellow] the finished run not judged: {escape(str(error))}")
+        _err.print(f"[yellow]WARNING[/yellow] the finished run not judged: {escape(terminal_line(str(error)))}")
         return {}, {}
     return claims, {row.metric: (row.holds, row.verdict) for row in rows}
 

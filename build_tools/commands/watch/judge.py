@@ -253,6 +253,12 @@ class Judge:
         return [self._replace(Change(**{**change.__dict__, "why": f"the watch ended ({why}) before the job did"}))
                 for change in list(self.status.values()) if change.status == "undecided"]
 
+    def waiting_for_the_end(self) -> bool:
+        """Whether an item waits for the finished run (a whole-run statistic, a claim): only then is it read whole."""
+        return any(change.status == "undecided" and (change.kind == "claim" or self.items[change.item].statistic
+                                                     in ("median", "logged_share"))
+                   for change in self.status.values())
+
     def went_outside(self) -> list[str]:
         """Every item that was outside at any time (the record), ranges then claims."""
         ranges = [item for item, record in self.records.items() if record.outside]
