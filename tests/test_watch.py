@@ -378,3 +378,28 @@ def test_a_line_that_is_no_record_is_warned_of_with_its_line_number(folder: Path
     assert warnings[0].startswith(f"{metrics}:2: Expecting property name enclosed in double quotes")
     assert warnings[1:] == [f"{metrics}:3: expected step_key a text and step a whole number; line skipped"]
     assert sorted(watch.steps) == [("rollout/step", 0), ("rollout/step", 1)]
+
+
+# --- the job's end: Miles' own end records, read as they come ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("file", "line", "said"), [
+    ("job.log", "Job 'raysubmit_abc' succeeded\n", "the job's end, in job.log: Job 'raysubmit_abc' succeeded"),
+    ("lab/events.jsonl", json.dumps({"kind": "job_end", "t0": 2.0, "t1": 2.0,
+                                     "detail": "process 4242 ended (manual record --until-exit)"}) + "\n",
+     "the job's end, in events.jsonl: process 4242 ended (manual record --until-exit)"),
+])
+def test_the_jobs_end_record_ends_the_watch(folder: Path, file: str, line: str, said: str) -> None:
+    """No --until-idle: Ray's job line (a followed log) or the job_end `manual record --until-exit` writes ends the
+    watch by itself, which then judges what waits for the finished run."""
+    append(folder / "metrics.jsonl", record(0, 0.6) + record(1, 0.2))
+    watch = Watch(folder, contract(), lambda change: None, lambda text: None)
+    ready = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(None, ready.set), daemon=True)
+    thread.start()
+    assert ready.wait(GUARD_S)
+    (folder / file).parent.mkdir(exist_ok=True)
+    append(folder / file, line)
+    thread.join(GUARD_S)
+    assert not thread.is_alive() and watch.ended == said
+    assert watch.judge.went_outside() == ["rollout/raw_reward"]  # and the breach at step 1 is in the record
