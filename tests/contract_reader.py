@@ -51,15 +51,11 @@ def records_of(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return merged
 
 
-def text_of(value: Any) -> str:
-    """rules.envelope: true/false, a whole number without '.0', 'not recorded' for null."""
-    if value is None:
-        return "not recorded"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+def equal(value: Any, allowed: Any) -> bool:
+    """rules.envelope: numbers as numbers, true and false only as booleans, text as text."""
+    if isinstance(value, bool) or isinstance(allowed, bool):
+        return value is allowed
+    return bool(value == allowed)
 
 
 def field_of(setup: dict[str, Any], dotted: str) -> Any:
@@ -74,7 +70,8 @@ def field_of(setup: dict[str, Any], dotted: str) -> Any:
 def applies(item: dict[str, Any], setup: dict[str, Any]) -> bool:
     for fact in item["envelope"]:
         value = field_of(setup, fact["field"])
-        if fact["enforced"] and fact["values"] and value is not None and text_of(value) not in fact["values"]:
+        if fact["enforced"] and fact["values"] and value is not None and not any(
+                equal(value, allowed) for allowed in fact["values"]):
             return False
     return True
 

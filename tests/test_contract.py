@@ -36,6 +36,8 @@ def test_every_build_writes_a_contract_its_schema_admits(built_manual: Path) -> 
     about = next(check for check in shares.checks if check.check == "about")
     assert about.parameters["value"] == 2 and about.parameters["unit"] == "s" and about.tolerance == "2 +/- 0.5"
     assert {fact.fact for fact in raw.envelope} >= {"model", "prompts per step", "answers per prompt"}
+    facts = {fact.fact: fact.values for fact in raw.envelope}  # typed: numbers as numbers, booleans as booleans
+    assert (facts["prompts per step"], facts["colocated"], facts["model"]) == ([32], [True], ["Qwen3-0.6B"])
     assert document.claims and all(claim.envelope for claim in document.claims)
     # The document reads back to the same bytes: rebuilds are byte-identical.
     assert contract.dumps(document) == (site / contract.CONTRACT_FILE).read_text()

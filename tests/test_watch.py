@@ -21,7 +21,7 @@ from build_tools.commands.watch.run import Watch
 ROOT = Path(__file__).resolve().parent.parent
 GUARD_S = 30.0  # a failure guard only: a report that never comes fails here, not a latency goal
 ENVELOPE = [EnvelopeFact(fact="model", field="model.name", values=["Qwen3-0.6B"], enforced=True),
-            EnvelopeFact(fact="prompts per step", field="flags.rollout_batch_size", values=["32"], enforced=True)]
+            EnvelopeFact(fact="prompts per step", field="flags.rollout_batch_size", values=[32], enforced=True)]
 BAND = [0.5, 0.9]
 
 
@@ -354,7 +354,7 @@ def test_a_logs_argument_dump_gives_the_setup(tmp_path: Path) -> None:
     """A job with only its log: the argument dump Megatron prints names the answers per prompt (8, not 16)."""
     from conftest import SAMPLES
 
-    wanted = EnvelopeFact(fact="answers per prompt", field="flags.n_samples_per_prompt", values=["16"], enforced=True)
+    wanted = EnvelopeFact(fact="answers per prompt", field="flags.n_samples_per_prompt", values=[16], enforced=True)
     item = range_item("rollout/raw_reward", *BAND, [ENVELOPE[0], wanted], source="Metrics page, Rollout")
     document = contract_of("test", "", "", [item])
     log = (SAMPLES / "sources" / "log" / "job.log").read_text(encoding="utf-8")

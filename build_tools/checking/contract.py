@@ -54,8 +54,9 @@ RULES: dict[str, str] = {
                     "judged when the run has ended.",
     "envelope": "An item applies to a run only if, for every envelope fact with enforced true, the run's value of "
                 "field (dotted, in run.yaml; a dump's meta.json args are the flags, its model the last part of "
-                "hf_checkpoint) written as text is among values, or the run does not record it. Text: true/false "
-                "for booleans, a whole number without '.0', 'not recorded' for null. Otherwise it is not_applicable.",
+                "hf_checkpoint) equals one of values, or the run does not record it (null or absent). Numbers "
+                "compare as numbers (32 equals 32.0), true and false only as booleans, text as text. Otherwise it "
+                "is not_applicable.",
     "claims": "A claim reads whole runs: it is judged when the run has ended, by its checks (each a registered "
               "check with its parameters, tolerance and this edition's margin), on a run inside its envelope.",
     "severity": "error: an item outside fails `manual watch` (exit 7) and a GitHub job; warning: reported only.",
@@ -114,7 +115,8 @@ class _Strict(BaseModel):
 class EnvelopeFact(_Strict):
     fact: Text = Field(description="the fact in words, as `watch` names it")
     field: Text = Field(description="the dotted run.yaml field (a dump's meta.json args give the flags)")
-    values: list[Text] = Field(description="the values the manual's runs have, as text, sorted")
+    values: list[Text | int | Finite | bool | None] = Field(
+        description="the values the manual's runs have, typed (numbers as numbers), sorted; null: not recorded")
     enforced: bool = Field(description="a reader's run with another value is not_applicable")
 
 
@@ -190,8 +192,34 @@ class Contract(_Strict):
 def envelope_of(configs: Sequence[Mapping[str, Any]]) -> list[EnvelopeFact]:
     """The setup facts of the runs an item was measured on: each fact's values across them."""
     return [EnvelopeFact(fact=fact, field=dotted, enforced=enforced,
-                         values=sorted({_text(dotted_field(config, dotted)) for config in configs}))
+                         values=_sorted({_typed_fact(dotted_field(config, dotted)) for config in configs}))
             for fact, dotted, enforced in ENVELOPE_FACTS]
+
+
+def _typed_fact(value: Any) -> Any:
+    """A fact as JSON keeps it: a whole float as its integer (32.0 is 32), other text or numbers as they are."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if value is None or isinstance(value, bool | int | float | str) else str(value)
+
+
+def _sorted(values: set[Any]) -> list[Any]:
+    """Byte-identical across rebuilds: by kind, then value."""
+    return sorted(values, key=lambda value: (type(value).__name__, str(value)))
+
+
+def same_fact(value: Any, values: Sequence[Any]) -> bool:
+    """rules.envelope: numbers compare as numbers (32 equals 32.0), true and false only as booleans, text as text."""
+    for allowed in values:
+        if isinstance(value, bool) or isinstance(allowed, bool):
+            if value is allowed:
+                return True
+        elif isinstance(value, int | float) and isinstance(allowed, int | float):
+            if value == allowed:
+                return True
+        elif value == allowed:
+            return True
+    return False
 
 
 def _text(value: Any) -> str:

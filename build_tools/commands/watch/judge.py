@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from build_tools.checking.contract import ClaimItem, Contract, EnvelopeFact, RangeItem, _text
+from build_tools.checking.contract import ClaimItem, Contract, EnvelopeFact, RangeItem, _text, same_fact
 from build_tools.commands.watch.records import Value
 from build_tools.readers import dotted_field
 
@@ -98,9 +98,9 @@ def outside_envelope(envelope: Sequence[EnvelopeFact], setup: Mapping[str, Any] 
         return None
     for fact in envelope:
         value = dotted_field(setup, fact.field)
-        if not fact.enforced or not fact.values or value is None or _text(value) in fact.values:
+        if not fact.enforced or not fact.values or value is None or same_fact(value, fact.values):
             continue
-        return f"{fact.fact}: yours is {_text(value)}, the manual's runs have {' or '.join(fact.values)}"
+        return f"{fact.fact}: yours is {_text(value)}, the manual's runs have {' or '.join(map(_text, fact.values))}"
     return None
 
 
