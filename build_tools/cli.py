@@ -350,12 +350,10 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         raise ManualError(f"{where}: not a contract this manual reads: "
                           + "; ".join(_validation_lines(error)),
                           "rebuild it with `make`, or name another with --contract") from None
+
     def write(line: str) -> None:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
-
-    live = show.LiveTable(sys.stdout) if args.format == "live" else None
-    emit = show.emitter(args.format, write, live)
 
     def warn(line: str) -> None:  # one line whatever the data holds, escaped for the channel (_escape)
         if args.format == "github":
@@ -363,8 +361,17 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         else:
             _err.print(f"[yellow]WARNING[/yellow] {escape(terminal_line(line))}")
 
-    watch = Watch(args.run, document, emit, warn, fail_on_outside=args.fail_on == "outside")
-    code = 0
+    site = _site_of(where)
+    live = show.LiveView(sys.stdout, site=site) if args.format == "live" else None
+    watch = Watch(args.run, document, show.emitter(args.format, write), warn,
+                  fail_on_outside=args.fail_on == "outside")
+
+    def redraw() -> None:
+        if live is not None:
+            live.update(watch.judge, watch.steps, watch.run_name or args.run.name, watch.last_data)
+
+    watch.on_tick = redraw
+    breach = None
     try:
         if live is not None:
             with live:
@@ -372,17 +379,26 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         else:
             watch.run(until_idle)
     except KeyboardInterrupt:
-        pass
-    except Breach as breach:
-        _err.print(f"outside: {terminal_line(show.words(breach.change))}", markup=False)
-        code = EXIT_OUTSIDE
-    undecided = any(c.kind == "claim" and c.status == "undecided" for c in watch.judge.status.values())
-    if code == 0 and watch.steps and undecided:  # ended: the claims are checked on the run as it is, as compare does
-        for change in watch.judge.close_claims(_claims_checked(root, args.run)):
+        watch.ended = "Ctrl-C"
+    except Breach as found:
+        breach = found
+        watch.ended = "the first item outside (--fail-on outside)"
+    emit = show.emitter(args.format, write)
+    if breach is None and watch.steps and watch.ended != "Ctrl-C":  # the job ended: judged whole, as compare does
+        waits = watch.judge.waiting_for_the_end()
+        claims, ranges = _end_verdicts(root, args.run) if waits else ({}, {})
+        for change in [*watch.judge.close_ranges(ranges), *watch.judge.close_claims(claims),
+                       *watch.judge.close_unread()]:
             emit(change)
-    for line in show.summary_lines(watch.judge.status.values(), len(watch.steps)):
-        _err.print(terminal_line(line), markup=False)  # each line quotes data: it stays one
-    return code
+    else:  # stopped before the job's end: what waits for it says so
+        for change in watch.judge.stopped(watch.ended or "stopped"):
+            emit(change)
+    heading = show.heading_of(watch.judge, watch.steps, watch.run_name or args.run.name, watch.ended)
+    if args.format == "jsonl":
+        write(show.summary_json(watch.judge, heading))
+    for line in show.summary_lines(watch.judge, heading, site):
+        _err.print(terminal_line(line), markup=False, highlight=False)  # each line quotes data: it stays one
+    return EXIT_OUTSIDE if breach is not None or show.outside_now(watch.judge) else 0
 
 
 
@@ -394,8 +410,20 @@ def _validation_lines(error: ValueError) -> list[str]:
     return [str(error)]
 
 
-def _claims_checked(root: Path, run: Path) -> dict[str, tuple[bool | None, str]]:
-    """Figure number -> (holds, detail) of each claim `compare` checks on the run; none when it cannot be read."""
+def _site_of(contract: Path) -> str:
+    """The folder the contract's links are relative to, as a reader opens it (site/ of the last build)."""
+    folder = contract.resolve().parent
+    try:
+        shown = folder.relative_to(Path.cwd())
+    except ValueError:
+        shown = folder
+    return f"{shown}/" if str(shown) != "." else ""
+
+
+def _end_verdicts(root: Path, run: Path) -> tuple[dict[str, tuple[bool | None | str, str]],
+                                                   dict[str, tuple[bool | None, str]]]:
+    """The finished run as `compare` judges it: figure id -> (holds, detail) of each claim it checks, and metric ->
+    (holds, verdict) of each Metrics row; none when the run cannot be read (said as a warning)."""
     from build_tools.commands import compare
     from build_tools.core._exceptions import ManualError
     from build_tools.core._lock import build_lock
@@ -404,9 +432,27 @@ def _claims_checked(root: Path, run: Path) -> dict[str, tuple[bool | None, str]]
         yours = compare.load_reader_run(run)
         layout = Layout(root)
         with build_lock(layout.build, lambda line: _err.print(line, markup=False)):
-            return {claim.number: (claim.holds, claim.detail) for claim in compare.claims_on(layout, yours)}
+            ids = _figure_ids(layout)
+            on_yours = compare.claims_on(layout, yours)
+            claims: dict[str, tuple[bool | None | str, str]] = {
+                ids.get(claim.number, claim.number): (claim.holds, claim.detail) for claim in on_yours}
+            skipped = compare.why_not_on(layout, yours, {claim.number for claim in on_yours})
+            claims |= {ids.get(number, number): ("not_applicable", why) for number, why in skipped.items()}
+            _, rows = compare.compare(layout, yours)
     except ManualError as error:
-        _err.print(f"[yellow]WARNING[/yellow] claims not checked at the end: {escape(str(error))}")
+        _err.print(f"[yellow]WARNING[/yellow] the finished run not judged: {escape(terminal_line(str(error)))}")
+        return {}, {}
+    return claims, {row.metric: (row.holds, row.verdict) for row in rows}
+
+
+def _figure_ids(layout: Layout) -> dict[str, str]:
+    """Figure number -> the chapter's figure id (the contract names a claim by its id)."""
+    from build_tools.checking import blocks as blocks_stage
+    from build_tools.core._exceptions import ChapterError
+
+    try:
+        return {block.number: block.id for block in blocks_stage.read_blocks(layout.docs, layout.figures_src)}
+    except ChapterError:
         return {}
 
 
@@ -588,9 +634,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="live: a table updated in place; jsonl: one JSON object a line per change of an item's "
                             "status; github: a workflow annotation per item outside or not applicable")
     watch.add_argument("--fail-on", choices=("outside",), default=None,
-                       help="outside: end at the first item outside its band, with exit code 7")
+                       help="outside: end at the first item outside its band (exit code 7, as at the end of any "
+                            "watch in which something went outside)")
     watch.add_argument("--until-idle", metavar="SECONDS", default=None,
-                       help="end, with a summary, when SECONDS pass with no new data (default: only Ctrl-C ends it)")
+                       help="end, with a summary, when SECONDS pass with no new data (default: the job's end record "
+                            "or Ctrl-C ends it)")
     watch.add_argument("--contract", type=Path, default=None,
                        help="the contract to watch against (default: site/contract.json of the last build)")
     show = add("show", _cmd_show, "print what the manual reads from a run: sources, setup, steps, phases, events")

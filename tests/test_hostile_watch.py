@@ -52,7 +52,7 @@ class Watched:
 def watch(folder: Path, *options: str, form: str = "jsonl", contract_file: Path | None = None) -> Watched:
     if contract_file is None:
         contract_file = folder.parent / "contract.json"
-        contract_file.write_text(contract().model_dump_json(), encoding="utf-8")
+        contract_file.write_text(contract().model_dump_json(by_alias=True), encoding="utf-8")
     command = [sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(folder), "--format", form,
                "--contract", str(contract_file), *(options or ("--until-idle", "1"))]
     done = subprocess.run([sys.executable, "-c", MEASURED, *command], capture_output=True, text=True,
@@ -96,7 +96,7 @@ def test_a_line_the_watch_cannot_take_is_one_warning_and_the_watch_goes_on(case:
     clean(result)
     assert result.code == 0
     assert result.warnings() == [line.format(job=folder) for line in said]
-    assert result.err.splitlines()[-2] == "Watched 2 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable"
+    assert result.err.splitlines()[-2] == "0 went outside, 1 inside, 0 undecided, 0 not applicable"
 
 
 UNUSED = "; the setup it gives is not used"
@@ -123,7 +123,7 @@ def test_a_setup_file_the_loader_refuses_is_warned_of_and_not_used(case: str, sa
         clean(result)
         assert result.code == 0
         assert result.err.splitlines()[0] == warned
-        assert result.err.splitlines()[-2:] == ["Watched 2 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable",
+        assert result.err.splitlines()[-2:] == ["0 went outside, 1 inside, 0 undecided, 0 not applicable",
                                                 "  rollout/raw_reward: inside at rollout/step 1: 0.7 in 0.5 to 0.9"]
         assert "set-env" not in result.out + result.err and "add-mask" not in result.out + result.err
 
@@ -203,15 +203,15 @@ def test_a_file_that_turns_into_a_fifo_and_back_is_said_once_and_read_again(tmp_
 
 
 def bad_contract(tmp_path: Path, change: str) -> Path:
-    data = json.loads(contract().model_dump_json())
+    data = json.loads(contract().model_dump_json(by_alias=True))
     item = data["ranges"][0]
     if change == "nan band":
-        text = json.dumps(data).replace('"band": [0.5, 0.9]', '"band": [NaN, 0.9]')
+        text = json.dumps(data).replace('"low": 0.5', '"low": NaN')
     elif change == "infinite band":
-        text = json.dumps(data).replace('"band": [0.5, 0.9]', '"band": [0.5, Infinity]')
+        text = json.dumps(data).replace('"high": 0.9', '"high": Infinity')
     else:
         if change == "c1 item":
-            item["item"] = "rollout/raw_reward\u009b31m"
+            item["id"] = "rollout/raw_reward\u009b31m"
         elif change == "newline source":
             item["source"] = "Metrics page\n::add-mask::x"
         elif change == "400-digit decimals":
@@ -222,9 +222,9 @@ def bad_contract(tmp_path: Path, change: str) -> Path:
 
 
 @pytest.mark.parametrize(("change", "field"), [
-    ("nan band", "ranges.0.band.0: Input should be a finite number"),
-    ("infinite band", "ranges.0.band.1: Input should be a finite number"),
-    ("c1 item", "ranges.0.item: holds the unprintable character '\\x9b' at character 19: expected printable text"),
+    ("nan band", "ranges.0.low: Input should be a finite number"),
+    ("infinite band", "ranges.0.high: Input should be a finite number"),
+    ("c1 item", "ranges.0.id: holds the unprintable character '\\x9b' at character 19: expected printable text"),
     ("newline source", "ranges.0.source: holds the unprintable character '\\n' at character 13: expected printable "
                        "text"),
     ("400-digit decimals", "ranges.0.decimals: expected a whole number of decimals from 0 to 17"),
@@ -311,17 +311,20 @@ def test_ctrl_c_ends_a_watch_beside_a_fifo(tmp_path: Path) -> None:
     folder.mkdir()
     os.mkfifo(folder / "meta.json")
     (folder / "metrics.jsonl").write_text(record(0, 0.6), encoding="utf-8")
-    (tmp_path / "c.json").write_text(contract().model_dump_json(), encoding="utf-8")
+    (tmp_path / "c.json").write_text(contract().model_dump_json(by_alias=True), encoding="utf-8")
     watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(folder),
                                 "--format", "jsonl", "--contract", str(tmp_path / "c.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert watcher.stdout is not None
+    assert json.loads(watcher.stdout.readline())["why"] == "no value yet"
     assert json.loads(watcher.stdout.readline())["status"] == "inside"  # past the FIFO: it has read the step
     watcher.send_signal(signal.SIGINT)
     _, err = watcher.communicate(timeout=GUARD_S)
     assert watcher.returncode == 0
     assert err.splitlines() == [f"WARNING {folder}/meta.json: {FIFO}{REFUSED}",
-                                "Watched 1 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable",
+                                "Watched job against the manual's edition test (contract version 2): 1 rollout step "
+                                "(0 to 0); ended: Ctrl-C",
+                                "0 went outside, 1 inside, 0 undecided, 0 not applicable",
                                 "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]
 
 

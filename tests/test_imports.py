@@ -101,3 +101,12 @@ def test_only_the_command_line_reads_arguments() -> None:
                     or isinstance(node, ast.Attribute) and node.attr == "argv"):
                 readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not readers, f"these read the command line, which belongs in cli.py: {', '.join(readers)}"
+
+
+def test_the_checks_read_the_metrics_rows_from_below_the_pages() -> None:
+    """The contract and Miles' guidance are made from the data the Metrics page reads (summarise/metric_rows.py),
+    not from the page's renderer: no module of checking/ imports one of pages/, a later stage."""
+    graph = import_graph()
+    upward = sorted(f"{name} -> {target}" for name, targets in graph.items() if name.startswith("build_tools.checking")
+                    for target in targets if target.startswith("build_tools.pages"))
+    assert not upward, upward

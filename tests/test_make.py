@@ -222,3 +222,23 @@ def test_the_variables_step_checks_every_variable_of_its_goal_and_runs_nothing(
     assert _make.main(["--variables", "bench"], {"RAY": "local", "ALL": "yes"}) == 2
     assert capsys.readouterr().err.splitlines()[0] == ("ERROR ALL='yes' is not 1 or nothing: write ALL=1 to turn it "
                                                        "on, or leave it out")
+
+
+def test_make_watch_takes_the_commands_choices() -> None:
+    """FORMAT, FAIL_ON and UNTIL_IDLE reach `manual watch` as its options, each checked first; without RUN the hint
+    names make watch, not make compare."""
+    from build_tools.commands import _make
+    from build_tools.core._exceptions import ManualError
+
+    env = {"RUN": "job", "FORMAT": "github", "FAIL_ON": "outside", "UNTIL_IDLE": "2.5"}
+    assert _make.arguments("watch", env, ROOT) == ["watch", "--format=github", "--fail-on=outside",
+                                                   "--until-idle=2.5", "--", "job"]
+    assert _make.arguments("watch", {"RUN": "job", "FORMAT": "jsonl"}, ROOT) == ["watch", "--format=jsonl", "--",
+                                                                                "job"]
+    refused = {"FORMAT": "text", "FAIL_ON": "inside", "UNTIL_IDLE": "٣"}  # an Arabic-Indic digit is no ASCII one
+    for name, value in refused.items():
+        with pytest.raises(ManualError, match=name):
+            _make.arguments("watch", {"RUN": "job", name: value}, ROOT)
+    with pytest.raises(ManualError) as missing:
+        _make.arguments("watch", {}, ROOT)
+    assert "make watch RUN=path/to/job" in str(missing.value) and "make compare" not in str(missing.value)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from build_tools.checking.contract import Contract, EnvelopeFact, RangeItem
+from build_tools.checking.contract import Contract, EnvelopeFact, contract_of, range_item
 from build_tools.commands.watch.follow import Follower
 from build_tools.commands.watch.judge import Change
 from build_tools.commands.watch.run import Watch
@@ -21,15 +21,14 @@ from build_tools.commands.watch.run import Watch
 ROOT = Path(__file__).resolve().parent.parent
 GUARD_S = 30.0  # a failure guard only: a report that never comes fails here, not a latency goal
 ENVELOPE = [EnvelopeFact(fact="model", field="model.name", values=["Qwen3-0.6B"], enforced=True),
-            EnvelopeFact(fact="prompts per step", field="flags.rollout_batch_size", values=["32"], enforced=True)]
+            EnvelopeFact(fact="prompts per step", field="flags.rollout_batch_size", values=[32], enforced=True)]
 BAND = [0.5, 0.9]
 
 
 def contract() -> Contract:
     """A contract of one range: the mean reward between 0.5 and 0.9 per step, on Qwen3-0.6B with 32 prompts."""
-    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=BAND, decimals=2,
-                     source="Metrics page, Rollout", envelope=ENVELOPE)
-    return Contract(edition="test", edition_date="2026-10-15", miles_commit="08752a1", ranges=[item], claims=[])
+    item = range_item("rollout/raw_reward", *BAND, ENVELOPE, source="Metrics page, Rollout")
+    return contract_of("test", "2026-10-15", "08752a1", [item])
 
 
 def meta(batch: int = 32) -> str:
@@ -68,7 +67,7 @@ def test_a_value_leaving_its_range_is_reported_as_it_is_written(tmp_path: Path) 
     dump = tmp_path / "dashboard"
     dump.mkdir()
     (dump / "meta.json").write_text(meta())
-    (tmp_path / "contract.json").write_text(contract().model_dump_json())
+    (tmp_path / "contract.json").write_text(contract().model_dump_json(by_alias=True))
     watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(dump),
                                 "--format", "jsonl", "--until-idle", "20",
                                 "--contract", str(tmp_path / "contract.json")],
@@ -78,6 +77,7 @@ def test_a_value_leaving_its_range_is_reported_as_it_is_written(tmp_path: Path) 
     threading.Thread(target=lambda: [lines.put(line) for line in watcher.stdout or []], daemon=True).start()
     assert writer.stdin is not None
     try:
+        assert json.loads(lines.get(timeout=GUARD_S))["why"] == "no value yet"  # before the job's first step
         rewards = [0.6, 0.7, 0.8, 0.95]  # the last leaves the band
         for step, reward in enumerate(rewards):
             writer.stdin.write(record(step, reward))
@@ -100,7 +100,7 @@ def test_a_value_leaving_its_range_is_reported_as_it_is_written(tmp_path: Path) 
 def test_fail_on_outside_exits_7_at_the_first_breach(tmp_path: Path) -> None:
     (tmp_path / "meta.json").write_text(meta())
     (tmp_path / "metrics.jsonl").write_text(record(0, 0.6) + record(1, 0.2) + record(2, 0.6))
-    (tmp_path / "c.json").write_text(contract().model_dump_json())
+    (tmp_path / "c.json").write_text(contract().model_dump_json(by_alias=True))
     done = subprocess.run([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(tmp_path),
                            "--format", "github", "--fail-on", "outside", "--until-idle", "5",
                            "--contract", str(tmp_path / "c.json")], capture_output=True, text=True, timeout=60)
@@ -160,7 +160,7 @@ def test_a_line_written_in_two_pieces_is_waited_for(folder: Path) -> None:
     append(folder / "metrics.jsonl", line[:20])
     append(folder / "metrics.jsonl", line[20:] + record(1, 0.7))
     running.wait_for_step(1)
-    assert [c.status for c in running.finish() if c.kind == "range"] == ["inside"]
+    assert [c.status for c in running.finish() if c.kind == "range" and c.why != "no value yet"] == ["inside"]
     assert steps_judged(running) == [0, 1] and not running.warnings
 
 
@@ -182,7 +182,7 @@ def test_new_hourly_files_are_taken_up_as_they_appear(folder: Path) -> None:
     running.wait_for_step(1)
     append(hourly / "20261015_11.jsonl", record(2, 0.3))
     running.wait_for_step(2)
-    changes = [c for c in running.finish() if c.kind == "range"]
+    changes = [c for c in running.finish() if c.kind == "range" and c.why != "no value yet"]
     assert [(c.status, c.step) for c in changes] == [("inside", 0), ("outside", 2)]
     assert steps_judged(running) == [0, 1, 2]
 
@@ -195,7 +195,7 @@ def test_a_rotated_log_is_followed_without_a_lost_step(folder: Path) -> None:
     os.rename(log, folder / "train.log.1")  # rotated: a new file takes its name
     append(log, log_line(2, 0.7) + log_line(3, 0.95))
     running.wait_for_step(3)
-    changes = [c for c in running.finish() if c.kind == "range"]
+    changes = [c for c in running.finish() if c.kind == "range" and c.why != "no value yet"]
     assert [(c.status, c.step) for c in changes] == [("inside", 0), ("outside", 3)]
     assert steps_judged(running) == [0, 1, 2, 3]
 
@@ -208,8 +208,9 @@ def test_a_restarted_job_is_taken_up(folder: Path) -> None:
     metrics.write_text(record(0, 0.6))  # the job restarted from scratch: the file is written afresh, shorter
     append(metrics, record(1, 0.7))
     running.wait_for_step(1, 0.7)
-    changes = [c for c in running.finish() if c.kind == "range"]
-    assert [(c.status, c.step) for c in changes] == [("inside", 0), ("outside", 1), ("inside", 0)]
+    changes = [c for c in running.finish() if c.kind == "range" and c.why != "no value yet"]
+    # Step 1 written again inside replaces its breach; step 2's, not written again yet, stays in the record.
+    assert [(c.status, c.step) for c in changes] == [("inside", 0), ("outside", 1)]
     assert running.watch.judge.status[("range", "rollout/raw_reward")].value == 0.7
     assert running.warnings == [f"{metrics}: replaced or cut shorter (a rotated log or a restarted job): read again "
                                 "from its start"]
@@ -220,7 +221,7 @@ def test_a_run_with_another_batch_is_not_applicable_naming_it(tmp_path: Path) ->
     (tmp_path / "meta.json").write_text(meta(batch=64))
     (tmp_path / "metrics.jsonl").write_text(record(0, 0.2))
     running = Running(tmp_path)
-    changes = [c for c in running.finish() if c.kind == "range"]
+    changes = [c for c in running.finish() if c.kind == "range" and c.why != "no value yet"]
     assert [(c.status, c.why) for c in changes] == [
         ("not_applicable", "prompts per step: yours is 64, the manual's runs have 32")]
 
@@ -234,61 +235,78 @@ def test_make_watch_passes_run_as_one_path() -> None:
         _make.arguments("watch", {}, ROOT)
 
 
+def finished(run: Path, document: Contract, root: Path) -> Watch:
+    """A watch that has read the whole run, then closed it as the command does when the job ends."""
+    from build_tools.cli import _end_verdicts
+
+    watch = Watch(run, document, lambda change: None, lambda line: None)
+    for path in watch.follower.existing():
+        watch.take(path)
+    watch.judge.start()
+    claims, ranges = _end_verdicts(root, run)
+    watch.judge.close_ranges(ranges)
+    watch.judge.close_claims(claims)
+    watch.judge.close_unread()
+    return watch
+
+
 def test_compare_and_watch_agree_on_every_item_of_a_finished_run(built_manual: Path) -> None:
-    """Over every example run with a dump: each Metrics row `compare` judges, `watch` judges alike (inside at every
-    step, outside at some, or not applicable naming the same fact); a whole-run statistic stays undecided."""
+    """Over every example run with a dump: each Metrics row `compare` judges, `watch` judges alike: the per-step
+    ones value by value as they arrive (inside at every step, outside at some), the first value at its step, the
+    whole-run ones at the end; not applicable naming the same fact. Nothing is left undecided without a reason."""
     from build_tools.checking.contract import read_contract
     from build_tools.commands import compare
     from build_tools.core._layout import Layout
 
     layout = Layout(built_manual)
     document = read_contract(built_manual / "site" / "contract.json")
-    items = {item.item: item for item in document.ranges}
     runs = sorted(path for path in (built_manual / "runs").iterdir() if (path / "dashboard").is_dir())
     assert len(runs) >= 10
-    not_applicable = 0
+    seen: dict[str, int] = {}
     for run in runs:
         _, comparisons = compare.compare(layout, compare.load_reader_run(run))
-        watch = Watch(run, document, lambda change: None, lambda line: None)
-        for path in watch.follower.existing():
-            watch.take(path)
+        watch = finished(run, document, built_manual)
         for row in comparisons:
-            judged = watch.judge.status.get(("range", row.metric))
+            judged = watch.judge.status[("range", row.metric)]
             if row.verdict.startswith("cannot compare"):
-                assert judged is None, (run.name, row.metric)
+                assert judged.status == "undecided" and "never logged" in (judged.why or ""), (run.name, row.metric)
                 continue
-            assert judged is not None, (run.name, row.metric)
             if row.verdict.startswith("not applicable"):
-                not_applicable += 1
                 assert (judged.status, f"not applicable: {judged.why}") == ("not_applicable", row.verdict)
-            elif items[row.metric].per_step:
-                held = row.verdict.startswith(("inside", "as in"))
-                assert held == (not watch.judge.outside.get(row.metric)), (run.name, row.metric, row.verdict)
-            else:
-                assert judged.status == "undecided", (run.name, row.metric)
-    assert not_applicable  # the example runs of another model or answers per prompt are among them
+                seen["not applicable"] = seen.get("not applicable", 0) + 1
+                continue
+            went_outside = bool(watch.judge.records[row.metric].outside)
+            assert row.holds is not None and row.holds == (not went_outside), (run.name, row.metric, row.verdict)
+            seen[f"holds {row.holds}"] = seen.get(f"holds {row.holds}", 0) + 1
+        undecided = [change for change in watch.judge.status.values() if change.status == "undecided"]
+        assert all(change.why and change.why != "no value yet" for change in undecided), run.name
+    # The example runs hold some rows, break others, and some are of another model or answers per prompt.
+    assert set(seen) == {"holds True", "holds False", "not applicable"}, seen
 
 
 def test_at_the_end_the_claims_take_compares_verdicts(built_manual: Path) -> None:
     from build_tools.checking.contract import read_contract
-    from build_tools.cli import _claims_checked
     from build_tools.commands import compare
     from build_tools.core._layout import Layout
 
     run = built_manual / "runs" / "baseline-seed1"
-    watch = Watch(run, read_contract(built_manual / "site" / "contract.json"), lambda change: None, lambda line: None)
-    for path in watch.follower.existing():
-        watch.take(path)
-    watch.judge.start()
-    changes = watch.judge.close_claims(_claims_checked(built_manual, run))
+    document = read_contract(built_manual / "site" / "contract.json")
+    watch = finished(run, document, built_manual)
     checked = compare.claims_on(Layout(built_manual), compare.load_reader_run(run))
-    assert changes and sorted(c.item for c in changes) == sorted(c.number for c in checked if c.holds is not None)
+    ids = {claim.number: claim.id for claim in document.claims}
     closed = {item: change for (kind, item), change in watch.judge.status.items() if kind == "claim"}
     words = {True: "inside", False: "outside", None: "undecided"}
+    assert checked
     for claim in checked:
-        assert (closed[claim.number].status, closed[claim.number].why) == (words[claim.holds], claim.detail)
-    # The claims of another model stay not applicable.
-    assert watch.judge.status[("claim", "2.1")].status == "not_applicable"
+        assert (closed[ids[claim.number]].status, closed[ids[claim.number]].why) == (words[claim.holds], claim.detail)
+    # The claims of another model stay not applicable, naming the fact; one that sets the manual's runs against
+    # one another says it has nothing to judge on one run.
+    assert closed["fig-trainer-state-4b"].status == "not_applicable"
+    assert closed["fig-trainer-state-4b"].why == "model: yours is Qwen3-0.6B, the manual's runs have Qwen3-4B"
+    assert closed["fig-sampling-replay"].status == "not_applicable"
+    assert closed["fig-sampling-replay"].why == ("none of its checks (compare_runs, config_equals) judges one run "
+                                                 "alone: they set the manual's runs against one another, or read a "
+                                                 "table: nothing in it to judge on one run")
 
 
 def test_the_bench_figure_sees_every_step_reported() -> None:
@@ -301,41 +319,44 @@ def test_the_bench_figure_sees_every_step_reported() -> None:
 
 
 def test_a_damaged_contract_is_bad_input_naming_the_field(tmp_path: Path) -> None:
-    data = json.loads(contract().model_dump_json())
-    data["ranges"][0]["band"] = [0.5]
+    data = json.loads(contract().model_dump_json(by_alias=True))
+    data["ranges"][0]["low"] = "half"
     (tmp_path / "c.json").write_text(json.dumps(data))
     done = subprocess.run([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(tmp_path),
                            "--contract", str(tmp_path / "c.json")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"{tmp_path / 'c.json'}: not a contract this manual reads: ranges.0.band: List should have at least 2 " \
-           "items after validation, not 1" in " ".join(done.stderr.split())
+    assert f"{tmp_path / 'c.json'}: not a contract this manual reads: ranges.0.low: Input should be a valid number " \
+           "hint: rebuild it" in " ".join(done.stderr.split())
 
 
 def test_ctrl_c_ends_the_watch_with_a_summary(folder: Path) -> None:
     import signal
 
     (folder / "metrics.jsonl").write_text(record(0, 0.6))
-    (folder / "c.json").write_text(contract().model_dump_json())
+    (folder / "c.json").write_text(contract().model_dump_json(by_alias=True))
     watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(folder),
                                 "--format", "jsonl", "--contract", str(folder / "c.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert watcher.stdout is not None
+    assert json.loads(watcher.stdout.readline())["why"] == "no value yet"
     assert json.loads(watcher.stdout.readline())["status"] == "inside"  # it has read the step
     watcher.send_signal(signal.SIGINT)
-    _, err = watcher.communicate(timeout=GUARD_S)
+    out, err = watcher.communicate(timeout=GUARD_S)
     assert watcher.returncode == 0 and "Traceback" not in err
-    assert err.splitlines()[:2] == ["Watched 1 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable",
-                                    "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]
+    assert err.splitlines()[:3] == [
+        "Watched r against the manual's edition test (contract version 2): 1 rollout step (0 to 0); ended: Ctrl-C",
+        "0 went outside, 1 inside, 0 undecided, 0 not applicable",
+        "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]
+    assert json.loads(out.splitlines()[-1])["went_outside"] == []
 
 
 def test_a_logs_argument_dump_gives_the_setup(tmp_path: Path) -> None:
     """A job with only its log: the argument dump Megatron prints names the answers per prompt (8, not 16)."""
     from conftest import SAMPLES
 
-    wanted = EnvelopeFact(fact="answers per prompt", field="flags.n_samples_per_prompt", values=["16"], enforced=True)
-    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=BAND, decimals=2,
-                     source="Metrics page, Rollout", envelope=[ENVELOPE[0], wanted])
-    document = Contract(edition="test", edition_date="", miles_commit="", ranges=[item], claims=[])
+    wanted = EnvelopeFact(fact="answers per prompt", field="flags.n_samples_per_prompt", values=[16], enforced=True)
+    item = range_item("rollout/raw_reward", *BAND, [ENVELOPE[0], wanted], source="Metrics page, Rollout")
+    document = contract_of("test", "", "", [item])
     log = (SAMPLES / "sources" / "log" / "job.log").read_text(encoding="utf-8")
     watch = Watch(tmp_path, document, lambda change: None, lambda line: None)
     (tmp_path / "job.log").write_text(log, encoding="utf-8")
@@ -357,3 +378,28 @@ def test_a_line_that_is_no_record_is_warned_of_with_its_line_number(folder: Path
     assert warnings[0].startswith(f"{metrics}:2: Expecting property name enclosed in double quotes")
     assert warnings[1:] == [f"{metrics}:3: expected step_key a text and step a whole number; line skipped"]
     assert sorted(watch.steps) == [("rollout/step", 0), ("rollout/step", 1)]
+
+
+# --- the job's end: Miles' own end records, read as they come ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("file", "line", "said"), [
+    ("job.log", "Job 'raysubmit_abc' succeeded\n", "the job's end, in job.log: Job 'raysubmit_abc' succeeded"),
+    ("lab/events.jsonl", json.dumps({"kind": "job_end", "t0": 2.0, "t1": 2.0,
+                                     "detail": "process 4242 ended (manual record --until-exit)"}) + "\n",
+     "the job's end, in events.jsonl: process 4242 ended (manual record --until-exit)"),
+])
+def test_the_jobs_end_record_ends_the_watch(folder: Path, file: str, line: str, said: str) -> None:
+    """No --until-idle: Ray's job line (a followed log) or the job_end `manual record --until-exit` writes ends the
+    watch by itself, which then judges what waits for the finished run."""
+    append(folder / "metrics.jsonl", record(0, 0.6) + record(1, 0.2))
+    watch = Watch(folder, contract(), lambda change: None, lambda text: None)
+    ready = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(None, ready.set), daemon=True)
+    thread.start()
+    assert ready.wait(GUARD_S)
+    (folder / file).parent.mkdir(exist_ok=True)
+    append(folder / file, line)
+    thread.join(GUARD_S)
+    assert not thread.is_alive() and watch.ended == said
+    assert watch.judge.went_outside() == ["rollout/raw_reward"]  # and the breach at step 1 is in the record

@@ -51,7 +51,7 @@ from build_tools.commands.watch.run import Watch
 def write(line):
     sys.stdout.write(line + "\\n")
     sys.stdout.flush()
-watch = Watch(Path(sys.argv[1]), read_contract(Path(sys.argv[2])), show.emitter("jsonl", write, None),
+watch = Watch(Path(sys.argv[1]), read_contract(Path(sys.argv[2])), show.emitter("jsonl", write),
               lambda line: sys.stderr.write(line + "\\n"))
 watch.run(None, lambda: write("CAUGHT_UP"))
 """.replace("CAUGHT_UP", CAUGHT_UP)

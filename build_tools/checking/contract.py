@@ -3,29 +3,67 @@ versioned JSON document (site/contract.json) with a published JSON Schema (site/
 
 The schema is generated from the pydantic model below, and validation is the model: the build writes the
 document only through `Contract.model_validate`, so a document that does not fit its schema is never written.
-`manual watch` and `manual compare` evaluate it; any tool can read it.
+`manual watch` and `manual compare` evaluate it, and so can any tool: RULES, written into every document, says
+how each item is judged, in words a tool can follow without this code (tests/commands/contract_reader.py does).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from build_tools.core._types import ClaimVerdict, FigureBlock, Stamp
+from build_tools.checking.miles_guidance import Rule
+from build_tools.core._types import ClaimVerdict, FigureBlock, RunSummary, Stamp
 from build_tools.ingest.schemas_dump import value_problem_of_arg
-from build_tools.pages import metrics_table
 from build_tools.readers import dotted_field
+from build_tools.summarise import metric_rows
+from build_tools.summarise.summary import is_time
 
 FORMAT: Literal["miles-manual-contract"] = "miles-manual-contract"
-VERSION: Literal[1] = 1
+VERSION: Literal[2] = 2
 CONTRACT_FILE = "contract.json"
 SCHEMA_FILE = "contract.schema.json"
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# The schema's own name: stable across editions and hosts (the site's address is not known when it is built).
+SCHEMA_ID = f"https://miles-manual.invalid/contract/v{VERSION}/{SCHEMA_FILE}"
+METRICS_LINK = "06-metrics.html"  # pages' METRICS_PAGE as the site serves it (core/_layout.py)
+
+# How each item is judged, written into every document: what another tool implements to get the same verdicts.
+RULES: dict[str, str] = {
+    "bounds": "An item holds when its statistic v satisfies low <= v <= high: both bounds included, compared as the "
+              "JSON numbers written, with no rounding (a range's bounds are already the page's shown range widened "
+              "by half a unit of its last shown digit: what rounds to the shown range is inside).",
+    "each_step": "Every value of the metric, at every step of step_key, is judged on its own as it arrives; the item "
+                 "is outside from the first value outside, and stays so in the record (the steps outside are "
+                 "counted). A value that is not a finite number (NaN, an infinity) is outside.",
+    "first_value": "The value at the run's first step of step_key (the least step number that logs the metric); "
+                   "judged as soon as that step is in.",
+    "median": "The median of the metric's values over the run's steps of step_key (the mean of the two middle "
+              "values for an even count); for a time (unit s), steps a heat-guard pause touched are left out. "
+              "expected is the manual's median; low and high the middle half (25th to 75th percentile, linear) of "
+              "the manual's run's steps. Judged when the run has ended.",
+    "logged_share": "The share of the run's steps of step_key at which the metric is logged (present / steps); "
+                    "judged when the run has ended.",
+    "envelope": "An item applies to a run only if, for every envelope fact with enforced true, the run's value of "
+                "field (dotted, in run.yaml; a dump's meta.json args are the flags, its model the last part of "
+                "hf_checkpoint) equals one of values, or the run does not record it (null or absent). Numbers "
+                "compare as numbers (32 equals 32.0), true and false only as booleans, text as text. Otherwise it "
+                "is not_applicable.",
+    "claims": "A claim reads whole runs: it is judged when the run has ended, by its checks (each a registered "
+              "check with its parameters, tolerance and this edition's margin), on a run inside its envelope.",
+    "severity": "error: an item outside fails `manual watch` (exit 7) and a GitHub job; warning: reported only.",
+    "version": "version changes when a field is removed or renamed, a field's meaning or a rule here changes, or "
+               "a statistic is added; editions with the same version read alike. New optional fields do not "
+               "change it.",
+}
 
 # The setup a range or claim was measured on: (fact, run.yaml field, enforced). An enforced fact that differs
 # in a reader's run makes the item not_applicable; the others are recorded so a reader can see them.
@@ -40,6 +78,11 @@ ENVELOPE_FACTS: tuple[tuple[str, str, bool], ...] = (
     ("Miles commit", "miles.commit", False),
 )
 
+# The Metrics page's statistics as the contract judges them (metrics.yml's `stat` -> the contract's statistic).
+STATISTICS: dict[str, str] = {"range": "each_step", "all_zero": "each_step", "first_step": "first_value",
+                              "median": "median", "median_head": "median", "every_step": "logged_share"}
+Statistic = Literal["each_step", "first_value", "median", "logged_share"]
+
 
 def _printable(value: str) -> str:
     """A contract's text is shown by `watch` and `compare` on a terminal and in a CI log: the loader's rule for a
@@ -50,7 +93,7 @@ def _printable(value: str) -> str:
 
 
 def _decimals(value: int) -> int:
-    """The rounding a band compares at: what a double holds (round() of a 400-digit count is an OverflowError)."""
+    """The rounding a value is shown at: what a double holds (round() of a 400-digit count is an OverflowError)."""
     if not 0 <= value <= MOST_DECIMALS:
         raise PydanticCustomError("decimals", "expected a whole number of decimals from 0 to {most}",
                                   {"most": MOST_DECIMALS})
@@ -65,44 +108,80 @@ Decimals = Annotated[int, AfterValidator(_decimals)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: values typed as the schema says ("0.5" is no number)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 class EnvelopeFact(_Strict):
     fact: Text = Field(description="the fact in words, as `watch` names it")
     field: Text = Field(description="the dotted run.yaml field (a dump's meta.json args give the flags)")
-    values: list[Text] = Field(description="the values the manual's runs have, as text, sorted")
+    values: list[Text | int | Finite | bool | None] = Field(
+        description="the values the manual's runs have, typed (numbers as numbers), sorted; null: not recorded")
     enforced: bool = Field(description="a reader's run with another value is not_applicable")
 
 
+class Guidance(_Strict):
+    """The line Miles' own guidance draws for the metric (docs/data/miles_guidance.yml)."""
+
+    direction: Literal["below", "above"] = Field(description="the healthy side of threshold")
+    threshold: Finite
+    quote: Text = Field(description="Miles' words")
+    source: Text = Field(description="the Miles file, at commit")
+
+
 class RangeItem(_Strict):
-    item: Text = Field(description="the metric, e.g. rollout/raw_reward")
+    id: Text = Field(description="stable: the metric key")
     kind: Literal["range"] = "range"
-    stat: Text = Field(description="the Metrics page's statistic: range, all_zero, median, ...")
-    per_step: bool = Field(description="judged at every step (a band); else only over a whole run")
-    band: list[Finite] | None = Field(None, min_length=2, max_length=2, description="[low, high], per-step")
-    decimals: Decimals = Field(description="values and band compare at this rounding, as the page shows them")
+    metric: Text = Field(description="the metric key as Miles logs it, e.g. rollout/raw_reward")
+    title: Text = Field(description="what it is, in the Metrics page's words")
+    unit: Text = Field(description="s, tokens, share (0 to 1), or '' for a plain number")
+    statistic: Statistic = Field(description="what of the run is judged: rules.each_step, first_value, ...")
+    step_key: Literal["rollout/step", "train/step", "eval/step"]
+    low: Finite = Field(description="the least value that holds (included)")
+    high: Finite = Field(description="the greatest value that holds (included)")
+    expected: Finite | None = Field(default=None,
+                                    description="the manual's own value, where the band is around one")
+    decimals: Decimals = Field(description="the page writes values at this rounding (display only)")
+    severity: Literal["error", "warning"]
     source: Text = Field(description="the page and table it comes from")
+    link: Text = Field(description="the table on the site, relative to contract.json")
+    guidance: Guidance | None = None
     envelope: list[EnvelopeFact]
 
 
+class ClaimCheck(_Strict):
+    check: Text = Field(description="the registered check (CONTRIBUTING.md lists each with its parameters)")
+    says: Text = Field(description="the part of the caption it proves")
+    parameters: dict[str, Any] = Field(description="its parameters as the chapter writes them, typed")
+    tolerance: Text | None = Field(default=None,
+                                   description="what holds, with its tolerance, in words (this edition)")
+    edge: Finite | None = Field(default=None, description="the value at which it fails, on the manual's runs")
+    headroom: Finite | None = Field(default=None, description="how far the manual's value is from edge, in unit")
+    unit: Text | None = None
+
+
 class ClaimItem(_Strict):
-    item: Text = Field(description="the figure number, e.g. 1.3")
+    id: Text = Field(description="stable: the chapter's figure id, e.g. fig-step-shares")
     kind: Literal["claim"] = "claim"
+    number: Text = Field(description="the figure's number in this edition, e.g. 1.2 (moves when figures move)")
     says: Text = Field(description="the caption, verbatim")
     source: Text = Field(description="the chapter file and figure")
-    checks: list[Text] = Field(description="the checks that prove it, by registered name")
-    headroom: Finite | None = Field(None, description="the closest check's headroom in this edition")
-    fraction: Finite | None = Field(None, description="that headroom over the tolerance's half-width")
+    link: Text = Field(description="the figure on the site, relative to contract.json")
+    severity: Literal["error", "warning"]
+    checks: list[ClaimCheck]
+    headroom: Finite | None = Field(default=None, description="the closest check's headroom in this edition")
+    fraction: Finite | None = Field(default=None, description="that headroom over the tolerance's half-width")
     envelope: list[EnvelopeFact]
 
 
 class Contract(_Strict):
-    format: Literal["miles-manual-contract"] = FORMAT
-    version: Literal[1] = VERSION
+    schema_: Text = Field(default=SCHEMA_ID, alias="$schema", description="the JSON Schema this document fits")
+    format: Literal["miles-manual-contract"]
+    version: Literal[2] = Field(description="rules.version says when it changes")
     edition: Text
     edition_date: Text
     miles_commit: Text
+    rules: dict[str, Text] = Field(description="how every item is judged, in words")
     ranges: list[RangeItem]
     claims: list[ClaimItem]
 
@@ -113,8 +192,34 @@ class Contract(_Strict):
 def envelope_of(configs: Sequence[Mapping[str, Any]]) -> list[EnvelopeFact]:
     """The setup facts of the runs an item was measured on: each fact's values across them."""
     return [EnvelopeFact(fact=fact, field=dotted, enforced=enforced,
-                         values=sorted({_text(dotted_field(config, dotted)) for config in configs}))
+                         values=_sorted({_typed_fact(dotted_field(config, dotted)) for config in configs}))
             for fact, dotted, enforced in ENVELOPE_FACTS]
+
+
+def _typed_fact(value: Any) -> Any:
+    """A fact as JSON keeps it: a whole float as its integer (32.0 is 32), other text or numbers as they are."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if value is None or isinstance(value, bool | int | float | str) else str(value)
+
+
+def _sorted(values: set[Any]) -> list[Any]:
+    """Byte-identical across rebuilds: by kind, then value."""
+    return sorted(values, key=lambda value: (type(value).__name__, str(value)))
+
+
+def same_fact(value: Any, values: Sequence[Any]) -> bool:
+    """rules.envelope: numbers compare as numbers (32 equals 32.0), true and false only as booleans, text as text."""
+    for allowed in values:
+        if isinstance(value, bool) or isinstance(allowed, bool):
+            if value is allowed:
+                return True
+        elif isinstance(value, int | float) and isinstance(allowed, int | float):
+            if value == allowed:
+                return True
+        elif value == allowed:
+            return True
+    return False
 
 
 def _text(value: Any) -> str:
@@ -128,49 +233,103 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-PER_STEP_STATS = ("range", "all_zero")
+def unit_of(metric: str) -> str:
+    """A metric's unit: a time in seconds, an answer length in tokens, a share from 0 to 1, else a plain number."""
+    if is_time(metric):
+        return "s"
+    if metric.endswith(("_lengths", "_len", "_tokens")):
+        return "tokens"
+    if metric.endswith(("truncated", "clipfrac", "_share", "_frac")):
+        return "share (0 to 1)"
+    return ""
 
 
-def range_items(spec: Mapping[str, Any], runs: Mapping[str, metrics_table.Run]) -> list[RangeItem]:
-    """One item per valued row of the Metrics page: its band (per-step stats) over the rows' runs."""
-    sets = spec.get("run_sets") or {}
+def step_key_of(metric: str) -> str:
+    from build_tools.ingest.sources._common import STEP_KEY_OF_PREFIX
+
+    return STEP_KEY_OF_PREFIX.get(metric.split("/", 1)[0], "rollout/step")
+
+
+def shown_bounds(low: float, high: float, decimals: int) -> tuple[float, float]:
+    """The exact bounds of a range the page shows at `decimals`: what rounds to it (half a unit either side)."""
+    half = Decimal(5).scaleb(-decimals - 1)
+    shown_low, shown_high = (Decimal(f"{value:.{decimals}f}") for value in (low, high))
+    return float(shown_low - half), float(shown_high + half)
+
+
+def _anchor(title: str) -> str:
+    """A heading's id as the site's table of contents makes it (lower case, words joined by '-')."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def range_items(spec: Mapping[str, Any], runs: Mapping[str, metric_rows.Run],
+                rules: Sequence[Rule] = ()) -> list[RangeItem]:
+    """One item per valued row of the Metrics page, each with a band: per-step rows over the rows' runs, whole-run
+    statistics around the manual's own value."""
+    guidance = {rule.metric: rule for rule in rules}
     items = []
-    for table in spec["tables"]:
-        if not table.get("column"):
+    for table, row in metric_rows.valued_rows(spec):
+        ours = metric_rows.runs_of_row(spec, row, runs)
+        metric = str(row["metric"])
+        logging = [run for run in ours if _logs(run, metric)]
+        if not logging:
             continue
-        for row in table.get("rows") or []:
-            ours = metrics_table.select(runs, sets.get(row.get("runs")) or {})
-            metric = str(row["metric"])
-            facts = [metrics_table.facts_of(run, metric, heat_rule=True) for run in ours if _logs(run, metric)]
-            if not facts:
-                continue
-            stat = str(row.get("stat"))
-            band = None
-            if stat == "all_zero":  # as `compare` judges it: every value 0
-                band = [0.0, 0.0]
-            elif stat in PER_STEP_STATS:
-                lows = [f.low for f in facts if f.low is not None]
-                highs = [f.high for f in facts if f.high is not None]
-                if lows and highs and math.isfinite(min(lows)) and math.isfinite(max(highs)):
-                    band = [float(min(lows)), float(max(highs))]
-            items.append(RangeItem(item=metric, stat=stat, per_step=band is not None, band=band,
-                                   decimals=int(row.get("decimals", 2)),
-                                   source=f"Metrics page, {table.get('title')}",
-                                   envelope=envelope_of([run.config for run in ours])))
+        band = _band(str(row.get("stat")), row, logging)
+        if band is None:
+            continue
+        low, high, expected = band
+        rule = guidance.get(metric)
+        items.append(RangeItem(
+            id=metric, metric=metric, title=" ".join(str(row.get("meaning", "")).split()), unit=unit_of(metric),
+            statistic=STATISTICS[str(row.get("stat"))], step_key=step_key_of(metric),  # type: ignore[arg-type]
+            low=low, high=high, expected=expected, decimals=int(row.get("decimals", 2)), severity="error",
+            source=f"Metrics page, {table.get('title')}", link=f"{METRICS_LINK}#{_anchor(str(table.get('title')))}",
+            guidance=Guidance(direction=rule.direction, threshold=rule.threshold, quote=rule.quote,  # type: ignore[arg-type]
+                              source=rule.cited()) if rule else None,
+            envelope=envelope_of([run.config for run in ours])))
     return items
 
 
-def _logs(run: metrics_table.Run, metric: str) -> bool:
+def _band(stat: str, row: Mapping[str, Any], runs: list[metric_rows.Run]) -> tuple[float, float, float | None] | None:
+    """(low, high, expected) of a row's statistic over the manual's runs; None where they give no number."""
+    metric, decimals = str(row["metric"]), int(row.get("decimals", 2))
+    if stat == "all_zero":  # as the page says it: every value 0
+        return 0.0, 0.0, 0.0
+    if stat == "first_step":  # a healthy run starts at 0 (the page's words): nothing else is expected
+        return 0.0, 0.0, 0.0
+    if stat == "every_step":
+        return 1.0, 1.0, 1.0
+    if stat == "range":
+        facts = [metric_rows.facts_of(run, metric, heat_rule=True) for run in runs]
+        lows = [f.low for f in facts if f.low is not None]
+        highs = [f.high for f in facts if f.high is not None]
+        if not lows or not highs or not math.isfinite(min(lows)) or not math.isfinite(max(highs)):
+            return None
+        low, high = shown_bounds(min(lows), max(highs), decimals)
+        return low, high, None
+    if stat in ("median", "median_head"):
+        values = metric_rows.row_values([run for run in runs if isinstance(run, RunSummary)], row)
+        if values.empty:
+            return None
+        return float(values.quantile(0.25)), float(values.quantile(0.75)), float(values.median())
+    return None
+
+
+def _logs(run: metric_rows.Run, metric: str) -> bool:
     try:
-        facts = metrics_table.facts_of(run, metric, heat_rule=True)
+        facts = metric_rows.facts_of(run, metric, heat_rule=True)
     except RuntimeError:
         return False
     return facts.present > 0
 
 
+# Parameters of a check that say where it sits in the caption, not what it measures.
+_PLACE = ("check", "says", "binds")
+
+
 def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
                 configs: Mapping[str, Mapping[str, Any]]) -> list[ClaimItem]:
-    """One item per figure with a claim: its checks, this edition's closest headroom, its runs' envelope."""
+    """One item per figure with a claim: its checks with their parameters, this edition's margins, its envelope."""
     from build_tools.checking.checks._margin import worst
 
     by_block = {verdict.block.id: verdict for verdict in verdicts}
@@ -179,34 +338,82 @@ def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
         if not block.checks:
             continue
         verdict = by_block.get(block.id)
-        closest = worst(check.margin for check in verdict.checks) if verdict else None
-        items.append(ClaimItem(item=block.number, says=block.claim, source=f"{block.chapter_file}, fig {block.number}",
-                               checks=[str(check["check"]) for check in block.checks],
-                               headroom=_finite(closest.headroom) if closest else None,
-                               fraction=_finite(closest.fraction) if closest else None,
-                               envelope=envelope_of([configs[run] for run in block.runs if run in configs])))
+        results = list(verdict.checks) if verdict else []
+        closest = worst(check.margin for check in results) if verdict else None
+        checks = []
+        for index, check in enumerate(block.checks):
+            result = results[index] if index < len(results) else None
+            margin = result.margin if result is not None else None
+            checks.append(ClaimCheck(
+                check=str(check["check"]), says=str(check.get("says", "")),
+                parameters=_typed({key: value for key, value in check.items() if key not in _PLACE}),
+                tolerance=result.expected if result is not None else None,
+                edge=_finite(margin.edge) if margin else None, headroom=_finite(margin.headroom) if margin else None,
+                unit=(margin.unit or None) if margin else None))
+        items.append(ClaimItem(
+            id=block.id, number=block.number, says=block.claim, source=f"{block.chapter_file}, fig {block.number}",
+            link=f"{Path(block.chapter_file).stem}.html#{block.id}", severity="error", checks=checks,
+            headroom=_finite(closest.headroom) if closest else None,
+            fraction=_finite(closest.fraction) if closest else None,
+            envelope=envelope_of([configs[run] for run in block.runs if run in configs])))
     return items
+
+
+def _typed(value: Any) -> Any:
+    """A chapter's parameter as JSON keeps it: numbers as numbers, a date as its ISO text."""
+    if isinstance(value, Mapping):
+        return {str(key): _typed(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_typed(item) for item in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
 
 
 def _finite(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def build_contract(stamp: Stamp, spec: Mapping[str, Any], runs: Mapping[str, metrics_table.Run],
-                   blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict]) -> Contract:
+def build_contract(stamp: Stamp, spec: Mapping[str, Any], runs: Mapping[str, metric_rows.Run],
+                   blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
+                   rules: Sequence[Rule] = ()) -> Contract:
     configs = {run_id: run.config for run_id, run in runs.items()}
-    document = {"edition": stamp.edition, "edition_date": stamp.date, "miles_commit": stamp.commit,
-                "ranges": range_items(spec, runs), "claims": claim_items(blocks, verdicts, configs)}
-    return Contract.model_validate(document)  # validation is the model: the schema is generated from it
+    # validation is the model: the schema is generated from it
+    return contract_of(stamp.edition, stamp.date, stamp.commit, range_items(spec, runs, rules),
+                       claim_items(blocks, verdicts, configs))
+
+
+def contract_of(edition: str, edition_date: str, miles_commit: str, ranges: Sequence[RangeItem],
+                claims: Sequence[ClaimItem] = ()) -> Contract:
+    """A contract of these items, with this version's format, rules and schema (the build's, a test's, a bench's)."""
+    return Contract.model_validate({"$schema": SCHEMA_ID, "format": FORMAT, "version": VERSION, "edition": edition,
+                                    "edition_date": edition_date, "miles_commit": miles_commit, "rules": RULES,
+                                    "ranges": list(ranges), "claims": list(claims)})
+
+
+def range_item(metric: str, low: float, high: float, envelope: Sequence[EnvelopeFact] = (), *,
+               title: str = "", source: str = "", statistic: Statistic = "each_step") -> RangeItem:
+    """One range item, its other fields from the metric (a test's or a bench's contract)."""
+    return RangeItem(id=metric, metric=metric, title=title, unit=unit_of(metric), statistic=statistic,
+                     step_key=step_key_of(metric), low=low, high=high, decimals=2,  # type: ignore[arg-type]
+                     severity="error", source=source, link=METRICS_LINK, envelope=list(envelope))
 
 
 def dumps(model: BaseModel) -> str:
     """Byte-identical across rebuilds: sorted keys, fixed indentation, a final newline."""
-    return json.dumps(model.model_dump(mode="json"), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(model.model_dump(mode="json", by_alias=True), indent=1, sort_keys=True,
+                      ensure_ascii=False) + "\n"
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema (Draft 2020-12) of the document, with its dialect and its own name."""
+    found = Contract.model_json_schema(by_alias=True)
+    found["required"] = sorted(set(found.get("required", [])) | {"format", "version"})
+    return {"$schema": SCHEMA_DIALECT, "$id": SCHEMA_ID, **found}
 
 
 def schema_text() -> str:
-    return json.dumps(Contract.model_json_schema(), indent=1, sort_keys=True) + "\n"
+    return json.dumps(schema(), indent=1, sort_keys=True) + "\n"
 
 
 def write_contract(pages: Path, contract: Contract) -> None:

@@ -26,9 +26,9 @@ from typing import Any
 from build_tools.core._escape import Markdown, md_text, terminal_text
 from build_tools.core._exceptions import ManualError, display_path
 from build_tools.core._files import DOCUMENT_LIMIT
+from build_tools.core._numbers import number
 from build_tools.core._types import FigureBlock
 from build_tools.ingest.miles_facts.checkout import EXPECTED, checkout_of, git_commit, python_of, refused, source_text
-from build_tools.pages.wording import number
 
 ADVISORY, MONITORING = "miles/dashboard/advisory.py", "docs/user-guide/monitoring.md"  # read of a Miles checkout
 TABLE = "miles_guidance"  # docs/data/miles_guidance.yml, as blocks.load_tables names it
@@ -90,7 +90,7 @@ def rules_of(table: Any) -> list[Rule]:
 
 def _span(runs: Iterable[Any], metric: str) -> tuple[float, float] | None:
     """The least and greatest value of the metric over the runs (every step), or None where none has it."""
-    from build_tools.pages.metrics_table import facts_of
+    from build_tools.summarise.metric_rows import facts_of
 
     lows, highs = [], []
     for run in runs:
@@ -107,7 +107,7 @@ def _span(runs: Iterable[Any], metric: str) -> tuple[float, float] | None:
 def of_metrics_rows(spec: Mapping[str, Any], summaries: Mapping[str, Any], rules: Sequence[Rule],
                     where: str = "docs/data/metrics.yml") -> list[Disagreement]:
     """Each Metrics-page row with a range whose runs' values go past Miles' line for its metric."""
-    from build_tools.pages.metrics_table import select
+    from build_tools.summarise.metric_rows import select
 
     by_metric = {rule.metric: rule for rule in rules}
     sets = spec.get("run_sets") or {}

@@ -1,7 +1,7 @@
 """make's door into the command line: make variables arrive as values, are checked, and become single arguments.
 
 The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH, REPLACE, SRC, ID, RAY, ALL, WARN_MARGIN,
-STRICT, FORMAT, WHAT and PROVE to the
+STRICT, FORMAT, FAIL_ON, UNTIL_IDLE, WHAT and PROVE to the
 environment as the exact text typed, and runs `python -m build_tools.commands._make TARGET`; no variable is ever written
 into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
@@ -24,6 +24,7 @@ from build_tools.core._exceptions import (
     EXIT_DIFFERS,
     EXIT_GOAL_MISSED,
     EXIT_MARGIN,
+    EXIT_OUTSIDE,
     ManualError,
     bench_without,
     missing_make_variable,
@@ -31,6 +32,7 @@ from build_tools.core._exceptions import (
     not_a_format,
     not_a_port,
     not_a_run_id,
+    not_a_watch_choice,
     not_an_edition_variable,
 )
 from build_tools.core._settings import flag as _flag
@@ -42,6 +44,7 @@ OUTCOMES = {
     EXIT_DIFFERS: "verify found a difference",
     EXIT_GOAL_MISSED: "a benchmark goal was missed",
     EXIT_MARGIN: "a claim's margin is below the warning threshold (STRICT=1)",
+    EXIT_OUTSIDE: "something went outside the manual's ranges or claims (make watch)",
     130: "interrupted",
     143: "terminated",
 }
@@ -86,10 +89,10 @@ def _port(env: Mapping[str, str]) -> list[str]:
     return [f"--port={int(value)}"]
 
 
-def _run(env: Mapping[str, str]) -> list[str]:
+def _run(env: Mapping[str, str], target: str = "compare") -> list[str]:
     value = env.get("RUN", "")
     if not value:
-        raise missing_make_variable("RUN")
+        raise missing_make_variable("RUN", target)
     # A path, never an option: one that starts with '-' is made relative so that it cannot be read as one.
     return [f"./{value}" if value.startswith("-") else value]
 
@@ -147,7 +150,29 @@ def _margin_options(env: Mapping[str, str]) -> list[str]:
             *(["--strict"] if _flag(env, "STRICT") else []), *([f"--format={value}"] if value else [])]
 
 
-TARGETS = ("build", "pdf", "serve", "check", "bench", "compare", "add-run", "publish", "verify", "diff")
+WATCH_FORMATS = ("live", "jsonl", "github")
+SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII digits: a number of seconds as make passes it
+
+
+def _watch_options(env: Mapping[str, str]) -> list[str]:
+    """FORMAT=live|jsonl|github, FAIL_ON=outside and UNTIL_IDLE=SECONDS, as `manual watch` takes them."""
+    found = []
+    if value := env.get("FORMAT", ""):
+        if value not in WATCH_FORMATS:
+            raise not_a_format(value, "watch")
+        found.append(f"--format={value}")
+    if value := env.get("FAIL_ON", ""):
+        if value != "outside":
+            raise not_a_watch_choice("FAIL_ON", value)
+        found.append("--fail-on=outside")
+    if value := env.get("UNTIL_IDLE", ""):
+        if not SECONDS.fullmatch(value) or float(value) <= 0:
+            raise not_a_watch_choice("UNTIL_IDLE", value)
+        found.append(f"--until-idle={value}")
+    return found
+
+
+TARGETS = ("build", "pdf", "serve", "check", "bench", "compare", "watch", "add-run", "publish", "verify", "diff")
 
 
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
@@ -165,7 +190,7 @@ def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
                           *_margin_options(env)],
         "bench": lambda: _bench(env),
         "compare": lambda: ["compare", "--", *_run(env)],
-        "watch": lambda: ["watch", "--", *_run(env)],
+        "watch": lambda: ["watch", *_watch_options(env), "--", *_run(env, "watch")],
         "add-run": lambda: ["add-run", *_run_id(env), "--", *_source(env)],
         "publish": lambda: _publish(env, root),
         "verify": lambda: ["verify", *_branch(env, root), "--",

@@ -432,9 +432,9 @@ def _other_configs(layout: Layout, run_id: str) -> dict[str, dict[str, Any]]:
 
 def _one_run_words(name: str, predicate: dict[str, Any], need: str, others: dict[str, dict[str, Any]]) -> str:
     """A row that reads exactly one run: joining its run set when a run is in it already fails the build."""
-    from build_tools.pages import metrics_table
+    from build_tools.summarise import metric_rows
 
-    members = [run_id for run_id, config in others.items() if metrics_table.selects(predicate, config)]
+    members = [run_id for run_id, config in others.items() if metric_rows.selects(predicate, config)]
     if not members:
         return f"{need} (the one run it reads: run set {name!r} has none yet)"
     condition = need.removeprefix("feeds it when ").removeprefix("feeds it from ")

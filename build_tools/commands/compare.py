@@ -28,6 +28,7 @@ from build_tools.ingest.sources._common import RENAMED
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import number
 from build_tools.readers import config_value, events_of, table_of
+from build_tools.summarise import metric_rows
 from build_tools.summarise.summary import Wanted, summarise, summarise_runs
 
 # The setup facts the Metrics page's intro names, and how a reader's run records them.
@@ -52,6 +53,7 @@ class Comparison:
     ours: str  # the Metrics page's cell
     yours: str  # the same statistic over the reader's run
     verdict: str
+    holds: bool | None = None  # by the contract's rule; None where it cannot be judged (not logged, another setup)
 
 
 def load_reader_run(path: Path) -> RunSummary:
@@ -84,10 +86,10 @@ def compare(layout: Layout, yours: RunSummary) -> tuple[list[str], list[Comparis
     ours = _our_runs(layout, metrics_table.reads(spec))
     sets = spec.get("run_sets") or {}
     rows = [row for table in spec["tables"] if table.get("column") for row in table.get("rows") or []]
-    intro_runs = metrics_table.select(ours, sets.get(spec.get("intro_runs")) or {})
+    intro_runs = metric_rows.select(ours, sets.get(spec.get("intro_runs")) or {})
     # The contract's items (site/contract.json's ranges, built from the same runs): their bands and envelopes.
-    items = {item.item: item for item in contract.range_items(spec, ours)}
-    comparisons = [_compare_row(row, metrics_table.select(ours, sets.get(row.get("runs")) or {}), yours, ours, spec,
+    items = {item.id: item for item in contract.range_items(spec, ours)}
+    comparisons = [_compare_row(row, metric_rows.select(ours, sets.get(row.get("runs")) or {}), yours, ours, spec,
                                 items.get(str(row.get("metric")))) for row in rows]
     return _setup_differences(intro_runs, yours), [_within_envelope(c, items, yours) for c in comparisons
                                                    if c is not None]
@@ -99,7 +101,7 @@ def _within_envelope(row: Comparison, items: Mapping[str, contract.RangeItem], y
     why = outside_envelope(item.envelope, yours.config) if item is not None else None
     if why is None or row.verdict.startswith("cannot compare"):
         return row
-    return Comparison(row.metric, row.ours, row.yours, f"not applicable: {why}")
+    return Comparison(row.metric, row.ours, row.yours, f"not applicable: {why}", None)
 
 
 def _our_runs(layout: Layout, by_config: Any, ids: frozenset[str] = frozenset()) -> dict[str, RunSummary]:
@@ -134,6 +136,28 @@ def claims_on(layout: Layout, yours: RunSummary) -> list[ClaimOnYours]:
         if results:
             found.append(_judged(block, results))
     return found
+
+
+def why_not_on(layout: Layout, yours: RunSummary, checked: set[str]) -> dict[str, str]:
+    """Figure number -> why `claims_on` does not check the claim on the reader's run (figures not in `checked`)."""
+    try:
+        blocks = blocks_stage.read_blocks(layout.docs, layout.figures_src)
+    except ChapterError:
+        return {}
+    ours = _our_runs(layout, None, frozenset(run for block in blocks for run in block.runs))
+    reasons = {}
+    for block in blocks:
+        if block.number in checked or not block.checks:
+            continue
+        differs = sorted({line for run in block.runs if run in ours for line in _setup_differences([ours[run]], yours)})
+        if differs:
+            reasons[block.number] = f"its runs' setup is not yours ({differs[0]}): not judged on your run"
+        else:
+            names = sorted({str(check["check"]) for check in block.checks})
+            reasons[block.number] = (f"none of its checks ({', '.join(names)}) judges one run alone: they set the "
+                                     "manual's runs against one another, or read a table: nothing in it to judge on "
+                                     "one run")
+    return reasons
 
 
 def _judged(block: FigureBlock, results: list[tuple[dict[str, Any], Any]]) -> ClaimOnYours:
@@ -199,15 +223,12 @@ def _node_count(run: RunSummary) -> int:
 def verdict(setup: list[str], comparisons: list[Comparison]) -> str:
     """One line: how many rows hold as in the manual's runs, differ, or cannot be compared."""
     cannot = sum(c.verdict.startswith("cannot compare") for c in comparisons)
-    same = sum(c.verdict.startswith(("inside", "as in")) for c in comparisons)
-    ratio = sum("times the manual's" in c.verdict or "the manual's is 0" in c.verdict for c in comparisons)
+    same = sum(c.holds is True for c in comparisons)
     other_setup = sum(c.verdict.startswith("not applicable") for c in comparisons)
-    differ = len(comparisons) - cannot - same - ratio - other_setup
+    differ = sum(c.holds is False for c in comparisons)
     words = [f"{same} of {len(comparisons)} rows as in the manual's runs", f"{differ} differ"]
     if other_setup:
         words.append(f"{other_setup} not applicable to your setup")
-    if ratio:
-        words.append(f"{ratio} compared as a ratio")
     if cannot:
         words.append(f"{cannot} not logged by your run")
     setup_words = (f"; your setup differs in {len(setup)} fact{'s' if len(setup) != 1 else ''}, so the ranges may "
@@ -218,6 +239,9 @@ def verdict(setup: list[str], comparisons: list[Comparison]) -> str:
 def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunSummary,
                  ours: Mapping[str, RunSummary], spec: Mapping[str, Any],
                  item: contract.RangeItem | None) -> Comparison | None:
+    """The row's statistic of your run beside the manual's cell, judged by the contract's rule (contract.RULES):
+    low <= value <= high with the item's exact bounds, so that `compare`, `watch` and any reader of contract.json
+    give one verdict."""
     metric = str(row.get("metric"))
     if not our_runs or not any(metric in table_of(run, metric).columns for run in our_runs):
         return None
@@ -229,37 +253,48 @@ def _compare_row(row: Mapping[str, Any], our_runs: list[RunSummary], yours: RunS
     if metric not in table.columns or table[metric].dropna().empty:
         return Comparison(metric, our_cell, "not logged", "cannot compare: your run does not log it")
     decimals = int(row.get("decimals", 2))
-    mine = metrics_table.row_values([yours], row)
-    theirs = metrics_table.row_values(our_runs, row)
+    mine = metric_rows.row_values([yours], row)
     stat = row.get("stat")
+    if item is None:
+        return None
+    band = (item.low, item.high)
     if stat == "range":
         shown = f"{number(mine.min(), decimals)} to {number(mine.max(), decimals)}"
-        low, high = item.band if item is not None and item.band else (float(theirs.min()), float(theirs.max()))
-        return Comparison(metric, our_cell, shown, _range_verdict(mine, low, high, decimals))
+        return _judged_row(metric, our_cell, shown, _range_verdict(mine, *band))
     if stat == "all_zero":
         nonzero = int((mine != 0).sum())
-        return Comparison(metric, our_cell, "0 at every step" if not nonzero else
-                          f"not 0 at {nonzero} of {len(mine)} steps",
-                          "as in the manual's runs" if not nonzero else "differs: the manual's runs log 0")
+        return _judged_row(metric, our_cell, "0 at every step" if not nonzero else
+                           f"not 0 at {nonzero} of {len(mine)} steps",
+                           "as in the manual's runs" if not nonzero else "differs: the manual's runs log 0")
     if stat == "first_step":
-        first = float(table[metric].dropna().iloc[0])
-        return Comparison(metric, our_cell, f"{number(first, decimals)} at step {int(table.index[0])}",
-                          "as in a healthy run" if first == 0 else "differs: a healthy run starts at 0")
+        logged = table[metric].dropna()
+        first = float(logged.iloc[0])
+        return _judged_row(metric, our_cell, f"{number(first, decimals)} at step {int(logged.index[0])}",
+                           "as in a healthy run" if _holds(first, band) else "differs: a healthy run starts at 0")
     if stat in ("median", "median_head"):
-        median, our_median = float(mine.median()), float(theirs.median())
-        ratio = f"{median / our_median:.2f} times the manual's" if our_median else "the manual's is 0"
-        return Comparison(metric, our_cell, f"{number(median, decimals)} s median of {len(mine)} steps", ratio)
+        median = float(mine.median())
+        ratio = f"{median / item.expected:.2f} times the manual's median" if item.expected else "the manual's is 0"
+        middle = f"the middle half of the manual's steps, {number(item.low, decimals)} to {number(item.high, decimals)}"
+        verdict = f"inside {middle} ({ratio})" if _holds(median, band) else f"differs: outside {middle} ({ratio})"
+        return _judged_row(metric, our_cell, f"{number(median, decimals)} s median of {len(mine)} steps", verdict)
     if stat == "every_step":
         present, total = int(table[metric].notna().sum()), len(table)
-        return Comparison(metric, our_cell, f"logged in {present} of {total} steps",
-                          "as in the manual's runs" if present == total else "missing at some steps")
+        return _judged_row(metric, our_cell, f"logged in {present} of {total} steps",
+                           "as in the manual's runs" if _holds(present / total, band) else "missing at some steps")
     return None
 
 
-def _range_verdict(values: pd.Series, low: float, high: float, decimals: int) -> str:
-    # Compare at the rounding the page shows, so "0.53 to 0.87" admits what rounds to those.
-    below = int((values.round(decimals) < round(low, decimals)).sum())
-    above = int((values.round(decimals) > round(high, decimals)).sum())
+def _holds(value: float, band: tuple[float, float]) -> bool:
+    return band[0] <= value <= band[1]  # contract.RULES["bounds"]: as written, no rounding
+
+
+def _judged_row(metric: str, ours: str, yours: str, verdict: str) -> Comparison:
+    return Comparison(metric, ours, yours, verdict, holds=verdict.startswith(("inside", "as in")))
+
+
+def _range_verdict(values: pd.Series, low: float, high: float) -> str:
+    """Every value against the contract's exact bounds (the shown range widened by half its last digit)."""
+    below, above = int((values < low).sum()), int((values > high).sum())
     if not below and not above:
         return "inside the manual's range"
     parts = [f"{count} {side}" for count, side in ((below, "below"), (above, "above")) if count]

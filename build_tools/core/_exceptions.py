@@ -330,9 +330,23 @@ def not_a_flag(name: str, value: str) -> ManualError:
     return ManualError(f"{_variable(name, value)} is not 1 or nothing: write {name}=1 to turn it on, or leave it out")
 
 
-def not_a_format(value: str) -> ManualError:
+def not_a_format(value: str, target: str = "check") -> ManualError:
+    """FORMAT of `make check` (text, github) or `make watch` (live, jsonl, github)."""
+    if target == "watch":
+        return ManualError(f"{_variable('FORMAT', value)} is not a format of make watch: write FORMAT=jsonl (a JSON "
+                           "line per change), FORMAT=github (workflow commands for GitHub), or leave it out for the "
+                           "live view")
     return ManualError(f"{_variable('FORMAT', value)} is not a report format: write FORMAT=github (workflow "
                        "commands for GitHub) or leave it out")
+
+
+def not_a_watch_choice(name: str, value: str) -> ManualError:
+    """FAIL_ON or UNTIL_IDLE of `make watch`."""
+    if name == "FAIL_ON":
+        return ManualError(f"{_variable(name, value)} is not a choice: write FAIL_ON=outside (end at the first item "
+                           "outside its band) or leave it out")
+    return ManualError(f"{_variable(name, value)} is not a number of seconds: write e.g. UNTIL_IDLE=300 (end after "
+                       "five quiet minutes) or leave it out (the job's end record or Ctrl-C ends it)")
 
 
 def not_a_port(value: str) -> ManualError:
@@ -362,8 +376,11 @@ _MISSING_VARIABLE = {
 }
 
 
-def missing_make_variable(name: str) -> ManualError:
-    """`name`: RUN or SRC."""
+def missing_make_variable(name: str, target: str = "compare") -> ManualError:
+    """`name`: RUN or SRC; `target`, the make target that needs it (compare or watch, for RUN)."""
+    if name == "RUN" and target == "watch":
+        return ManualError("no run given: name the folder your job writes into (its dashboard dump, its logs), e.g. "
+                           "make watch RUN=path/to/job")
     return ManualError(_MISSING_VARIABLE[name])
 
 

@@ -20,3 +20,10 @@ def fmt(x: Any) -> str:
     if "." in text and "e" not in text:
         text = text.rstrip("0").rstrip(".")
     return text
+
+
+def number(value: float, decimals: int = 0) -> str:
+    """A number at fixed decimals with a thousands separator: 1024 -> '1,024', 0.00063 (5) -> '0.00063'."""
+    text = f"{value:,.{decimals}f}"
+    # Rounding a small negative value must not print "-0.00".
+    return text[1:] if text.startswith("-") and float(text[1:].replace(",", "")) == 0 else text

@@ -79,7 +79,7 @@ SampledHook = Callable[[RunData, str], None]
 
 
 def load_run(root: Path, problems: list[Problem], *, keep: bool = True, columns_from: float | None = None,
-             on_sampled: SampledHook | None = None) -> RunData:
+             on_sampled: SampledHook | None = None, named_by_file: bool = False) -> RunData:
     """Load one run directory, appending what is wrong with it to problems. Its streams are reached through
     `records` (every record) whichever reader read them; a run with other sources than the dump has its metrics
     and phases as records (sources.merge checks each against the other sources'). `keep=False` is for a run
@@ -88,8 +88,11 @@ def load_run(root: Path, problems: list[Problem], *, keep: bool = True, columns_
     bytes of a stream from which it is read as columns (None: _columnar.FAST_FROM_BYTES; 0: every stream that
     can be; math.inf: none), the same records and problems either way. `on_sampled` (SampledHook) is called for
     each sampled stream as it is read while the run has no problem, in a run with no other sources than the dump
-    (theirs are merged into the streams after)."""
+    (theirs are merged into the streams after). `named_by_file`: a reader's run, whose folder may have any name
+    (a copy, a job's output folder): its id is run.yaml's run_id, so a claim about it survives a renamed folder."""
     run_id = root.name
+    if named_by_file:
+        run_id = _own_id(root / "run.yaml") or run_id
     if not RUN_ID.match(run_id):
         problems.append(Problem(display_path(root), None, None,
                                 f"run id {run_id!r} is not a plain name (lower-case letters, digits, '.', '-')"))
@@ -173,7 +176,7 @@ def _load_path(path: Path, problems: list[Problem]) -> tuple[RunData, dict[str, 
 
     warnings: list[str] = []
     if (path / "run.yaml").is_file():
-        run = load_run(path, problems)
+        run = load_run(path, problems, named_by_file=True)
         found = {"dashboard": [path / "dashboard"]} if (path / "dashboard").is_dir() else {}
         found.update({k: v for k, v in sources.source_files(path).items() if v})
         return run, found
@@ -285,6 +288,15 @@ def _keep_last_sample(run: RunData, stream: str) -> None:
 
 
 # --- run.yaml and meta.json -------------------------------------------------------------------
+
+
+def _own_id(path: Path) -> str | None:
+    """run.yaml's run_id when it is a plain name (its problems, if any, are reported when it is read whole)."""
+    try:
+        found = re.search(r"^run_id:[ \t]*['\"]?([a-z0-9][a-z0-9.-]*)['\"]?[ \t]*$", read_text(path), re.MULTILINE)
+    except (OSError, InputProblem, UnicodeDecodeError):
+        return None
+    return found[1] if found else None
 
 
 def _load_run_yaml(path: Path, run_id: str, problems: list[Problem]) -> tuple[dict[str, Any], Any]:

@@ -9,13 +9,14 @@ from typing import Any
 
 import jinja2
 
-from build_tools.checking import miles_guidance
+from build_tools.checking import contract, miles_guidance
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import provenance
+from build_tools.summarise import metric_rows
 
 
 def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
-                   summaries: Mapping[str, metrics_table.Run], chapters: Mapping[int, str],
+                   summaries: Mapping[str, metric_rows.Run], chapters: Mapping[int, str],
                    runs_dir: Path | None = None, guidance: Any = None) -> str:
     """The page from the spec (docs/data/metrics.yml, shown as where in its problems) and the runs: summarised, or
     validated for the rows that read only their facts (metrics_table.summarises); runs_dir, the runs' folder. Under
@@ -26,4 +27,6 @@ def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
     intro = metrics_table.intro(spec, summaries, where)
     source = provenance({run.run_id: run.config for run in metrics_table.runs_read(spec, summaries)})
     notes = miles_guidance.notes_by_table(spec, summaries, guidance)
-    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes)
+    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes,
+                                                    contract_file=contract.CONTRACT_FILE,
+                                                    schema_file=contract.SCHEMA_FILE)

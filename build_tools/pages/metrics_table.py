@@ -19,18 +19,16 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-import pandas as pd
+from typing import Any
 
 from build_tools.checking.blocks import read_table
 from build_tools.core._escape import Markdown, md_part, md_text
 from build_tools.core._exceptions import InputProblem, MetricsSpecError, MissingValue, Problem, display_path
-from build_tools.core._types import MetricFacts, RunSummary, ValidatedRun
-from build_tools.ingest.schemas import same_setting
+from build_tools.core._types import RunSummary, ValidatedRun
 from build_tools.pages.wording import join, number, words
 from build_tools.readers import dotted_field, non_finite_error, steps_for, table_of, use_clean
-from build_tools.summarise.summary import derived, metric_facts
+from build_tools.summarise.metric_rows import R, Run, facts_of, select, selects
+from build_tools.summarise.summary import derived
 
 
 @dataclass(frozen=True)
@@ -59,51 +57,6 @@ class Intro:
     prompts: str
     answers: str
     max_tokens: str
-
-
-# A run the page reads: summarised, or only validated (its config and its metrics' facts).
-Run = RunSummary | ValidatedRun
-R = TypeVar("R", RunSummary, Run)
-
-
-# --- selecting runs ---------------------------------------------------------------------------
-
-
-def select(summaries: Mapping[str, R], predicate: Mapping[str, Any]) -> list[R]:
-    """The runs a run set names: any of its tags, and every `where` field equal."""
-    return [summary for summary in summaries.values() if selects(predicate, summary.config)]
-
-
-def selects(predicate: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-    """Whether a run set names the run with this run.yaml."""
-    tags = set(predicate.get("tags") or ())
-    if tags and not tags & set(config.get("tags") or ()):
-        return False
-    return all(same_setting(dotted_field(config, key), value) for key, value in (predicate.get("where") or {}).items())
-
-
-# --- statistics -------------------------------------------------------------------------------
-
-
-def row_values(runs: list[RunSummary], row: Mapping[str, Any]) -> pd.Series:
-    """Every value a row's statistic reads: the metric at every step, only clean steps for a time row (`compare`
-    sets a reader's run beside them)."""
-    metric = row["metric"]
-    parts = [steps_for(run, metric)[metric].dropna() for run in runs if metric in table_of(run, metric).columns]
-    return pd.concat(parts) if parts else pd.Series(dtype=float)
-
-
-def facts_of(run: Run, metric: str, *, heat_rule: bool = False) -> MetricFacts:
-    """What a statistic reads of a run's metric (summary.metric_facts): a summarised run's from its table, a
-    validated run's as validation took them. With `heat_rule`, over the steps a value is read from under it (the
-    clean steps only, for a time: readers.steps_for), which only a summary tells."""
-    if isinstance(run, ValidatedRun):
-        if (heat_rule and use_clean(metric)) or metric not in run.metrics:  # the build summarises such a run
-            raise RuntimeError(f"{run.run_id} was only validated, without the facts a row reads of {metric}")
-        return run.metrics[metric]
-    table = steps_for(run, metric) if heat_rule else table_of(run, metric)
-    values = table[metric].to_numpy(dtype=float) if metric in table.columns else None
-    return metric_facts(table.index.to_numpy(), values, run.facts.get("non_finite", {}).get(metric, {}))
 
 
 def _counts(values: list[int]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from build_tools.checking import contract
+from build_tools.checking import contract, miles_guidance
 from build_tools.core._exceptions import display_path
 from build_tools.core._layout import CLAIM_HEALTH_PAGE, FIGURES_PAGE, INDEX_PAGE, METRICS_PAGE
 from build_tools.drawing import palette
@@ -25,6 +25,7 @@ from build_tools.pages._common import environment, resolve
 from build_tools.pages.commands import chapter_commands
 from build_tools.pages.nav import nav_order, numbered, write_page, write_site_settings
 from build_tools.pages.wording import provenance
+from build_tools.summarise import metric_rows
 
 if TYPE_CHECKING:
     from build_tools.core._layout import Layout
@@ -54,7 +55,7 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     where = display_path(layout.metrics_yml)
     spec = metrics_table.spec_of(tables, where)  # docs/data/metrics.yml, read once with the other tables
     # The runs the manual reads: those summarised, and those the Metrics page reads only the facts of.
-    runs: dict[str, metrics_table.Run] = dict(sorted([*result.summaries.items(), *result.validated.items()]))
+    runs: dict[str, metric_rows.Run] = dict(sorted([*result.summaries.items(), *result.validated.items()]))
     read = dict(sorted([*result.summaries.items(),
                         *((run.run_id, run) for run in metrics_table.runs_read(spec, result.validated))]))
     metrics = metrics_page.render_metrics(env, spec, where, runs, chapter_names, layout.runs,
@@ -72,7 +73,8 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     health = claim_health.render_claim_health(result.verdicts, result.proven)
     written.append(write_page(pages, CLAIM_HEALTH_PAGE, health))
     # The ranges and claims as one machine-readable document (site/contract.json), for `watch` and other tools.
-    contract.write_contract(pages, contract.build_contract(stamp, spec, runs, result.blocks, result.verdicts))
+    guidance = miles_guidance.rules_of(tables.get(miles_guidance.TABLE))  # each range's Miles line, where it has one
+    contract.write_contract(pages, contract.build_contract(stamp, spec, runs, result.blocks, result.verdicts, guidance))
     for name, text in edition_pages.record_pages(stamp.edition).items():
         written.append(write_page(pages, name, text))
     (pages / "assets").mkdir(parents=True, exist_ok=True)

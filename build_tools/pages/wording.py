@@ -6,15 +6,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from build_tools.core._numbers import number
+
+__all__ = ["Provenance", "join", "number", "provenance", "words"]  # number: core's, the one way a page writes one
+
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
           "twelve")
-
-
-def number(value: float, decimals: int = 0) -> str:
-    """A number at fixed decimals with a thousands separator: 1024 -> '1,024', 0.00063 (5) -> '0.00063'."""
-    text = f"{value:,.{decimals}f}"
-    # Rounding a small negative value must not print "-0.00".
-    return text[1:] if text.startswith("-") and float(text[1:].replace(",", "")) == 0 else text
 
 
 def words(count: int) -> str:

@@ -52,11 +52,14 @@ class Chunk:
 
 
 def followed(path: Path) -> bool:
-    """The files watch reads: a dump's metrics stream (flat or hourly) and meta.json, a run.yaml, and logs."""
+    """The files watch reads: a dump's metrics stream (flat or hourly) and meta.json, a run.yaml, logs, and the
+    lab's events."""
     name = path.name
     if name in ("metrics.jsonl", "meta.json", "run.yaml"):
         return True
     if path.parent.name == "metrics" and name.endswith(".jsonl"):  # an hourly-split metrics stream
+        return True
+    if name == "events.jsonl" and path.parent.name == "lab":  # `manual record`'s events: a job_end ends the watch
         return True
     return name.endswith((".log", ".out", ".txt"))
 

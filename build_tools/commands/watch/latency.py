@@ -9,32 +9,32 @@ import threading
 import time
 from pathlib import Path
 
-from build_tools.checking.contract import Contract, RangeItem
-from build_tools.commands.watch.judge import Change
+from build_tools.checking.contract import contract_of, range_item
 from build_tools.commands.watch.run import Watch
 
 STEPS = 20
 
 
 def measure(steps: int = STEPS) -> list[float]:
-    """Seconds from each write to its report: every value alternates inside and outside, so each is a change."""
-    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=[0.5, 0.9], decimals=2,
-                     source="bench", envelope=[])
-    contract = Contract(edition="bench", edition_date="", miles_commit="", ranges=[item], claims=[])
+    """Seconds from each write to its step judged and handed to the view (the live view redraws then; jsonl and
+    github write a line when the status changes, which the first value and the first breach do)."""
+    contract = contract_of("bench", "", "", [range_item("rollout/raw_reward", 0.5, 0.9, source="bench")])
     reported: dict[int, float] = {}
     arrived = threading.Condition()
+    watch: Watch
 
-    def emit(change: Change) -> None:
+    def judged() -> None:
+        last = watch.judge.records["rollout/raw_reward"].last
         with arrived:
-            if change.step is not None:
-                reported[change.step] = time.perf_counter()
+            if last is not None and last.step not in reported:
+                reported[last.step] = time.perf_counter()
             arrived.notify_all()
 
     latencies = []
     with tempfile.TemporaryDirectory(prefix="manual-watch-bench-") as tmp:
         folder = Path(tmp)
         ready = threading.Event()
-        watch = Watch(folder, contract, emit, lambda line: None)
+        watch = Watch(folder, contract, lambda change: None, lambda line: None, on_tick=judged)
         thread = threading.Thread(target=watch.run, args=(2.0, ready.set), daemon=True)
         thread.start()
         ready.wait(30)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,14 +102,15 @@ def log_values(line: str) -> Iterator[Value]:
 
 
 def _numbers(step_key: str, step: int, metrics: Mapping[str, Any]) -> Iterator[Value]:
-    """The finite numbers of a record; ValueError for an integer beyond a double (a 400-digit value), which the
-    loader refuses too."""
+    """The numbers of a record, a NaN or an infinity among them; ValueError for an integer beyond a double (a
+    400-digit value), which the loader refuses too."""
     if not 0 <= step < STEP_LIMIT:
         return
     for key, value in metrics.items():
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= DOUBLE_LIMIT:
             raise ValueError(f"{key}: a whole number of {_digits(value)}, beyond a double")
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        # A NaN or an infinity is kept: the judge reports it the moment it arrives (Miles' own gate fails on one).
+        if isinstance(value, int | float) and not isinstance(value, bool):
             yield Value(step_key, step, RENAMED.get(key, key), float(value))
 
 
@@ -138,7 +138,8 @@ def setup_of_meta(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
     if found or not isinstance(args, dict):
         return None
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
-    return {"model": {"name": checkpoint.rsplit("/", 1)[-1] or None}, "flags": dict(args)}
+    return {"model": {"name": checkpoint.rsplit("/", 1)[-1] or None}, "flags": dict(args),
+            "run_id": meta.get("run_name")}  # Miles' name for the run (the summary names it)
 
 
 def setup_of_run_yaml(path: Path, problems: list[Problem]) -> dict[str, Any] | None:
@@ -147,6 +148,9 @@ def setup_of_run_yaml(path: Path, problems: list[Problem]) -> dict[str, Any] | N
     from build_tools.ingest.load import read_run_yaml
 
     found: list[Problem] = []
-    config, _ = read_run_yaml(path, path.parent.name, found)
+    from build_tools.ingest.load import _own_id
+
+    # Its own run_id names the run, not its folder: a job copied under another name is the same run.
+    config, _ = read_run_yaml(path, _own_id(path) or path.parent.name, found)
     problems += found
     return None if found or not config else config

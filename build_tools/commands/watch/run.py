@@ -1,7 +1,11 @@
-"""The watch loop: follow the folder, judge each value as it arrives, hand each change of status on."""
+"""The watch loop: follow the folder, judge each value as it arrives, hand each change of status on, and notice
+the job's end: Miles' own end records (Ray's `Job '...' succeeded|failed|was stopped` in a followed log, the
+`job_end` event `manual record --until-exit` writes into lab/events.jsonl) or a quiet period (--until-idle)."""
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,9 +24,12 @@ from build_tools.commands.watch.records import (
 )
 from build_tools.core._exceptions import Problem
 from build_tools.core._files import LINE_LIMIT, confined
+from build_tools.ingest.sources.log import EVENT_PATTERNS
 
 SETUP_FILES = {"meta.json": setup_of_meta, "run.yaml": setup_of_run_yaml}
-POLL_S = 0.25  # how often the loop looks up from the event queue to see whether it has been idle long enough
+POLL_S = 0.25  # how often the loop looks up from the event queue: the idle clock, the live view's age of the data
+END_GRACE_S = 1.0  # after an end record: the lines still on their way (another file's last flush) are read
+JOB_END = [pattern for kind, pattern in EVENT_PATTERNS if kind == "job_end"]
 
 
 class Breach(Exception):
@@ -40,9 +47,13 @@ class Watch:
     emit: Callable[[Change], None]
     warn: Callable[[str], None]
     fail_on_outside: bool = False
+    on_tick: Callable[[], None] | None = None  # after each read with news, and at every poll (the live view)
     judge: Judge = field(init=False)
     follower: Follower = field(init=False)
     steps: set[tuple[str, int]] = field(default_factory=set)
+    ended: str | None = None  # why the watch ended: the job's end record, a quiet period, Ctrl-C
+    last_data: float | None = None  # time.monotonic() of the last line with news
+    run_name: str | None = None  # meta.json's run_name, run.yaml's run_id
     _log_arguments: dict[Path, LogArguments] = field(default_factory=dict)
     _lines_read: dict[Path, int] = field(default_factory=dict)  # for a warning's line number
 
@@ -51,7 +62,8 @@ class Watch:
         self.follower = Follower(self.root)
 
     def run(self, until_idle: float | None = None, ready: Callable[[], None] | None = None) -> None:
-        """Until `until_idle` seconds pass with nothing new (or forever: Ctrl-C ends it)."""
+        """Until the job's end is read (and END_GRACE_S more), or `until_idle` seconds pass with nothing new (or
+        forever: Ctrl-C ends it)."""
         with Watcher(self.root) as watcher:  # watching before the first read: nothing written between is lost
             existing = list(self.follower.existing())
             for path in existing:  # the setup first: a claim outside its envelope is never called undecided
@@ -63,10 +75,24 @@ class Watch:
             if ready is not None:
                 ready()
             last = time.monotonic()
-            while until_idle is None or time.monotonic() - last < until_idle:
+            end_read: float | None = None
+            while True:
+                quiet = time.monotonic() - last
+                if self.ended is not None and end_read is None:
+                    end_read = time.monotonic()
+                if end_read is not None and time.monotonic() - end_read >= END_GRACE_S and quiet >= END_GRACE_S / 2:
+                    return
+                if end_read is None and until_idle is not None and quiet >= until_idle:
+                    self.ended = f"no new data for {until_idle:g} s"
+                    return
                 changed = watcher.next_path(POLL_S)
                 if changed is not None and self.take_any(changed):
                     last = time.monotonic()
+                self._tick()
+
+    def _tick(self) -> None:
+        if self.on_tick is not None:
+            self.on_tick()
 
     def take_any(self, path: Path) -> bool:
         if path.is_dir() and not path.is_symlink():  # a new folder: the files already in it (their own events
@@ -85,6 +111,9 @@ class Watch:
             self._take_lines(chunk)
             if not chunk.more:
                 break
+        if taken:
+            self.last_data = time.monotonic()
+            self._tick()
         return taken
 
     def _take_setup(self, path: Path) -> bool:
@@ -102,6 +131,8 @@ class Watch:
         for problem in problems:
             self.warn(f"{problem}; the setup it gives is not used")
         if setup is not None and not problems:
+            if setup.get("run_id"):
+                self.run_name = str(setup["run_id"])
             self._emit(self.judge.set_setup(setup))
         return True
 
@@ -112,6 +143,9 @@ class Watch:
             return
         if chunk.restarted:
             self.warn(f"{path}: replaced or cut shorter (a rotated log or a restarted job): read again from its start")
+        if path.name == "events.jsonl":
+            self._events([line for line in chunk.lines if line is not None])
+            return
         is_log = path.suffix != ".jsonl"
         arguments = self._log_arguments.setdefault(path, LogArguments())
         first = 1 if chunk.restarted else self._lines_read.get(path, 0) + 1
@@ -120,8 +154,12 @@ class Watch:
             if line is None:
                 self.warn(f"{path}:{number}: longer than {LINE_LIMIT:,} bytes, no record Miles writes; line skipped")
                 continue
-            if is_log and (setup := arguments.take(log_message(line))) is not None:
-                self._emit(self.judge.set_setup(setup))
+            if is_log:
+                message = log_message(line)
+                if (setup := arguments.take(message)) is not None:
+                    self._emit(self.judge.set_setup(setup))
+                if any(pattern.search(message) for pattern in JOB_END):
+                    self.ended = f"the job's end, in {path.name}: {message}"
             try:
                 values = list((log_values if is_log else dump_values)(line))
             except ValueError as error:
@@ -130,9 +168,23 @@ class Watch:
             for value in values:
                 self.steps.add((value.step_key, value.step))
                 self._emit(self.judge.value(value))
+                if not math.isfinite(value.value):
+                    self.warn(f"{value.metric}: {value.value} at {value.step_key} {value.step}, not a finite number "
+                              f"({path.name}:{number}; Miles' own gate fails a run on one)")
+
+    def _events(self, lines: list[str]) -> None:
+        """lab/events.jsonl: a `job_end` record (`manual record --until-exit` writes one) ends the watch."""
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("kind") == "job_end":
+                self.ended = f"the job's end, in events.jsonl: {record.get('detail') or 'job_end'}"
 
     def _emit(self, changes: list[Change]) -> None:
         for change in changes:
             self.emit(change)
             if self.fail_on_outside and change.status == "outside":
                 raise Breach(change)
+
