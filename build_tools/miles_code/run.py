@@ -6,7 +6,8 @@ inert stand-ins (stand_ins.py) for its own process, so that no GPU stack, and no
 Requests: {"task": "launch", "source": folder, "commands": [[word, ...], ...]}: each command (the words after
 `python3 train.py`) goes through Miles' parse_args, as train.py calls it, then the start-up arithmetic of the
 FSDP actor's init (its LR scheduler: get_lr_scheduler). {"task": "record", ...}: the same for one command, after
-importing every entry module, answering which of the source's Miles files were imported.
+importing every entry module, answering which of the source's Miles files were imported. {"task":
+"mlflow_params", ...}: the params Miles' MLflow backend logs for one command.
 """
 
 from __future__ import annotations
@@ -62,6 +63,18 @@ def judge_launch(argv: list[str], source: Path) -> dict[str, Any]:
     return {"stopped": False, "global_batch_size": args.global_batch_size, "train_iters": args.train_iters}
 
 
+def mlflow_params(argv: list[str]) -> dict[str, str]:
+    """What Miles' MLflow backend logs as the run's params for this launch: train.py's parse_args, then
+    mlflow_utils._compute_config_for_logging of the arguments (every one, as text), as init_tracking does."""
+    arguments = importlib.import_module("miles.utils.arguments")
+    mlflow_utils = importlib.import_module("miles.utils.tracking_utils.mlflow_utils")
+    sys.argv = ["train.py", *argv]
+    with redirect_stderr(io.StringIO()):
+        args = arguments.parse_args()
+    params: dict[str, str] = mlflow_utils._compute_config_for_logging(args)
+    return params
+
+
 def record(argv: list[str], source: Path) -> list[str]:
     """The Miles files the entry modules import, and the launch imports as it runs."""
     for name in sources.MILES_ENTRIES:
@@ -81,6 +94,8 @@ def main() -> int:
     stand_ins.install(source, request.get("inert", ()))
     if request["task"] == "record":
         answer: Any = record(request["commands"][0], source)
+    elif request["task"] == "mlflow_params":
+        answer = mlflow_params(request["commands"][0])
     else:
         answer = [judge_launch(argv, source) for argv in request["commands"]]
     answer_to.write(json.dumps(answer))
