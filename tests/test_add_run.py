@@ -412,6 +412,41 @@ print(run.info.experiment_id, run.info.run_id)
 """
 
 
+def git_checkout(folder: Path) -> tuple[Path, str]:
+    """A git checkout holding TRAIN_PY as train.py, and its commit."""
+    import subprocess
+
+    folder.mkdir()
+    (folder / "train.py").write_text(TRAIN_PY)
+    git = ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "train.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "train"], check=True)
+    return folder, subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+
+
+def test_a_log_names_the_job_s_miles_commit_in_its_environment_report(project: Path, tmp_path: Path, monkeypatch,
+                                                                      capsys) -> None:
+    """A train actor started with --env-report prints Miles' git commit (Miles' own code writes the line here,
+    from a real checkout); add-run takes it, and the edition's build stays out of the run's miles."""
+    from build_tools import miles_code
+
+    checkout, commit = git_checkout(tmp_path / "miles")
+    report = miles_code.env_report(checkout)
+    assert report.startswith("ENV_REPORT_JSON={") and commit in report
+    lines = (SOURCES / "log" / "job.log").read_text().splitlines(keepends=True)
+    log = tmp_path / "job" / "output.log"
+    log.parent.mkdir()
+    log.write_text("".join([lines[0], f"(FSDPTrainRayActor pid=4242) {report}", *lines[1:]]))
+    monkeypatch.chdir(project)
+    assert main(["--root", str(project), "add-run", str(log), "--id", "reported"]) == 0
+    capsys.readouterr()
+    written = yaml.safe_load((project / "runs" / "reported" / "run.yaml").read_text())
+    assert written["miles"]["commit"] == commit and written["miles"]["image"].startswith("FILL IN")
+    shutil.rmtree(project / "runs" / "reported")
+
+
 def test_an_mlflow_run_fills_run_yaml_from_its_params_and_its_commit(project: Path, tmp_path: Path, monkeypatch,
                                                                      capsys) -> None:
     import json
@@ -420,14 +455,7 @@ def test_an_mlflow_run_fills_run_yaml_from_its_params_and_its_commit(project: Pa
 
     from build_tools import miles_code
 
-    checkout = tmp_path / "miles"
-    checkout.mkdir()
-    (checkout / "train.py").write_text(TRAIN_PY)
-    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "train.py"], check=True)
-    subprocess.run([*git, "commit", "-qm", "train"], check=True)
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    checkout, commit = git_checkout(tmp_path / "miles")
     params = tmp_path / "params.json"
     params.write_text(json.dumps(miles_code.mlflow_params(MLFLOW_LAUNCH)))
     store = tmp_path / "mlruns"

@@ -63,3 +63,10 @@ def mlflow_params(command: Sequence[str]) -> dict[str, str]:
     every argument, as text. What a test writes with mlflow to give the reader an MLflow run as Miles makes it."""
     answer: dict[str, str] = _ask({"task": "mlflow_params", "source": str(UPSTREAM), "commands": [list(command)]})
     return answer
+
+
+def env_report(checkout: Path) -> str:
+    """The environment report a Miles train actor prints (--env-report) when Miles is installed from this git
+    checkout, as Miles' own code writes it: what a test puts in a log to give the reader a job's Miles commit."""
+    answer: str = _ask({"task": "env_report", "source": str(UPSTREAM), "commands": [[str(checkout)]]})
+    return answer

@@ -7,7 +7,8 @@ Requests: {"task": "launch", "source": folder, "commands": [[word, ...], ...]}: 
 `python3 train.py`) goes through Miles' parse_args, as train.py calls it, then the start-up arithmetic of the
 FSDP actor's init (its LR scheduler: get_lr_scheduler). {"task": "record", ...}: the same for one command, after
 importing every entry module, answering which of the source's Miles files were imported. {"task":
-"mlflow_params", ...}: the params Miles' MLflow backend logs for one command.
+"mlflow_params", ...}: the params Miles' MLflow backend logs for one command. {"task": "env_report",
+"commands": [[checkout]]}: the environment report line a train actor prints when Miles is that git checkout.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import os
 import sys
 import traceback
-from contextlib import redirect_stderr
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,19 @@ def mlflow_params(argv: list[str]) -> dict[str, str]:
     return params
 
 
+def env_report(checkout: str) -> str:
+    """The line a train actor prints with --env-report when Miles is installed from this git checkout: Miles'
+    own _collect_git_info (git rev-parse and diff in the checkout) and _print_report."""
+    module = importlib.import_module("miles.utils.env_report")
+    repo = module._collect_git_info(package_name="miles", location=checkout)
+    report = module.NodeEnvReport(role="actor", rank=0, launcher_env_report=None, editable_packages=[],
+                                  git_repos=[repo], full_pip_list=[])
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        module._print_report(report)
+    return printed.getvalue()
+
+
 def record(argv: list[str], source: Path) -> list[str]:
     """The Miles files the entry modules import, and the launch imports as it runs."""
     for name in sources.MILES_ENTRIES:
@@ -94,6 +108,8 @@ def main() -> int:
     stand_ins.install(source, request.get("inert", ()))
     if request["task"] == "record":
         answer: Any = record(request["commands"][0], source)
+    elif request["task"] == "env_report":
+        answer = env_report(request["commands"][0][0])
     elif request["task"] == "mlflow_params":
         answer = mlflow_params(request["commands"][0])
     else:
