@@ -22,10 +22,12 @@ from build_tools.pages.commands import (
     ShellWord,
     batch_accounting,
     chapter_commands,
+    chapter_launches,
     command,
     dashboard,
     flag_words,
     fsdp,
+    judge,
     launch,
     launch_block,
     launch_words,
@@ -282,6 +284,26 @@ def test_a_command_miles_would_stop_fails_make_check_with_miles_file_and_line(tm
             "miles/utils/arguments.py:3434: AssertionError: global_batch_size 100 is not equal to rollout_batch_size "
             "32 * n_samples_per_prompt 8 // num_steps_per_rollout 1\n") in err
     assert "hint: each command is rendered from its runs' recorded flags" in err
+
+
+def test_a_kept_verdict_is_the_one_miles_gives_and_a_broken_cache_is_judged_again(tmp_path, example_summaries,
+                                                                                    monkeypatch):
+    blocks = [block for block in manual_blocks() if block.chapter_file.endswith("01-step.md")]
+    cache = tmp_path / "cache" / "miles_launches.json"
+
+    def judged() -> list[list[str]]:
+        launches = chapter_launches(blocks, example_summaries)
+        judge({"docs/01-step.md": launches}, cache)
+        return [found.notes for found in launches]
+
+    fresh = judged()
+    assert any("a global batch of 256 samples" in " ".join(notes) for notes in fresh)
+    with monkeypatch.context() as patched:  # from the cache: Miles' process is not started again
+        patched.setattr(miles_code, "judge_launches", lambda commands: pytest.fail(f"judged again: {commands}"))
+        assert judged() == fresh
+    cache.write_text("{not json")
+    assert judged() == fresh
+    assert len(json.loads(cache.read_text())) == len(fresh)  # one verdict per distinct command
 
 
 def test_the_no_watchdog_run_has_no_fault_tolerance_flag(chapter_one):

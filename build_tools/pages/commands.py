@@ -12,16 +12,19 @@ Miles' code); a command Miles would stop stops the build, naming the chapter, th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from build_tools import miles_code
 from build_tools.core._escape import md_code, md_text
 from build_tools.core._exceptions import LaunchError, Problem, display_path
+from build_tools.core._staging import write_atomic
 from build_tools.core._types import FigureBlock, RunSummary
 from build_tools.ingest import miles_facts
 from build_tools.ingest.schemas_dump import is_flag_name, value_problem_of_arg
@@ -38,6 +41,8 @@ _PLAIN = re.compile(r"[A-Za-z0-9_./:@%+,=-]*")
 # Miles' guide on a colocated launch: the trainer takes memory first, so SGLang's static share "has to come down,
 # typically to 0.8 or lower" (docs/user-guide/training-backend.md at the pinned commit).
 COLOCATED_MEM_FRACTION = 0.8
+# build/cache/: Miles' verdicts on the commands, by command and Miles' code (an edition's build judges afresh).
+VERDICTS = "miles_launches.json"
 # The Ray job Miles' own launcher submits (miles/utils/external_utils/command_utils.py execute_train at the
 # pinned commit): a head node with the run's GPUs, then `ray job submit` with the runtime environment it gives
 # an FSDP job on one node (PYTHONUNBUFFERED, no_proxy; CUDA_DEVICE_MAX_CONNECTIONS is left out for FSDP).
@@ -357,14 +362,17 @@ def _settle(found: Launch, summaries: Mapping[str, RunSummary]) -> None:
     found.whole = True
 
 
-def judge(chapters: Mapping[str, Sequence[Launch]]) -> None:
+def judge(chapters: Mapping[str, Sequence[Launch]], cache: Path | None = None) -> None:
     """Every whole command of every chapter, as a reader would paste it, through Miles' own parse_args and the FSDP
-    actor's start-up (one process for all). Adds what Miles derived to each; raises LaunchError naming every
-    command Miles would stop, with Miles' file and line."""
+    actor's start-up (one process for all, each distinct command once). Adds what Miles derived to each; raises
+    LaunchError naming every command Miles would stop, with Miles' file and line. `cache`: a JSON file of earlier
+    verdicts by command and Miles' code (each takes Miles half a second), read and written again here."""
     whole = [(chapter, found) for chapter, launches in chapters.items() for found in launches if found.whole]
-    verdicts = miles_code.judge_launches([launch_words(_block_text(found.block)) for _, found in whole])
+    words = [launch_words(_block_text(found.block)) for _, found in whole]
+    verdicts = _verdicts(words, cache)
     problems = []
-    for (chapter, found), verdict in zip(whole, verdicts, strict=True):
+    for (chapter, found), said in zip(whole, words, strict=True):
+        verdict = verdicts[_verdict_key(said)]
         if verdict["stopped"]:
             problems.append(Problem(display_path(chapter), None, f"the launch command of {', '.join(found.runs)}",
                                     f"Miles would stop it at {verdict['where']}: {verdict['message']}"))
@@ -375,6 +383,36 @@ def judge(chapters: Mapping[str, Sequence[Launch]]) -> None:
                 f"{verdict['train_iters']} optimizer steps in all.")
     if problems:
         raise LaunchError(problems)
+
+
+def _verdict_key(words: Sequence[str]) -> str:
+    """A command's words and the Miles code that judges them (its manifest, the harness), as one hash."""
+    digest = hashlib.sha256(json.dumps(list(words)).encode("utf-8"))
+    for path in (miles_code.MANIFEST, miles_code.RUN, miles_code.HERE / "stand_ins.py"):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _verdicts(commands: Sequence[Sequence[str]], cache: Path | None) -> dict[str, dict[str, Any]]:
+    """Miles' verdict on each command by its key: from the cache where it has it, else judged now (once each)."""
+    keys = [_verdict_key(words) for words in commands]
+    known: dict[str, dict[str, Any]] = {}
+    if cache is not None and cache.is_file():
+        try:
+            loaded = json.loads(cache.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            loaded = None  # a cache that cannot be read is judged again, never trusted
+        if isinstance(loaded, dict):
+            known = {key: value for key, value in loaded.items() if key in keys and isinstance(value, dict)
+                     and isinstance(value.get("stopped"), bool)}
+    todo = list(dict.fromkeys(key for key in keys if key not in known))
+    if todo:
+        first = {key: words for key, words in zip(keys, commands, strict=True)}
+        known.update(zip(todo, miles_code.judge_launches([first[key] for key in todo]), strict=True))
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(cache, json.dumps({key: known[key] for key in sorted(set(keys))}).encode("utf-8"))
+    return known
 
 
 def _block_text(block: str) -> str:

@@ -49,7 +49,8 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     launches = {path: commands.chapter_launches(
         [block for block in result.blocks if Path(block.chapter_file).name == path.name], result.summaries)
         for path in chapters}
-    commands.judge({display_path(path): found for path, found in launches.items()})
+    commands.judge({display_path(path): found for path, found in launches.items()},
+                   cache=None if edition else layout.cache / commands.VERDICTS)
     for path in chapters:
         section = commands.chapter_section(launches[path], result.summaries)
         text = chapter_pages.render_chapter(path, result.blocks, figures, verdicts, tables, configs, section)
