@@ -109,8 +109,9 @@ def test_the_preparation_fetches_a_hub_model_and_names_what_is_missing():
 def test_the_words_judged_are_the_words_bash_hands_to_train_py(tmp_path):
     """launch_words reads a block as bash would run it: checked against bash itself, train.py a script printing
     its arguments."""
-    block = launch_block({**WHOLE, "wandb_group": "a b", "dump_details": ShellWord('"/dumps/${RUN}"')}, "it's",
-                         "GSM8K")
+    # A recorded value that holds ${RUN} itself keeps it (single-quoted); RUN's own quotes are RUN's.
+    block = launch_block({**WHOLE, "wandb_group": "a b", "dump_details": ShellWord('"/dumps/${RUN}"'),
+                          "prompt_data": "it's ${RUN}", "input_key": 'say "${RUN}"'}, 'it\'s "x" \\', "GSM8K")
     script = tmp_path / "run.sh"
     body = block.split("ray job submit", 1)[1].split("-- python3 train.py", 1)[1]
     run_line = next(line for line in block.splitlines() if line.startswith("RUN="))
@@ -118,7 +119,8 @@ def test_the_words_judged_are_the_words_bash_hands_to_train_py(tmp_path):
     import subprocess
     printed = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout.splitlines()
     assert launch_words(block) == printed
-    assert printed[printed.index("--dump-details") + 1] == "/dumps/it's"
+    assert printed[printed.index("--dump-details") + 1] == '/dumps/it\'s "x" \\'
+    assert printed[printed.index("--prompt-data") + 1] == "it's ${RUN}"
 
 
 def test_a_run_that_cannot_make_a_whole_command_lists_what_is_known(example_summaries):

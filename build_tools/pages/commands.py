@@ -266,8 +266,30 @@ def launch_words(block: str) -> list[str]:
     joined = block.replace("\\\n", "")
     run = next((shlex.split(line)[0].split("=", 1)[1] for line in joined.splitlines() if line.startswith("RUN=")), "")
     job = next(line for line in joined.splitlines() if line.startswith("ray job submit"))
-    words = shlex.split(job.replace(RUN, run))
+    words = shlex.split(_expand_run(job, run))
     return words[words.index(ENTRY.split()[-1]) + 1:]
+
+
+def _expand_run(line: str, run: str) -> str:
+    """The line with ${RUN} put in where bash expands it: inside double quotes (a per-run value, ShellWord), its
+    value escaped as double quotes need; never inside single quotes, where a recorded value keeps its own text."""
+    out, at, quote = [], 0, ""
+    inside = run.replace("\\", "\\\\").replace('"', '\\"')
+    while at < len(line):
+        char = line[at]
+        if char == "\\" and quote != "'":  # an escaped character, as it is
+            out.append(line[at:at + 2])
+            at += 2
+            continue
+        if quote == '"' and line.startswith(RUN, at):
+            out.append(inside)
+            at += len(RUN)
+            continue
+        if char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+        out.append(char)
+        at += 1
+    return "".join(out)
 
 
 def launch(args: Mapping[str, Any]) -> tuple[dict[str, Any], list[str], list[str]]:
