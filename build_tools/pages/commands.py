@@ -391,10 +391,8 @@ def judge(chapters: Mapping[str, Sequence[Launch]], cache: Path | None = None) -
     verdicts by command and Miles' code (each takes Miles half a second), read and written again here."""
     whole = [(chapter, found) for chapter, launches in chapters.items() for found in launches if found.whole]
     words = [launch_words(_block_text(found.block)) for _, found in whole]
-    verdicts = _verdicts(words, cache)
     problems = []
-    for (chapter, found), said in zip(whole, words, strict=True):
-        verdict = verdicts[_verdict_key(said)]
+    for (chapter, found), verdict in zip(whole, _verdicts(words, cache), strict=True):
         if verdict["stopped"]:
             problems.append(Problem(display_path(chapter), None, f"the launch command of {', '.join(found.runs)}",
                                     f"Miles would stop it at {verdict['where']}: {verdict['message']}"))
@@ -407,17 +405,19 @@ def judge(chapters: Mapping[str, Sequence[Launch]], cache: Path | None = None) -
         raise LaunchError(problems)
 
 
-def _verdict_key(words: Sequence[str]) -> str:
-    """A command's words and the Miles code that judges them (its manifest, the harness), as one hash."""
-    digest = hashlib.sha256(json.dumps(list(words)).encode("utf-8"))
+def _code_key() -> bytes:
+    """The Miles code that judges a command (its manifest, the harness), as one hash."""
+    digest = hashlib.sha256()
     for path in (miles_code.MANIFEST, miles_code.RUN, miles_code.HERE / "stand_ins.py"):
         digest.update(path.read_bytes())
-    return digest.hexdigest()
+    return digest.digest()
 
 
-def _verdicts(commands: Sequence[Sequence[str]], cache: Path | None) -> dict[str, dict[str, Any]]:
-    """Miles' verdict on each command by its key: from the cache where it has it, else judged now (once each)."""
-    keys = [_verdict_key(words) for words in commands]
+def _verdicts(commands: Sequence[Sequence[str]], cache: Path | None) -> list[dict[str, Any]]:
+    """Miles' verdict on each command: from the cache where it has it (by the command's words and the code that
+    judges them), else judged now, each distinct command once."""
+    code = _code_key()
+    keys = [hashlib.sha256(code + json.dumps(list(words)).encode("utf-8")).hexdigest() for words in commands]
     known: dict[str, dict[str, Any]] = {}
     if cache is not None and cache.is_file():
         try:
@@ -434,7 +434,7 @@ def _verdicts(commands: Sequence[Sequence[str]], cache: Path | None) -> dict[str
         if cache is not None:
             cache.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(cache, json.dumps({key: known[key] for key in sorted(set(keys))}).encode("utf-8"))
-    return known
+    return [known[key] for key in keys]
 
 
 def _block_text(block: str) -> str:
