@@ -16,7 +16,7 @@ from build_tools.editions.stamp import load_stamp
 
 from . import _lab as L
 from ._build import Run, finish
-from ._runs import LAUNCH, MODELS, RunSpec, flags_for, meta_args
+from ._runs import LAUNCH, MODELS, RunSpec, dump_folder, flags_for, meta_args
 from ._series import sig
 from ._streams import write_hourly, write_jsonl, write_meta, write_yaml
 from ._timeline import Step, phase_rows
@@ -96,7 +96,7 @@ def run_yaml(spec: RunSpec) -> dict[str, Any]:
             "memory_gb": 128,
             "memory_pools": 1,
         },
-        "flags": {**flags_for(spec), **LAUNCH},
+        "flags": {**flags_for(spec), **LAUNCH, "dump_details": dump_folder(spec.run_id)},
         "lab": {
             "heat_guard": spec.heat_guard,
             "ray_memory_usage_threshold": RAY_THRESHOLD,
