@@ -3,7 +3,9 @@ error names the variable; a failure says which outcome it was, since make turns 
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -218,3 +220,44 @@ def test_the_variables_step_checks_every_variable_of_its_goal_and_runs_nothing(
     assert _make.main(["--variables", "bench"], {"RAY": "local", "ALL": "yes"}) == 2
     assert capsys.readouterr().err.splitlines()[0] == ("ERROR ALL='yes' is not 1 or nothing: write ALL=1 to turn it "
                                                        "on, or leave it out")
+
+
+# What a command imports, run as make runs it (python -m MODULE ARGS, in the project folder): the modules loaded at
+# its end, one a line on stderr's last line.
+IMPORTS_OF = """
+import runpy, sys
+sys.argv = [sys.argv[1], *sys.argv[2:]]
+try:
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+"""
+HEAVY = ("pandas", "numpy", "pyarrow", "pydantic", "matplotlib", "yaml", "rich")
+
+
+def _imports(root: Path, module: str, *argv: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", IMPORTS_OF, module, *argv], cwd=root, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("MODULES "), done.stderr
+    return set(last.split()[1:])
+
+
+def test_a_no_op_make_check_imports_what_manual_check_imports_and_make_s_door(tmp_path: Path) -> None:
+    """`make check` with nothing changed costs `manual check`'s replay plus make's door: it loads no module the
+    replay does not (no pandas, numpy or pyarrow before they are needed), but for _make.py itself."""
+    from conftest import copy_project
+
+    root = copy_project(tmp_path / "manual")
+    _imports(root, "build_tools", "check")  # a cold check, which records its report
+    manual = _imports(root, "build_tools", "check")
+    door = _imports(root, "build_tools.commands._make", "check")
+    assert not {name.split(".")[0] for name in door} & set(HEAVY), sorted(door)
+    assert door - manual <= {"build_tools.commands", "build_tools.commands._make"}, sorted(door - manual)
+    # RAY set: checking the address is what imports the Ray module (and the summaries' types with it).
+    with_ray = subprocess.run([sys.executable, "-c", IMPORTS_OF, "build_tools.commands._make", "--variables",
+                               "check"], cwd=root, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "RAY": "auto"})
+    assert "build_tools.summarise._ray" in with_ray.stderr.splitlines()[-1].split()

@@ -110,12 +110,13 @@ def _run_id(env: Mapping[str, str]) -> list[str]:
 
 def _ray(env: Mapping[str, str]) -> list[str]:
     """RAY: auto, local or a head's HOST:PORT, checked here too, so that make can check it before it installs Ray
-    (`make variables`, which the Ray extra's stamp waits for)."""
-    from build_tools.summarise._ray import check_address
-
+    (`make variables`, which the Ray extra's stamp waits for). Imported only when RAY is set: _ray.py imports the
+    summaries' types (pandas), which the no-op `make check` must not pay for."""
     value = env.get("RAY", "")
     if not value:
         return []
+    from build_tools.summarise._ray import check_address
+
     check_address(value, "RAY")
     return [f"--ray={value}"]
 
