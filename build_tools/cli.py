@@ -158,8 +158,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+# Its hint names a command that works as typed: `make --force` is an option GNU make itself rejects.
+NOTHING_CHANGED = "Nothing changed since the last build: site/ is up to date (make FORCE=1 builds it again)."
+
+
 def _nothing_changed() -> int:
-    sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
+    sys.stderr.write(f"{NOTHING_CHANGED}\n")
     return 0
 
 

@@ -1,7 +1,7 @@
 """make's door into the command line: make variables arrive as values, are checked, and become single arguments.
 
 The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH, REPLACE, SRC, ID, RAY, ALL, WARN_MARGIN,
-STRICT, FORMAT and WHAT to the
+STRICT, FORMAT, WHAT and FORCE to the
 environment as the exact text typed, and runs `python -m build_tools.commands._make TARGET`; no variable is ever written
 into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
@@ -153,9 +153,10 @@ TARGETS = ("build", "pdf", "serve", "check", "bench", "compare", "add-run", "pub
 
 def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
     """The command line for a make target, from checked make variables (a ManualError when one is wrong)."""
-    simple = {"build": ["build"], "pdf": ["pdf"]}
-    if target in simple:
-        return simple[target]
+    if target == "build":  # FORCE=1: build even when no input changed
+        return ["build", *(["--force"] if _flag(env, "FORCE") else [])]
+    if target == "pdf":
+        return ["pdf"]
     builders: dict[str, Callable[[], list[str]]] = {
         "serve": lambda: ["serve", *_port(env)],
         # RAY: auto, local or a head's HOST:PORT, checked by the command before anything starts; ALL=1: every run
