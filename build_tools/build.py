@@ -97,7 +97,8 @@ def _build(layout: Layout, settings: Settings) -> BuildResult:
 
 def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     site = settings.site
-    progress = Progress(quiet=settings.quiet, stages=(6 if settings.edition else 5) if site else 2)
+    progress = Progress(quiet=settings.quiet, stages=(6 if settings.edition else 5) if site else 2,
+                        shown=settings.warnings_shown)
     if site:  # `make check` leaves site/ alone: a site built from these same inputs stays current
         uptodate.forget(layout)
     uptodate.forget_check(layout)  # the claims reports are written again

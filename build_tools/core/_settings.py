@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from build_tools.core._exceptions import _quoted, not_a_flag, setting_error
@@ -39,6 +39,9 @@ class Settings:
     # validated runs, the cached summaries and figures, the site's key. An edition's build trusts none of them:
     # it hashes and reads every input byte, so its manifest can record only what its commit's data gives.
     trust_state: bool = True
+    # `make serve`'s session: the warnings already shown, which a rebuild does not repeat unless they changed
+    # (None: every build shows all of its own). Not part of what is built.
+    warnings_shown: set[str] | None = field(default=None, compare=False, hash=False)
 
 
 def from_environment(environ: Mapping[str, str] | None = None, **options: Any) -> Settings:
