@@ -194,6 +194,8 @@ def site_key(mkdocs_yml: Path, pages: Path, settings: Settings,
     named = dict.fromkeys(re.findall(r"\bbuild_tools(?:\.\w+)+", config.decode("utf-8", "replace")))
     key = fingerprint.Key("site").code(__name__, *named, package=package)
     key.add(f"site_url={settings.site_url}", f"epoch={settings.epoch}", f"engine={settings.engine}")
+    if settings.engine == "zensical":  # run as `python -m zensical`, never imported
+        key.libraries("zensical")
     key.add(config)
     for folder in (pages, mkdocs_yml.parent / "overrides"):
         key.files(folder.parent, sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [])
