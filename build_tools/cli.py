@@ -461,7 +461,10 @@ def _cmd_pdf(args: argparse.Namespace) -> int:
     settings = _settings()
     layout = Layout(args.root.resolve())
     build(args.root, settings)
-    target = pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch)
+    from build_tools.core._progress import Progress
+
+    progress = Progress(stages=2)  # the print edition's two long steps, each shown while it runs and timed
+    target = pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch, step=progress.stage)
     _out.print(f"Wrote the print edition {os.path.relpath(target)}", markup=False)
     return 0
 
