@@ -92,3 +92,23 @@ def test_a_busy_port_is_one_line_before_any_build(tmp_path: Path) -> None:
     assert lines[0] in (f"ERROR port {port} on 127.0.0.1 is in use (another server, or make serve already running): "
                         f"make serve PORT={candidate} serves on another" for candidate in (free, port + 1, port + 2))
     assert list(tmp_path.iterdir()) == []  # no build/, no site/
+
+
+def test_a_warning_shown_before_in_the_session_is_counted_not_repeated(capsys) -> None:
+    from build_tools.core._progress import Progress
+
+    shown: set[str] = set()
+    first = Progress(shown=shown)
+    first.warn("runs/a/run.yaml: a warning")
+    first.done("Built")
+    again = Progress(shown=shown)
+    again.warn("runs/a/run.yaml: a warning")
+    again.warn("runs/a/run.yaml: a warning that changed")
+    again.done("Built")
+    assert capsys.readouterr().err.splitlines() == [
+        "WARNING runs/a/run.yaml: a warning", "Built",
+        "WARNING runs/a/run.yaml: a warning that changed",
+        "1 warning shown before in this session still holds (not repeated)", "Built"]
+    alone = Progress()  # outside make serve: every build shows all of its warnings
+    alone.warn("runs/a/run.yaml: a warning")
+    assert capsys.readouterr().err == "WARNING runs/a/run.yaml: a warning\n"
