@@ -173,7 +173,8 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         with progress.stage("Drawing figures"):
             result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
                                                cache / "figures", jobs=settings.jobs,
-                                               warnings=figure_warnings, layout=layout, epoch=settings.epoch)
+                                               warnings=figure_warnings, layout=layout, epoch=settings.epoch,
+                                               serving=settings.serving)
 
         for warning in figure_warnings:
             progress.warn(warning)

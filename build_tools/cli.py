@@ -448,7 +448,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return build(args.root, settings)
 
     # One set for the session: a warning already shown is not repeated by the next rebuild unless it changed.
-    settings = replace(_settings(), warnings_shown=set())
+    settings = replace(_settings(), warnings_shown=set(), serving=True)
     return serve.serve(args.root, rebuild, port=args.port,
                        bug=lambda error: _crash_line(args.root, error))
 

@@ -42,6 +42,7 @@ class Settings:
     # `make serve`'s session: the warnings already shown, which a rebuild does not repeat unless they changed
     # (None: every build shows all of its own). Not part of what is built.
     warnings_shown: set[str] | None = field(default=None, compare=False, hash=False)
+    serving: bool = False  # `make serve`'s long-lived process: a rebuild draws a few figures in it (draw.py)
 
 
 def from_environment(environ: Mapping[str, str] | None = None, **options: Any) -> Settings:
