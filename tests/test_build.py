@@ -67,7 +67,7 @@ def test_a_no_op_build_stops_before_any_work(built_copy: Path, capsys: pytest.Ca
     site_before = (built_copy / "site" / "index.html").stat().st_mtime_ns
     assert main(["build"]) == 0
     assert capsys.readouterr().err.strip() == (
-        "Nothing changed since the last build: site/ is up to date (--force rebuilds).")
+        "Nothing changed since the last build: site/ is up to date (make FORCE=1 builds it again).")
     assert (built_copy / "site" / "index.html").stat().st_mtime_ns == site_before
 
 
@@ -96,7 +96,7 @@ def test_make_check_then_make_does_not_build_again(built_copy: Path, capsys: pyt
     capsys.readouterr()
     assert main(["build"]) == 0
     assert capsys.readouterr().err.strip() == (
-        "Nothing changed since the last build: site/ is up to date (--force rebuilds).")
+        "Nothing changed since the last build: site/ is up to date (make FORCE=1 builds it again).")
     assert (built_copy / "site" / "index.html").stat().st_mtime_ns == site_before
 
 
@@ -141,7 +141,7 @@ def test_a_no_op_build_imports_neither_rich_nor_the_build(built_copy: Path) -> N
             f"print(code, sorted(m for m in {heavy} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=built_copy, capture_output=True, text=True, check=True)
     assert done.stdout == "0 []\n"
-    assert done.stderr == "Nothing changed since the last build: site/ is up to date (--force rebuilds).\n"
+    assert done.stderr == "Nothing changed since the last build: site/ is up to date (make FORCE=1 builds it again).\n"
 
 
 def test_a_no_op_build_does_not_wait_for_a_build_holding_the_lock(built_copy: Path) -> None:
@@ -156,7 +156,7 @@ def test_a_no_op_build_does_not_wait_for_a_build_holding_the_lock(built_copy: Pa
         done = subprocess.run([sys.executable, "-m", "build_tools", "build"], cwd=built_copy, capture_output=True,
                               text=True, timeout=60)
     assert (done.returncode, done.stderr) == (
-        0, "Nothing changed since the last build: site/ is up to date (--force rebuilds).\n")
+        0, "Nothing changed since the last build: site/ is up to date (make FORCE=1 builds it again).\n")
 
 
 def test_a_build_of_another_folder_draws_with_its_figure_modules_and_palette(built_copy: Path, tmp_path: Path,

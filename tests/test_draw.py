@@ -467,3 +467,25 @@ def test_the_workers_are_started_early_only_for_a_cold_cache_and_more_than_one_w
     import multiprocessing.forkserver
 
     assert multiprocessing.forkserver._forkserver._forkserver_pid is not None
+
+
+def test_make_serve_draws_a_few_figures_in_its_own_process_the_same_bytes(example_summaries, tables, tmp_path,
+                                                                          monkeypatch):
+    """A rebuild of make serve that redraws IN_PROCESS_UP_TO figures or fewer starts no worker, and draws what the
+    pool draws; more, and the pool draws them."""
+    blocks = [b for b in manual_blocks() if b.module in ("reward_curves", "step_phases", "troubleshooting")]
+    assert len(blocks) <= draw.IN_PROCESS_UP_TO
+    draw.draw_figures(blocks, example_summaries, tables, tmp_path / "pool", tmp_path / "cache-pool", jobs=2,
+                      layout=PROJECT)
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a worker was started")
+
+    monkeypatch.setattr(draw, "ProcessPoolExecutor", no_pool)
+    draw.draw_figures(blocks, example_summaries, tables, tmp_path / "served", tmp_path / "cache-served", jobs=2,
+                      layout=PROJECT, serving=True)
+    assert files_of(tmp_path / "served") == files_of(tmp_path / "pool")
+    many = manual_blocks()[: draw.IN_PROCESS_UP_TO + 1]
+    with pytest.raises(AssertionError, match="a worker was started"):
+        draw.draw_figures(many, example_summaries, tables, tmp_path / "many", tmp_path / "cache-many", jobs=2,
+                          layout=PROJECT, serving=True)

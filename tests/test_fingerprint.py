@@ -75,9 +75,16 @@ def _every_key(layout: Layout) -> dict[str, str]:
     }
 
 
+# What each key is made with, as the build's code imports it (fingerprint.IMPORTED_BY): the no-op key, Ray's worker
+# check and the manifest hold every library; the figures, the summaries and the site only theirs.
+DRAWN_WITH = {"matplotlib", "numpy", "pandas", "pillow", "fonttools", "pydantic", "PyYAML", "pyarrow", "tensorboard"}
+SUMMARISED_WITH = {"numpy", "pandas", "pydantic", "PyYAML", "pyarrow", "tensorboard"}
+SITE_BUILT_WITH = {"mkdocs", "mkdocs-material", "Markdown", "pymdown-extensions", "Jinja2", "PyYAML"}
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
-def test_every_cache_key_and_the_manifest_change_with_each_listed_library(library: str, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_cache_key_changes_with_the_libraries_its_code_imports(library: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     layout = _project(tmp_path)
     # The code digests are kept for the process (functools.cache): this test recomputes them in caches of its own,
     # and the session's are back untouched after it. Clearing the session's made every later test of the worker
@@ -88,7 +95,69 @@ def test_every_cache_key_and_the_manifest_change_with_each_listed_library(librar
     upgraded = {**fingerprint.library_versions(), library: "99.0"}
     monkeypatch.setattr(fingerprint, "library_versions", lambda: upgraded)
     after = _every_key(layout)
-    assert [name for name in before if before[name] == after[name]] == []
+    changed = {name for name in before if before[name] != after[name]}
+    expected = {"no-op build", "ray worker", "manifest"}
+    expected |= {"figures"} if library in DRAWN_WITH else set()
+    expected |= {"run summary"} if library in SUMMARISED_WITH else set()
+    expected |= {"site"} if library in SITE_BUILT_WITH else set()
+    assert changed == expected
+
+
+def _figure_keys(blocks: list, root: Path) -> dict[str, str]:
+    """Every figure's key as the build makes it, its runs' input hashes computed afresh (a summary holds the hash
+    of the run it was made from; nothing else of it enters the key)."""
+    run_hash.code_digest.cache_clear()
+    fingerprint._libraries_of.clear()
+    hashes = {run: SimpleNamespace(source_hash=summary.input_hash(root / "runs" / run))
+              for block in blocks for run in block.runs}
+    shared = draw._shared_digest(PROJECT)
+    tables = {name: {} for block in blocks for name in block.tables}
+    return {block.id: draw.figure_key(block, hashes, tables, PROJECT, shared).hexdigest() for block in blocks}
+
+
+def test_installing_the_test_tools_or_an_unrelated_distribution_redraws_no_figure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distributions installed as pip installs them (a `name-version.dist-info` folder first on sys.path): other
+    versions of wandb and zensical (the test extra's), and a distribution the build never heard of, leave every
+    figure's key as it was; another matplotlib changes every one."""
+    from conftest import manual_blocks
+
+    monkeypatch.setattr(run_hash, "code_digest", functools.cache(run_hash.code_digest.__wrapped__))
+    blocks = manual_blocks()
+    before = _figure_keys(blocks, ROOT)
+    installed = tmp_path / "site-packages"
+    for folder in ("wandb-99.0.dist-info", "zensical-99.0.dist-info", "playwright-9.9.dist-info",
+                   "an_unrelated_tool-1.0.dist-info"):
+        (installed / folder).mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(installed))
+    fingerprint.library_versions.cache_clear()
+    try:
+        assert fingerprint.library_versions()["wandb"] == "99.0"  # found, as pip's folder makes it
+        assert _figure_keys(blocks, ROOT) == before
+        (installed / "matplotlib-99.0.dist-info").mkdir()
+        fingerprint.library_versions.cache_clear()
+        after = _figure_keys(blocks, ROOT)
+        assert [block for block in before if before[block] == after[block]] == []
+    finally:
+        monkeypatch.undo()
+        fingerprint.library_versions.cache_clear()
+        run_hash.code_digest.cache_clear()
+
+
+def test_a_run_with_a_wandb_log_is_read_again_under_another_wandb(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """wandb reads a run's offline log as `python -m wandb`, never imported: only such a run's hash holds its
+    version."""
+    plain = tmp_path / "plain"
+    shutil.copytree(TINY_RUN / "tiny-run", plain)
+    logged = tmp_path / "logged"
+    shutil.copytree(TINY_RUN / "tiny-run", logged)
+    (logged / "run-abc.wandb").write_bytes(b"log")
+    before = {run.name: summary.input_hash(run) for run in (plain, logged)}
+    upgraded = {**fingerprint.library_versions(), "wandb": "99.0"}
+    monkeypatch.setattr(fingerprint, "library_versions", lambda: upgraded)
+    after = {run.name: summary.input_hash(run) for run in (plain, logged)}
+    assert before["plain"] == after["plain"] and before["logged"] != after["logged"]
 
 
 def test_no_module_but_the_fingerprint_reads_library_versions() -> None:

@@ -3,7 +3,10 @@ error names the variable; a failure says which outcome it was, since make turns 
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -242,3 +245,105 @@ def test_make_watch_takes_the_commands_choices() -> None:
     with pytest.raises(ManualError) as missing:
         _make.arguments("watch", {}, ROOT)
     assert "make watch RUN=path/to/job" in str(missing.value) and "make compare" not in str(missing.value)
+# What a command imports, run as make runs it (python -m MODULE ARGS, in the project folder): the modules loaded at
+# its end, one a line on stderr's last line.
+IMPORTS_OF = """
+import runpy, sys
+sys.argv = [sys.argv[1], *sys.argv[2:]]
+try:
+    runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+"""
+HEAVY = ("pandas", "numpy", "pyarrow", "pydantic", "matplotlib", "yaml", "rich")
+
+
+def _imports(root: Path, module: str, *argv: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", IMPORTS_OF, module, *argv], cwd=root, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("MODULES "), done.stderr
+    return set(last.split()[1:])
+
+
+def test_a_no_op_make_check_imports_what_manual_check_imports_and_make_s_door(tmp_path: Path) -> None:
+    """`make check` with nothing changed costs `manual check`'s replay plus make's door: it loads no module the
+    replay does not (no pandas, numpy or pyarrow before they are needed), but for _make.py itself."""
+    from conftest import copy_project
+
+    root = copy_project(tmp_path / "manual")
+    _imports(root, "build_tools", "check")  # a cold check, which records its report
+    manual = _imports(root, "build_tools", "check")
+    door = _imports(root, "build_tools.commands._make", "check")
+    assert not {name.split(".")[0] for name in door} & set(HEAVY), sorted(door)
+    assert door - manual <= {"build_tools.commands", "build_tools.commands._make"}, sorted(door - manual)
+    # RAY set: checking the address is what imports the Ray module (and the summaries' types with it).
+    with_ray = subprocess.run([sys.executable, "-c", IMPORTS_OF, "build_tools.commands._make", "--variables",
+                               "check"], cwd=root, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "RAY": "auto"})
+    assert "build_tools.summarise._ray" in with_ray.stderr.splitlines()[-1].split()
+
+
+def _make_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    return set(re.findall(r"^([a-z][a-z-]*):", text, re.M))
+
+
+def _make_variables() -> set[str]:
+    """The variables the Makefile reads: those it passes to the program (ARGUMENTS), and those of its own rules."""
+    text = (ROOT / "Makefile").read_text(encoding="utf-8")
+    passed = re.search(r"^ARGUMENTS := (.*)$", text, re.M)
+    assert passed is not None
+    return {*passed.group(1).split(), *re.findall(r"\$\(value ([A-Z_]+)\)", text), "SCALE"}
+
+
+# `make TARGET NAME=VALUE ...` as a message or hint writes it; an option after make (`make --force`) is make's own.
+MAKE_COMMAND = re.compile(r"\bmake((?: (?:[a-z][a-z-]*|[A-Z_]+=[^\s`'\")]*|--?[a-z-]+))+)")
+
+
+def _quoted_make_commands() -> list[tuple[str, str]]:
+    """Every make command the package's strings tell the user to type: (file, command)."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "build_tools").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            parts = [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else (
+                ["".join(v.value if isinstance(v, ast.Constant) else "X" for v in node.values)]
+                if isinstance(node, ast.JoinedStr) else [])
+            for text in parts:
+                found += [(path.name, match.group(0)) for match in MAKE_COMMAND.finditer(text)
+                          if re.search(r"[A-Z_]+=|--?[a-z]", match.group(1))]
+    return found
+
+
+def test_every_make_command_a_message_names_works_as_typed() -> None:
+    """A hint names a target of the Makefile and variables it reads, never an option of make's own (the no-op
+    build said `--force rebuilds`, and `make --force` is refused by GNU make). Prose ("make passes ENGINE=")
+    is told apart by its first word, which is no target."""
+    targets, variables = _make_targets(), _make_variables()
+    commands = _quoted_make_commands()
+    assert any(where == "cli.py" and command.startswith("make FORCE=1 ") for where, command in commands)
+    wrong = []
+    for where, command in commands:
+        words = command.split()[1:]
+        if words[0].startswith("-"):
+            wrong.append((where, command, "an option of make's own"))
+            continue
+        if "=" not in words[0] and words[0] not in targets:
+            continue  # prose: "make passes ...", "make turns ..."
+        for word in words[0 if "=" in words[0] else 1:]:
+            if "=" not in word:
+                break  # the sentence goes on
+            if word.split("=")[0] not in variables:
+                wrong.append((where, command, f"{word.split('=')[0]} is not a variable the Makefile reads"))
+    assert wrong == []
+
+
+def test_force_1_builds_again() -> None:
+    assert _make.arguments("build", {"FORCE": "1"}, ROOT) == ["build", "--force"]
+    assert _make.arguments("build", {}, ROOT) == ["build"]
+    with pytest.raises(ManualError, match="FORCE='yes' is not 1 or nothing"):
+        _make.arguments("build", {"FORCE": "yes"}, ROOT)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 
@@ -9,6 +10,7 @@ import pytest
 from page_text import METRICS_SEED, STAMP, seed_index_rows, seed_tables
 
 from build_tools.core._exceptions import ManualError
+from build_tools.core._settings import library_environment, print_environment
 from build_tools.website import pdf
 
 pytest.importorskip("pypdf")
@@ -40,6 +42,50 @@ def test_the_pdf_is_the_same_bytes_on_a_rebuild(printed):
     first, second = printed
     assert first.name == "2026.10.pdf"
     assert first.read_bytes() == second.read_bytes()
+
+
+def test_the_pdf_in_two_shown_steps_is_weasyprint_s_own_in_one(printed, built_manual, tmp_path):
+    """write_pdf lays the book out and writes it as two steps, each shown while it runs (`make pdf`'s progress):
+    the bytes are those of WeasyPrint's HTML.write_pdf in one call, with the same options."""
+    import hashlib
+
+    from weasyprint import HTML
+
+    site = tmp_path / "site"
+    shutil.copytree(built_manual / "site", site)
+    shown = []
+
+    @contextlib.contextmanager
+    def step(name):
+        shown.append(name)
+        yield
+
+    stepped = pdf.write_pdf(built_manual / "build" / "docs", site, epoch=1792022400, step=step)
+    assert stepped.read_bytes() == printed[0].read_bytes()
+    assert shown[0] == "Laying out the print edition"
+    assert re.fullmatch(r"Writing \S*2026\.10\.pdf \([0-9]+ pages\)", shown[1]) and len(shown) == 2
+    _, document = pdf._book_document(built_manual / "build" / "docs", site, 1792022400)
+    identifier = hashlib.sha256(document.encode("utf-8")).hexdigest()[:32].encode()
+    with library_environment(print_environment(1792022400)):
+        whole = HTML(string=document, base_url=str(site.resolve()) + "/",
+                     url_fetcher=pdf.site_fetcher(site)).write_pdf(pdf_identifier=identifier, uncompressed_pdf=False)
+    assert whole == stepped.read_bytes()
+
+
+def test_make_pdf_shows_its_two_steps(built_manual, tmp_path, monkeypatch, capsys):
+    """`make pdf` after the build: a line for each step of the print edition, as the build's stages show theirs."""
+    from build_tools.cli import main
+
+    root = tmp_path / "manual"
+    shutil.copytree(built_manual, root)
+    monkeypatch.chdir(root)
+    assert main(["pdf"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    steps = [line for line in err if line.startswith(("[1/2]", "[2/2]"))]
+    assert len(steps) == 2
+    assert re.fullmatch(r"\[1/2\] Laying out the print edition done in [0-9]+\.[0-9] s", steps[0]), steps
+    assert re.fullmatch(r"\[2/2\] Writing site/2026\.10\.pdf \([0-9]+ pages\) done in [0-9]+\.[0-9] s",
+                        steps[1]), steps
 
 
 def test_the_pdf_holds_the_whole_manual(printed):

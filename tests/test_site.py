@@ -164,3 +164,51 @@ def test_no_op_rebuild_skips_mkdocs(built_manual):
     before = (site_dir / "index.html").stat().st_mtime_ns
     assert site.build_site(built_manual / "mkdocs.yml", pages, site_dir) is False
     assert (site_dir / "index.html").stat().st_mtime_ns == before
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in sorted(folder.rglob("*"))
+            if path.is_file()}
+
+
+def test_templates_compiled_by_an_earlier_build_of_the_process_build_the_same_site(built_manual, tmp_path,
+                                                                                      monkeypatch):
+    """make serve's rebuilds take the theme's templates as the process compiled them (site._CompiledTemplates):
+    the second build compiles none, and its site is the bytes of one built with every template compiled afresh."""
+    import jinja2
+
+    config = site.write_config(built_manual / "mkdocs.yml", built_manual / "build" / "docs", tmp_path / "unused",
+                               tmp_path / "mkdocs.yml")
+    compiled: list[str] = []
+    real = jinja2.Environment.compile
+
+    def counted(self, source, name=None, filename=None, raw=False, defer_init=False):
+        compiled.append(str(name))
+        return real(self, source, name, filename, raw, defer_init)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counted)
+    monkeypatch.setattr(site, "_compiled", None)  # a process that has compiled nothing yet
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        site.run_mkdocs(config, tmp_path / name)
+        if name == "first":
+            first_compiled = len(compiled)
+    assert first_compiled > 10 and len(compiled) == first_compiled  # the second compiled no template
+    monkeypatch.setattr(site, "_compiled", None)
+    (tmp_path / "afresh").mkdir()
+    site.run_mkdocs(config, tmp_path / "afresh")
+    assert len(compiled) == 2 * first_compiled
+    assert _tree(tmp_path / "second") == _tree(tmp_path / "afresh") == _tree(tmp_path / "first")
+
+
+def test_an_edited_template_is_compiled_again(tmp_path):
+    """A template kept compiled is taken only while its source is the same (an override edited under make serve)."""
+    import jinja2
+
+    cache = site._CompiledTemplates().cache
+    (tmp_path / "page.html").write_text("one {{ x }}")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path)), bytecode_cache=cache)
+    assert env.get_template("page.html").render(x=1) == "one 1"
+    (tmp_path / "page.html").write_text("two {{ x }}")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path)), bytecode_cache=cache)
+    assert env.get_template("page.html").render(x=1) == "two 1"

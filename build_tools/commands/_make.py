@@ -1,7 +1,7 @@
 """make's door into the command line: make variables arrive as values, are checked, and become single arguments.
 
 The Makefile exports EDITION, RUN, FROM, TO, BRANCH, REMOTE, PORT, PUSH, REPLACE, SRC, ID, RAY, ALL, WARN_MARGIN,
-STRICT, FORMAT, FAIL_ON, UNTIL_IDLE, WHAT and PROVE to the
+STRICT, FORMAT, FAIL_ON, UNTIL_IDLE, WHAT, PROVE and FORCE to the
 environment as the exact text typed, and runs `python -m build_tools.commands._make TARGET`; no variable is ever written
 into a recipe's shell line. Every value is checked here before anything happens, then passed to `manual` (cli.py)
 as one argument. make reports every failure as its own exit 2, so this prints which outcome it was.
@@ -113,12 +113,13 @@ def _run_id(env: Mapping[str, str]) -> list[str]:
 
 def _ray(env: Mapping[str, str]) -> list[str]:
     """RAY: auto, local or a head's HOST:PORT, checked here too, so that make can check it before it installs Ray
-    (`make variables`, which the Ray extra's stamp waits for)."""
-    from build_tools.summarise._ray import check_address
-
+    (`make variables`, which the Ray extra's stamp waits for). Imported only when RAY is set: _ray.py imports the
+    summaries' types (pandas), which the no-op `make check` must not pay for."""
     value = env.get("RAY", "")
     if not value:
         return []
+    from build_tools.summarise._ray import check_address
+
     check_address(value, "RAY")
     return [f"--ray={value}"]
 
@@ -179,9 +180,10 @@ def arguments(target: str, env: Mapping[str, str], root: Path) -> list[str]:
     """The command line for a make target, from checked make variables (a ManualError when one is wrong)."""
     # PROVE=1: show every claim able to fail (checking/prove.py), in a build or a check
     prove = ["--prove"] if target in ("build", "check") and _flag(env, "PROVE") else []
-    simple = {"build": ["build", *prove], "pdf": ["pdf"]}
-    if target in simple:
-        return simple[target]
+    if target == "build":  # FORCE=1: build even when no input changed
+        return ["build", *prove, *(["--force"] if _flag(env, "FORCE") else [])]
+    if target == "pdf":
+        return ["pdf"]
     builders: dict[str, Callable[[], list[str]]] = {
         "serve": lambda: ["serve", *_port(env)],
         # RAY: auto, local or a head's HOST:PORT, checked by the command before anything starts; ALL=1: every run

@@ -363,6 +363,19 @@ def not_a_port(value: str) -> ManualError:
                        "e.g. make serve PORT=8001")
 
 
+def port_taken(host: str, port: int, free: int | None) -> ManualError:
+    """`make serve`: another program (or another make serve) holds the port; found before any build, as one line
+    whose command names a port that was free a moment ago (`free`; None when none was found)."""
+    return ManualError(f"port {port} on {host} is in use (another server, or make serve already running): "
+                       f"make serve PORT={free or port + 1} serves on another")
+
+
+def port_not_allowed(host: str, port: int, reason: str) -> ManualError:
+    """`make serve`: the system refuses the port (one under 1024 needs root); `reason`: the system's words."""
+    return ManualError(f"port {port} on {host} cannot be opened ({reason}; a port under 1024 needs root): "
+                       "make serve PORT=8001 serves on another")
+
+
 def not_a_bench(value: str, benches: Sequence[str]) -> ManualError:
     """WHAT, of `make bench WHAT=...`: one of `benches` (commands/_make.BENCHES) or nothing."""
     return ManualError(f"{_variable('WHAT', value)} is not a benchmark: write "

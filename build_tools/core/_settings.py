@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from build_tools.core._exceptions import _quoted, not_a_flag, setting_error
@@ -42,6 +42,10 @@ class Settings:
     # Show every claim able to fail (checking/prove.py): `make check PROVE=1`, `make PROVE=1`; an edition's build
     # always does.
     prove: bool = False
+    # `make serve`'s session: the warnings already shown, which a rebuild does not repeat unless they changed
+    # (None: every build shows all of its own). Not part of what is built.
+    warnings_shown: set[str] | None = field(default=None, compare=False, hash=False)
+    serving: bool = False  # `make serve`'s long-lived process: a rebuild draws a few figures in it (draw.py)
 
 
 def from_environment(environ: Mapping[str, str] | None = None, **options: Any) -> Settings:

@@ -96,12 +96,20 @@ class _Outcome:
     rendered: bool = True  # False when the cache's files already are this drawing (nothing was saved)
 
 
+# make serve's rebuilds draw this many figures or fewer in their own process (an edit to a run redraws the few that
+# read it): starting workers and sending them the summaries costs more than drawing them, and the serving process
+# keeps matplotlib imported from one rebuild to the next.
+IN_PROCESS_UP_TO = 4
+
+
 def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
                  out_dir: Path, cache_dir: Path, jobs: int | None = None,
-                 warnings: list[str] | None = None, *, layout: Layout, epoch: int | None = None) -> list[DrawnFigure]:
+                 warnings: list[str] | None = None, *, layout: Layout, epoch: int | None = None,
+                 serving: bool = False) -> list[DrawnFigure]:
     """Draw (or take from the cache) every figure with the modules, palette and style of layout's figures/,
     then check its colours; FigureError lists every problem. The files put into out_dir are dated `epoch` when
-    given (an edition's SOURCE_DATE_EPOCH).
+    given (an edition's SOURCE_DATE_EPOCH). `serving`: a rebuild of make serve, which draws a few figures in its
+    own process (IN_PROCESS_UP_TO).
 
     A damaged cache entry is redrawn and said in `warnings`."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -129,7 +137,9 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
                    entry.get("drawing") if entry is not None else None)
         to_draw.append((job, made, entry))
 
-    for (job, made, entry), outcome in zip(to_draw, _draw_all([job for job, _, _ in to_draw], jobs), strict=True):
+    workers = 1 if serving and len(to_draw) <= IN_PROCESS_UP_TO else jobs
+    for (job, made, entry), outcome in zip(to_draw, _draw_all([job for job, _, _ in to_draw], workers),
+                                           strict=True):
         if outcome.error is not None:
             problems.append(_problem(job.block, outcome.error))
             continue

@@ -143,5 +143,5 @@ def checked_note(block: FigureBlock, verdict: ClaimVerdict | None) -> str:
     runs = ", ".join(html_text(run) for run in block.runs) or "none"
     status = "holds" if verdict and verdict.status == "pass" else "was not checked"
     # Left out of the site's search (Material reads data-search-exclude): the notes would crowd every result.
-    return (f'<details class="manual-checked" data-search-exclude=""><summary>Checked against the runs: the claim '
-            f"{status}</summary><ul>{items}</ul><p>Runs: {runs}</p></details>")
+    return (f'<details class="manual-checked" data-search-exclude=""><summary>{reader_note.CHECKED_SUMMARY} '
+            f"the claim {status}</summary><ul>{items}</ul><p>Runs: {runs}</p></details>")

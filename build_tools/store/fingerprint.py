@@ -1,10 +1,14 @@
 """Fingerprints: how the build names what an output was made from, so it can tell an output is still current.
 
 Every cache key (the no-op check in `uptodate.py`, the site in `site.py`, each figure in `draw.py`, each
-run's summary in `summary.py`) is a `Key`: a sha256 that starts from the environment (the Python version and
-the versions of LIBRARIES) and adds the parts and files that output depends on. LIBRARIES is the one list of
-libraries whose versions can change an output; an edition's manifest records the same list
-(`tool_versions`). So a library upgrade makes every cache stale at once, and a stale key only rebuilds.
+run's summary in `summary.py`) is a `Key`: a sha256 that starts from its kind and the Python version and adds
+the parts and files that output depends on. LIBRARIES is the one list of libraries whose versions can change an
+output; an edition's manifest records the same list (`tool_versions`). A key holds the versions of the libraries
+its code imports, not of every library installed: `Key.code` reads the imports of the files it hashes
+(IMPORTED_BY: an import name and the libraries it stands for), so a new wandb or zensical (the test tools'
+versions) draws no figure again, and a new matplotlib draws them all. A key whose output a library makes without
+an import (a tool run as `python -m zensical`, wandb reading a run's .wandb log) names it (`Key.libraries`); the
+no-op key and Ray's worker check hold them all (`Key.environment`). A stale key only rebuilds.
 
 A file's bytes are hashed once per process while the file stays as it was, so a cold build that keys every
 run's summary and then records the no-op key reads each input once. A key file is written whole (a killed
@@ -37,6 +41,31 @@ from build_tools.core._files import content_hash, identity
 LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools", "pydantic", "PyYAML", "pyarrow", "tensorboard",
              "wandb", "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "weasyprint",
              "mike")
+# What an import of the build's code stands for: the libraries of LIBRARIES whose versions can change what the code
+# that imports it makes. matplotlib draws with numpy and writes with Pillow and fontTools; pandas computes with
+# numpy; mkdocs builds the site with its theme (Material, named in mkdocs.yml), Markdown, its extensions and Jinja2;
+# WeasyPrint embeds fonts with fontTools and images with Pillow. An import not listed (the standard library,
+# watchdog, rich ...) changes no output.
+IMPORTED_BY: dict[str, tuple[str, ...]] = {
+    "matplotlib": ("matplotlib", "numpy", "pillow", "fonttools"),
+    "numpy": ("numpy",),
+    "pandas": ("pandas", "numpy"),
+    "PIL": ("pillow",),
+    "fontTools": ("fonttools",),
+    "pydantic": ("pydantic",),
+    "yaml": ("PyYAML",),
+    "pyarrow": ("pyarrow",),
+    "tensorboard": ("tensorboard",),
+    "wandb": ("wandb",),
+    "jinja2": ("Jinja2",),
+    "markdown": ("Markdown",),
+    "pymdownx": ("pymdown-extensions",),
+    "mkdocs": ("mkdocs", "mkdocs-material", "Markdown", "pymdown-extensions", "Jinja2"),
+    "material": ("mkdocs-material",),
+    "zensical": ("zensical",),
+    "weasyprint": ("weasyprint", "fonttools", "pillow"),
+    "mike": ("mike",),
+}
 ABSENT = "not installed"
 # A file changed this recently may change again within one tick of the file system's clock without its size or
 # times changing: its digest is not remembered (git's "racily clean" entries, the same rule).
@@ -78,8 +107,15 @@ def tool_versions() -> dict[str, str]:
 
 
 def environment() -> str:
-    """What every key starts from: the Python version and the library versions, one `name==version` a line."""
+    """The Python version and every library's version, one `name==version` a line: what the no-op key and Ray's
+    worker check hold (Key.environment)."""
     return "".join(f"{name}=={version}\n" for name, version in tool_versions().items())
+
+
+def versions_of(names: Iterable[str]) -> str:
+    """The versions of some of LIBRARIES, one `name==version` a line, in LIBRARIES' order."""
+    versions, wanted = library_versions(), set(names)
+    return "".join(f"{name}=={versions[name]}\n" for name in LIBRARIES if name in wanted)
 
 
 def file_digest(path: Path) -> bytes:
@@ -179,6 +215,32 @@ def _parents(name: str) -> list[str]:
 
 
 _IMPORT_WORD = re.compile(r"import[ \t]")
+# The top-level module of every import statement, at a module's top or inside a function: `import a.b, c`,
+# `from a.b import c` (a relative import names none).
+_TOP_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_]\w*)[\w.]*[ \t]+import\b|import[ \t]+([^\n#;]+))", re.M)
+# A file's libraries (IMPORTED_BY's), while its stats hold.
+_libraries_of: dict[Path, tuple[Identity, frozenset[str]]] = {}
+
+
+def libraries_imported(paths: Iterable[Path]) -> frozenset[str]:
+    """The libraries of LIBRARIES the Python files import (IMPORTED_BY), each file read again only when its stats
+    change."""
+    found: set[str] = set()
+    for path in paths:
+        if path.suffix != ".py":
+            continue
+        stats = identity(os.stat(path))
+        known = _libraries_of.get(path)
+        if known is None or known[0] != stats:
+            names: set[str] = set()
+            for match in _TOP_IMPORT.finditer(path.read_text(encoding="utf-8")):
+                source, plain = match.groups()
+                tops = [source] if source else [part.split()[0].split(".")[0] for part in plain.split(",")
+                                                if part.split()]
+                names.update(library for top in tops for library in IMPORTED_BY.get(top, ()))
+            known = _libraries_of[path] = stats, frozenset(names)
+        found |= known[1]
+    return frozenset(found)
 
 
 def _imports_in(text: str) -> Iterator[re.Match[str]]:
@@ -226,7 +288,15 @@ class Key:
         self._sha = hashlib.sha256()
         self.kind = kind
         self.made_from: dict[str, str] = {}  # each named part (a file, a run) and its digest: the output's record
-        self.add(kind, environment())
+        self.add(kind, f"python=={sys.version.split()[0]}")
+
+    def libraries(self, *names: str) -> Key:
+        """The versions of these libraries (of LIBRARIES): those the output is made with without an import."""
+        return self.add("libraries", versions_of(names))
+
+    def environment(self) -> Key:
+        """Every library's version: a key that stands for the whole build (the no-op key, Ray's worker check)."""
+        return self.add("environment", environment())
 
     def add(self, *parts: str | bytes) -> Key:
         for part in parts:
@@ -251,8 +321,11 @@ class Key:
 
     def code(self, *modules: str, package: Path = PACKAGE, also: Iterable[Path] = ()) -> Key:
         """Every file of the package the modules (and the files `also`) import (`code_files`), named relative to
-        the package's folder."""
-        return self.files(package, code_files(*modules, package=package, also=also))
+        the package's folder, and the versions of the libraries those files import (`libraries_imported`)."""
+        also = list(also)
+        files = code_files(*modules, package=package, also=also)
+        self.files(package, files)
+        return self.libraries(*libraries_imported([*files, *also]))
 
     def digest(self) -> bytes:
         return self._sha.digest()

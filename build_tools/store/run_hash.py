@@ -51,10 +51,10 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
     """
     files = listing if listing is not None else scan_tree(run_dir, run_dir.resolve())[1]
     stats = stats_of(files)
-    key, code = key or str(run_dir.resolve()), code_digest().hex()
-    if memo is not None and _holds(memo, key, stats):
+    key, code = key or str(run_dir.resolve()), run_code(files)
+    if memo is not None and _holds(memo, key, stats, code):
         return str(memo[key]["digest"])
-    hashed = fingerprint.Key("run").add(code_digest())
+    hashed = fingerprint.Key("run").add(code)
     as_listed = True
     seen, base = seen or {}, str(run_dir)
     for name, *listed in files:
@@ -69,6 +69,15 @@ def input_hash(run_dir: Path, memo: dict[str, Any] | None = None, listing: list[
     if memo is not None and as_listed and _settled(files):
         memo[key] = {"stats": stats, "code": code, "digest": digest_hex}
     return digest_hex
+
+
+def run_code(files: list[FileStat]) -> str:
+    """What reads this run: the summary code (code_digest), and for a run holding a wandb offline log, the wandb
+    that reads it (run as `python -m wandb`, never imported: no other run's hash holds its version)."""
+    code = code_digest().hex()
+    if any(name.removesuffix(".gz").endswith(".wandb") for name, *_ in files):
+        code += " " + fingerprint.versions_of(["wandb"]).strip()
+    return code
 
 
 def _settled(files: list[FileStat]) -> bool:
@@ -91,12 +100,12 @@ def stats_of(files: list[FileStat]) -> str:
 
 def memo_stale(memo: dict[str, Any], key: str, files: list[FileStat]) -> bool:
     """Whether the memo lacks the run's input hash for these files and this code."""
-    return not _holds(memo, key, stats_of(files))
+    return not _holds(memo, key, stats_of(files), run_code(files))
 
 
-def _holds(memo: dict[str, Any], key: str, stats: str) -> bool:
+def _holds(memo: dict[str, Any], key: str, stats: str, code: str) -> bool:
     entry = memo.get(key, {})
-    return bool(entry.get("stats") == stats and entry.get("code") == code_digest().hex())
+    return bool(entry.get("stats") == stats and entry.get("code") == code)
 
 
 MEMO = "input-hashes.json"

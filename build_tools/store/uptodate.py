@@ -41,7 +41,7 @@ def inputs_key(layout: Layout, settings: Settings, read: RunsRead | None = None)
 def _inputs(layout: Layout, settings: Settings, read: RunsRead | None = None) -> fingerprint.Key:
     """The key of the inputs; `read`: what the build that just ran found of runs/, taken instead of listing it
     again (the key is the same as from a fresh listing while nothing changed)."""
-    key = fingerprint.Key("inputs")
+    key = fingerprint.Key("inputs").environment()  # any library's version: the stages' own keys tell what it changes
     # The date the outputs carry, a build for a published edition (edition selector), the served address (sitemap)
     # and the site engine change the pages.
     key.add(f"epoch={settings.epoch}", f"edition={settings.edition}", f"site_url={settings.site_url}",

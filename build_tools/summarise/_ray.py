@@ -216,7 +216,7 @@ def code_digest() -> str:
     """A key of the build_tools code, the Python version and the pinned libraries' versions (`fingerprint`): a
     worker with other code, or other libraries, would cache other summaries under our keys."""
     here = fingerprint.module_file("build_tools").parent  # the whole package, wherever this module is in it
-    return fingerprint.Key("ray worker").files(here, sorted(here.rglob("*.py"))).hexdigest()
+    return fingerprint.Key("ray worker").environment().files(here, sorted(here.rglob("*.py"))).hexdigest()
 
 
 def _gather(ray: ModuleType, jobs: Sequence[Job], probe: str | None, nodes: set[str]) -> Iterator[Read]:

@@ -20,6 +20,8 @@ import hashlib
 import html
 import mimetypes
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,20 +47,30 @@ def pdf_name(edition: str) -> str:
     return f"{edition}.pdf"
 
 
-def write_pdf(pages: Path, site: Path, *, epoch: int | None = None) -> Path:
+def write_pdf(pages: Path, site: Path, *, epoch: int | None = None,
+              step: Callable[[str], AbstractContextManager[object]] | None = None) -> Path:
     """site/<edition>.pdf from the built site, dated epoch when given (an edition's); returns its path. Every address
     the book would load from outside the site is refused first, all at once (PrintEditionError, no PDF written); the
-    URL fetcher refuses them too."""
+    URL fetcher refuses them too. `step(name)` wraps each of its two long steps (laying the book out, writing the
+    file): `make pdf` shows them as progress (build_tools/core/_progress.py)."""
     html_document = _weasyprint_html()
     settings, document = _book_document(pages, site, epoch)
     target = site / pdf_name(str(settings["extra"]["edition"]))
     fetcher = site_fetcher(site)
     identifier = hashlib.sha256(document.encode("utf-8")).hexdigest()[:32].encode()
+    stage = step or (lambda name: nullcontext())
     # Replaced only when whole and nothing was refused; the embedded fonts dated by the edition (fontTools reads the
     # date from the environment only), else by the time of printing.
     with atomic_file(target) as written, library_environment(print_environment(epoch)):
-        html_document(string=document, base_url=str(site.resolve()) + "/", url_fetcher=fetcher).write_pdf(
-            str(written), pdf_identifier=identifier, uncompressed_pdf=False)
+        # What HTML.write_pdf does, in its two steps: render with the options, then write with them.
+        from weasyprint import DEFAULT_OPTIONS
+
+        options = {**DEFAULT_OPTIONS, "pdf_identifier": identifier, "uncompressed_pdf": False}
+        with stage("Laying out the print edition"):
+            laid_out = html_document(string=document, base_url=str(site.resolve()) + "/",
+                                     url_fetcher=fetcher).render(**options)
+        with stage(f"Writing {display_path(target)} ({len(laid_out.pages)} pages)"):
+            laid_out.write_pdf(str(written), **options)
         if fetcher.refused:
             raise PrintEditionError([Problem(display_path(site), None, None, f"WeasyPrint asked for {refused}: the "
                                              "print edition reads only the files of the built site")

@@ -13,6 +13,7 @@ Zensical leaves the tables out of its own index as Material's does, and `index_r
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -99,9 +100,16 @@ class _RowParser(HTMLParser):
 
 
 def page_rows(page_html: str) -> list[tuple[str, list[str]]]:
+    return [(ident, list(cells)) for ident, cells in _rows_of(page_html)]
+
+
+@functools.lru_cache(maxsize=64)
+def _rows_of(page_html: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A page's rows, kept for the process by its text: `make serve`'s rebuild parses again only the pages that
+    changed."""
     parser = _RowParser()
     parser.feed(page_html)
-    return parser.rows
+    return tuple((ident, tuple(cells)) for ident, cells in parser.rows)
 
 
 # Where each engine writes its search index, and the key of its list of entries: MkDocs' search plugin, Zensical.
