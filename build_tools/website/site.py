@@ -36,8 +36,8 @@ ZENSICAL_CONFIG, ZENSICAL_SITE = "zensical.yml", ".zensical-site"  # in the buil
 
 def build_site(mkdocs_yml: Path, pages: Path, site: Path, settings: Settings | None = None) -> bool:
     """Build pages into site with the settings' engine (mkdocs, the default, editions are published with it;
-    properdocs; or zensical); False when nothing changed since the last build (site/ kept as it is). A build that trusts no
-    earlier state (an edition's) always builds."""
+    properdocs; or zensical); False when nothing changed since the last build (site/ kept as it is). A build that
+    trusts no earlier state (an edition's) always builds."""
     settings = settings or Settings()
     build_dir = pages.parent
     key = site_key(mkdocs_yml, pages, settings)
