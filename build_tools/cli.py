@@ -577,8 +577,13 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     from build_tools.editions import edition
 
-    published, found = edition.verify(args.root, args.edition, branch=args.branch)
+    published, found, (built_with, rebuilt_with) = edition.verify(args.root, args.edition, branch=args.branch)
     tag = edition.tag_name(args.edition)
+    if built_with:  # another Python or library: the bytes are compared all the same, and the reader told why
+        consequence = "the differences below may come from them" if found else "its bytes are identical all the same"
+        _err.print(f"[yellow]WARNING[/yellow] edition {escape(args.edition)} was built with "
+                   f"{escape(', '.join(built_with))} and is rebuilt here with {escape(', '.join(rebuilt_with))}: "
+                   f"{consequence}")
     if not found:
         counts = ", ".join(f"{len(published.get(key, {}))} {key}" for key in ("runs", "figures", "claims", "pages"))
         _out.print(f"edition {args.edition} rebuilt from tag {tag} is identical to its manifest ({counts})",

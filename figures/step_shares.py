@@ -72,7 +72,8 @@ def draw(runs: Mapping[str, RunSummary], tables: Mapping[str, Any]) -> tuple[Fig
     # The numbers of the caption, per seed, beside its bar: rollout and training together, and the hand-offs.
     for y, run_id in enumerate(runs):
         of_run = data[data["run"] == run_id].set_index("part")
-        share, seconds = of_run.loc["rollout + training", "share"], of_run.loc["hand-offs", "median_s"]
+        share = of_run["share"].astype(float)["rollout + training"]
+        seconds = of_run["median_s"].astype(float)["hand-offs"]
         text = (f"{share:.3f}\n{seconds:.1f} s" if on_phone()
                 else f"rollout + training {share:.3f}\nhand-offs {seconds:.1f} s")
         ax.annotate(text, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(6, 0), textcoords="offset points",

@@ -11,6 +11,7 @@ import sys
 import tomllib
 
 from conftest import ROOT, own_python_files
+from packaging.requirements import Requirement
 
 OPTIONAL = {"ray": "ray", "zensical": "zensical"}  # imported only by the command that asks for it
 # `make miles-facts` imports Miles from the checkout it is given (build_tools/ingest/miles_facts/extract.py), never
@@ -33,9 +34,11 @@ def _closure(names: set[str]) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        for requirement in metadata.requires(name) or []:
-            if "extra ==" not in requirement:
-                todo.append(_name(requirement))
+        for requirement in map(Requirement, metadata.requires(name) or []):
+            # Those that apply here: no extra, and markers this Python and platform meet (a backport's
+            # `python_version < "3.10"` is not installed)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(_name(requirement.name))
     return seen
 
 
@@ -66,4 +69,5 @@ def test_the_test_tools_are_not_installed_by_make() -> None:
     test_only = {_name(r) for r in project["optional-dependencies"]["test"]} - installed
     assert {"pytest", "playwright", "hypothesis", "ray", "mypy", "ruff"} <= test_only
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert '$(PY) -m pip install --quiet -c requirements.lock -e .\n' in makefile  # the build's set-up: no extra
+    # the build's set-up: no extra
+    assert '$(UV) pip install --quiet --python $(PY) -c requirements.lock -e .\n' in makefile

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -203,7 +204,7 @@ def test_manifest_records_edition_tools_runs_figures_claims_and_metrics(two_edit
     assert manifest["project_commit"] == sha(two_editions, "edition-2026.10^{commit}")
     assert manifest["source_date_epoch"] == 1792022400  # 2026-10-15T00:00:00Z
     assert list(manifest["tools"]) == sorted(["python", *LIBRARIES])  # every library the cache keys read
-    assert manifest["tools"]["mike"] == "2.1.3"
+    assert manifest["tools"]["mike"] == importlib.metadata.version("mike")  # the installed one, as pinned
     run = manifest["runs"]["demo"]
     assert run["files"] == 2 and len(run["sha256"]) == 64
     assert run["provenance"]["provenance"] == "example" and run["provenance"]["date"] == "2026-10-01"
@@ -316,6 +317,48 @@ def test_verify_reports_every_difference(copy_of: Path, stubbed: pytest.MonkeyPa
     out = capsys.readouterr().out
     assert "differs from its manifest in 1 places:" in out
     assert "  fig 1.1 (figures.fig-demo.svg_sha256): published " in out
+
+
+def test_verify_rebuilt_by_another_python_says_so_in_one_warning(copy_of: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from build_tools.store import fingerprint
+
+    built = json.loads(show(copy_of, "2026.10/manifest.json"))["tools"]
+    monkeypatch.setattr(fingerprint, "tool_versions", lambda: {**built, "python": "3.99.0"})  # the rebuild's Python
+    assert main(["--root", str(copy_of), "verify", "2026.10"]) == 0
+    captured = capsys.readouterr()
+    assert "edition 2026.10 rebuilt from tag edition-2026.10 is identical to its manifest" in captured.out
+    assert captured.err == (f"WARNING edition 2026.10 was built with Python {built['python']} and is rebuilt here "
+                            "with Python 3.99.0: its bytes are identical all the same\n")
+
+
+def test_verify_rebuilt_by_another_python_with_other_bytes_differs(copy_of: Path, stubbed: pytest.MonkeyPatch,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from build_tools.store import fingerprint
+
+    built = json.loads(show(copy_of, "2026.10/manifest.json"))["tools"]
+    monkeypatch.setattr(fingerprint, "tool_versions", lambda: {**built, "python": "3.99.0", "pandas": "9.0"})
+
+    def drifting(checkout: Path, epoch: int, *, quiet: bool) -> None:
+        stub_rebuild(checkout, epoch + 1, quiet=quiet)
+
+    stubbed.setattr(edition, "rebuild", drifting)
+    try:
+        assert main(["--root", str(copy_of), "verify", "2026.10"]) == EXIT_DIFFERS
+    finally:
+        stubbed.setattr(edition, "rebuild", stub_rebuild)
+    captured = capsys.readouterr()
+    assert "differs from its manifest in 1 places:" in captured.out and "tools." not in captured.out
+    assert captured.err == (f"WARNING edition 2026.10 was built with Python {built['python']}, pandas "
+                            f"{built['pandas']} and is rebuilt here with Python 3.99.0, pandas 9.0: the differences "
+                            "below may come from them\n")
+
+
+def test_tool_changes_name_a_tool_an_older_manifest_did_not_record() -> None:
+    assert _manifest.tool_changes({}, {"tools": {"python": "3.12.1", "numpy": "2.4.6"}}) == (
+        ["Python (not recorded)", "numpy (not recorded)"], ["Python 3.12.1", "numpy 2.4.6"])
+    assert _manifest.tool_changes({"tools": {"python": "3.12.1"}}, {"tools": {"python": "3.12.1"}}) == ([], [])
 
 
 def test_verify_names_a_claim_that_differs_as_make_check_does() -> None:
@@ -655,7 +698,7 @@ def test_real_diff_names_the_nudged_run_and_the_moved_claim(real_editions: Path)
 
 def test_real_edition_rebuilds_byte_identically_from_its_tag(real_editions: Path) -> None:
     with real_pipeline():  # a clone of the tag, built by its own code in a subprocess
-        published, found = edition.verify(real_editions, "2026.10", quiet=True)
+        published, found, _ = edition.verify(real_editions, "2026.10", quiet=True)
     assert found == []
     assert published["figures"] and published["pages"]
 

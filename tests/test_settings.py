@@ -22,7 +22,7 @@ def test_every_wrong_variable_is_reported_at_once() -> None:
         from_environment({"MANUAL_ENGINE": "hugo", "SOURCE_DATE_EPOCH": "1e9; rm -rf /",
                           "MANUAL_SITE_URL": "javascript:alert(1)"})
     assert str(raised.value).splitlines() == [
-        "ENGINE='hugo': unknown site engine (expected one of mkdocs, zensical)",
+        "ENGINE='hugo': unknown site engine (expected one of mkdocs, properdocs, zensical)",
         "SOURCE_DATE_EPOCH='1e9; rm -rf /': expected a whole number of seconds since 1970",
         "MANUAL_SITE_URL='javascript:alert(1)': expected an http:// or https:// address",
     ]

@@ -62,7 +62,7 @@ def test_an_unknown_engine_is_refused_before_anything_is_built(tmp_path, capsys)
         patch.setenv("MANUAL_ENGINE", "hugo")
         assert main(["--root", str(tmp_path), "build"]) == 2
     err = capsys.readouterr().err
-    assert "ERROR ENGINE='hugo': unknown site engine (expected one of mkdocs, zensical)" in err
+    assert "ERROR ENGINE='hugo': unknown site engine (expected one of mkdocs, properdocs, zensical)" in err
     assert not (tmp_path / "build").exists()  # refused before the lock, the build folder or any stage
 
 

@@ -578,7 +578,7 @@ _INSTALL_CHECKOUT = "install this checkout on the cluster's nodes (same code, sa
 
 def ray_not_installed() -> RayError:
     return RayError("--ray: Ray is not installed in this environment",
-                    "install it with `pip install -c requirements.lock -e '.[ray]'` (make does)")
+                    "install it with `make .venv/.installed-ray` (the lock's pins and hashes, with uv)")
 
 
 def ray_bad_address(address: str, reason: str = "", variable: str | None = None) -> RayError:

@@ -18,7 +18,7 @@ from typing import Any
 
 from build_tools.core._exceptions import _quoted, not_a_flag, setting_error
 
-ENGINES = ("mkdocs", "zensical")
+ENGINES = ("mkdocs", "properdocs", "zensical")
 ENGINE_ENV, EPOCH_ENV = "MANUAL_ENGINE", "SOURCE_DATE_EPOCH"
 PUBLISH_ENV, SITE_URL_ENV = "MANUAL_PUBLISH", "MANUAL_SITE_URL"
 _SITE_URL = re.compile(r"https?://[^\s\"'<>\\]+")
@@ -31,7 +31,7 @@ class Settings:
     jobs: int | None = None  # drawing processes (None: one per core)
     quiet: bool = False
     summariser: Any = None  # summary.Summariser (Ray's), or None for the local pool
-    engine: str = "mkdocs"  # the site generator: mkdocs, or zensical
+    engine: str = "mkdocs"  # the site generator: mkdocs, properdocs (its maintained fork), or zensical
     edition: bool = False  # a published edition's build: the edition selector and the print edition
     epoch: int | None = None  # SOURCE_DATE_EPOCH: the date every output carries
     site_url: str | None = None  # mkdocs.yml's site_url, when the editions are served elsewhere

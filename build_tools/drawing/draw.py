@@ -52,6 +52,7 @@ from build_tools.store import fingerprint
 if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are cached never needs them
     import pandas as pd
     from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
 PACKAGE = "figures"
 _Measured = TypeVar("_Measured")  # what screen_measures measures of a figure
@@ -66,7 +67,7 @@ CSV_FLOAT_FORMAT = "%.10g"
 SVG_METADATA = {"Date": None, "Creator": None}
 # While a laid-out figure is saved, the rc's default layout engine is none: savefig puts back the engine it found
 # (None) with set_layout_engine(None), which under the style (constrained layout) would lay the figure out anew.
-NO_DEFAULT_LAYOUT = {"figure.autolayout": False, "figure.constrained_layout.use": False}
+NO_DEFAULT_LAYOUT: dict[RcKeyType, bool] = {"figure.autolayout": False, "figure.constrained_layout.use": False}
 # What else a drawing depends on besides its module, its runs and its tables: this module and every module of
 # the package it and the project's figure modules import (fingerprint.code_files: readers.py, palette.py,
 # checks/words.yml ...), and the project's figure helpers, palette and style (figure_files).
@@ -515,7 +516,7 @@ def _figure_contents(figure: Any) -> list[Any]:
     from matplotlib.text import Text
 
     def array(values: Any) -> bytes:
-        masked = np.ma.asarray(values, dtype=float)  # type: ignore[no-untyped-call]  # numpy.ma's is unannotated
+        masked: np.ma.MaskedArray[Any, Any] = np.ma.asarray(values, dtype=float)
         return np.ascontiguousarray(np.ma.filled(masked, np.nan)).tobytes()
 
     def walk(artist: Any) -> Any:

@@ -14,13 +14,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from build_tools.core._exceptions import FigureFilesError, InputProblem, Problem, display_path
 from build_tools.core._files import read_text
 from build_tools.core._layout import PROJECT, Layout
 from build_tools.core._yaml import YamlDoc, parse_yaml
 from build_tools.ingest import schemas, schemas_manual
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn
+    from matplotlib.typing import RcKeyType
 
 _active = PROJECT  # whose palette figure code reads: the project's, or the drawing build's (`using`)
 
@@ -193,7 +196,7 @@ def role_label(role: str) -> str:
     return load_palette().role(role).label
 
 
-def rc_params(layout: Layout | None = None) -> dict[str, Any]:
+def rc_params(layout: Layout | None = None) -> dict[RcKeyType, Any]:
     """matplotlib rcParams: the project's figures/base.mplstyle plus a colour cycle of its palette's roles."""
     import matplotlib as mpl
     from cycler import cycler

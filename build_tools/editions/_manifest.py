@@ -299,6 +299,8 @@ def differences(published: Manifest, rebuilt: Manifest) -> list[str]:
                 if not any(len(path) == 3 and path[0] == "figures" and path[2] == field for path in old)}
     lines = []
     for path in sorted(set(old) | set(new)):
+        if path[0] == "tools":
+            continue  # what the rebuild ran with, not what it made: tool_changes names it
         name = field(path)
         if path not in old and len(path) == 3 and path[0] == "figures" and path[2] in predates:
             continue  # a field this edition's manifest was published without
@@ -309,6 +311,20 @@ def differences(published: Manifest, rebuilt: Manifest) -> list[str]:
         elif old[path] != new[path]:
             lines.append(f"{name}: published {_show(old[path])}, rebuilt {_show(new[path])}")
     return lines
+
+
+def tool_changes(published: Manifest, rebuilt: Manifest) -> tuple[list[str], list[str]]:
+    """The tools (Python, the libraries every cache key reads) the edition was built with and the rebuild ran with,
+    where they differ, Python first: (['Python 3.11.7', 'pandas 2.3.3'], ['Python 3.12.1', 'pandas 3.1.1'])."""
+    old, new = published.get("tools", {}), rebuilt.get("tools", {})
+    if not isinstance(old, Mapping):
+        old = {}
+    names = sorted(set(old) | set(new), key=lambda name: (name != "python", name))
+    moved = [name for name in names if old.get(name) != new.get(name)]
+
+    def named(name: str, tools: Mapping[str, Any]) -> str:
+        return f"{'Python' if name == 'python' else name} {tools.get(name, '(not recorded)')}"
+    return [named(name, old) for name in moved], [named(name, new) for name in moved]
 
 
 def changes(old: Manifest, new: Manifest) -> dict[str, list[str]]:

@@ -522,8 +522,10 @@ def _push(root: Path, remote: str, branch: str, tag: str, *, force_tag: bool) ->
 
 # --- verify ------------------------------------------------------------------------------------------------
 
-def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = False) -> tuple[Manifest, list[str]]:
-    """Rebuild an edition from its tag in a temporary folder; every difference from its published manifest."""
+def verify(root: Path, edition: str, *, branch: str = "gh-pages",
+           quiet: bool = False) -> tuple[Manifest, list[str], tuple[list[str], list[str]]]:
+    """Rebuild an edition from its tag in a temporary folder: its published manifest, every difference from it, and
+    the tools (Python, libraries) it was built with and the rebuild ran with where they differ."""
     root = root.resolve()
     check_number(edition, "verify")
     _require_repository(root)
@@ -545,7 +547,7 @@ def verify(root: Path, edition: str, *, branch: str = "gh-pages", quiet: bool = 
         rebuild(checkout, epoch, quiet=quiet)
         rebuilt = manifest_.compute(checkout, edition=_stamp_fields(stamp),
                                     project_commit=git.rev(checkout, "HEAD") or "", source_date_epoch=epoch)
-    return published, manifest_.differences(published, rebuilt)
+    return published, manifest_.differences(published, rebuilt), manifest_.tool_changes(published, rebuilt)
 
 
 def rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:

@@ -39,7 +39,8 @@ from build_tools.core._files import content_hash, identity
 # Markdown and its extensions, mkdocs, its theme, zensical), the print edition (weasyprint) and the published
 # editions (mike).
 LIBRARIES = ("matplotlib", "numpy", "pandas", "pillow", "fonttools", "pydantic", "PyYAML", "pyarrow", "tensorboard",
-             "wandb", "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "weasyprint",
+             "wandb", "Jinja2", "Markdown", "pymdown-extensions", "mkdocs", "mkdocs-material", "zensical", "properdocs",
+             "weasyprint",
              "mike")
 # What an import of the build's code stands for: the libraries of LIBRARIES whose versions can change what the code
 # that imports it makes. matplotlib draws with numpy and writes with Pillow and fontTools; pandas computes with

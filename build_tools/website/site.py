@@ -36,9 +36,9 @@ ZENSICAL_CONFIG, ZENSICAL_SITE = "zensical.yml", ".zensical-site"  # in the buil
 
 
 def build_site(mkdocs_yml: Path, pages: Path, site: Path, settings: Settings | None = None) -> bool:
-    """Build pages into site with the settings' engine (mkdocs, the default, editions are published with it; or
-    zensical); False when nothing changed since the last build (site/ kept as it is). A build that trusts no
-    earlier state (an edition's) always builds."""
+    """Build pages into site with the settings' engine (mkdocs, the default, editions are published with it;
+    properdocs; or zensical); False when nothing changed since the last build (site/ kept as it is). A build that
+    trusts no earlier state (an edition's) always builds."""
     settings = settings or Settings()
     build_dir = pages.parent
     key = site_key(mkdocs_yml, pages, settings)
@@ -54,7 +54,12 @@ def build_site(mkdocs_yml: Path, pages: Path, site: Path, settings: Settings | N
         config_file = write_config(mkdocs_yml, pages, site, build_dir / GENERATED_CONFIG)
     with staging(site) as target, library_environment(site_environment(settings)):
         try:
-            run_zensical(config_file, target) if zensical else run_mkdocs(config_file, target)
+            if zensical:
+                run_zensical(config_file, target)
+            elif settings.engine == "properdocs":
+                run_properdocs(config_file, target)
+            else:
+                run_mkdocs(config_file, target)
         except SiteError as error:
             raise SiteError([_with_source(message, mkdocs_yml.parent) for message in error.messages]) from None
     if settings.trust_state:
@@ -103,6 +108,25 @@ def run_zensical(config_file: Path, site_dir: Path) -> None:
     for item in sorted(built.iterdir()):
         shutil.move(str(item), str(site_dir / item.name))
     built.rmdir()
+    search_rows.index_rows(site_dir)  # each table row its own search entry, as for MkDocs
+
+
+# --- ProperDocs ---------------------------------------------------------------------------------------
+
+def run_properdocs(config_file: Path, site_dir: Path) -> None:
+    """properdocs build --strict, the maintained fork of MkDocs 1.x, on mkdocs' own config, in a process of its own:
+    ProperDocs answers every `import mkdocs...` of the theme and plugins with its own modules (its `replacement`),
+    which must not reach this process's mkdocs."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "properdocs", "build", "--strict", "--quiet", "-f", str(config_file),
+               "-d", str(site_dir.resolve())]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    output = [" ".join(line.split()) for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    problems = [line for line in output if re.search(r"\b(warning|error)\b", line, re.IGNORECASE)]
+    if done.returncode != 0 or problems or not (site_dir / "index.html").is_file():
+        raise SiteError(problems or output[-3:] or [f"properdocs stopped (exit {done.returncode})"])
     search_rows.index_rows(site_dir)  # each table row its own search entry, as for MkDocs
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -237,8 +237,8 @@ def paired_difference(ctx: Ctx, p: dict[str, Any]) -> Outcome:
     fields = {"label": f"{label_of(p['metric'])} {p['run']} minus {p['minus']}",
               "value": f"{fmt(lo)} to {fmt(hi)}{unit} over {len(diff)} paired steps"}
     margin = _margin.worst([
-        _margin.of_interval(lo, exp_lo, p["unit"], f"smallest difference, step {int(diff.idxmin())}"),
-        _margin.of_interval(hi, exp_hi, p["unit"], f"largest difference, step {int(diff.idxmax())}")])
+        _margin.of_interval(lo, exp_lo, p["unit"], f"smallest difference, step {int(cast(int, diff.idxmin()))}"),
+        _margin.of_interval(hi, exp_hi, p["unit"], f"largest difference, step {int(cast(int, diff.idxmax()))}")])
     return Outcome(not failures, {"min": lo, "max": hi, "steps": [int(s) for s in diff.index]},
                    f"smallest {exp_lo.text}, largest {exp_hi.text}", fields, "; ".join(failures) or None,
                    margin=margin)
