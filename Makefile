@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml requirements.lock
 	@echo "Setting up $(VENV): the pinned packages the build imports (about a minute, once)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip==25.3"
-	$(PY) -m pip install --quiet -c requirements.lock -e .
+	$(PY) -m pip install --quiet -c requirements.lock -e ".[build]"
 	touch $(STAMP)
 
 # An extra of pyproject.toml (test: the test tools and Ray, about a minute; ray; zensical), added once.

@@ -309,22 +309,31 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     import sys
 
     from build_tools.checking import contract as contract_module
-    from build_tools.commands.watch import show
+    from build_tools.commands.watch import published, show
     from build_tools.commands.watch.run import Breach, Watch
     from build_tools.core._exceptions import EXIT_OUTSIDE, ManualError
 
     root = args.root.resolve()
-    where = args.contract or root / "site" / contract_module.CONTRACT_FILE
-    if not where.is_file():
-        raise ManualError(f"{where}: no contract to watch against", "run `make` first (it writes site/contract.json)")
     if not args.run.is_dir():
         raise ManualError(f"{args.run}: not a folder", "watch a folder a job writes into (its dump or its logs)")
+    if args.contract is None:
+        where = root / "site" / contract_module.CONTRACT_FILE
+        if not where.is_file():
+            raise ManualError(f"{where}: no contract to watch against",
+                              "run `make` first (it writes site/contract.json), or name a published edition's "
+                              "with --contract URL")
+        found = published.Published(where.read_bytes(), str(where), None)
+    else:
+        found = published.read(args.contract)  # a URL or a file, checked against its edition's manifest
     try:
-        document = contract_module.read_contract(where)
+        document = contract_module.Contract.model_validate_json(found.data)
     except ValueError as error:  # pydantic's ValidationError (or JSON that is not JSON): the file and each field
-        raise ManualError(f"{where}: not a contract this manual reads: "
+        raise ManualError(f"{found.where}: not a contract this manual reads: "
                           + "; ".join(_validation_lines(error)),
                           "rebuild it with `make`, or name another with --contract") from None
+    if found.edition is not None and document.edition != found.edition:
+        raise ManualError(f"{found.where}: the contract of edition {document.edition}, but its manifest is edition "
+                          f"{found.edition}'s", "name the contract.json of the edition's own folder")
     def write(line: str) -> None:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
@@ -347,7 +356,11 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         _err.print(f"outside: {show.words(breach.change)}", markup=False)
         code = EXIT_OUTSIDE
     undecided = any(c.kind == "claim" and c.status == "undecided" for c in watch.judge.status.values())
-    if code == 0 and watch.steps and undecided:  # ended: the claims are checked on the run as it is, as compare does
+    project = Layout(root).metrics_yml.is_file()  # compare checks claims with the manual's runs, in a project
+    if code == 0 and watch.steps and undecided and not project:
+        _err.print("[yellow]WARNING[/yellow] claims not checked at the end: they are checked on the manual's own runs "
+                   f"(run `manual compare` in a clone of the project; {escape(str(root))} is not one)")
+    elif code == 0 and watch.steps and undecided:  # ended: the claims are checked on the run as is, as compare does
         for change in watch.judge.close_claims(_claims_checked(root, args.run)):
             emit(change)
     for line in show.summary_lines(watch.judge.status.values(), len(watch.steps)):
@@ -554,8 +567,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="outside: end at the first item outside its band, with exit code 7")
     watch.add_argument("--until-idle", type=float, metavar="SECONDS", default=None,
                        help="end, with a summary, when SECONDS pass with no new data (default: only Ctrl-C ends it)")
-    watch.add_argument("--contract", type=Path, default=None,
-                       help="the contract to watch against (default: site/contract.json of the last build)")
+    watch.add_argument("--contract", metavar="FILE|URL", default=None,
+                       help="the contract to watch against: a published edition's contract.json, by its URL (https) "
+                            "or a file, checked against the edition's manifest.json beside it (default: "
+                            "site/contract.json of the last build)")
     show = add("show", _cmd_show, "print what the manual reads from a run: sources, setup, steps, phases, events")
     show.add_argument("run", help="a run id of runs/, or a path holding any Miles output")
     table = show.add_mutually_exclusive_group()
@@ -608,12 +623,34 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
+# The reader's commands run on the base install (`pip install` of the package); every other verb builds the manual,
+# with the `build` extra of pyproject.toml. Its packages by the module each is imported as (tests/test_cli.py holds
+# this to the extra).
+READER_COMMANDS = ("show", "compare", "watch", "record")
+BUILD_MODULES = {"mkdocs": "mkdocs", "material": "mkdocs-material", "mike": "mike", "matplotlib": "matplotlib",
+                 "jinja2": "Jinja2", "weasyprint": "weasyprint", "tinyhtml5": "tinyhtml5", "tinycss2": "tinycss2"}
+
+
+def _require_build(command: str) -> None:
+    """A build verb where the build extra is not installed: one line naming what is missing, exit 2."""
+    import importlib.util
+
+    missing = [name for module, name in BUILD_MODULES.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ManualError(f"manual {command} builds the manual, and its build dependencies are not installed here "
+                          f"({', '.join(missing)})",
+                          "install the build extra (`make` does it; or pip install -c requirements.lock "
+                          "'.[build]' in a clone); the reader's commands (show, compare, watch) need only the package")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit code (0 ok, 2 bad input, 3 a claim failed, 4 verify differs, 1 a bug)."""
     args = _parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _terminate) or signal.SIG_DFL
     try:
+        if args.command not in READER_COMMANDS:
+            _require_build(args.command)
         code: int = args.handler(args)
         return code
     except ManualError as error:

@@ -34,13 +34,18 @@ class Chunk:
 
 
 def followed(path: Path) -> bool:
-    """The files watch reads: a dump's metrics stream (flat or hourly) and meta.json, a run.yaml, and logs."""
+    """The files watch reads: a dump's metrics stream (flat or hourly) and meta.json, a run.yaml, logs, and
+    what live_sources.py follows (TensorBoard event files, a wandb run's log, an MLflow file store)."""
     name = path.name
     if name in ("metrics.jsonl", "meta.json", "run.yaml"):
         return True
     if path.parent.name == "metrics" and name.endswith(".jsonl"):  # an hourly-split metrics stream
         return True
-    return name.endswith((".log", ".out", ".txt"))
+    if name.endswith((".log", ".out", ".txt")):
+        return True
+    from build_tools.commands.watch.live_sources import followed as live  # TensorBoard, wandb, MLflow files
+
+    return live(path)
 
 
 @dataclass

@@ -10,8 +10,10 @@ from pathlib import Path
 from build_tools.checking.contract import Contract
 from build_tools.commands.watch.follow import Follower, Watcher, followed
 from build_tools.commands.watch.judge import Change, Judge
+from build_tools.commands.watch.live_sources import LiveSources
 from build_tools.commands.watch.records import (
     LogArguments,
+    Value,
     dump_values,
     log_message,
     log_values,
@@ -40,6 +42,7 @@ class Watch:
     fail_on_outside: bool = False
     judge: Judge = field(init=False)
     follower: Follower = field(init=False)
+    live: LiveSources = field(init=False)
     steps: set[tuple[str, int]] = field(default_factory=set)
     _log_arguments: dict[Path, LogArguments] = field(default_factory=dict)
     _lines_read: dict[Path, int] = field(default_factory=dict)  # for a warning's line number
@@ -47,6 +50,7 @@ class Watch:
     def __post_init__(self) -> None:
         self.judge = Judge(self.contract)
         self.follower = Follower(self.root)
+        self.live = LiveSources(self.warn)
 
     def run(self, until_idle: float | None = None, ready: Callable[[], None] | None = None) -> None:
         """Until `until_idle` seconds pass with nothing new (or forever: Ctrl-C ends it)."""
@@ -73,6 +77,9 @@ class Watch:
 
     def take(self, path: Path) -> bool:
         """Read what is new in one file; True when there was something."""
+        if (values := self.live.take(path)) is not None:  # a TensorBoard, wandb or MLflow file
+            self._judge_values(values)
+            return self.live.grew
         if path.name in SETUP_FILES:
             chunk = self.follower.whole_file(path)
             if chunk is None:
@@ -98,10 +105,13 @@ class Watch:
             except ValueError as error:
                 self.warn(f"{path}:{number}: {error}; line skipped")
                 continue
-            for value in values:
-                self.steps.add((value.step_key, value.step))
-                self._emit(self.judge.value(value))
+            self._judge_values(values)
         return True
+
+    def _judge_values(self, values: list[Value]) -> None:
+        for value in values:
+            self.steps.add((value.step_key, value.step))
+            self._emit(self.judge.value(value))
 
     def _emit(self, changes: list[Change]) -> None:
         for change in changes:
