@@ -119,7 +119,7 @@ def fetch(url: str, limit: int) -> bytes:
 
 
 def _too_large(url: str, limit: int) -> ManualError:
-    return ManualError(f"{url}: larger than {limit // (1024 * 1024)} MB, which no edition's file is",
+    return ManualError(f"{url}: larger than {limit / (1024 * 1024):g} MB, which no edition's file is",
                        "check the address")
 
 
