@@ -295,9 +295,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from build_tools.commands import compare
     from build_tools.core._lock import build_lock
 
+    layout = Layout(args.root.resolve())
+    if not layout.metrics_yml.is_file():  # before anything is written here (the lock's build/)
+        raise ManualError(f"{layout.root}: not a clone of the manual's project (no docs/data/metrics.yml): compare "
+                          "sets your run beside the manual's own runs, which a clone holds",
+                          "run it in a clone (or name one with --root); `manual watch RUN --contract URL` holds a "
+                          "job against a published edition without one")
     yours = compare.load_reader_run(args.run)
     _warn(yours.warnings)  # what reading your run skipped or doubted, on stderr
-    layout = Layout(args.root.resolve())
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
         setup, comparisons = compare.compare(layout, yours)
         claims = compare.claims_on(layout, yours)

@@ -49,6 +49,17 @@ def test_a_build_verb_without_the_build_extra_is_one_line(monkeypatch: pytest.Mo
     assert not (tmp_path / "build").exists()  # refused before anything ran
 
 
+def test_compare_outside_a_clone_is_one_line_and_writes_nothing(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--root", str(tmp_path), "compare", str(ROOT / "runs" / "baseline-seed1" / "dashboard")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"ERROR {tmp_path}: not a clone of the manual's project (no docs/data/metrics.yml): compare sets your run "
+        "beside the manual's own runs, which a clone holds",
+        "hint: run it in a clone (or name one with --root); `manual watch RUN --contract URL` holds a job against a "
+        "published edition without one"]
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- a fresh virtual environment, as a reader makes one -----------------------------------------------------------
 
 
