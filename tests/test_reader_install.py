@@ -98,7 +98,8 @@ def test_the_readers_install_watches_a_job_against_a_published_contract(tmp_path
     document = json.loads((edition / "contract.json").read_text(encoding="utf-8"))
     manifest = {"edition": document["edition"], _manifest.CONTRACT_SECTION: _manifest.contract_section(edition)}
     (edition / "manifest.json").write_text(_manifest.dumps(manifest), encoding="utf-8")
-    assert manifest["contract"]["contract.json"] == hashlib.sha256((edition / "contract.json").read_bytes()).hexdigest()
+    served = (edition / "contract.json").read_bytes()
+    assert manifest["contract"]["contract.json"] == hashlib.sha256(served).hexdigest()
 
     job = scaled_dump(built_manual, tmp_path / "job", "rollout/raw_reward", 1.1)  # a breach the manual's runs lack
     reader = tmp_path / "reader"  # the reader's own folder: no project, no build
@@ -116,7 +117,9 @@ def test_the_readers_install_watches_a_job_against_a_published_contract(tmp_path
         c for c in changes if c["item"] == "rollout/raw_reward" and c["status"] == "outside").items()
     summary = watched.stderr.splitlines()
     assert summary[0].startswith("WARNING claims not checked at the end: they are checked on the manual's own runs")
-    assert summary[1].startswith("Watched 48 steps: ")
+    records = [json.loads(line) for line in (job / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    steps = {(record["step_key"], record["step"]) for record in records if record.get("step") is not None}
+    assert summary[1].startswith(f"Watched {len(steps)} steps: ")  # every step of the job read
     # What the project's own watch says of the same job against the same contract file: the same changes.
     same = subprocess.run([sys.executable, "-m", "build_tools", "--root", str(reader), "watch", str(job), "--format",
                            "jsonl", "--until-idle", "2", "--contract", str(edition / "contract.json")],
