@@ -49,6 +49,18 @@ def test_a_build_verb_without_the_build_extra_is_one_line(monkeypatch: pytest.Mo
     assert not (tmp_path / "build").exists()  # refused before anything ran
 
 
+def test_the_reader_commands_modules_import_none_of_the_build() -> None:
+    """A quick guard beside the slow test below: the modules of show, compare, watch and record, imported in a fresh
+    interpreter, bring in no module of the build extra (their lazy imports are the slow test's to catch)."""
+    modules = ["build_tools.cli", "build_tools.commands.record", "build_tools.commands.show",
+               "build_tools.commands.compare", "build_tools.commands.watch.run",
+               "build_tools.commands.watch.published", "build_tools.commands.watch.live_sources"]
+    code = (f"import sys\nfor m in {modules!r}: __import__(m)\n"
+            f"print(sorted(m for m in {sorted(cli.BUILD_MODULES)!r} if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert found.stdout.strip() == "[]"
+
+
 def test_compare_outside_a_clone_is_one_line_and_writes_nothing(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--root", str(tmp_path), "compare", str(ROOT / "runs" / "baseline-seed1" / "dashboard")]) == 2
