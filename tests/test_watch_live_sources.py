@@ -247,3 +247,19 @@ def test_a_tensorboard_record_cut_off_waits_for_the_rest(tmp_path: Path) -> None
         handle.write(data[cut:])
     assert live.take(path) == [Value("rollout/step", 1, "rollout/raw_reward", 0.75)]
     assert warnings == []
+
+
+def test_a_readers_warning_is_said_once_not_at_every_piece(tmp_path: Path) -> None:
+    """A key under no prefix Miles gives a step key, in every piece of a growing MLflow metric file: one warning."""
+    run = tmp_path / "mlruns" / "1" / "abc"
+    (run / "metrics" / "custom").mkdir(parents=True)
+    (run / "meta.yaml").write_text("run_id: abc\n", encoding="utf-8")
+    metric = run / "metrics" / "custom" / "thing"
+    warnings: list[str] = []
+    live = LiveSources(warnings.append)
+    for step in range(3):
+        with metric.open("a", encoding="utf-8") as handle:
+            handle.write(f"1789999200000 0.5 {step}\n")
+        assert live.take(metric) == [] and live.grew
+    assert warnings == [f"{metric}: 1 key(s) under no prefix Miles gives a step key (train/, rollout/, perf/, "
+                        "multi_turn/, passrate/, eval/) not read: custom/thing"]

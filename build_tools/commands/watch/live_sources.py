@@ -77,6 +77,7 @@ class LiveSources:
     _wandb: dict[Path, tuple[int, int, int]] = field(default_factory=dict)  # inode, size read, last record taken
     _rows: dict[Path, wandb._Rows] = field(default_factory=dict)  # the step keys a log's rows held so far
     _left: set[Path] = field(default_factory=set)  # files said once not to be followable
+    _said: set[str] = field(default_factory=set)  # a reader's warning is said once, not at every piece of a file
 
     def take(self, path: Path) -> list[Value] | None:
         form = form_of(path)
@@ -102,7 +103,9 @@ class LiveSources:
         """The values a batch reader's Found holds after its checks; its problems and warnings said."""
         checked(found, problems, warnings)
         for line in [*map(str, problems), *warnings]:
-            self.warn(line)
+            if line not in self._said:
+                self._said.add(line)
+                self.warn(line)
         return list(_values(found))
 
     # --- TensorBoard ----------------------------------------------------------------------------------------
