@@ -31,7 +31,7 @@ GUARD_S = 120.0  # a failure guard only: a report that never comes fails here (w
 IDLE_S = "12"  # the watch ends this long after the job's last write (wandb writes its log's end as it closes)
 HOLD = 2  # the job writes at least this many rollouts, then goes on until the watch has reported from its files
 # The job, with the backend named, paced; once the test says `go` (the watch reported mid-job), it ends after the
-# rollout it is writing (at most 60: a watch that never reports fails the test, it does not hang it).
+# rollout it is writing (at most 200: a watch that never reports fails the test, it does not hang it).
 WRITER = """
 import sys, threading, time
 from pathlib import Path
@@ -54,7 +54,7 @@ def between(rollout):
 
 
 if form == "mlflow":
-    made = Job(folder, rollouts=60)
+    made = Job(folder, rollouts=200)
     made.run()  # the calls Miles makes, into no backend: write_mlflow gives each to mlflow as Miles' backend does
     try:
         write_mlflow(made, folder / "mlflow", between=lambda n: between(n // 7) if n % 7 == 6 else None)
@@ -63,7 +63,7 @@ if form == "mlflow":
         mlflow.end_run()
 else:
     try:
-        Job(folder, rollouts=60, **{form: True}).run(between=between)
+        Job(folder, rollouts=200, **{form: True}).run(between=between)
     except Enough:
         pass
 """
@@ -120,6 +120,7 @@ class Lines:
         return [self.queue.get() for _ in range(self.queue.qsize())]
 
 
+@pytest.mark.slow  # a job of each form written by its library, about half a minute each
 @pytest.mark.parametrize("form", ["tensorboard", "wandb", "mlflow"])
 def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form: str, project: Path,
                                                                           tmp_path: Path) -> None:
