@@ -264,3 +264,17 @@ def test_a_readers_warning_is_said_once_not_at_every_piece(tmp_path: Path) -> No
         assert live.take(metric) == [] and live.grew
     assert warnings == [f"{metric}: 1 key(s) under no prefix Miles gives a step key (train/, rollout/, perf/, "
                         "multi_turn/, passrate/, eval/) not read: custom/thing"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_live_file_that_is_not_a_plain_file_is_never_opened(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "events.out.tfevents.1789999200.spark"
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it would wait for a writer forever
+    else:
+        (tmp_path / "secret").write_bytes(b"\x00" * 64)
+        path.symlink_to(tmp_path / "secret")
+    warnings: list[str] = []
+    assert LiveSources(warnings.append).take(path) == []
+    assert warnings == [f"{path}: cannot be followed: not a plain file (a link, a FIFO or a device); only a job's own "
+                        "files are read"]

@@ -20,6 +20,7 @@ A form that cannot be followed is said once, in one line, and left: a gzipped fi
 from __future__ import annotations
 
 import importlib.util
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -89,6 +90,9 @@ class LiveSources:
         if path.name.endswith(".gz"):
             return self._leave(path, f"a gzipped {form} file is a finished copy: `manual compare` reads it")
         try:
+            if not stat.S_ISREG(path.lstat().st_mode):  # a link, a FIFO, a device: never opened (a FIFO blocks)
+                return self._leave(path, "not a plain file (a link, a FIFO or a device); only a job's own files are "
+                                   "read")
             return {"tensorboard": self._tensorboard_records, "wandb": self._wandb_history,
                     "mlflow": self._mlflow_lines}[form](path)
         except FileNotFoundError:  # gone between the event and the read: its successor has its own event
