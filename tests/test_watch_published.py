@@ -184,6 +184,20 @@ def test_a_server_that_never_answers_is_given_up_on(job: Path, tmp_path: Path, m
     assert err[0] in (f"ERROR {url}: no answer within 0.5 s", f"ERROR {url}: cannot be fetched (timed out)")
 
 
+def test_a_server_that_hangs_up_is_one_line_not_a_bug(job: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as rude:  # accepts the connection, closes it without an answer
+        rude.bind(("127.0.0.1", 0))
+        rude.listen()
+        url = f"http://127.0.0.1:{rude.getsockname()[1]}/test/{CONTRACT_FILE}"
+        hang_up = threading.Thread(target=lambda: rude.accept()[0].close(), daemon=True)
+        hang_up.start()
+        code, _, err = watch(job, url, capsys, tmp_path)
+    assert code == 2
+    assert err[0] == (f"ERROR {url}: cannot be fetched (RemoteDisconnected: Remote end closed connection without "
+                      "response)")
+
+
 # --- the manifest hashes what watch trusts ---------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ checked against a manifest.json beside it when there is one (a local build's sit
 from __future__ import annotations
 
 import hashlib
+import http.client
 import ipaddress
 import re
 import urllib.error
@@ -113,6 +114,9 @@ def fetch(url: str, limit: int) -> bytes:
         raise ManualError(f"{url}: cannot be fetched ({error.reason})", "check the address and the network") from None
     except TimeoutError:
         raise ManualError(f"{url}: no answer within {TIMEOUT_S:g} s", "check the address and the network") from None
+    except (http.client.HTTPException, OSError) as error:  # the connection closed mid-answer, a garbled answer
+        raise ManualError(f"{url}: cannot be fetched ({type(error).__name__}: {error})",
+                          "check the address and the network") from None
     if len(data) > limit:
         raise _too_large(url, limit)
     return data
