@@ -629,7 +629,7 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 # The reader's commands run on the base install (`pip install` of the package); every other verb builds the manual,
-# with the `build` extra of pyproject.toml. Its packages by the module each is imported as (tests/test_cli.py holds
+# with the `build` extra of pyproject.toml. Its packages by the module each is imported as (test_reader_install.py holds
 # this to the extra).
 READER_COMMANDS = ("show", "compare", "watch", "record")
 BUILD_MODULES = {"mkdocs": "mkdocs", "material": "mkdocs-material", "mike": "mike", "matplotlib": "matplotlib",

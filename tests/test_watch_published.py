@@ -121,6 +121,15 @@ def test_an_edition_whose_manifest_does_not_hash_its_contract_is_refused(tmp_pat
                       "(an edition published before manifests did): the contract cannot be checked against it")
 
 
+def test_a_contract_of_another_edition_than_its_manifest_is_refused(tmp_path: Path, job: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    folder = edition_folder(tmp_path / "edition", edition="2026.11")  # the manifest hashes a contract of "test"
+    code, _, err = watch(job, str(folder / CONTRACT_FILE), capsys, tmp_path)
+    assert code == 2
+    assert err == [f"ERROR {folder / CONTRACT_FILE}: the contract of edition test, but its manifest is edition "
+                   "2026.11's", "hint: name the contract.json of the edition's own folder"]
+
+
 @pytest.mark.parametrize(("url", "why"), [
     ("http://example.org/manual/2026.10/contract.json",
      "only https is fetched (plain http only from this machine, 127.0.0.1 or localhost)"),
