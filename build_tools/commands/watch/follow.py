@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import os
 import queue
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+
+# watchdog warns (a RuntimeWarning holding its whole watch table) when a new folder's watch is registered twice, its
+# folder event racing its recursive scan, as when wandb makes offline-run-*/logs: the same callback is put back and
+# nothing is lost. It reached the reader's terminal mid-watch.
+warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch", category=RuntimeWarning)
 
 
 @dataclass
