@@ -17,11 +17,6 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-# watchdog warns (a RuntimeWarning holding its whole watch table) when a new folder's watch is registered twice, its
-# folder event racing its recursive scan, as when wandb makes offline-run-*/logs: the same callback is put back and
-# nothing is lost. It reached the reader's terminal mid-watch.
-warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch", category=RuntimeWarning)
-
 
 @dataclass
 class _Position:
@@ -123,6 +118,11 @@ class Watcher:
     """watchdog's observer over the folder: the paths that changed, as they change."""
 
     def __init__(self, root: Path) -> None:
+        # watchdog warns (a RuntimeWarning holding its whole watch table) when a new folder's watch is registered
+        # twice, its folder event racing its recursive scan, as when wandb makes offline-run-*/logs: the same
+        # callback is put back and nothing is lost. It reached the reader's terminal mid-watch.
+        warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch",
+                                category=RuntimeWarning)
         self.paths: queue.Queue[Path] = queue.Queue()
         self._observer = Observer()
         self._observer.schedule(_Events(self.paths), str(root), recursive=True)
