@@ -66,7 +66,7 @@ $(STAMP): pyproject.toml requirements.lock | $(UV)
 	@echo "Setting up $(VENV): the pinned packages the build imports (about a minute, once)"
 	@$(FIND_PYTHON); echo "$$python -m venv $(VENV)"; $$python -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip==26.3"
-	$(UV) pip install --quiet --python $(PY) -c requirements.lock -e .
+	$(UV) pip install --quiet --python $(PY) -c requirements.lock -e ".[build]"
 	touch $(STAMP)
 
 # An extra of pyproject.toml (test: the test tools and Ray, about a minute; ray; zensical), added once.

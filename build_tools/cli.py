@@ -319,9 +319,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from build_tools.commands import compare
     from build_tools.core._lock import build_lock
 
+    layout = Layout(args.root.resolve())
+    if not layout.metrics_yml.is_file():  # before anything is written here (the lock's build/)
+        raise ManualError(f"{layout.root}: not a clone of the manual's project (no docs/data/metrics.yml): compare "
+                          "sets your run beside the manual's own runs, which a clone holds",
+                          "run it in a clone (or name one with --root); `manual watch RUN --contract URL` holds a "
+                          "job against a published edition without one")
     yours = compare.load_reader_run(args.run)
     _warn(yours.warnings)  # what reading your run skipped or doubted, on stderr
-    layout = Layout(args.root.resolve())
     with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # it reads and fills the cache
         setup, comparisons = compare.compare(layout, yours)
         claims = compare.claims_on(layout, yours)
@@ -333,27 +338,26 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     import sys
 
     from build_tools.checking import contract as contract_module
-    from build_tools.commands.watch import show
+    from build_tools.commands.watch import published, show
     from build_tools.commands.watch.run import Breach, Watch
     from build_tools.core._escape import workflow_command
-    from build_tools.core._exceptions import EXIT_OUTSIDE, InputProblem, ManualError
+    from build_tools.core._exceptions import EXIT_OUTSIDE, ManualError
 
     root = args.root.resolve()
-    where = args.contract or root / "site" / contract_module.CONTRACT_FILE
-    if not where.is_file():
-        raise ManualError(f"{where}: no contract to watch against", "run `make` first (it writes site/contract.json)")
     if not args.run.is_dir():
         raise ManualError(f"{args.run}: not a folder", "watch a folder a job writes into (its dump or its logs)")
     until_idle = None if args.until_idle is None else _seconds(
         "--until-idle", args.until_idle, "a number of seconds, finite and not negative", "--until-idle 30", zero=True)
+    found = _contract_to_watch(root, args.contract)  # a URL or a file, checked against its edition's manifest
     try:
-        document = contract_module.read_contract(where)
-    except InputProblem as error:  # not a plain file, or above the limit of a document
-        raise ManualError(str(error.problem), "rebuild it with `make`, or name another with --contract") from None
+        document = contract_module.Contract.model_validate_json(found.data)
     except ValueError as error:  # pydantic's ValidationError (or JSON that is not JSON): the file and each field
-        raise ManualError(f"{where}: not a contract this manual reads: "
+        raise ManualError(f"{found.where}: not a contract this manual reads: "
                           + "; ".join(_validation_lines(error)),
                           "rebuild it with `make`, or name another with --contract") from None
+    if found.edition is not None and document.edition != found.edition:
+        raise ManualError(f"{found.where}: the contract of edition {document.edition}, but its manifest is edition "
+                          f"{found.edition}'s", "name the contract.json of the edition's own folder")
 
     def write(line: str) -> None:
         sys.stdout.write(line + "\n")
@@ -365,7 +369,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         else:
             _err.print(f"[yellow]WARNING[/yellow] {escape(terminal_line(line))}")
 
-    site = _site_of(where)
+    site = found.where.rsplit("/", 1)[0] + "/" if published.is_url(found.where) else _site_of(Path(found.where))
     live = show.LiveView(sys.stdout, site=site) if args.format == "live" else None
     watch = Watch(args.run, document, show.emitter(args.format, write), warn,
                   fail_on_outside=args.fail_on == "outside")
@@ -384,13 +388,17 @@ def _cmd_watch(args: argparse.Namespace) -> int:
             watch.run(until_idle)
     except KeyboardInterrupt:
         watch.ended = "Ctrl-C"
-    except Breach as found:
-        breach = found
+    except Breach as breach_found:
+        breach = breach_found
         watch.ended = "the first item outside (--fail-on outside)"
     emit = show.emitter(args.format, write)
+    project = Layout(root).metrics_yml.is_file()  # compare judges the finished run with the manual's runs
     if breach is None and watch.steps and watch.ended != "Ctrl-C":  # the job ended: judged whole, as compare does
         waits = watch.judge.waiting_for_the_end()
-        claims, ranges = _end_verdicts(root, args.run) if waits else ({}, {})
+        if waits and not project:
+            warn("the finished run not judged whole: claims and whole-run rows are checked with the manual's own "
+                 f"runs (run `manual compare` in a clone of the project; {root} is not one)")
+        claims, ranges = _end_verdicts(root, args.run) if waits and project else ({}, {})
         for change in [*watch.judge.close_ranges(ranges), *watch.judge.close_claims(claims),
                        *watch.judge.close_unread()]:
             emit(change)
@@ -422,6 +430,22 @@ def _site_of(contract: Path) -> str:
     except ValueError:
         shown = folder
     return f"{shown}/" if str(shown) != "." else ""
+
+
+def _contract_to_watch(root: Path, contract: str | None) -> Any:
+    """The contract `watch` holds the job to (published.Published): the last build's site/contract.json, or the one
+    named (a URL or a file), checked against its edition's manifest."""
+    from build_tools.checking import contract as contract_module
+    from build_tools.commands.watch import published
+
+    if contract is not None:
+        return published.read(contract)
+    where = root / "site" / contract_module.CONTRACT_FILE
+    if not where.is_file():
+        raise ManualError(f"{where}: no contract to watch against",
+                          "run `make` first (it writes site/contract.json), or name a published edition's with "
+                          "--contract URL")
+    return published.Published(published.read_file(where), str(where), None)
 
 
 def _end_verdicts(root: Path, run: Path) -> tuple[dict[str, tuple[bool | None | str, str]],
@@ -656,8 +680,10 @@ def _parser() -> argparse.ArgumentParser:
     watch.add_argument("--until-idle", metavar="SECONDS", default=None,
                        help="end, with a summary, when SECONDS pass with no new data (default: the job's end record "
                             "or Ctrl-C ends it)")
-    watch.add_argument("--contract", type=Path, default=None,
-                       help="the contract to watch against (default: site/contract.json of the last build)")
+    watch.add_argument("--contract", metavar="FILE|URL", default=None,
+                       help="the contract to watch against: a published edition's contract.json, by its URL (https) "
+                            "or a file, checked against the edition's manifest.json beside it (default: "
+                            "site/contract.json of the last build)")
     show = add("show", _cmd_show, "print what the manual reads from a run: sources, setup, steps, phases, events")
     show.add_argument("run", help="a run id of runs/, or a path holding any Miles output")
     table = show.add_mutually_exclusive_group()
@@ -710,12 +736,34 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
+# The reader's commands run on the base install (`pip install` of the package); every other verb builds the manual,
+# with the `build` extra of pyproject.toml. Its packages by the module each is imported as (test_reader_install.py holds
+# this to the extra).
+READER_COMMANDS = ("show", "compare", "watch", "record")
+BUILD_MODULES = {"mkdocs": "mkdocs", "material": "mkdocs-material", "mike": "mike", "matplotlib": "matplotlib",
+                 "jinja2": "Jinja2", "weasyprint": "weasyprint", "tinyhtml5": "tinyhtml5", "tinycss2": "tinycss2"}
+
+
+def _require_build(command: str) -> None:
+    """A build verb where the build extra is not installed: one line naming what is missing, exit 2."""
+    import importlib.util
+
+    missing = [name for module, name in BUILD_MODULES.items() if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ManualError(f"manual {command} builds the manual, and its build dependencies are not installed here "
+                          f"({', '.join(missing)})",
+                          "install the build extra (`make` does it; or pip install -c requirements.lock "
+                          "'.[build]' in a clone); the reader's commands (show, compare, watch) need only the package")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns the exit code (0 ok, 2 bad input, 3 a claim failed, 4 verify differs, 1 a bug)."""
     args = _parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _terminate) or signal.SIG_DFL
     try:
+        if args.command not in READER_COMMANDS:
+            _require_build(args.command)
         code: int = args.handler(args)
         return code
     except ManualError as error:

@@ -16,6 +16,7 @@ import math
 import os
 import random
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -156,8 +157,9 @@ class Job:
     """A job of ROLLOUTS rollouts whose metrics go to the backends named; `logged` keeps every tracking.log call."""
 
     def __init__(self, folder: Path, *, log: bool = False, tensorboard: bool = False, wandb: bool = False,
-                 events: bool = False, ci_history: bool = False, seed: int = 0) -> None:
+                 events: bool = False, ci_history: bool = False, seed: int = 0, rollouts: int = ROLLOUTS) -> None:
         self.folder = folder
+        self.rollouts = rollouts
         self.log = folder / "log" / "job.log" if log else None
         self.tensorboard = folder / "tensorboard" if tensorboard else None
         self.events = folder / "events" if events else None
@@ -173,20 +175,23 @@ class Job:
         """A float64 with every digit used, as a mean of a batch is."""
         return self.random.uniform(0.1, 1.0) * scale
 
-    def run(self) -> None:
+    def run(self, between: Callable[[int], None] | None = None) -> None:
+        """The whole job; `between(rollout)` after each rollout (a test paces the writing with it)."""
         if self.wandb:
             self._init_wandb()
         manager = Process(self, "rollout_manager", RolloutManagerProcessIdentity())
         trainer = Process(self, "actor_cell0_rank0", TrainProcessIdentity(component="actor", cell_index=0,
                                                                           rank_within_cell=0))
         try:
-            for rollout in range(ROLLOUTS):
+            for rollout in range(self.rollouts):
                 self._rollout(manager, rollout)
                 trainer.context = {"rollout_id": rollout, "attempt": 0}  # actor.train's event_logger_context
                 self._train(trainer, rollout)
                 trainer.context = {}
                 if rollout % 2 == 1:
                     self._eval(manager, rollout)
+                if between is not None:
+                    between(rollout)
         finally:
             manager.close()
             trainer.close()
@@ -264,11 +269,13 @@ def offline_env(tmp: Path) -> dict[str, str]:
             "WANDB_DISABLE_GIT": "true", "HOME": os.environ.get("HOME", str(tmp))}
 
 
-def write_mlflow(made: Job, store: Path, run_name: str = "miles-run", args: dict[str, Any] | None = None) -> Path:
+def write_mlflow(made: Job, store: Path, run_name: str = "miles-run", args: dict[str, Any] | None = None,
+                 between: Callable[[int], None] | None = None) -> Path:
     """Miles' MLflow backend (miles/utils/tracking_utils/mlflow_utils.py at 31f1ca961) given the job's calls, in
     order: set_tracking_uri, set_experiment, start_run(run_name, tags={"rank": ...}), log_params of the arguments
     flattened to text, then each tracking.log call's dict (its step key included) sanitized, as floats,
-    `log_metrics(..., step=<the step key's value>)`; end_run. The run's folder (mlruns/<experiment>/<run id>/)."""
+    `log_metrics(..., step=<the step key's value>)`; end_run. The run's folder (mlruns/<experiment>/<run id>/).
+    `between(n)` after the n-th call (a test paces the writing with it)."""
     import re
 
     import mlflow
@@ -280,7 +287,9 @@ def write_mlflow(made: Job, store: Path, run_name: str = "miles-run", args: dict
     mlflow.set_experiment("miles")
     run = mlflow.start_run(run_name=run_name, tags={"rank": "0"})
     mlflow.log_params({name: str(value) for name, value in (args or {"lr": 1e-6, "n_samples_per_prompt": 8}).items()})
-    for step_key, step, metrics in made.logged:
+    for number, (step_key, step, metrics) in enumerate(made.logged):
         mlflow.log_metrics({sanitize(k): float(v) for k, v in {**metrics, step_key: step}.items()}, step=int(step))
+        if between is not None:
+            between(number)
     mlflow.end_run()
     return store / run.info.experiment_id / run.info.run_id

@@ -1,6 +1,7 @@
 """`make` installs what building imports, and nothing the tests alone need: every third-party module that
-build_tools/ and figures/ import is installed by the project's own dependencies (or what they require), except
-the optional extras a command names (Ray for `--ray`, Zensical for ENGINE=zensical)."""
+build_tools/ and figures/ import is installed by the project's own dependencies and its build extra (or what they
+require), except the optional extras a command names (Ray for `--ray`, Zensical for ENGINE=zensical). The base
+dependencies alone run the reader's commands (tests/test_reader_install.py installs them in a fresh venv)."""
 
 from __future__ import annotations
 
@@ -54,9 +55,15 @@ def _imported_modules() -> set[str]:
     return {name for name in found if name not in sys.stdlib_module_names and name not in ("build_tools", "figures")}
 
 
+def _made(project: dict) -> set[str]:
+    """What `make` installs: the base dependencies and the build extra, with what they require."""
+    return _closure({_name(requirement) for requirement in [*project["dependencies"],
+                                                            *project["optional-dependencies"]["build"]]})
+
+
 def test_every_module_the_build_imports_is_installed_by_make() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    installed = _closure({_name(requirement) for requirement in project["dependencies"]})
+    installed = _made(project)
     owners = metadata.packages_distributions()
     missing = {module: owners.get(module) for module in _imported_modules() - set(OPTIONAL)
                if not {d.lower().replace("_", "-") for d in owners.get(module, [])} & installed}
@@ -65,9 +72,16 @@ def test_every_module_the_build_imports_is_installed_by_make() -> None:
 
 def test_the_test_tools_are_not_installed_by_make() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    installed = _closure({_name(requirement) for requirement in project["dependencies"]})
+    installed = _made(project)
     test_only = {_name(r) for r in project["optional-dependencies"]["test"]} - installed
     assert {"pytest", "playwright", "hypothesis", "ray", "mypy", "ruff"} <= test_only
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    # the build's set-up: no extra
-    assert '$(UV) pip install --quiet --python $(PY) -c requirements.lock -e .\n' in makefile
+    # the build's set-up: the package and its build extra
+    assert '$(UV) pip install --quiet --python $(PY) -c requirements.lock -e ".[build]"\n' in makefile
+
+
+def test_the_reader_install_leaves_the_build_out() -> None:
+    """The base dependencies (what `pip install` of the package brings) hold none of the build's own packages."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    base = _closure({_name(requirement) for requirement in project["dependencies"]})
+    assert base.isdisjoint({"mkdocs", "mkdocs-material", "mike", "matplotlib", "weasyprint"})

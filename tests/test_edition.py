@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from conftest import ROOT, SAMPLES, copy_project
 
+from build_tools.checking import contract
 from build_tools.cli import main
 from build_tools.core._exceptions import EXIT_CLAIM_FAILED, EXIT_DIFFERS, ClaimsFailed, EditionError, push_failed
 from build_tools.core._layout import PROJECT_INPUTS
@@ -123,6 +124,11 @@ def stub_build(root: Path, settings: Settings | None = None) -> None:
         (site / "step").mkdir(parents=True, exist_ok=True)
         (site / "index.html").write_text(f"<html><body>value {value}{footer}</body></html>\n", encoding="utf-8")
         (site / "step" / "index.html").write_text(f"<html><body>{footer}</body></html>\n", encoding="utf-8")
+        # The contract `watch --contract` reads, which the manifest hashes (with its schema).
+        document = contract.Contract(edition=stamp.edition, edition_date=stamp.date, miles_commit=stamp.commit,
+                                     ranges=[], claims=[])
+        (site / contract.CONTRACT_FILE).write_text(contract.dumps(document), encoding="utf-8")
+        (site / contract.SCHEMA_FILE).write_text(contract.schema_text(), encoding="utf-8")
 
 
 def stub_rebuild(checkout: Path, epoch: int, *, quiet: bool) -> None:
@@ -214,6 +220,10 @@ def test_manifest_records_edition_tools_runs_figures_claims_and_metrics(two_edit
     assert manifest["claims"]["fig-demo"]["observed"] == {"below": {"value": 4.0}}
     assert manifest["metrics"] == {"Rollout › demo/value": {"Our range": "4.0"}}
     assert set(manifest["pages"]) == {"index.html", "step/index.html"}
+    published = {name: subprocess.run(["git", "-C", str(two_editions), "show", f"gh-pages:2026.10/{name}"],
+                                      capture_output=True, check=True).stdout
+                 for name in (contract.CONTRACT_FILE, contract.SCHEMA_FILE)}  # the bytes a reader's watch fetches
+    assert manifest["contract"] == {name: hashlib.sha256(data).hexdigest() for name, data in published.items()}
 
 
 def test_manifest_and_changes_have_readable_pages(two_editions: Path) -> None:
@@ -359,6 +369,23 @@ def test_tool_changes_name_a_tool_an_older_manifest_did_not_record() -> None:
     assert _manifest.tool_changes({}, {"tools": {"python": "3.12.1", "numpy": "2.4.6"}}) == (
         ["Python (not recorded)", "numpy (not recorded)"], ["Python 3.12.1", "numpy 2.4.6"])
     assert _manifest.tool_changes({"tools": {"python": "3.12.1"}}, {"tools": {"python": "3.12.1"}}) == ([], [])
+
+
+def test_verify_reports_a_contract_that_differs(copy_of: Path, stubbed: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    def other_contract(checkout: Path, epoch: int, *, quiet: bool) -> None:
+        stub_rebuild(checkout, epoch, quiet=quiet)
+        with (checkout / "site" / contract.CONTRACT_FILE).open("a", encoding="utf-8") as handle:
+            handle.write("\n")  # what `watch --contract` would read is not what was published
+
+    stubbed.setattr(edition, "rebuild", other_contract)
+    try:
+        assert main(["--root", str(copy_of), "verify", "2026.10"]) == EXIT_DIFFERS
+    finally:
+        stubbed.setattr(edition, "rebuild", stub_rebuild)
+    out = capsys.readouterr().out
+    assert "differs from its manifest in 1 places:" in out
+    assert f"  contract.{contract.CONTRACT_FILE}: published " in out
 
 
 def test_verify_names_a_claim_that_differs_as_make_check_does() -> None:

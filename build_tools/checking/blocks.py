@@ -111,15 +111,17 @@ def _svg_problems(docs_dir: Path) -> list[Problem]:
 # --- reading ------------------------------------------------------------------------------------
 
 
-def read_blocks(docs_dir: Path, figures_dir: Path) -> list[FigureBlock]:
-    """The figure blocks of every chapter, in chapter order; ChapterError lists every problem found."""
+def read_blocks(docs_dir: Path, figures_dir: Path, *, pages: bool = True) -> list[FigureBlock]:
+    """The figure blocks of every chapter, in chapter order; ChapterError lists every problem found. `pages=False`
+    leaves out what each chapter's page may hold (its HTML rendered as mkdocs renders it): `compare` reads only the
+    blocks, and runs where the manual's build (mkdocs) is not installed."""
     problems: list[Problem] = []
     blocks: list[FigureBlock] = []
     tables_dir = docs_dir / "data"
     problems += check_tree(docs_dir, docs_dir.resolve().parent)
     if problems:  # a link out of the project, a FIFO: nothing under docs/ is read
         raise ChapterError(problems)
-    render = boundary.markdown_renderer(docs_dir.parent / "mkdocs.yml")
+    render = boundary.markdown_renderer(docs_dir.parent / "mkdocs.yml") if pages else None
     for path in sorted(docs_dir.glob("*.md")):
         shown = f"{docs_dir.name}/{path.name}"
         try:
@@ -128,7 +130,7 @@ def read_blocks(docs_dir: Path, figures_dir: Path) -> list[FigureBlock]:
             problems.append(error.problem)
             continue
         chapter = CHAPTER.match(path.name)
-        if chapter or path.name == INDEX_PAGE:  # a page of the site: what it links to and loads
+        if render is not None and (chapter or path.name == INDEX_PAGE):  # a page of the site: what it links to
             problems += boundary.chapter_problems(shown, text, render)
         position = 0
         for fenced in fenced_blocks(text):

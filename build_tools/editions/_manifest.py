@@ -49,6 +49,7 @@ def compute(root: Path, *, edition: Mapping[str, str], project_commit: str, sour
         "metrics": metrics_section(layout.pages),
         "pages": pages_section(layout.site),
         "print": print_section(layout.site),
+        CONTRACT_SECTION: contract_section(layout.site),
     }
 
 
@@ -209,11 +210,22 @@ def print_section(site: Path) -> dict[str, str]:
     return {p.name: _sha256(p) for p in sorted(site.glob("*.pdf"))} if site.is_dir() else {}
 
 
+# What `manual watch --contract` trusts: the contract and its schema, by their hashes (the watch checks a published
+# contract against them). Manifests published before this section lack it; a rebuild's is then no difference.
+CONTRACT_SECTION = "contract"
+CONTRACT_FILES = ("contract.json", "contract.schema.json")  # checking/contract.py's CONTRACT_FILE and SCHEMA_FILE
+
+
+def contract_section(site: Path) -> dict[str, str]:
+    """site/contract.json and site/contract.schema.json by their hashes."""
+    return {name: _sha256(site / name) for name in CONTRACT_FILES if (site / name).is_file()}
+
+
 # --- reading a published manifest ---------------------------------------------------------------------------
 
 MAX_DEPTH = 32  # a manifest is five levels deep: a deeper one is not one publishing wrote
 SECTIONS = ("runs", "figures", "claims", "metrics")  # each a mapping of mappings
-HASHES = ("pages", "print", "tools")  # each a mapping of names to text
+HASHES = ("pages", "print", "tools", CONTRACT_SECTION)  # each a mapping of names to text
 
 
 def loads(data: bytes) -> Manifest:
@@ -304,6 +316,8 @@ def differences(published: Manifest, rebuilt: Manifest) -> list[str]:
         name = field(path)
         if path not in old and len(path) == 3 and path[0] == "figures" and path[2] in predates:
             continue  # a field this edition's manifest was published without
+        if path not in old and path[0] == CONTRACT_SECTION and CONTRACT_SECTION not in published:
+            continue  # an edition published before manifests hashed the contract
         if path not in new:
             lines.append(f"{name}: published {_show(old[path])}, missing from the rebuild")
         elif path not in old:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import queue
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,16 +53,25 @@ class Chunk:
 
 
 def followed(path: Path) -> bool:
-    """The files watch reads: a dump's metrics stream (flat or hourly) and meta.json, a run.yaml, logs, and the
-    lab's events."""
+from build_tools.core._exceptions import InputProblem
+from build_tools.core._files import LINE_LIMIT, open_regular
+
+# What one read takes of a file at most: a file written faster than it is read is read on at once (Chunk.more),
+# and memory stays bounded by this and by one line (_files.LINE_LIMIT), whatever the file holds.
+READ_LIMIT = 8 * 1024 * 1024
+BLOCK = 1024 * 1024
+
+# watchdog warns (a RuntimeWarning holding its whole watch table) when a new folder's watch is registered twice, its
+# folder event racing its recursive scan, as when wandb makes offline-run-*/logs: the same callback is put back and
+# nothing is lost. It reached the reader's terminal mid-watch.
+warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch", category=RuntimeWarning)
     name = path.name
     if name in ("metrics.jsonl", "meta.json", "run.yaml"):
         return True
     if path.parent.name == "metrics" and name.endswith(".jsonl"):  # an hourly-split metrics stream
         return True
-    if name == "events.jsonl" and path.parent.name == "lab":  # `manual record`'s events: a job_end ends the watch
-        return True
-    return name.endswith((".log", ".out", ".txt"))
+    """The files watch reads: a dump's metrics stream (flat or hourly) and meta.json, a run.yaml, logs, the lab's
+    events, and what live_sources.py follows (TensorBoard event files, a wandb run's log, an MLflow file store)."""
 
 
 @dataclass
@@ -183,6 +193,11 @@ class Watcher:
     """watchdog's observer over the folder: the paths that changed, as they change."""
 
     def __init__(self, root: Path) -> None:
+        # watchdog warns (a RuntimeWarning holding its whole watch table) when a new folder's watch is registered
+        # twice, its folder event racing its recursive scan, as when wandb makes offline-run-*/logs: the same
+        # callback is put back and nothing is lost. It reached the reader's terminal mid-watch.
+        warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch",
+                                category=RuntimeWarning)
         self.paths: queue.Queue[Path] = queue.Queue()
         self._observer = Observer()
         self._observer.schedule(_Events(self.paths), str(root), recursive=True)

@@ -14,8 +14,10 @@ from pathlib import Path
 from build_tools.checking.contract import Contract
 from build_tools.commands.watch.follow import Chunk, Follower, Watcher, followed
 from build_tools.commands.watch.judge import Change, Judge
+from build_tools.commands.watch.live_sources import LiveSources
 from build_tools.commands.watch.records import (
     LogArguments,
+    Value,
     dump_values,
     log_message,
     log_values,
@@ -50,6 +52,7 @@ class Watch:
     on_tick: Callable[[], None] | None = None  # after each read with news, and at every poll (the live view)
     judge: Judge = field(init=False)
     follower: Follower = field(init=False)
+    live: LiveSources = field(init=False)
     steps: set[tuple[str, int]] = field(default_factory=set)
     ended: str | None = None  # why the watch ended: the job's end record, a quiet period, Ctrl-C
     last_data: float | None = None  # time.monotonic() of the last line with news
@@ -60,6 +63,7 @@ class Watch:
     def __post_init__(self) -> None:
         self.judge = Judge(self.contract)
         self.follower = Follower(self.root)
+        self.live = LiveSources(self.warn)
 
     def run(self, until_idle: float | None = None, ready: Callable[[], None] | None = None) -> None:
         """Until the job's end is read (and END_GRACE_S more), or `until_idle` seconds pass with nothing new (or
@@ -103,6 +107,12 @@ class Watch:
 
     def take(self, path: Path) -> bool:
         """Read what is new in one file; True when there was something."""
+        if (values := self.live.take(path)) is not None:  # a TensorBoard, wandb or MLflow file
+            self._judge_values(values)
+            if self.live.grew:
+                self.last_data = time.monotonic()
+                self._tick()
+            return self.live.grew
         if path.name in SETUP_FILES:
             return self._take_setup(path)
         taken = False
@@ -165,12 +175,7 @@ class Watch:
             except ValueError as error:
                 self.warn(f"{path}:{number}: {error}; line skipped")
                 continue
-            for value in values:
-                self.steps.add((value.step_key, value.step))
-                self._emit(self.judge.value(value))
-                if not math.isfinite(value.value):
-                    self.warn(f"{value.metric}: {value.value} at {value.step_key} {value.step}, not a finite number "
-                              f"({path.name}:{number}; Miles' own gate fails a run on one)")
+            self._judge_values(values, path, number)
 
     def _events(self, lines: list[str]) -> None:
         """lab/events.jsonl: a `job_end` record (`manual record --until-exit` writes one) ends the watch."""
@@ -181,6 +186,15 @@ class Watch:
                 continue
             if isinstance(record, dict) and record.get("kind") == "job_end":
                 self.ended = f"the job's end, in events.jsonl: {record.get('detail') or 'job_end'}"
+
+    def _judge_values(self, values: list[Value], path: Path | None = None, number: int | None = None) -> None:
+        for value in values:
+            self.steps.add((value.step_key, value.step))
+            self._emit(self.judge.value(value))
+            if not math.isfinite(value.value):
+                where = f" ({path.name}:{number})" if path is not None and number is not None else ""
+                self.warn(f"{value.metric}: {value.value} at {value.step_key} {value.step}, not a finite number"
+                          f"{where}; Miles' own gate fails a run on one")
 
     def _emit(self, changes: list[Change]) -> None:
         for change in changes:

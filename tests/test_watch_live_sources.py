@@ -1,0 +1,280 @@
+"""`manual watch` following what a job writes besides the dump and the log (build_tools/commands/watch/
+live_sources.py): TensorBoard event files, a wandb run's log and an MLflow file store, each written step by step by
+the real library as Miles calls it (tests/miles_job.py) while the watch follows it. The reader's view at the end (the
+statuses, the summary, the exit code) is what `compare` says of the finished files, and every value the watch judged
+is the one the batch reader reads."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import copy_project
+from miles_job import STEPS_PER_ROLLOUT, offline_env
+from test_sources_real import read
+
+from build_tools.checking.contract import ClaimItem, Contract
+from build_tools.commands.watch.live_sources import LiveSources, form_of
+from build_tools.commands.watch.records import Value
+from build_tools.commands.watch.run import Watch
+
+TESTS = Path(__file__).resolve().parent
+GUARD_S = 120.0  # a failure guard only: a report that never comes fails here (wandb's reader starts in ~2 s)
+IDLE_S = "12"  # the watch ends this long after the job's last write (wandb writes its log's end as it closes)
+HOLD = 2  # the job writes at least this many rollouts, then goes on until the watch has reported from its files
+# The job, with the backend named, paced; once the test says `go` (the watch reported mid-job), it ends after the
+# rollout it is writing (at most 200: a watch that never reports fails the test, it does not hang it).
+WRITER = """
+import sys, threading, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from miles_job import Job, write_mlflow
+
+form, folder, hold = sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
+go = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.readline(), go.set()), daemon=True).start()
+
+
+class Enough(Exception):
+    pass
+
+
+def between(rollout):
+    time.sleep(0.3)
+    if go.is_set() and rollout >= hold:
+        raise Enough
+
+
+if form == "mlflow":
+    made = Job(folder, rollouts=200)
+    made.run()  # the calls Miles makes, into no backend: write_mlflow gives each to mlflow as Miles' backend does
+    try:
+        write_mlflow(made, folder / "mlflow", between=lambda n: between(n // 7) if n % 7 == 6 else None)
+    except Enough:
+        import mlflow
+        mlflow.end_run()
+else:
+    try:
+        Job(folder, rollouts=200, **{form: True}).run(between=between)
+    except Enough:
+        pass
+"""
+STARTED = "0.0"  # the contract's stand-in claim: undecided at the start, its line says the watch is following
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_project(tmp_path_factory.mktemp("manual"))
+
+
+def manual_contract(project: Path) -> Contract:
+    """The manual's ranges, as the build puts them in site/contract.json (from the same runs, by the same code), and
+    a stand-in claim that no chapter has."""
+    from build_tools.checking import contract
+    from build_tools.commands import compare
+    from build_tools.core._layout import Layout
+    from build_tools.pages import metrics_table
+
+    layout = Layout(project)
+    spec = metrics_table.load_spec(layout.metrics_yml)
+    ours = compare._our_runs(layout, metrics_table.reads(spec))
+    started = ClaimItem(item=STARTED, says="a stand-in: the watch has started", source="tests", checks=[], envelope=[])
+    return Contract(edition="test", edition_date="", miles_commit="", ranges=contract.range_items(spec, ours),
+                    claims=[started])
+
+
+class Recording(Watch):
+    """The watch in this process, keeping every value it judged."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.values: dict[tuple[str, int, str], float] = {}
+
+    def _judge_values(self, values: list[Value]) -> None:
+        self.values.update({(v.step_key, v.step, v.metric): v.value for v in values})
+        super()._judge_values(values)
+
+
+class Lines:
+    """A stream's lines as they come (a thread reads it to its end)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.queue: queue.Queue[str] = queue.Queue()
+        self.thread = threading.Thread(target=lambda: [self.queue.put(line) for line in stream], daemon=True)
+        self.thread.start()
+
+    def next(self) -> str:
+        return self.queue.get(timeout=GUARD_S)
+
+    def rest(self) -> list[str]:
+        """Every line not taken yet, once the stream has ended."""
+        self.thread.join(GUARD_S)
+        return [self.queue.get() for _ in range(self.queue.qsize())]
+
+
+@pytest.mark.slow  # a job of each form written by its library, about half a minute each
+@pytest.mark.parametrize("form", ["tensorboard", "wandb", "mlflow"])
+def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form: str, project: Path,
+                                                                          tmp_path: Path) -> None:
+    from build_tools.commands import compare
+    from build_tools.core._layout import Layout
+
+    job = tmp_path / "job"
+    job.mkdir()
+    # The job's setup, as `make add-run` records it: the manual's own (a folder with none is not judged by compare).
+    setup = (project / "runs" / "baseline-seed1" / "run.yaml").read_text(encoding="utf-8")
+    (job / "run.yaml").write_text(setup.replace("run_id: baseline-seed1", "run_id: job"), encoding="utf-8")
+    document = manual_contract(project)
+    (tmp_path / "contract.json").write_text(document.model_dump_json(), encoding="utf-8")
+    env = {**os.environ, **offline_env(tmp_path / "wandb-home"), "MLFLOW_ALLOW_FILE_STORE": "true",
+           "PYTHONPATH": str(TESTS.parent)}
+    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(project), "watch", str(job),
+                                "--format", "jsonl", "--until-idle", IDLE_S,
+                                "--contract", str(tmp_path / "contract.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    here = Recording(job, document, lambda change: None, lambda line: None)
+    ready = threading.Event()
+    inside = threading.Thread(target=here.run, args=(float(IDLE_S), ready.set), daemon=True)
+    inside.start()
+    reports, said = Lines(watcher.stdout), Lines(watcher.stderr)
+    started = json.loads(reports.next())
+    assert started["item"] == STARTED and ready.wait(GUARD_S)  # both follow the folder
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(TESTS), form, str(job), str(HOLD)],
+                              stdin=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        first = json.loads(reports.next())  # a status from the files as they are mid-job
+        assert writer.poll() is None and first["kind"] == "range"
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.close()
+        assert writer.wait(GUARD_S) == 0
+        assert watcher.wait(GUARD_S) == 0  # ended by --until-idle: the job is quiet
+    finally:
+        writer.kill()
+        watcher.kill()
+    inside.join(GUARD_S)
+    changes = [started, first, *(json.loads(line) for line in reports.rest())]
+    summary = "".join(said.rest()).splitlines()
+    assert not any("Traceback" in line or line.startswith("WARNING") for line in summary), summary
+
+    # What the batch reader reads of the finished files: every value the watch judged, exactly.
+    batch, problems, _ = read(job)
+    assert problems == []
+    assert here.values == {place: value for place, value in batch.items() if math.isfinite(value)}
+
+    # What compare says of the finished files, row by row, the watch said as the job wrote them.
+    _, rows = compare.compare(Layout(project), compare.load_reader_run(job))
+    items = {item.item: item for item in document.ranges}
+    judged = {change["item"] for change in changes if change["kind"] == "range"}
+    outside = {change["item"] for change in changes if change["status"] == "outside"}
+    held = {row.metric for row in rows if row.verdict.startswith(("inside", "as in"))}
+    assert {row.metric for row in rows if row.verdict.startswith("cannot compare")}.isdisjoint(judged)
+    per_step = [row for row in rows if items[row.metric].per_step and not row.verdict.startswith("cannot")]
+    assert per_step and outside and held  # a breach in the middle, and rows that held
+    assert {row.metric for row in per_step if row.metric not in held} == outside
+    assert {row.metric for row in per_step} <= judged
+    steps = len({(step_key, step) for step_key, step, _ in here.values})
+    assert steps > HOLD * (1 + STEPS_PER_ROLLOUT)  # rollouts, training steps and evaluations, past the hold
+    final = {(change["kind"], change["item"]): change["status"] for change in changes}
+    counts = {status: sum(s == status for s in final.values()) for status in ("inside", "outside", "undecided")}
+    assert summary[0] == (f"Watched {steps} steps: {counts['inside']} inside, {counts['outside']} outside, "
+                          f"{counts['undecided']} undecided, 0 not applicable")
+
+
+def test_each_form_is_told_by_its_name() -> None:
+    assert form_of(Path("tb/events.out.tfevents.1789999200.spark.1234.0")) == "tensorboard"
+    assert form_of(Path("wandb/offline-run-20261001_120000-abc/run-abc.wandb")) == "wandb"
+    assert form_of(Path("mlruns/mlflow.db")) == "mlflow"
+    assert form_of(Path("job.log")) is None and form_of(Path("metrics.jsonl")) is None
+
+
+@pytest.mark.parametrize(("name", "why"), [
+    ("events.out.tfevents.1.h.gz", "a gzipped tensorboard file is a finished copy: `manual compare` reads it"),
+    ("mlflow.db", "an MLflow database store, which only mlflow reads: log the run to a file store "
+                  "(MLFLOW_TRACKING_URI=file:./mlruns, with MLFLOW_ALLOW_FILE_STORE=true where mlflow asks for it) and "
+                  "copy its folder mlruns/<experiment id>/<run id>/"),
+])
+def test_a_form_that_cannot_be_followed_is_said_once_in_one_line(tmp_path: Path, name: str, why: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(b"\x00" * 16)
+    warnings: list[str] = []
+    live = LiveSources(warnings.append)
+    assert live.take(path) == [] and live.take(path) == []
+    assert warnings == [f"{path}: cannot be followed: {why}"]
+
+
+def test_a_wandb_log_where_wandb_is_not_installed_is_said_in_one_line(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    path = tmp_path / "run-abc.wandb"
+    path.write_bytes(b":W&B\x00")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    warnings: list[str] = []
+    assert LiveSources(warnings.append).take(path) == []
+    assert warnings == [f"{path}: cannot be followed: a wandb run's log, which only wandb reads, and wandb is not "
+                        "installed here: install it (pip install wandb==0.31.0) to follow it"]
+
+
+def test_a_tensorboard_record_cut_off_waits_for_the_rest(tmp_path: Path) -> None:
+    """The writer mid-append: a record's first bytes are no value, and no warning; the rest completes it."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    whole = tmp_path / "whole"
+    with whole.open("wb") as handle:
+        writer = RecordWriter(handle)
+        for step, value in enumerate((0.25, 0.75)):
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="rollout/raw_reward",
+                                                                           simple_value=value)])
+            writer.write(event_pb2.Event(wall_time=1789999200.0, step=step, summary=summary).SerializeToString())
+    data = whole.read_bytes()
+    path = tmp_path / "events.out.tfevents.1789999200.spark"
+    warnings: list[str] = []
+    live = LiveSources(warnings.append)
+    cut = len(data) - 5
+    path.write_bytes(data[:cut])
+    assert live.take(path) == [Value("rollout/step", 0, "rollout/raw_reward", 0.25)]
+    with path.open("ab") as handle:
+        handle.write(data[cut:])
+    assert live.take(path) == [Value("rollout/step", 1, "rollout/raw_reward", 0.75)]
+    assert warnings == []
+
+
+def test_a_readers_warning_is_said_once_not_at_every_piece(tmp_path: Path) -> None:
+    """A key under no prefix Miles gives a step key, in every piece of a growing MLflow metric file: one warning."""
+    run = tmp_path / "mlruns" / "1" / "abc"
+    (run / "metrics" / "custom").mkdir(parents=True)
+    (run / "meta.yaml").write_text("run_id: abc\n", encoding="utf-8")
+    metric = run / "metrics" / "custom" / "thing"
+    warnings: list[str] = []
+    live = LiveSources(warnings.append)
+    for step in range(3):
+        with metric.open("a", encoding="utf-8") as handle:
+            handle.write(f"1789999200000 0.5 {step}\n")
+        assert live.take(metric) == [] and live.grew
+    assert warnings == [f"{metric}: 1 key(s) under no prefix Miles gives a step key (train/, rollout/, perf/, "
+                        "multi_turn/, passrate/, eval/) not read: custom/thing"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_live_file_that_is_not_a_plain_file_is_never_opened(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "events.out.tfevents.1789999200.spark"
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it would wait for a writer forever
+    else:
+        (tmp_path / "secret").write_bytes(b"\x00" * 64)
+        path.symlink_to(tmp_path / "secret")
+    warnings: list[str] = []
+    assert LiveSources(warnings.append).take(path) == []
+    assert warnings == [f"{path}: cannot be followed: not a plain file (a link, a FIFO or a device); only a job's own "
+                        "files are read"]
