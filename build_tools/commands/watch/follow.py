@@ -53,25 +53,20 @@ class Chunk:
 
 
 def followed(path: Path) -> bool:
-from build_tools.core._exceptions import InputProblem
-from build_tools.core._files import LINE_LIMIT, open_regular
-
-# What one read takes of a file at most: a file written faster than it is read is read on at once (Chunk.more),
-# and memory stays bounded by this and by one line (_files.LINE_LIMIT), whatever the file holds.
-READ_LIMIT = 8 * 1024 * 1024
-BLOCK = 1024 * 1024
-
-# watchdog warns (a RuntimeWarning holding its whole watch table) when a new folder's watch is registered twice, its
-# folder event racing its recursive scan, as when wandb makes offline-run-*/logs: the same callback is put back and
-# nothing is lost. It reached the reader's terminal mid-watch.
-warnings.filterwarnings("ignore", message="Callback with id .* already exists for watch", category=RuntimeWarning)
+    """The files watch reads: a dump's metrics stream (flat or hourly) and meta.json, a run.yaml, logs, the lab's
+    events, and what live_sources.py follows (TensorBoard event files, a wandb run's log, an MLflow file store)."""
     name = path.name
     if name in ("metrics.jsonl", "meta.json", "run.yaml"):
         return True
     if path.parent.name == "metrics" and name.endswith(".jsonl"):  # an hourly-split metrics stream
         return True
-    """The files watch reads: a dump's metrics stream (flat or hourly) and meta.json, a run.yaml, logs, the lab's
-    events, and what live_sources.py follows (TensorBoard event files, a wandb run's log, an MLflow file store)."""
+    if name == "events.jsonl" and path.parent.name == "lab":  # `manual record`'s events: a job_end ends the watch
+        return True
+    if name.endswith((".log", ".out", ".txt")):
+        return True
+    from build_tools.commands.watch.live_sources import followed as live  # TensorBoard, wandb, MLflow files
+
+    return live(path)
 
 
 @dataclass
