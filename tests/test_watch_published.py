@@ -84,17 +84,22 @@ def watch(job: Path, where: str, capsys: pytest.CaptureFixture[str], root: Path)
 def test_a_published_contract_is_fetched_checked_and_holds_the_job(site: str, job: Path, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = watch(job, f"{site}/test/{CONTRACT_FILE}", capsys, tmp_path)
-    assert code == 0
-    assert [(json.loads(line)["status"], json.loads(line)["step"]) for line in out] == [("inside", 0), ("outside", 1),
-                                                                                       ("inside", 2)]
-    assert err[0] == "Watched 3 steps: 1 inside, 0 outside, 0 undecided, 0 not applicable"
+    assert code == 7  # the breach at step 1 is kept to the end, whatever came after it
+    changes = [json.loads(line) for line in out]
+    assert [(change["status"], change["step"]) for change in changes if change["kind"] == "range"] == [
+        ("undecided", None), ("inside", 0), ("outside", 1)]
+    assert changes[-1]["breaches"] == [{"item": "rollout/raw_reward", "first_step": 1, "last_step": 1, "worst": 0.95,
+                                        "steps_outside": 1, "link": "06-metrics.html"}]
+    assert err[0] == ("Watched r against the manual's edition test (contract version 2): 3 rollout steps (0 to 2); "
+                      "ended: no new data for 0.5 s")
+    assert err[-1] == f"          see Metrics page, Rollout: {site}/test/06-metrics.html"
 
 
 def test_the_same_contract_as_a_file_beside_its_manifest(job: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     folder = edition_folder(tmp_path / "edition")
     code, out, _ = watch(job, str(folder / CONTRACT_FILE), capsys, tmp_path)
-    assert code == 0 and len(out) == 3
+    assert code == 7 and len(out) == 4  # three changes of status, then the summary
 
 
 def test_a_contract_changed_after_publishing_is_refused(tmp_path: Path, job: Path,
