@@ -41,8 +41,8 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EPILOG = """exit codes: 0 done, 2 bad input (the message names the file), 3 a claim no longer holds (or, with
 --prove, a check no change of its data fails), 4 verify found a difference, 5 bench missed a goal, 6 check --strict
-found a claim whose margin is below --warn-margin (or edition.yml's warn_margin), 7 watch --fail-on outside saw an
-item leave its band, 1 a bug (the traceback is saved under build/), 130 interrupted,
+found a claim whose margin is below --warn-margin (or edition.yml's warn_margin), 7 watch saw an item go outside its
+band (any format), 1 a bug (the traceback is saved under build/), 130 interrupted,
 143 terminated"""
 
 

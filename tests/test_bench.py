@@ -619,12 +619,10 @@ def test_the_idle_cpu_of_a_process_tree_counts_a_spinning_child() -> None:
 def test_the_benchs_watcher_catches_up_says_so_and_follows(tmp_path: Path) -> None:
     """The watcher make bench WHAT=watch times runs watch's loop on what is written, then goes on following."""
     from build_tools.benchmarks import bench_watch
-    from build_tools.checking.contract import Contract, RangeItem
+    from build_tools.checking.contract import contract_of, range_item
 
-    item = RangeItem(item="rollout/raw_reward", stat="range", per_step=True, band=[0.5, 0.9], decimals=2,
-                     source="bench", envelope=[])
-    (tmp_path / "contract.json").write_text(Contract(edition="t", edition_date="", miles_commit="", ranges=[item],
-                                                     claims=[]).model_dump_json())
+    item = range_item("rollout/raw_reward", 0.5, 0.9, source="bench")
+    (tmp_path / "contract.json").write_text(contract_of("t", "", "", [item]).model_dump_json(by_alias=True))
     run = tmp_path / "run"
     (run / "dashboard").mkdir(parents=True)
     for step in range(3):

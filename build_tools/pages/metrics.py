@@ -10,6 +10,7 @@ from typing import Any
 import jinja2
 
 from build_tools.checking import contract, miles_guidance
+from build_tools.checking.contract_odcs import ODCS_FILE
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import provenance
 from build_tools.summarise import metric_rows
@@ -29,4 +30,4 @@ def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
     notes = miles_guidance.notes_by_table(spec, summaries, guidance)
     return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes,
                                                     contract_file=contract.CONTRACT_FILE,
-                                                    schema_file=contract.SCHEMA_FILE)
+                                                    schema_file=contract.SCHEMA_FILE, odcs_file=ODCS_FILE)

@@ -86,12 +86,6 @@ def holds(value: float, band: Sequence[float]) -> bool:
     return band[0] <= value <= band[1]
 
 
-def step_key_of(metric: str) -> str:
-    from build_tools.checking.contract import step_key_of as of_contract
-
-    return of_contract(metric)
-
-
 def outside_envelope(envelope: Sequence[EnvelopeFact], setup: Mapping[str, Any] | None) -> str | None:
     """The first enforced fact the reader's run records with a value the manual's runs lack, in words."""
     if setup is None:

@@ -196,7 +196,7 @@ def _order(judge: Judge, change: Change) -> tuple[int, str]:
         if status == "inside" and near_edge(record.last.value, change.band):
             return 1, change.item
     rank = {"inside": 2, "undecided": 3, "not_applicable": 4}.get(status, 5)
-    return rank, f"{change.kind}{change.item}"
+    return rank, f"{change.kind != 'range'}{change.item}"  # within a rank, the ranges (judged live) first
 
 
 class LiveView:
@@ -287,6 +287,9 @@ class LiveView:
         if record is not None and record.last is not None:
             now = f"{_number(record.last.value)} at {record.last.step}"
         band = f"{_bound(change.band[0])} to {_bound(change.band[1])}" if change.band else ""
+        item = judge.items.get(change.item) if change.kind == "range" else None
+        if item is not None and item.statistic in ("median", "logged_share") and band:
+            band = f"{STATISTIC_WORDS[item.statistic]} {band}"  # what the end will judge
         right = f"{now}  [{band}]" if now else f"[{band}]" if band else ""
         text = f"{status:<8} {terminal_text(named(change))}"
         room = width - len(right) - 1
