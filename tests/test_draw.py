@@ -499,7 +499,7 @@ def test_an_svg_s_size_is_read_again_when_the_file_changes(tmp_path):
 
     svg = tmp_path / "fig.svg"
     svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="100pt" height="50pt"></svg>')
-    assert svg_size(svg) == (100 * 96 / 72, 50 * 96 / 72)
+    assert svg_size(svg) == (100.0 * (96 / 72), 50.0 * (96 / 72))
     svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="300px" height="20px"></svg>')
     os.utime(svg, ns=(1, 1))  # other stats, whatever the clock's tick
     assert svg_size(svg) == (300.0, 20.0)
