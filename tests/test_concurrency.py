@@ -34,8 +34,8 @@ def test_two_cold_builds_at_once_build_the_site_once(built_manual: Path, tmp_pat
     built = [err for _, err in results if "Built the manual into" in err]
     waited = [err for _, err in results if "Nothing changed since the last build" in err]
     assert len(built) == 1 and len(waited) == 1, results
-    assert waited[0].splitlines()[-1] == ("Nothing changed since the last build: site/ is up to date "
-                                          "(make FORCE=1 builds it again).")
+    assert waited[0].splitlines()[-1] == ("Nothing changed since the last build: site/ is up to date (make FORCE=1 "
+                                          "builds it again).")
     assert waited[0].splitlines()[0] in (WAITING, waited[0].splitlines()[-1])
     assert tree(root / "site") == tree(built_manual / "site")
     assert not [p for p in root.iterdir() if p.name.startswith(".site-")]

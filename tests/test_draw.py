@@ -489,3 +489,17 @@ def test_make_serve_draws_a_few_figures_in_its_own_process_the_same_bytes(exampl
     with pytest.raises(AssertionError, match="a worker was started"):
         draw.draw_figures(many, example_summaries, tables, tmp_path / "many", tmp_path / "cache-many", jobs=2,
                           layout=PROJECT, serving=True)
+
+
+def test_an_svg_s_size_is_read_again_when_the_file_changes(tmp_path):
+    """The rendered pages read each figure's size every build; kept for the process while the file's stats hold."""
+    import os
+
+    from build_tools.drawing.legibility import svg_size
+
+    svg = tmp_path / "fig.svg"
+    svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="100pt" height="50pt"></svg>')
+    assert svg_size(svg) == (100.0 * (96 / 72), 50.0 * (96 / 72))
+    svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="300px" height="20px"></svg>')
+    os.utime(svg, ns=(1, 1))  # other stats, whatever the clock's tick
+    assert svg_size(svg) == (300.0, 20.0)

@@ -347,3 +347,21 @@ def test_force_1_builds_again() -> None:
     assert _make.arguments("build", {}, ROOT) == ["build"]
     with pytest.raises(ManualError, match="FORCE='yes' is not 1 or nothing"):
         _make.arguments("build", {"FORCE": "yes"}, ROOT)
+
+
+def test_no_message_tells_the_user_to_type_manual_which_is_not_on_their_path() -> None:
+    """`manual` is .venv/bin/manual: typed as written it is not found unless the environment is activated. A hint
+    names the make command instead (e.g. `make check WARN_MARGIN=0.2 STRICT=1`)."""
+    import ast
+
+    told = []
+    for path in sorted((ROOT / "build_tools").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                told += [(path.name, found) for found in re.findall(r"(?:e\.g\.|run|type) `?manual [a-z-]+",
+                                                                     node.value)]
+    assert told == []

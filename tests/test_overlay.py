@@ -112,3 +112,21 @@ def test_a_warning_shown_before_in_the_session_is_counted_not_repeated(capsys) -
     alone = Progress()  # outside make serve: every build shows all of its warnings
     alone.warn("runs/a/run.yaml: a warning")
     assert capsys.readouterr().err == "WARNING runs/a/run.yaml: a warning\n"
+
+
+def test_a_page_no_build_wrote_is_the_overlay_once_with_the_reload_script(tmp_path: Path) -> None:
+    """The first build failed and site/ holds nothing: any page asked for is the overlay alone, which reloads when a
+    build passes; once one passed, a missing page is mkdocs' own 404."""
+    state = serve.BuildState()
+    server = serve._Server(lambda: None, "127.0.0.1", 0, str(tmp_path), state)
+    try:
+        server._watched_paths["x"] = 1
+        assert server._error_page(404) is None
+        state.set(FAILURE)
+        page = server._error_page(404)
+        assert page is not None
+        text = page.decode()
+        assert text.count(f'id="{overlay.OVERLAY_ID}"') == 1 and "livereload(" in text
+        assert server._error_page(500) is None
+    finally:
+        server.server_close()

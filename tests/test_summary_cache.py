@@ -149,3 +149,18 @@ def test_an_entry_left_while_a_table_is_written_is_removed_once_written(tmp_path
     with summary_cache.EntryWriter(tmp_path, "run-a") as entry:
         entry.add("series/held_memory", pd.DataFrame({"ts": [1.0]}))
     assert written.is_set() and list(tmp_path.iterdir()) == []
+
+
+def test_the_same_validated_file_read_again_is_checked_once_and_reads_the_same(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """make serve's rebuilds read validated.json each time: the same bytes give the same records, their shapes
+    checked once a process; other bytes (a record dropped, another added) are checked afresh."""
+    checked: list[object] = []
+    real = summary_cache._well_formed
+    monkeypatch.setattr(summary_cache, "_well_formed", lambda record: checked.append(record) or real(record))
+    _rehashed_validated(tmp_path, {"tiny-run": RECORD, "bad-run": {"digest": 5}})
+    first = summary_cache.read_validated(tmp_path)
+    assert first == {"tiny-run": RECORD} and len(checked) == 2
+    assert summary_cache.read_validated(tmp_path) == first and len(checked) == 2
+    _rehashed_validated(tmp_path, {"tiny-run": {"digest": 5}, "other-run": RECORD})
+    assert summary_cache.read_validated(tmp_path) == {"other-run": RECORD} and len(checked) == 4

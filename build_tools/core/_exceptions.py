@@ -237,7 +237,7 @@ def margins_below(count: int, threshold: float) -> ManualError:
 def strict_without_threshold(edition_yml: str) -> ManualError:
     """`--strict` with no margin to warn below: neither --warn-margin nor warn_margin in edition.yml."""
     return ManualError(f"--strict: no margin to hold the claims to: pass --warn-margin F or set warn_margin in "
-                       f"{edition_yml}", "e.g. manual check --warn-margin 0.2 --strict")
+                       f"{edition_yml}", "e.g. make check WARN_MARGIN=0.2 STRICT=1")
 
 
 def commit_mismatch(runs: Sequence[tuple[str, str]], commit: str) -> ManualError:
@@ -611,8 +611,8 @@ def ray_worker_cannot_import(where: str, reason: str) -> RayError:
 def ray_worker_lost(where: str, error: str, reason: str) -> RayError:
     """`error`: Ray's exception type."""
     return RayError(f"{where}: the Ray worker summarising this run was lost ({error}: {reason})",
-                    "a worker that ran out of memory is killed by Ray; see the cluster's logs, or run `manual check` "
-                    "without --ray")
+                    "a worker that ran out of memory is killed by Ray; see the cluster's logs, or run `make check` "
+                    "without RAY=")
 
 
 def ray_worker_other_code(where: str, theirs: str, ours: str) -> RayError:
@@ -626,4 +626,4 @@ def ray_worker_cannot_see_run(where: str, node: str) -> RayError:
     """`where`: the run folder, as the user would type it; `node`: the Ray node the worker ran on."""
     return RayError(f"{where}: the Ray worker on node {node[:12]} cannot see this run folder",
                     "the workers read the runs at the driver's paths: mount runs/ at the same path on every node "
-                    "(shared storage), or run `manual check` without --ray")
+                    "(shared storage), or run `make check` without RAY=")

@@ -8,6 +8,8 @@ text is drawn at font-size * shown width / viewBox width CSS px.
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -45,10 +47,17 @@ def css_px(length: str) -> float:
 
 def svg_size(svg: Path) -> tuple[float, float]:
     """The SVG's width and height in CSS px, from its root element alone (the rest of the file is not parsed);
-    ValueError when it states no size css_px reads."""
+    ValueError when it states no size css_px reads. Read once a process while the file keeps its stats (a figure
+    not redrawn, under make serve's rebuilds)."""
+    stat = os.stat(svg)
+    return _svg_size(str(svg), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+
+
+@functools.lru_cache(maxsize=1024)
+def _svg_size(svg: str, *stats: int) -> tuple[float, float]:
     for _, root in ET.iterparse(svg, events=("start",)):
         return css_px(root.get("width", "")), css_px(root.get("height", ""))
-    raise ValueError(f"{svg.name} has no root element")
+    raise ValueError(f"{os.path.basename(svg)} has no root element")
 
 
 def shown_width(root: ET.Element, content_width: float) -> float:

@@ -322,8 +322,16 @@ def read_validated(cache_dir: Path) -> dict[str, dict[str, Any]]:
         path.unlink(missing_ok=True)
         raise ValueError(f"{VALIDATED}: {error}") from None
     # A record of another shape (a damaged or hand-edited file whose hash was recomputed) is dropped: that run is
-    # validated again.
-    return {run_id: record for run_id, record in body["runs"].items() if _well_formed(record)}
+    # validated again. The same bytes hold the same records: a process that read them before (make serve's
+    # rebuilds) takes which were well formed from then.
+    kept = _well_formed_in.get(digest)
+    if kept is None:
+        kept = _well_formed_in[digest] = frozenset(run_id for run_id, record in body["runs"].items()
+                                                   if _well_formed(record))
+    return {run_id: record for run_id, record in body["runs"].items() if run_id in kept}
+
+
+_well_formed_in: dict[bytes, frozenset[str]] = {}  # validated.json's hash line -> its well-formed records' ids
 
 
 def _well_formed(record: object) -> bool:

@@ -165,7 +165,9 @@ class _Server(LiveReloadServer):
         failure = self.state.failure
         if failure is None or code != 404:
             return None
-        return self._inject_js_into_html(overlay.page(failure), self._visible_epoch)
+        script_added: bytes = LiveReloadServer._inject_js_into_html(  # type: ignore[no-untyped-call]
+            self, overlay.page(failure), self._visible_epoch)
+        return script_added
 
 
 def serve(root: Path, rebuild: Callable[[], object], host: str = HOST, port: int = PORT,
