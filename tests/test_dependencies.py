@@ -10,7 +10,7 @@ import re
 import sys
 import tomllib
 
-from conftest import ROOT
+from conftest import ROOT, own_python_files
 
 OPTIONAL = {"ray": "ray", "zensical": "zensical"}  # imported only by the command that asks for it
 # `make miles-facts` imports Miles from the checkout it is given (build_tools/ingest/miles_facts/extract.py), never
@@ -42,7 +42,7 @@ def _closure(names: set[str]) -> set[str]:
 def _imported_modules() -> set[str]:
     found: set[str] = set()
     for folder in ("build_tools", "figures"):
-        for path in (ROOT / folder).rglob("*.py"):
+        for path in own_python_files(ROOT / folder):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Import):
                     found.update(alias.name.split(".")[0] for alias in node.names)

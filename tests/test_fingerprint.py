@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import blake3
 import pytest
+from conftest import own_python_files
 
 from build_tools.core import _files
 from build_tools.core._layout import PROJECT, Layout
@@ -93,7 +94,7 @@ def test_every_cache_key_and_the_manifest_change_with_each_listed_library(librar
 def test_no_module_but_the_fingerprint_reads_library_versions() -> None:
     """The list is one: no other module of the build asks for a version or keeps a list of libraries."""
     readers = []
-    for path in sorted((ROOT / "build_tools").rglob("*.py")):
+    for path in own_python_files(ROOT / "build_tools"):
         text = path.read_text(encoding="utf-8")
         if path.name != "fingerprint.py" and any(word in text for word in ("metadata.version", ".dist-info",
                                                                             "LIBRARIES", "python_version")):

@@ -12,22 +12,23 @@ import ast
 import graphlib
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, own_python_files
 
 PACKAGE = ROOT / "build_tools"
 # Modules that may read the command line: the CLI itself and make's door into it. The example generator is a
 # tool of its own with its own arguments.
 # miles_facts.extract: `make miles-facts`, a maintainer's tool, hands Miles' parser the argv train.py would see.
 # checking.miles_guidance: `make miles-guidance`, another maintainer's tool, takes the checkout as its argument.
+# miles_code.run: the process Miles' own code runs in hands Miles' parse_args the argv of each launch it judges.
 READS_ARGUMENTS = {"build_tools.cli", "build_tools.commands._make", "build_tools.ingest.miles_facts.extract",
-                   "build_tools.checking.miles_guidance"}
+                   "build_tools.checking.miles_guidance", "build_tools.miles_code.run"}
 TOOLS = ("examples",)
 
 
 def _modules(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:
     """Every module of the package by dotted name: (its file, whether it is a package's __init__)."""
     found = {}
-    for path in sorted(package.rglob("*.py")):
+    for path in own_python_files(package):
         parts = list(path.relative_to(package.parent).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, SAMPLES, copy_project
+from conftest import ROOT, SAMPLES, copy_project, own_python_files
 
 from build_tools.cli import main
 from build_tools.commands import show
@@ -88,7 +88,7 @@ def test_no_reader_of_a_run_reaches_past_the_one_accessor() -> None:
     the summary's column readers (its fast path) and sources/ (which reads runs whose metrics and phases are
     records, and adds its own) see the loader's fields."""
     allowed = {"load.py", "stream_columns.py", "summary.py", "summary_metrics.py", "summary_phases.py"}
-    found = [f"{path.relative_to(ROOT)}:{number}" for path in sorted((ROOT / "build_tools").rglob("*.py"))
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in own_python_files(ROOT / "build_tools")
              if path.name not in allowed and "sources" not in path.parts
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
              if re.search(r"\brun\.(streams|tables)\b", line)]

@@ -1,7 +1,8 @@
 """Read Miles' launch parser from a Miles checkout and write it as data: `make miles-facts MILES=/path/to/miles`.
 
 Miles cannot be installed here (torch, SGLang, Megatron), so its own parser-building code runs with every
-module outside the checkout and the standard library replaced by an inert stand-in: the parser is the one
+module outside the checkout and the standard library replaced by an inert stand-in (build_tools/miles_code/
+stand_ins.py; without a checkout, the copy in build_tools/miles_code/upstream/ is read): the parser is the one
 `train.py --train-backend fsdp` builds (`build_fsdp_parser(get_miles_extra_args_provider())`, Miles'
 miles/utils/arguments.py parse_args), its flags read from argparse's own actions. What the stand-ins hide is
 said in the data: SGLang's ServerArgs flags (`--sglang-*` that Miles copies from SGLang) and the router's, which
@@ -13,60 +14,14 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import importlib.abc
-import importlib.machinery
 import io
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
-# Imported for real: Miles itself, the standard library, YAML and pydantic (modules Miles imports check their
-# models at import time).
-# Everything else (torch, SGLang, Ray, numpy, ...) is a stand-in: the parser is built without running it.
-REAL = {"miles", "yaml", "pydantic", "pydantic_core", "typing_extensions", "annotated_types", "typing_inspection",
-        *sys.stdlib_module_names}
-
-
-class _Inert(types.ModuleType):
-    """A module, class, function and value at once: whatever Miles reads of a package it cannot import."""
-
-    __path__: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return _inert_class(f"{self.__name__}.{name}")
-
-
-def _inert_class(name: str) -> Any:
-    def call(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        # A decorator (torch.compile(...)(f), ray.remote(cls)) leaves what it decorates as it is.
-        return args[0] if len(args) == 1 and not kwargs and callable(args[0]) else _inert_class(f"{name}()")
-
-    meta = type("InertMeta", (type,), {"__getattr__": lambda cls, attr: _inert_class(f"{name}.{attr}"),
-                                       "__iter__": lambda cls: iter(()), "__call__": call,
-                                       "__getitem__": lambda cls, key: _inert_class(f"{name}[]"),
-                                       "__or__": lambda cls, other: cls, "__ror__": lambda cls, other: cls})
-    return meta(name.rsplit(".", 1)[-1], (), {})
-
-
-class _InertFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Gives every module outside Miles, the standard library and YAML as inert."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        top = fullname.split(".")[0]
-        if top in REAL or top.startswith("_"):  # private modules: the interpreter's own (_sysconfigdata...)
-            return None
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return _Inert(spec.name)
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        return None
+from build_tools.miles_code import UPSTREAM, manifest, stand_ins
 
 
 def _plain(value: Any) -> Any:
@@ -115,8 +70,9 @@ def snapshot_keys(checkout: Path) -> list[str]:
 
 
 def read_parser(checkout: Path) -> argparse.ArgumentParser:
-    sys.path.insert(0, str(checkout))
-    sys.meta_path.insert(0, _InertFinder())
+    # SGLang's and the router's flags stay out (stand-ins), even where upstream/ holds their files: the data is
+    # Miles' own parser.
+    stand_ins.install(checkout, inert=("sglang", "sglang_router"))
     sys.argv = ["train.py", "--train-backend", "fsdp"]
     from miles.backends.fsdp_utils.arguments import build_fsdp_parser  # type: ignore[import-not-found]
     from miles.utils.arguments import get_miles_extra_args_provider  # type: ignore[import-not-found]
@@ -126,13 +82,20 @@ def read_parser(checkout: Path) -> argparse.ArgumentParser:
     return parser
 
 
+def _commit(checkout: Path) -> str:
+    if checkout == UPSTREAM:
+        return str(manifest()["miles"]["commit"])
+    return subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=False).stdout.strip() or (checkout / "COMMIT").read_text().strip()
+
+
 def main(argv: list[str]) -> int:
+    """MILES_CHECKOUT may be empty: the Miles copied into build_tools/miles_code/upstream/ (`make miles-code`)."""
     if len(argv) != 2:
         print("usage: python -m build_tools.ingest.miles_facts.extract MILES_CHECKOUT OUTPUT.json", file=sys.stderr)
         return 2
-    checkout, output = Path(argv[0]), Path(argv[1])
-    commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
-                            check=False).stdout.strip() or (checkout / "COMMIT").read_text().strip()
+    checkout, output = Path(argv[0]) if argv[0] else UPSTREAM, Path(argv[1])
+    commit = _commit(checkout)
     flags = flags_of(read_parser(checkout))
     keys = snapshot_keys(checkout)
     data = {

@@ -1,0 +1,58 @@
+"""Miles' own code in the repository, pinned, and the one door the build runs it through.
+
+upstream/ holds the Miles modules the manual needs (argument parsing and validation, the FSDP actor's start-up
+arithmetic, the dashboard writer and advisor, the tracking backends), copied verbatim from the commit
+upstream/MANIFEST.json names, with SGLang's and the router's flag definitions (sources.py says which and why;
+`make miles-code MILES=checkout` copies them again). They run only in a process of their own (run.py), every
+module outside them (torch, Ray, NVML, transformers, ...) an inert stand-in (stand_ins.py): the build's process
+never imports them, nor any GPU stack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+UPSTREAM = HERE / "upstream"
+MANIFEST = UPSTREAM / "MANIFEST.json"
+RUN = HERE / "run.py"
+
+
+@cache
+def manifest() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    return data
+
+
+def miles_commit() -> str:
+    """The Miles commit upstream/ was copied from."""
+    return str(manifest()["miles"]["commit"])
+
+
+def _ask(request: dict[str, Any]) -> Any:
+    """Run one request in Miles' process (run.py) and return its answer. The process has none of the caller's
+    MILES_* variables (Miles' parse_args reads them) and writes no bytecode into upstream/."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("MILES")}
+    done = subprocess.run([sys.executable, "-I", "-B", str(RUN)], input=json.dumps(request), capture_output=True,
+                          text=True, check=False, env=environment)
+    if done.returncode != 0:  # Miles' code itself is caught there: a failure here is the harness's, a bug
+        raise RuntimeError(f"{RUN.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout)
+
+
+def judge_launches(commands: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+    """Each command (the words after `python3 train.py`) as Miles starts it: its parse_args, then the FSDP actor's
+    start-up arithmetic. For each: {"stopped": False, "global_batch_size", "train_iters"} or {"stopped": True,
+    "where": "miles/...py:LINE", "message": what Miles said}."""
+    if not commands:
+        return []
+    answer: list[dict[str, Any]] = _ask({"task": "launch", "source": str(UPSTREAM),
+                                         "commands": [list(command) for command in commands]})
+    return answer

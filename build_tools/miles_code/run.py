@@ -1,0 +1,92 @@
+"""The process Miles' own code runs in: `python -I -B run.py` with a JSON request on stdin, a JSON answer on stdout.
+
+Started by __init__.py (the build) and refresh.py (`make miles-code`), never imported by them: it installs the
+inert stand-ins (stand_ins.py) for its own process, so that no GPU stack, and no stand-in, reaches the build's.
+
+Requests: {"task": "launch", "source": folder, "commands": [[word, ...], ...]}: each command (the words after
+`python3 train.py`) goes through Miles' parse_args, as train.py calls it, then the start-up arithmetic of the
+FSDP actor's init (its LR scheduler: get_lr_scheduler). {"task": "record", ...}: the same for one command, after
+importing every entry module, answering which of the source's Miles files were imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import os
+import sys
+import traceback
+from contextlib import redirect_stderr
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # -I leaves the script's folder off the path
+
+from build_tools.miles_code import sources, stand_ins  # noqa: E402
+
+
+def _where(error: BaseException, source: Path) -> str:
+    """The innermost line of Miles' (or SGLang's) code the error passed through, as `path:line` in the source."""
+    found = ""
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = Path(frame.filename)
+        if path.is_relative_to(source):
+            found = f"{path.relative_to(source).as_posix()}:{frame.lineno}"
+    return found
+
+
+def _message(error: BaseException, printed: str) -> str:
+    """What Miles says when it stops: argparse's `error:` line, else the exception's first line."""
+    if isinstance(error, SystemExit):
+        said = [line.split(" error: ", 1)[1] for line in printed.splitlines() if " error: " in line]
+        return f"SystemExit({error.code}): {said[-1]}" if said else f"SystemExit({error.code})"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def judge_launch(argv: list[str], source: Path) -> dict[str, Any]:
+    """One launch as train.py starts it: parse_args() with these words as its argv, then the FSDP actor's
+    `self.lr_scheduler = get_lr_scheduler(args, self.optimizer)` (actor.py FSDPTrainRayActor.init), which every
+    start runs after loading the model. Where Miles stops it: the file and line, and what it said."""
+    arguments = importlib.import_module("miles.utils.arguments")
+    scheduler = importlib.import_module("miles.backends.fsdp_utils.lr_scheduler")
+    sys.argv = ["train.py", *argv]
+    printed = io.StringIO()
+    try:
+        with redirect_stderr(printed):
+            args = arguments.parse_args()
+            scheduler.get_lr_scheduler(args, stand_ins.inert_class("torch.optim.AdamW()"))
+    except (Exception, SystemExit) as error:
+        return {"stopped": True, "where": _where(error, source), "message": _message(error, printed.getvalue())}
+    return {"stopped": False, "global_batch_size": args.global_batch_size, "train_iters": args.train_iters}
+
+
+def record(argv: list[str], source: Path) -> list[str]:
+    """The Miles files the entry modules import, and the launch imports as it runs."""
+    for name in sources.MILES_ENTRIES:
+        importlib.import_module(name)
+    judge_launch(argv, source)
+    # The paths as imported (through the source folder on sys.path), not resolved: the checkout may be linked in.
+    found = {Path(file) for name, module in list(sys.modules.items())
+             if name.split(".")[0] == "miles" and (file := getattr(module, "__file__", None))}
+    return sorted(path.relative_to(source).as_posix() for path in found if path.is_relative_to(source))
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    source = Path(request["source"]).resolve()
+    answer_to = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever Miles prints goes to stderr; stdout carries the answer alone
+    stand_ins.install(source, request.get("inert", ()))
+    if request["task"] == "record":
+        answer: Any = record(request["commands"][0], source)
+    else:
+        answer = [judge_launch(argv, source) for argv in request["commands"]]
+    answer_to.write(json.dumps(answer))
+    answer_to.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

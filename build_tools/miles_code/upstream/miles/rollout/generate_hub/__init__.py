@@ -1,0 +1,1 @@
+# TODO: maybe move `sglang_rollout::generate` to this folder
