@@ -7,6 +7,7 @@ what Miles' writer produces from the same records."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -18,7 +19,8 @@ from build_tools.miles_code import UPSTREAM, stand_ins  # noqa: E402
 
 def main(dump: Path, out: Path) -> int:
     stand_ins.install(UPSTREAM)
-    from miles.dashboard.store import Meta, MetricStore, Stream
+    store_module = importlib.import_module("miles.dashboard.store")  # Miles' own, from upstream/
+    Meta, MetricStore, Stream = store_module.Meta, store_module.MetricStore, store_module.Stream  # noqa: N806
 
     store = MetricStore.load(dump)
     again = MetricStore(out)

@@ -86,11 +86,15 @@ class Nvml:
         return self._readings[self._clock.now][1] * 1000
 
 
+def _miles(name: str) -> Any:
+    """A module of Miles' (imported by name: this process's path holds upstream/, the type checker's does not)."""
+    return importlib.import_module(name)
+
+
 def _identity(process: str, node: str) -> Any:
     """What hooks._default_resolve_identity finds in each process: the rollout manager is a driver-side process
     (no GPU; torch.distributed not initialised there, so rank -1), the train actor is rank 0 on GPU 0."""
-    from miles.dashboard import hooks
-
+    hooks = _miles("miles.dashboard.hooks")
     return hooks._Identity(node=node, gpus=[], rank=-1) if process == "rollout_manager" else \
         hooks._Identity(node=node, gpus=[0], rank=0)
 
@@ -99,8 +103,8 @@ class Process:
     """One process of the job: its own Timer (a per-process singleton in Miles) with a PhaseSink attached."""
 
     def __init__(self, role: str, node: str, handle: Handle) -> None:
-        from miles.dashboard import hooks
-        from miles.utils.timer import Timer
+        hooks = _miles("miles.dashboard.hooks")
+        Timer = _miles("miles.utils.timer").Timer  # noqa: N806 - Miles' class
 
         self.role, self.node = role, node
         self.sink = hooks.PhaseSink(handle, role)
@@ -110,15 +114,14 @@ class Process:
         self.timer.event_sinks.append(self.sink)
 
     def call(self, fn: Any, *args: Any) -> None:
-        from miles.dashboard import hooks
-
+        hooks = _miles("miles.dashboard.hooks")
         hooks._resolve_identity = lambda: _identity(self.role, self.node)
         fn(*args)
 
 
 def parsed(words: list[str]) -> Namespace:
     """The job's arguments as train.py gets them: Miles' parse_args over its launch's words."""
-    arguments = importlib.import_module("miles.utils.arguments")
+    arguments = _miles("miles.utils.arguments")
     sys.argv = ["train.py", *words]
     args: Namespace = arguments.parse_args()
     return args
@@ -128,17 +131,19 @@ def replay(job: dict[str, Any]) -> None:
     """Write {--dump-details}/dashboard as Miles does, from the job's actions."""
     args = parsed(job["argv"])
     clock = Clock(float(job["start_ts"]))
-    time.time, time.monotonic = clock.time, clock.monotonic  # type: ignore[assignment]
+    time.time, time.monotonic = clock.time, clock.monotonic
 
-    from miles.dashboard import backend, hooks
-    from miles.dashboard.args import collector_config_from_args
-    from miles.dashboard.collector import DashboardCollector
-    from miles.dashboard.gpu_sampler import GpuSampler
-    from miles.dashboard.store import EngineInfo, TopologySnapshot
-    from miles.utils import timer as timer_module
-    from miles.utils.tracking_utils.base import MilesDashboardBackend
-
+    backend, hooks, store = _miles("miles.dashboard.backend"), _miles("miles.dashboard.hooks"), \
+        _miles("miles.dashboard.store")
+    collector_config_from_args = _miles("miles.dashboard.args").collector_config_from_args
+    DashboardCollector = _miles("miles.dashboard.collector").DashboardCollector  # noqa: N806 - Miles' classes
+    GpuSampler = _miles("miles.dashboard.gpu_sampler").GpuSampler  # noqa: N806
+    MilesDashboardBackend = _miles("miles.utils.tracking_utils.base").MilesDashboardBackend  # noqa: N806
+    timer_module = _miles("miles.utils.timer")
     timer_module.time = clock.time  # Timer reads `from time import time`
+    _all_vendored("miles.dashboard.args", "miles.dashboard.collector", "miles.dashboard.store", "miles.dashboard.hooks",
+                  "miles.dashboard.backend", "miles.dashboard.gpu_sampler", "miles.utils.timer",
+                  "miles.utils.tracking_utils.base")
     collector = DashboardCollector(collector_config_from_args(args, start_ts=clock.now))  # writes meta.json
     handle = Handle(collector)
     backend._handle = handle  # what resolve_collector finds in every process
@@ -166,8 +171,8 @@ def replay(job: dict[str, Any]) -> None:
         elif kind == "end":
             processes[action[2]].call(processes[action[2]].timer.end, action[3])
         elif kind == "topology":  # hooks.register_engines' snapshot of the engine actors
-            engines = [EngineInfo(**engine) for engine in action[2]]
-            handle.update_topology.remote(TopologySnapshot(ts=clock.now, engines=engines))
+            engines = [store.EngineInfo(**engine) for engine in action[2]]
+            handle.update_topology.remote(store.TopologySnapshot(ts=clock.now, engines=engines))
         elif kind == "gpu_tick":
             sampler.sample_once(clock.now)
     _run_cadences(clock, cadences, clock.now)
@@ -175,6 +180,15 @@ def replay(job: dict[str, Any]) -> None:
         process.sink.flush()
     sampler.flush()
     collector.shutdown()
+
+
+def _all_vendored(*names: str) -> None:
+    """Each module the writer runs is Miles' own file from upstream/, never an inert stand-in (which would write
+    nothing and say nothing)."""
+    stand_in = [name for name in names if not str(getattr(sys.modules[name], "__file__", "")).startswith(
+        str(UPSTREAM))]
+    if stand_in:
+        raise RuntimeError(f"not in build_tools/miles_code/upstream (make miles-code copies them): {stand_in}")
 
 
 def _due_flush(sink: Any) -> Any:
@@ -213,7 +227,7 @@ def main() -> int:
     real_time, real_monotonic = time.time, time.monotonic
     for job in request["jobs"]:
         replay(job)
-        time.time, time.monotonic = real_time, real_monotonic  # type: ignore[assignment]
+        time.time, time.monotonic = real_time, real_monotonic
     return 0
 
 
