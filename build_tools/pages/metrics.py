@@ -25,5 +25,8 @@ def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
     tables = metrics_table.build_tables(spec, summaries, where, context, runs_dir)
     intro = metrics_table.intro(spec, summaries, where)
     source = provenance({run.run_id: run.config for run in metrics_table.runs_read(spec, summaries)})
-    notes = miles_guidance.notes_by_table(spec, summaries, guidance)
-    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes)
+    notes = miles_guidance.notes_by_table(spec, summaries, guidance, runs_dir)
+    read = {run.run_id: run for run in metrics_table.runs_read(spec, summaries)}
+    cannot = miles_guidance.cannot_apply(read, guidance, runs_dir)
+    return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes,
+                                                    cannot_apply=cannot)
