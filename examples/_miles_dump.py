@@ -74,10 +74,22 @@ def job(run_dir: Path, flags: dict[str, Any], start_ms: int, node: str, lines: l
     return request
 
 
-def write(jobs: list[dict[str, Any]]) -> None:
-    """Run Miles' writer over the jobs, in one process of its own; its complaints come back whole on failure."""
+def _ask(request: dict[str, Any]) -> str:
+    """Run Miles' writer on one request, in a process of its own; its complaints come back whole on failure."""
     environment = {name: value for name, value in os.environ.items() if not name.startswith("MILES")}
-    done = subprocess.run([sys.executable, "-I", "-B", str(WRITER)], input=json.dumps({"jobs": jobs}),
+    done = subprocess.run([sys.executable, "-I", "-B", str(WRITER)], input=json.dumps(request),
                           capture_output=True, text=True, check=False, env=environment)
     if done.returncode != 0:
         raise RuntimeError(f"{WRITER.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def write(jobs: list[dict[str, Any]]) -> None:
+    """Run Miles' writer over the jobs, in one process of its own."""
+    _ask({"jobs": jobs})
+
+
+def snapshots(argvs: list[list[str]]) -> list[dict[str, Any]]:
+    """What Miles keeps of each launch in meta.json (run_name, args), by its own parse_args and CollectorConfig."""
+    answer: list[dict[str, Any]] = json.loads(_ask({"snapshots": argvs}))
+    return answer

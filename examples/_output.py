@@ -58,10 +58,14 @@ def write_run(run: Run, root: Path) -> dict[str, Any]:
     write_yaml(out / "run.yaml", run_yaml(spec))
     ticks = _write_samples(run, steps, tail, out)
     _write_lab(run, steps, tail, out)
-    flags = {**flags_for(spec), **LAUNCH, **ONE_GPU, "wandb_group": spec.run_id,
-             "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
-    return dump_job(out, flags, run.start_ms, NODE, metric_lines(run, d, steps), steps, tail.open_rollout,
+    return dump_job(out, launch_flags(spec), run.start_ms, NODE, metric_lines(run, d, steps), steps, tail.open_rollout,
                     _topology(run.start_ms + 52_311), ticks)
+
+
+def launch_flags(spec: RunSpec) -> dict[str, Any]:
+    """The run's launch, as its flags: what Miles' parse_args gets (with the dashboard's, _miles_dump.argv)."""
+    return {**flags_for(spec), **LAUNCH, **ONE_GPU, "wandb_group": spec.run_id,
+            "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
 
 
 @cache

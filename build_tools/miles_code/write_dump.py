@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import time
 from argparse import Namespace
@@ -221,9 +222,21 @@ def _timeline(job: dict[str, Any], readings: dict[float, tuple[int, int]]) -> li
     return [action for _, action in merged]
 
 
+def snapshot(words: list[str]) -> dict[str, Any]:
+    """What Miles keeps of a launch in meta.json: its CollectorConfig's run name and args snapshot."""
+    config = _miles("miles.dashboard.args").collector_config_from_args(parsed(words), start_ts=0.0)
+    return {"run_name": config.run_name, "args": config.args_snapshot}
+
+
 def main() -> int:
     request = json.load(sys.stdin)
     stand_ins.install(UPSTREAM)
+    if "snapshots" in request:  # {"snapshots": [argv, ...]}: the answer on stdout, Miles' own prints on stderr
+        answer_to = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)
+        answer_to.write(json.dumps([snapshot(words) for words in request["snapshots"]]))
+        answer_to.close()
+        return 0
     real_time, real_monotonic = time.time, time.monotonic
     for job in request["jobs"]:
         replay(job)
