@@ -29,6 +29,7 @@ import pandas as pd
 from build_tools.checking.checks import Ctx, claim_numbers, evaluate, words
 from build_tools.checking.checks.timeline import UNITS
 from build_tools.core._types import CheckResult, FigureBlock, RunSummary
+from build_tools.readers import series_of
 
 PAST = 0.1  # a moved value lands this share of its distance from the interval's end past it, or short of it
 # Kinds of check that may have no change within them: exact facts and counts (a tie leaves no slack).
@@ -433,7 +434,8 @@ def series_during(subject: Subject) -> Perturbation:
     levers = []
     for run in subject.runs:
         def move(data: Data, amount: float, run: str = run) -> None:
-            frame = data.summaries[run].series[p["series"]]
+            # the series as the check reads it: GPU utilisation from gpu_util or the lab's recording (a GB10's)
+            frame = series_of(data.summaries[run], p["series"], p["field"])
             frame[p["field"]] = frame[p["field"]].astype(float) + amount
         levers.append(Lever(move, lambda o, run=run: o[run]["worst"], low, high))
     return by_lever(subject, *levers)
@@ -446,7 +448,8 @@ def series_at_event(subject: Subject) -> Perturbation:
     levers = []
     for run in subject.runs:
         def move(data: Data, amount: float, run: str = run) -> None:
-            frame = data.summaries[run].series[p["series"]]
+            # the series as the check reads it: GPU utilisation from gpu_util or the lab's recording (a GB10's)
+            frame = series_of(data.summaries[run], p["series"], p["field"])
             frame[p["field"]] = frame[p["field"]].astype(float) + amount
         levers.append(Lever(move, lambda o, run=run: o[run]["value"], observed[run]["limit"], math.inf))
     return by_lever(subject, *levers)
