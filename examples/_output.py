@@ -17,7 +17,7 @@ from build_tools.editions.stamp import load_stamp
 from . import _lab as L
 from ._build import Run, finish
 from ._miles_dump import job as dump_job
-from ._runs import LAUNCH, MODELS, ONE_GPU, RunSpec, flags_for
+from ._runs import LAUNCH, MODELS, ONE_GPU, RunSpec, dump_folder, flags_for
 from ._series import sig
 from ._streams import write_jsonl, write_yaml
 from ._timeline import Step
@@ -97,7 +97,7 @@ def run_yaml(spec: RunSpec) -> dict[str, Any]:
             "memory_gb": 128,
             "memory_pools": 1,
         },
-        "flags": {**flags_for(spec), **LAUNCH},
+        "flags": {**flags_for(spec), **LAUNCH, "dump_details": dump_folder(spec.run_id)},
         "lab": {
             "heat_guard": spec.heat_guard,
             "ray_memory_usage_threshold": RAY_THRESHOLD,

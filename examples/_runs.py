@@ -276,6 +276,14 @@ RUNS: tuple[RunSpec, ...] = (
 )
 
 
+# The generator writes one optimizer step per rollout (each rollout's train/step line, _output.py): Miles'
+# --num-steps-per-rollout, from which it derives the global batch size (miles_validate_args).
+TRAIN_STEPS_PER_ROLLOUT = 1
+# SGLang's share of the one GPU's memory when colocated: Miles' own one-GPU example uses 0.4, and Spark users
+# find 0.4 to 0.5 free of hangs (Miles' guide asks for 0.8 or lower when colocated).
+MEM_FRACTION = 0.4
+
+
 def flags_for(spec: RunSpec) -> dict[str, Any]:
     """The launch flags the manual reads, in the contract's order, with the run's overrides."""
     flags: dict[str, Any] = {
@@ -284,6 +292,7 @@ def flags_for(spec: RunSpec) -> dict[str, Any]:
         "over_sampling_batch_size": None,
         "rollout_max_response_len": 1024,
         "num_rollout": spec.num_rollout or spec.steps,
+        "num_steps_per_rollout": TRAIN_STEPS_PER_ROLLOUT,
         "colocate": True,
         "offload_train": True,
         "offload_rollout": True,
@@ -293,6 +302,7 @@ def flags_for(spec: RunSpec) -> dict[str, Any]:
         "true_on_policy_mode": False,
         "sglang_enable_deterministic_inference": False,
         "sglang_attention_backend": "flashinfer",
+        "sglang_mem_fraction_static": MEM_FRACTION,
         "dynamic_sampling_filter_path": None,
         "use_fault_tolerance": True,
     }
@@ -307,17 +317,10 @@ def flags_for(spec: RunSpec) -> dict[str, Any]:
 ONE_GPU = {"num_gpus_per_node": 1, "actor_num_nodes": 1, "actor_num_gpus_per_node": 1,
            "rollout_num_gpus": 1,  # Miles sets it to the trainer's GPUs when colocated (miles_validate_args)
            "rollout_num_gpus_per_engine": 1}
+# Miles' dashboard writes the dump the chapters read under --dump-details (each run its own folder, dump_folder).
 LAUNCH = {"train_backend": "fsdp", "prompt_data": "/root/gsm8k/train.parquet", "input_key": "messages",
-          "label_key": "label", "apply_chat_template": True, "rm_type": "math"}
+          "label_key": "label", "apply_chat_template": True, "rm_type": "math", "use_miles_dashboard": True}
 
 
-def meta_args(spec: RunSpec) -> dict[str, Any]:
-    """meta.json's args as Miles writes them: its _SNAPSHOT_KEYS that the parser has, in that order, each the
-    run's value or the parser's default (build_tools/ingest/miles_facts/miles_args.json); wandb_group names the run."""
-    from build_tools.ingest import miles_facts
-
-    flags = miles_facts.flags()
-    launch = {**flags_for(spec), **ONE_GPU, "wandb_group": spec.run_id,
-              "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
-    return {key: launch[key] if key in launch else flags[key]["default"]
-            for key in miles_facts.snapshot_keys() if key in flags}
+def dump_folder(run_id: str) -> str:
+    return f"/root/dumps/{run_id}"

@@ -67,3 +67,12 @@ def test_regenerating_from_the_pinned_commit_gives_the_committed_data(tmp_path):
 def test_the_extraction_refuses_a_wrong_call(capsys):
     assert extract.main([]) == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_without_a_checkout_the_copy_in_the_repository_is_read(tmp_path):
+    """`make miles-facts` with no MILES reads build_tools/miles_code/upstream/: the same data, its commit named."""
+    out = tmp_path / "miles_args.json"
+    done = subprocess.run([sys.executable, "-m", "build_tools.ingest.miles_facts.extract", "", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8") == DATA.read_text(encoding="utf-8")

@@ -59,7 +59,7 @@ def test_a_metrics_stream_over_16_kib_is_shown_whole_from_its_columns() -> None:
     report = show.report(run, summary, {}, path)
     at = report.index("Per-step table: 18 metrics on 2 step axes (--csv prints all of it, --long one value a line)")
     assert report[at + 1:at + 3] == [
-        "  train/step joined to rollout/step through num_steps_per_rollout = 1 (not recorded, taken as 1): "
+        "  train/step joined to rollout/step through num_steps_per_rollout = 1 (flags.num_steps_per_rollout): "
         "rollout id = train/step // 1",
         "  rollout/step: 48 steps, 11 metrics"]
     assert "  train/step: 48 steps, 7 metrics" in report

@@ -43,3 +43,13 @@ def test_a_run_with_another_miles_commit_fails_with_one_line(example_summaries):
     assert str(caught.value) == ("run baseline-seed1 was made with Miles commit 1a2b3c4, but this edition is "
                                  "Miles commit 08752a1 (runs/baseline-seed1/run.yaml miles.commit)")
     assert caught.value.exit_code == EXIT_BAD_INPUT
+
+
+def test_a_commit_named_whole_is_the_edition_s_short_one():
+    from build_tools.editions.stamp import same_commit
+
+    assert same_commit("31f1ca961a94cb860cec3b2dea34ec332bfa8f76", "31f1ca9")
+    assert same_commit("31F1CA961", "31f1ca961a94cb860cec3b2dea34ec332bfa8f76")
+    assert not same_commit("31f1ca961a94", "31f1ca8")
+    assert not same_commit("31f1c", "31f1ca961a94")  # too short to name a commit
+    assert not same_commit("", "08752a1")

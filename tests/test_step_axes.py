@@ -237,7 +237,9 @@ def dump_named(folder: Path, run_name: str) -> Path:
 
 # What add-run leaves to fill (it takes miles.* from edition.yml, the machine and the parameter count from
 # docs/data/setup.yml, the GPUs from the dump).
-FILL = {"title": "A run", "tags": ["my-runs"], "seed": 1, "dataset": "GSM8K", "lab": {"heat_guard": False}}
+# The dumps name no Miles commit: the person adding them says it, here the edition's (edition.yml's commit).
+FILL = {"title": "A run", "tags": ["my-runs"], "seed": 1, "dataset": "GSM8K", "miles": {"commit": "08752a1"},
+        "lab": {"heat_guard": False}}
 
 
 def fill(path: Path) -> None:
@@ -251,7 +253,7 @@ def fill(path: Path) -> None:
 def test_default_named_dumps_and_a_named_one_become_runs_make_check_reads(tmp_path: Path, monkeypatch,
                                                                          capsys) -> None:
     project = copy_project(tmp_path / "manual")
-    edition = project / "edition.yml"  # a Miles commit dated before the sample dumps (2026-09-21): add-run names it
+    edition = project / "edition.yml"  # a Miles commit dated before the sample dumps (2026-09-21), which they used
     edition.write_text(edition.read_text().replace("commit_date: 2026-10-15", "commit_date: 2026-09-15"))
     monkeypatch.chdir(project)
     for number, name in enumerate(["miles-run", "miles-run", "Qwen3_GRPO"]):

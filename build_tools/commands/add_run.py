@@ -25,18 +25,15 @@ from build_tools.core._exceptions import InputProblem, Problem, RunDataError, di
 from build_tools.core._files import LINK_REFUSED, scan_tree
 from build_tools.core._layout import Layout
 from build_tools.core._staging import ADD_RUN, checkpoint, staging
-from build_tools.ingest import load
+from build_tools.ingest import load, schemas_run
 from build_tools.ingest.sources import PLACEHOLDER
 
 if TYPE_CHECKING:
     from build_tools.core._types import RunData, RunSummary
 
-# The flags of run.yaml the manual reads (runs/README.md), copied from the launch arguments when found.
-FLAGS = ("n_samples_per_prompt", "rollout_batch_size", "over_sampling_batch_size", "rollout_max_response_len",
-         "num_rollout", "num_steps_per_rollout", "global_batch_size", "wandb_always_use_train_step", "colocate",
-         "offload_train", "offload_rollout", "rollout_top_p", "rollout_top_k",
-         "deterministic_mode", "true_on_policy_mode", "sglang_enable_deterministic_inference",
-         "sglang_attention_backend", "dynamic_sampling_filter_path", "use_fault_tolerance")
+# The flags of run.yaml the manual reads (runs/README.md; its schema, schemas_run.Flags), copied from the launch
+# arguments when found (a log's, meta.json's, an MLflow run's params).
+FLAGS = tuple(schemas_run.Flags.model_fields)
 STREAM_NAMES = ("gpu_util", "host_memory", "held_memory", "gpu_temp", "sampling", "repeat_probe", "engine_series",
                 "gpu_processes", "topology", "trajectories", "data_buffer")
 PHASE_NAMES = ("train_wait", "train", "data_preprocess", "log_probs", "ref_log_probs", "actor_train", "sleep",
@@ -262,8 +259,10 @@ def _todo(what: str) -> str:
 
 
 KNOWN_FROM = "edition.yml and docs/data/setup.yml"
-# The fields `known` fills: the same on every run of the manual (a run made elsewhere changes them by hand).
-SHARED_FIELDS = ("miles.", "hardware.machine", "hardware.chip", "hardware.memory_", "model.parameters")
+# The fields `known` fills: the same on every run of the manual (a run made elsewhere changes them by hand). The
+# Miles commit is the job's own (_miles_of); the edition's build fills the rest when the job used its commit.
+SHARED_FIELDS = ("miles.image", "miles.branch", "miles.commit_date", "hardware.machine", "hardware.chip",
+                 "hardware.memory_", "model.parameters")
 
 
 def known(layout: Layout) -> dict[str, Any]:
@@ -307,6 +306,7 @@ def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None 
 
     gpus = sorted(gpus_of(summary))
     nodes = sorted({node for node, _ in gpus})
+    gpu_count = len(gpus) or _gpus_launched(args)
     config: dict[str, Any] = {
         "run_id": run_id,
         "provenance": "measured",
@@ -323,14 +323,11 @@ def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None 
         },
         "dataset": _todo("the data set, e.g. GSM8K" + (f" (prompt_data was {args['prompt_data']})"
                                                        if args.get("prompt_data") else "")),
-        "miles": {"image": miles.get("image") or _todo("the Miles image"),
-                  "branch": miles.get("branch") or _todo("the Miles branch"),
-                  "commit": miles.get("commit") or _todo("the Miles commit"),
-                  "commit_date": miles.get("commit_date") or _todo("the commit's date, YYYY-MM-DD")},
+        "miles": _miles_of(run, miles),
         "hardware": {
             "machine": hardware.get("machine") or _todo("the machine, e.g. DGX Spark"),
             "chip": hardware.get("chip") or _todo("the chip, e.g. GB10"),
-            "gpus": len(gpus) if gpus else _todo("the number of GPUs, an integer"),
+            "gpus": gpu_count or _todo("the number of GPUs, an integer"),
             "memory_gib": hardware.get("memory_gib") or _todo("the memory the OS sees, GiB"),
             "memory_gb": hardware.get("memory_gb") or _todo("the nominal memory, GB"),
             "memory_pools": hardware.get("memory_pools") or _todo("1 for unified memory"),
@@ -354,6 +351,37 @@ def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None 
 
     walk({k: v for k, v in config.items() if k not in ("run_id", "provenance")}, "")
     return config, filled, missing
+
+
+def _miles_of(run: Any, edition: dict[str, Any]) -> dict[str, Any]:
+    """run.yaml's miles: the commit the job ran from, as its sources say it (an MLflow run's tags, the environment
+    report a log printed), else asked for; the image, branch and commit date of the edition's build when the job
+    used its commit, else asked for too (they belong to the job's commit, which the edition does not know)."""
+    from build_tools.editions.stamp import same_commit
+
+    said = run.origin.get("miles_commit")
+    commit = said[0] if said else None
+    ours = bool(commit and edition.get("commit") and same_commit(commit, str(edition["commit"])))
+    theirs = "" if not edition.get("commit") else f"; this edition's is {edition['commit']}"
+    return {"image": edition.get("image") if ours or not commit else None,
+            "branch": edition.get("branch") if ours or not commit else None,
+            "commit": commit or _todo("the Miles commit the job ran from (git -C <the job's Miles checkout> "
+                                      f"rev-parse --short HEAD){theirs}"),
+            "commit_date": edition.get("commit_date") if ours or not commit else None} | {
+        key: _todo(what) for key, what in (("image", "the Miles image the job ran in"),
+                                           ("branch", "the Miles branch of that commit"),
+                                           ("commit_date", "the commit's date, YYYY-MM-DD"))
+        if not (edition.get(key) and (ours or not commit))}
+
+
+def _gpus_launched(args: dict[str, Any]) -> int | None:
+    """The GPUs a launch asked for, as Miles counts them: the trainer's (actor_num_nodes x
+    actor_num_gpus_per_node, parse_args' world_size), and the rollout's beside them unless colocated."""
+    nodes, per_node = args.get("actor_num_nodes"), args.get("actor_num_gpus_per_node")
+    if not (isinstance(nodes, int) and isinstance(per_node, int)):
+        return None
+    rollout = args.get("rollout_num_gpus")
+    return nodes * per_node + (rollout if isinstance(rollout, int) and not args.get("colocate") else 0)
 
 
 def _yaml_text(config: dict[str, Any]) -> str:

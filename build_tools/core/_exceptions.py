@@ -163,6 +163,15 @@ class ChapterError(ProblemsError):
             "a chapter may name")
 
 
+class LaunchError(ProblemsError):
+    """A launch command a chapter would show, which Miles' own code stops (its parse_args, the FSDP actor's
+    start-up): each problem names the chapter, the runs and where in Miles it stops."""
+
+    what = "launch commands"
+    hint = ("each command is rendered from its runs' recorded flags (run.yaml flags, meta.json args): record the "
+            "flags Miles needs there (runs/README.md); Miles' file and line say what it checks")
+
+
 class EditionFileError(ProblemsError):
     what = "edition file"
     hint = "edition.yml needs edition, date and miles: {image, branch, commit, commit_date}"

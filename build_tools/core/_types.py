@@ -73,6 +73,9 @@ class RunData:
     # Every argument a log printed of the launch (its command line, Megatron's argument list): more than meta.json's
     # args, which Miles' dashboard limits to its _SNAPSHOT_KEYS.
     launched: dict[str, Any] = field(default_factory=dict)
+    # What a source said of the job itself beyond its arguments: "miles_commit" -> (the commit, the file saying
+    # it), from an MLflow run's tags or the environment report a log printed (make add-run fills run.yaml with it).
+    origin: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

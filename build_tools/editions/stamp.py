@@ -30,13 +30,20 @@ def load_stamp(path: Path) -> Stamp:
                  commit=miles.commit, commit_date=miles.commit_date)
 
 
+def same_commit(one: str, other: str) -> bool:
+    """Two names of one commit: equal, or one the other's abbreviation (git's short form, 7 digits or more): a
+    job's sources name its commit whole (an MLflow tag, git rev-parse), an edition may name it short."""
+    one, other = one.strip().lower(), other.strip().lower()
+    return one == other or (min(len(one), len(other)) >= 7 and (one.startswith(other) or other.startswith(one)))
+
+
 def check_commits(configs: Mapping[str, Mapping[str, Any]], stamp: Stamp) -> None:
     """Fail with one line per run whose run.yaml miles.commit is not the stamp's commit."""
     others = []
     for run_id, config in sorted(configs.items()):
         miles = config.get("miles")
         commit = str(miles.get("commit") or "" if isinstance(miles, Mapping) else "").strip()
-        if commit != stamp.commit:
+        if not same_commit(commit, stamp.commit):
             others.append((run_id, commit))
     if others:
         raise commit_mismatch(others, stamp.commit)

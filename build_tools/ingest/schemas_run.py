@@ -81,6 +81,7 @@ class Flags(Schema):
     true_on_policy_mode: bool | None = None
     sglang_enable_deterministic_inference: bool | None = None
     sglang_attention_backend: str | None = None
+    sglang_mem_fraction_static: Annotated[Number, Field(gt=0, le=1)] | None = None
     sglang_watchdog_timeout: Duration | None = None
     dynamic_sampling_filter_path: str | None = None
     use_fault_tolerance: bool | None = None

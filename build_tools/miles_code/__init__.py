@@ -56,3 +56,17 @@ def judge_launches(commands: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
     answer: list[dict[str, Any]] = _ask({"task": "launch", "source": str(UPSTREAM),
                                          "commands": [list(command) for command in commands]})
     return answer
+
+
+def mlflow_params(command: Sequence[str]) -> dict[str, str]:
+    """The params Miles' MLflow backend logs for this launch (its parse_args, then _compute_config_for_logging):
+    every argument, as text. What a test writes with mlflow to give the reader an MLflow run as Miles makes it."""
+    answer: dict[str, str] = _ask({"task": "mlflow_params", "source": str(UPSTREAM), "commands": [list(command)]})
+    return answer
+
+
+def env_report(checkout: Path) -> str:
+    """The environment report a Miles train actor prints (--env-report) when Miles is installed from this git
+    checkout, as Miles' own code writes it: what a test puts in a log to give the reader a job's Miles commit."""
+    answer: str = _ask({"task": "env_report", "source": str(UPSTREAM), "commands": [[str(checkout)]]})
+    return answer

@@ -6,7 +6,9 @@ inert stand-ins (stand_ins.py) for its own process, so that no GPU stack, and no
 Requests: {"task": "launch", "source": folder, "commands": [[word, ...], ...]}: each command (the words after
 `python3 train.py`) goes through Miles' parse_args, as train.py calls it, then the start-up arithmetic of the
 FSDP actor's init (its LR scheduler: get_lr_scheduler). {"task": "record", ...}: the same for one command, after
-importing every entry module, answering which of the source's Miles files were imported.
+importing every entry module, answering which of the source's Miles files were imported. {"task":
+"mlflow_params", ...}: the params Miles' MLflow backend logs for one command. {"task": "env_report",
+"commands": [[checkout]]}: the environment report line a train actor prints when Miles is that git checkout.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import json
 import os
 import sys
 import traceback
-from contextlib import redirect_stderr
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,31 @@ def judge_launch(argv: list[str], source: Path) -> dict[str, Any]:
     return {"stopped": False, "global_batch_size": args.global_batch_size, "train_iters": args.train_iters}
 
 
+def mlflow_params(argv: list[str]) -> dict[str, str]:
+    """What Miles' MLflow backend logs as the run's params for this launch: train.py's parse_args, then
+    mlflow_utils._compute_config_for_logging of the arguments (every one, as text), as init_tracking does."""
+    arguments = importlib.import_module("miles.utils.arguments")
+    mlflow_utils = importlib.import_module("miles.utils.tracking_utils.mlflow_utils")
+    sys.argv = ["train.py", *argv]
+    with redirect_stderr(io.StringIO()):
+        args = arguments.parse_args()
+    params: dict[str, str] = mlflow_utils._compute_config_for_logging(args)
+    return params
+
+
+def env_report(checkout: str) -> str:
+    """The line a train actor prints with --env-report when Miles is installed from this git checkout: Miles'
+    own _collect_git_info (git rev-parse and diff in the checkout) and _print_report."""
+    module = importlib.import_module("miles.utils.env_report")
+    repo = module._collect_git_info(package_name="miles", location=checkout)
+    report = module.NodeEnvReport(role="actor", rank=0, launcher_env_report=None, editable_packages=[],
+                                  git_repos=[repo], full_pip_list=[])
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        module._print_report(report)
+    return printed.getvalue()
+
+
 def record(argv: list[str], source: Path) -> list[str]:
     """The Miles files the entry modules import, and the launch imports as it runs."""
     for name in sources.MILES_ENTRIES:
@@ -73,16 +101,23 @@ def record(argv: list[str], source: Path) -> list[str]:
     return sorted(path.relative_to(source).as_posix() for path in found if path.is_relative_to(source))
 
 
+# Each task: what it does with the request's commands (lists of words) and the source folder. A new use of Miles'
+# code is a function here and a door to it in __init__.py.
+TASKS: dict[str, Callable[[list[list[str]], Path], Any]] = {
+    "launch": lambda commands, source: [judge_launch(argv, source) for argv in commands],
+    "record": lambda commands, source: record(commands[0], source),
+    "mlflow_params": lambda commands, source: mlflow_params(commands[0]),
+    "env_report": lambda commands, source: env_report(commands[0][0]),
+}
+
+
 def main() -> int:
     request = json.loads(sys.stdin.read())
     source = Path(request["source"]).resolve()
     answer_to = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # whatever Miles prints goes to stderr; stdout carries the answer alone
     stand_ins.install(source, request.get("inert", ()))
-    if request["task"] == "record":
-        answer: Any = record(request["commands"][0], source)
-    else:
-        answer = [judge_launch(argv, source) for argv in request["commands"]]
+    answer = TASKS[request["task"]](request["commands"], source)
     answer_to.write(json.dumps(answer))
     answer_to.close()
     return 0

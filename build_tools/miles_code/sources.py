@@ -36,6 +36,8 @@ MILES_ENTRIES = {
     "miles.utils.tracking_utils.prometheus_utils": "the Prometheus backend",
     "miles.utils.tracking_utils.structured_log": "the structured log",
     "miles.utils.tracking_utils.ci_history": "the CI history",
+    # The environment report a train actor prints with --env-report: the job's Miles commit (make add-run).
+    "miles.utils.env_report": "the environment report",
 }
 # Imported with the entries (the FSDP package's __init__ imports the actor) but not run: the actor's own imports
 # (its model, optimizer, data and rollout code) stay stand-ins, so they are not copied.

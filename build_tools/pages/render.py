@@ -19,10 +19,9 @@ from build_tools.core._layout import CLAIM_HEALTH_PAGE, FIGURES_PAGE, INDEX_PAGE
 from build_tools.drawing import palette
 from build_tools.editions.stamp import load_stamp
 from build_tools.pages import chapters as chapter_pages
-from build_tools.pages import claim_health, edition_pages, figure_index, front_matter, metrics_table
+from build_tools.pages import claim_health, commands, edition_pages, figure_index, front_matter, metrics_table
 from build_tools.pages import metrics as metrics_page
 from build_tools.pages._common import environment, resolve
-from build_tools.pages.commands import chapter_commands
 from build_tools.pages.nav import nav_order, numbered, write_page, write_site_settings
 from build_tools.pages.wording import provenance
 
@@ -45,10 +44,16 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     verdicts = {verdict.block.id: verdict for verdict in result.verdicts}
 
     written = []
+    # Every chapter's launch commands first, judged by Miles all at once (one process): a command Miles would
+    # stop stops the rendering before any page is written.
+    launches = {path: commands.chapter_launches(
+        [block for block in result.blocks if Path(block.chapter_file).name == path.name], result.summaries)
+        for path in chapters}
+    commands.judge({display_path(path): found for path, found in launches.items()},
+                   cache=None if edition else layout.cache / commands.VERDICTS)
     for path in chapters:
-        mine = [block for block in result.blocks if Path(block.chapter_file).name == path.name]
-        commands = chapter_commands(mine, result.summaries)
-        text = chapter_pages.render_chapter(path, result.blocks, figures, verdicts, tables, configs, commands)
+        section = commands.chapter_section(launches[path], result.summaries)
+        text = chapter_pages.render_chapter(path, result.blocks, figures, verdicts, tables, configs, section)
         written.append(write_page(pages, path.name, numbered(text, path.name)))
     chapter_names = {int(path.name[:2]): path.name for path in chapters}  # "05-heat.md" is chapter 5
     where = display_path(layout.metrics_yml)

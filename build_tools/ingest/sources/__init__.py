@@ -286,6 +286,9 @@ def _merge_meta(run: RunData, founds: list[Found], problems: list[Problem]) -> N
     for name, (value, file, line) in args.items():  # the log's names become flags on a command line
         problems += schemas_dump.arg_problems({name: value}, file, line)
     run.launched = {name: item[0] for name, item in args.items()}
+    for found in founds:
+        for name, said in found.origin.items():
+            run.origin.setdefault(name, said)
     if not run.meta:
         starts = [f.start_ts for f in founds if f.start_ts is not None]
         run.meta = {"run_name": run.run_id, "args": {name: item[0] for name, item in args.items()},

@@ -59,6 +59,8 @@ class Found:
     source: str
     streams: dict[str, list[Record]] = field(default_factory=dict)
     args: dict[str, tuple[Any, str, int]] = field(default_factory=dict)  # name -> (value, file, line)
+    # What the source says of the job itself beyond its arguments: "miles_commit" -> (the commit, the file).
+    origin: dict[str, tuple[str, str]] = field(default_factory=dict)
     start_ts: float | None = None
     files: list[str] = field(default_factory=list)
     blank: set[str] = field(default_factory=set)  # files read that hold nothing but white space

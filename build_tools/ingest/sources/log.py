@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import json
 import math
 import re
 import shlex
@@ -31,6 +32,11 @@ from build_tools.ingest.sources._common import Found, MetricRecord, checked, mis
 from build_tools.ingest.sources._json import whole
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The environment report a train actor or engine prints with --env-report (miles/utils/env_report.py
+# _print_report): one JSON object after this prefix, whose git_repos name the commit of each editable package
+# that is a git checkout; Miles' own is the job's Miles commit.
+ENV_REPORT = "ENV_REPORT_JSON="
+COMMIT = re.compile(r"[0-9a-f]{7,40}")
 # Ray's prefix on a line an actor printed: "(RolloutManager pid=4243)", "(raylet, ip=10.0.6.140)".
 RAY_PREFIX = re.compile(r"^\((?P<actor>[A-Za-z_][\w.:\-]*)(?: pid=(?P<pid>[0-9]+))?"
                         r"(?:, ip=(?P<ip>[0-9a-fA-F.:]+))?\)\s?")
@@ -144,6 +150,9 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
         if (launch := LAUNCH.search(message)) and not launched:
             launched = {name: (value, where, number) for name, value in _launch_args(launch["args"]).items()}
             continue
+        if message.startswith(ENV_REPORT):
+            _env_report(message.removeprefix(ENV_REPORT), f"{where}:{number}", found)
+            continue
         if ARGS_BEGIN.match(message):
             in_args = True
             continue
@@ -175,6 +184,19 @@ def _read_file(path: Path, found: Found, problems: list[Problem], warnings: list
     _add_events(events, last_ts, where, found, warnings)
     for name, item in launched.items():  # the resolved arguments Megatron prints win over the command line
         found.args.setdefault(name, item)
+
+
+def _env_report(text: str, where: str, found: Found) -> None:
+    """The Miles commit of an environment report, if it names one (a report that is not JSON says nothing)."""
+    try:
+        report = json.loads(text)
+    except ValueError:
+        return
+    repos = report.get("git_repos") if isinstance(report, dict) else None
+    for repo in repos if isinstance(repos, list) else []:
+        commit = repo.get("commit") if isinstance(repo, dict) and repo.get("package_name") == "miles" else None
+        if isinstance(commit, str) and COMMIT.fullmatch(commit):
+            found.origin.setdefault("miles_commit", (commit, where))
 
 
 def _without_repeat(text: str) -> str:
