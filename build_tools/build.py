@@ -44,15 +44,16 @@ def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
 GUIDANCE_FILE = "miles_guidance.txt"  # build/: the last check's warnings of Miles' lines, one a line
 
 
-def _past_miles_lines(blocks: list[Any], tables: dict[str, Any], runs: dict[str, Any]) -> list[str]:
-    """A warning for each Metrics row and each claim whose values go past a line Miles draws for its metric
-    (docs/data/miles_guidance.yml): Miles' advice, which the manual's numbers do not follow."""
+def _past_miles_lines(blocks: list[Any], tables: dict[str, Any], runs: dict[str, Any], runs_dir: Path) -> list[str]:
+    """A warning for each Metrics row and each claim whose runs Miles would flag by one of its rules
+    (docs/data/miles_guidance.yml, its advisor run over each run's dump): Miles' advice, which the manual's runs
+    do not follow."""
     from build_tools.checking import miles_guidance
 
     rules = miles_guidance.rules_of(tables.get(miles_guidance.TABLE))
     spec = tables.get("metrics")
-    found = miles_guidance.of_metrics_rows(spec, runs, rules) if isinstance(spec, dict) else []
-    found += miles_guidance.of_claims(blocks, runs, rules)
+    found = miles_guidance.of_metrics_rows(spec, runs, rules, runs_dir) if isinstance(spec, dict) else []
+    found += miles_guidance.of_claims(blocks, runs, rules, runs_dir)
     return [disagreement.warning() for disagreement in found]
 
 
@@ -137,7 +138,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     warnings += [warning for summary in summaries.values() for warning in summary.warnings]
     # Where the manual's numbers go past Miles' own lines: shown by every check, a replayed one too (they are
     # advice, not a fault of the inputs, so they do not stop a check being recorded: cli reads GUIDANCE_FILE).
-    advice = _past_miles_lines(blocks, tables, {**validated, **summaries})
+    advice = _past_miles_lines(blocks, tables, {**validated, **summaries}, layout.runs)
     for warning in warnings:
         progress.warn(warning)
     configs = {run_id: summary.config for run_id, summary in summaries.items()}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import _miles_dump
 from ._build import prepare_all
 from ._output import miles, write_run
 from ._runs import RUNS
@@ -21,6 +22,6 @@ def build_all(outdir: Path) -> list[str]:
     miles()  # edition.yml is read first: a bad one stops the generator before any run is replaced
     outdir.mkdir(parents=True, exist_ok=True)
     runs = prepare_all()
-    for spec in RUNS:
-        write_run(runs[spec.run_id], outdir)
+    jobs = [write_run(runs[spec.run_id], outdir) for spec in RUNS]
+    _miles_dump.write(jobs)  # every dashboard dump, by Miles' own writer
     return [spec.run_id for spec in RUNS]

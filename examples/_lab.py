@@ -40,19 +40,6 @@ def codes_at(ts: np.ndarray, edges: np.ndarray, codes: np.ndarray) -> np.ndarray
     return codes[np.searchsorted(edges, ts, side="right") - 1]
 
 
-def gpu_util(
-    rng: np.random.Generator, ts: np.ndarray, code: np.ndarray, node: str
-) -> list[tuple[float, dict[str, Any]]]:
-    """NVML samples; a GB10 reports no memory, so mem_mb is null."""
-    util, power = gpu_util_values(rng, ts, code)
-    rows = []
-    for t, u, p in zip(ts.tolist(), util.tolist(), power.tolist(), strict=True):
-        rows.append(
-            (t / 1000, {"ts": t / 1000, "node": node, "gpu": 0, "util": u, "mem_mb": None, "power_w": p})
-        )
-    return rows
-
-
 def gpu_util_values(rng: np.random.Generator, ts: np.ndarray, code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Utilisation (%) and power (W) at each sample."""
     util = np.zeros(len(ts), np.int64)
@@ -127,3 +114,10 @@ def host_rows(ts: np.ndarray, used_gib: np.ndarray) -> list[dict[str, Any]]:
 def temp_rows(ts: np.ndarray, temp: np.ndarray) -> list[dict[str, Any]]:
     """nvidia-smi temperature, one GPU."""
     return [{"ts": t / 1000, "gpu": 0, "temp_c": c} for t, c in zip(ts.tolist(), temp.tolist(), strict=True)]
+
+
+def recorded_rows(ts: np.ndarray, temp: np.ndarray, util: np.ndarray, power: np.ndarray) -> list[dict[str, Any]]:
+    """What `manual record` writes on a GB10: nvidia-smi's temperature, utilisation and power, one GPU (the memory
+    NVML cannot read on unified memory is left out)."""
+    return [{"ts": t / 1000, "gpu": 0, "temp_c": c, "util": u, "power_w": p}
+            for t, c, u, p in zip(ts.tolist(), temp.tolist(), util.tolist(), power.tolist(), strict=True)]

@@ -16,10 +16,11 @@ from build_tools.editions.stamp import load_stamp
 
 from . import _lab as L
 from ._build import Run, finish
-from ._runs import LAUNCH, MODELS, RunSpec, dump_folder, flags_for, meta_args
+from ._miles_dump import job as dump_job
+from ._runs import LAUNCH, MODELS, ONE_GPU, RunSpec, dump_folder, flags_for
 from ._series import sig
-from ._streams import write_hourly, write_jsonl, write_meta, write_yaml
-from ._timeline import Step, phase_rows
+from ._streams import write_jsonl, write_yaml
+from ._timeline import Step
 from .targets import (
     BEFORE_KILL_MAX_SHARE,
     IDLE_MS,
@@ -45,8 +46,9 @@ class Tail:
     kill_ms: int | None = None
 
 
-def write_run(run: Run, root: Path) -> None:
-    """Replace root/<run_id> with the run's files."""
+def write_run(run: Run, root: Path) -> dict[str, Any]:
+    """Replace root/<run_id> with the run's files but its dashboard dump; return the job that has Miles' writer
+    write the dump (_miles_dump.write, for every run at once)."""
     spec = run.spec
     d, steps = finish(run)
     out = root / spec.run_id
@@ -54,17 +56,16 @@ def write_run(run: Run, root: Path) -> None:
         shutil.rmtree(out)
     tail = _tail(run, steps)
     write_yaml(out / "run.yaml", run_yaml(spec))
-    args = meta_args(spec)
-    write_meta(
-        out / "dashboard/meta.json",
-        {"run_name": args["wandb_group"] or "miles-run", "start_ts": run.start_ms / 1000, "args": args,
-         "schema_version": 1},
-    )
-    write_jsonl(out / "dashboard/metrics.jsonl", metric_lines(run, d, steps))
-    write_hourly(out / "dashboard/phases", phase_rows(steps, NODE, tail.open_rollout), gz=False)
-    write_jsonl(out / "dashboard/topology.jsonl", [_topology(run.start_ms + 52_311)])
-    _write_samples(run, steps, tail, out)
+    ticks = _write_samples(run, steps, tail, out)
     _write_lab(run, steps, tail, out)
+    return dump_job(out, launch_flags(spec), run.start_ms, NODE, metric_lines(run, d, steps), steps, tail.open_rollout,
+                    _topology(run.start_ms + 52_311), ticks)
+
+
+def launch_flags(spec: RunSpec) -> dict[str, Any]:
+    """The run's launch, as its flags: what Miles' parse_args gets (with the dashboard's, _miles_dump.argv)."""
+    return {**flags_for(spec), **LAUNCH, **ONE_GPU, "wandb_group": spec.run_id,
+            "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
 
 
 @cache
@@ -146,6 +147,8 @@ def metric_lines(run: Run, d: dict[str, np.ndarray], steps: list[Step]) -> list[
                 "train_wait",
             )
         }
+        rollout["rollout/step"] = k  # Miles' log functions add the step key last (log_rollout_data, log_perf_data_raw)
+        perf["rollout/step"] = k
         lines.append((b["rollout"][1] + 300, _line(b["rollout"][1] + 300, "rollout/step", k, rollout)))
         lines.append((b["actor_train"][1] + 40, _line(b["actor_train"][1] + 40, "train/step", k, train)))
         lines.append(
@@ -201,8 +204,14 @@ def _event(kind: str, t0_ms: int, t1_ms: int, detail: str) -> dict[str, Any]:
     return {"kind": kind, "t0": t0_ms / 1000, "t1": t1_ms / 1000, "detail": detail}
 
 
-def _write_samples(run: Run, steps: list[Step], tail: Tail, out: Path) -> None:
-    """The 1-second streams, and the heat-pause events whose details read the temperature."""
+def _write_samples(
+    run: Run, steps: list[Step], tail: Tail, out: Path
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The 1-second streams, and the heat-pause events whose details read the temperature; the GPU's utilisation
+    and power (sample times, %, W) for Miles' GPU sampler, when the run has them (None when not).
+
+    On a GB10 the sampler writes none of them (NVML's memory query fails, and it drops the whole tick): the lab's
+    own recording (`manual record`: lab/gpu_temp, beside the temperature) is where the utilisation is kept."""
     spec = run.spec
     ts = L.sample_ms(run.start_ms, tail.end_ms)
     edges, codes = L.activity(steps, run.start_ms, tail.marks)
@@ -214,9 +223,12 @@ def _write_samples(run: Run, steps: list[Step], tail: Tail, out: Path) -> None:
         at0, at1 = temp[np.searchsorted(ts, p0)], temp[np.searchsorted(ts, p1) - 1]
         detail = f"GPU 0 at {at0:.1f} C, above the {GUARD_C} C limit; resumed at {at1:.1f} C"
         tail.events.append(_event("heat_pause", p0, p1, detail))
+    ticks = None
     if "gpu_util" in spec.streams:
-        write_hourly(out / "dashboard/gpu_util", L.gpu_util(rng, ts, code, NODE), gz=True)
-    if "gpu_temp" in spec.streams:
+        util, power = L.gpu_util_values(rng, ts, code)
+        ticks = (ts, util, power)
+        write_jsonl(out / "lab/gpu_temp.jsonl.gz", L.recorded_rows(ts, temp, util, power))
+    elif "gpu_temp" in spec.streams:
         write_jsonl(out / "lab/gpu_temp.jsonl.gz", L.temp_rows(ts, temp))
     big = spec.size == "4B"
     trainer, engine = L.held(steps, ts, engine_gib=30.0 if big else 40.0, trainer_gib=72.0 if big else 30.0)
@@ -225,6 +237,7 @@ def _write_samples(run: Run, steps: list[Step], tail: Tail, out: Path) -> None:
     if "host_memory" in spec.streams:
         used = _host_used(run, rng, ts, trainer, engine, tail, engine_gib=30.0 if big else 40.0)
         write_jsonl(out / "lab/host_memory.jsonl.gz", L.host_rows(ts, used))
+    return ticks
 
 
 def _host_used(

@@ -324,15 +324,3 @@ LAUNCH = {"train_backend": "fsdp", "prompt_data": "/root/gsm8k/train.parquet", "
 
 def dump_folder(run_id: str) -> str:
     return f"/root/dumps/{run_id}"
-
-
-def meta_args(spec: RunSpec) -> dict[str, Any]:
-    """meta.json's args as Miles writes them: its _SNAPSHOT_KEYS that the parser has, in that order, each the
-    run's value or the parser's default (build_tools/ingest/miles_facts/miles_args.json); wandb_group names the run."""
-    from build_tools.ingest import miles_facts
-
-    flags = miles_facts.flags()
-    launch = {**flags_for(spec), **ONE_GPU, "wandb_group": spec.run_id,
-              "hf_checkpoint": f"Qwen/{MODELS[spec.size]['name']}"}
-    return {key: launch[key] if key in launch else flags[key]["default"]
-            for key in miles_facts.snapshot_keys() if key in flags}

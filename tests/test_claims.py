@@ -143,7 +143,7 @@ def test_the_failure_message(blocks, example_summaries, tables) -> None:
     lines = report_lines(check_claims(blocks, summaries, tables))
     fail = [line for line in lines if "FAIL" in line]
     first = sum(summaries[r].steps["rollout/response_lengths"].iloc[:8].mean() for r in BASELINES) / 3
-    assert fail == [f'docs/01-step.md:107 fig 1.5 FAIL "falls from about 720 to about 460 tokens": first-window '
+    assert fail == [f'docs/01-step.md:112 fig 1.5 FAIL "falls from about 720 to about 460 tokens": first-window '
                     f"mean is {first:.0f} tokens, expected 720 +/- 36, {684 - first:.1f} too low "
                     "(runs: baseline-seed1..3)"]
 

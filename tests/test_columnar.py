@@ -73,7 +73,7 @@ def test_fast_and_line_by_line_paths_give_the_same_summaries(monkeypatch: pytest
     real = _columnar.read_frame
     monkeypatch.setattr(_columnar, "read_frame", lambda stream, *data: read.append(stream) or real(stream, *data))
     fast = summaries(tmp_path / "runs")[RUN]
-    assert {"gpu_util", "host_memory", "gpu_temp", "held_memory", "metrics", "phases"} <= set(read)  # fast path taken
+    assert {"host_memory", "gpu_temp", "held_memory", "metrics", "phases"} <= set(read)  # fast path taken
     line_by_line(monkeypatch)
     slow = summaries(tmp_path / "runs")[RUN]
     assert_same(fast, slow)
@@ -90,15 +90,16 @@ def test_a_run_read_in_many_small_batches_gives_the_same_summary(monkeypatch: py
     assert_same(summaries(tmp_path / "runs")[RUN], slow)
 
 
+# The run's GPU utilisation is in the lab's recording (lab/gpu_temp): Miles' sampler writes no gpu_util on a GB10.
 @pytest.mark.parametrize(("old", "new", "expected"), [
-    (b'"util":', b'"utl":', "util: missing (expected a number >= 0 <= 100)"),
+    (b'"temp_c":', b'"tmp_c":', "temp_c: missing (expected a number >= -50 <= 150)"),
     (b'"util":', b'"util":"high","x":', "util: expected a number, found 'high'"),
     (b'"ts":', b'"ts":-', "ts: expected a time in seconds, finite and not negative, found -"),
 ])
 def test_a_bad_line_in_a_large_file_is_reported_at_its_line(old: bytes, new: bytes, expected: str,
                                                             tmp_path: Path) -> None:
     shutil.copytree(ROOT / "runs" / RUN, tmp_path / "runs" / RUN)
-    hour = sorted((tmp_path / "runs" / RUN / "dashboard" / "gpu_util").iterdir())[0]
+    hour = tmp_path / "runs" / RUN / "lab" / "gpu_temp.jsonl.gz"
     lines = gzip.decompress(hour.read_bytes()).split(b"\n")
     lines[1000] = lines[1000].replace(old, new, 1)
     hour.write_bytes(gzip.compress(b"\n".join(lines), mtime=0))
@@ -348,7 +349,7 @@ def test_a_run_with_other_sources_keeps_its_metrics_as_records(tmp_path: Path) -
     (tmp_path / RUN / "log" / "train.log").write_text("nothing Miles printed\n")
     problems: list = []
     run = load.load_run(tmp_path / RUN, problems)
-    assert run.streams["metrics"] and "metrics" not in run.tables and run.tables["gpu_util"]
+    assert run.streams["metrics"] and "metrics" not in run.tables and run.tables["gpu_temp"]
 
 
 @pytest.mark.parametrize("bad", [False, True])

@@ -87,20 +87,16 @@ def test_a_bad_edition_file_is_named_and_replaces_no_run(edition, tmp_path, caps
     assert kept.read_text() == "provenance: example\n"
 
 
-def test_every_example_meta_json_holds_exactly_the_keys_miles_writes():
-    """Miles' dashboard keeps its _SNAPSHOT_KEYS that the parser has, in that order, and names the run after
-    --wandb-group (else miles-run); a one-GPU Spark launch: colocated, one GPU everywhere."""
+def test_every_example_meta_json_names_the_run_and_a_one_gpu_launch():
+    """Miles' dashboard names the run after --wandb-group (else miles-run); a one-GPU Spark launch: colocated, one
+    GPU everywhere (its keys: test_examples_miles_writer)."""
     import json
 
-    from build_tools.ingest import miles_facts
-
-    written = [key for key in miles_facts.snapshot_keys() if key in miles_facts.flags()]
     metas = sorted((ROOT / "runs").glob("*/dashboard/meta.json"))
     assert len(metas) == len(list((ROOT / "runs").glob("*/run.yaml")))
     for path in metas:
         meta = json.loads(path.read_text(encoding="utf-8"))
         args = meta["args"]
-        assert list(args) == written, path
         assert meta["run_name"] == (args["wandb_group"] or "miles-run")
         assert (args["colocate"], args["num_gpus_per_node"], args["actor_num_nodes"],
                 args["actor_num_gpus_per_node"], args["rollout_num_gpus"]) == (True, 1, 1, 1, 1), path

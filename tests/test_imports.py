@@ -21,7 +21,9 @@ PACKAGE = ROOT / "build_tools"
 # checking.miles_guidance: `make miles-guidance`, another maintainer's tool, takes the checkout as its argument.
 # miles_code.run: the process Miles' own code runs in hands Miles' parse_args the argv of each launch it judges.
 READS_ARGUMENTS = {"build_tools.cli", "build_tools.commands._make", "build_tools.ingest.miles_facts.extract",
-                   "build_tools.checking.miles_guidance", "build_tools.miles_code.run"}
+                   "build_tools.checking.miles_guidance", "build_tools.miles_code.run",
+                   # gives Miles' parse_args the launch's words as train.py's argv, in Miles' own process
+                   "build_tools.miles_code.write_dump"}
 TOOLS = ("examples",)
 
 

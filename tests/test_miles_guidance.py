@@ -73,34 +73,92 @@ def rules() -> list[miles_guidance.Rule]:
     return miles_guidance.rules_of(load_tables(ROOT / "docs" / "data")["miles_guidance"])
 
 
-def test_each_metrics_row_and_claim_past_miles_line_is_named(example_summaries: dict) -> None:
-    found = miles_guidance.of_metrics_rows(load_spec(SPEC), example_summaries, rules())
-    blocks = read_blocks(ROOT / "docs", ROOT / "figures")
-    found += miles_guidance.of_claims(blocks, example_summaries, rules())
-    assert [d.warning() for d in found] == [
-        "docs/data/metrics.yml tables[0].rows[2]: rollout/truncated reaches 0.43, under which Miles says it should "
-        "stay: 0.25 (\"of samples in rollout are truncated — check --rollout-max-response-len\", "
-        "miles/dashboard/advisory.py@31f1ca961)",
-        "docs/data/metrics.yml tables[1].rows[2]: train/grad_norm reaches 4.95, under which Miles says it should "
-        "stay: 1.0 (\"`grad_norm` | < `clip_grad` (1.0 by default) | Repeatedly hitting clip threshold\", "
-        "docs/user-guide/monitoring.md@31f1ca961)",
-        "docs/01-step.md:107 figure 1.5 checks[1] ('fewer answers hit the 1,024-token cap'): rollout/truncated "
-        "reaches 0.43, under which Miles says it should stay: 0.25 (\"of samples in rollout are truncated — check "
-        "--rollout-max-response-len\", miles/dashboard/advisory.py@31f1ca961)"]
+RUNS = ROOT / "runs"
+TRUNCATED_SAID = (
+    "Miles' advisor, run over each run as it was written, warns after rollouts 0 to 7 of baseline-seed1, "
+    "baseline-seed2 and baseline-seed3, never after: first \"42% of samples in rollout 0 are truncated — check "
+    "--rollout-max-response-len (1024): in multi-turn agentic runs the per-turn cap is usually the binding limit, not "
+    "the context length\" (baseline-seed1), last \"27% of samples in rollout 7 are truncated — check "
+    "--rollout-max-response-len (1024): in multi-turn agentic runs the per-turn cap is usually the binding limit, not "
+    "the context length\" (baseline-seed3)")
+GRAD_SAID = (
+    "train/grad_norm is at or over 1.0 at 23 of 48 steps of baseline-seed1 (7 in a row at most), 22 of 48 steps of "
+    "baseline-seed2 (4 in a row at most) and 16 of 48 steps of baseline-seed3 (4 in a row at most), up to 4.95: what "
+    "Miles' Monitoring page calls unhealthy (\"`grad_norm` | < `clip_grad` (1.0 by default) | Repeatedly hitting "
+    "clip threshold\")")
 
 
-def test_the_metrics_page_cites_miles_line_under_the_seeds_tables_kept_word_for_word(
+def test_each_metrics_row_and_claim_miles_would_flag_is_named_with_its_steps_and_words(
         example_summaries: dict) -> None:
+    found = miles_guidance.of_metrics_rows(load_spec(SPEC), example_summaries, rules(), RUNS)
+    blocks = read_blocks(ROOT / "docs", ROOT / "figures")
+    found += miles_guidance.of_claims(blocks, example_summaries, rules(), RUNS)
+    assert [d.warning() for d in found] == [
+        f"docs/data/metrics.yml tables[0].rows[2]: {TRUNCATED_SAID} (miles/dashboard/advisory.py@31f1ca961)",
+        f"docs/data/metrics.yml tables[1].rows[2]: {GRAD_SAID} (docs/user-guide/monitoring.md@31f1ca961)",
+        "docs/01-step.md:112 figure 1.5 checks[1] ('fewer answers hit the 1,024-token cap'): "
+        f"{TRUNCATED_SAID} (miles/dashboard/advisory.py@31f1ca961)"]
+
+
+def test_miles_advisor_speaks_after_each_rollout_at_or_over_its_line_and_not_of_a_run_under_it() -> None:
+    """Miles' own advisor, followed over the dump as it was written: after rollouts 0 to 7 of baseline-seed1 (the
+    truncated share still 0.25 or more), silent after; silent over the whole of a 4B run (under 0.25 throughout)."""
+    followed = miles_guidance.follow({"baseline-seed1": RUNS / "baseline-seed1" / "dashboard",
+                                      "qwen3-4b-a": RUNS / "qwen3-4b-a" / "dashboard"},
+                                     ["rollout/truncated"], "rollout/truncated")
+    seed1 = followed["baseline-seed1"]
+    spoke = [step for step, said in seed1.said if said]
+    assert spoke == list(range(8)) and seed1.last_rollout == 47 and len(seed1.said) == 49  # 48 rollouts, the end
+    shares = dict(seed1.series["rollout/truncated"])
+    assert min(shares[step] for step in spoke) >= 0.25 > max(shares[step] for step in range(8, 48))
+    assert seed1.said[7][1] == ("26% of samples in rollout 7 are truncated — check --rollout-max-response-len (1024): "
+                                "in multi-turn agentic runs the per-turn cap is usually the binding limit, not the "
+                                "context length",)
+    assert not any(said for _, said in followed["qwen3-4b-a"].said)
+
+
+def test_a_line_reached_at_single_steps_is_not_repeatedly() -> None:
+    rule = next(rule for rule in rules() if rule.id == "grad_norm")
+    once = miles_guidance.Followed((), {"train/grad_norm": ((0, 1.2), (1, 0.4), (2, 1.0), (3, 0.9))}, 3)
+    twice = miles_guidance.Followed((), {"train/grad_norm": ((0, 0.2), (1, 1.0), (2, 1.5), (3, 0.9))}, 3)
+    assert miles_guidance._text(rule, {"run-a": once}, 2) is None
+    assert miles_guidance._text(rule, {"run-a": twice}, 2) == (
+        "train/grad_norm is at or over 1.0 at 2 of 4 steps of run-a (2 in a row at most), up to 1.50: what Miles' "
+        "Monitoring page calls unhealthy (\"`grad_norm` | < `clip_grad` (1.0 by default) | Repeatedly hitting clip "
+        "threshold\")")
+
+
+def test_much_below_is_read_as_a_tenth_of_the_line() -> None:
+    rule = next(rule for rule in rules() if rule.id == "train_rollout_logprob_abs_diff")
+    small = miles_guidance.Followed((), {rule.metric: ((0, 0.015), (1, 0.099))}, 1)
+    close = miles_guidance.Followed((), {rule.metric: ((0, 0.015), (1, 0.4))}, 1)
+    assert miles_guidance._text(rule, {"run-a": small}, None) is None
+    assert miles_guidance._text(rule, {"run-a": close}, None) == (
+        "train/train_rollout_logprob_abs_diff should stay ≪ 1.0, read as under 0.1 "
+        "(\"`train_rollout_logprob_abs_diff` | Stable and small (≪ 1.0) | Climbing without bound → train/inference "
+        "precision drift\"); it reaches 0.4, at "
+        "step 1 of run-a")
+
+
+def test_the_metrics_page_cites_miles_under_the_seeds_tables_kept_word_for_word(example_summaries: dict) -> None:
     guidance = load_tables(ROOT / "docs" / "data")["miles_guidance"]
     page = render_metrics(environment(ROOT / "templates"), load_spec(SPEC), "docs/data/metrics.yml",
-                          example_summaries, CHAPTERS, guidance=guidance)
+                          example_summaries, CHAPTERS, RUNS, guidance=guidance)
     for title, rows in seed_tables(METRICS_SEED).items():
         assert markdown_tables(page)[title] == rows
-    notes = [line for line in page.splitlines() if line.startswith("    ") and "should stay" in line]
-    assert notes == [
-        "    rollout/truncated should stay under 0.25 (&quot;of samples in rollout are truncated — check "
-        "--rollout-max-response-len&quot;, miles/dashboard/advisory.py@31f1ca961); our range reaches 0.43.",
-        "    train/grad\\_norm should stay under 1.0 (&quot;\\`grad\\_norm\\` \\| &lt; \\`clip\\_grad\\` (1.0 by "
-        "default) \\| Repeatedly hitting clip threshold&quot;, docs/user-guide/monitoring.md@31f1ca961); our range "
-        "reaches 4.95."]
+    notes = [line for line in page.splitlines() if line.startswith("    ") and "(miles/dashboard" in line
+             or "(docs/user-guide" in line]
+    assert notes[:2] == [
+        "    " + TRUNCATED_SAID.replace('"', "&quot;") + " (miles/dashboard/advisory.py@31f1ca961).",
+        "    " + GRAD_SAID.replace('"', "&quot;").replace("_", "\\_").replace("`", "\\`").replace("|", "\\|")
+        .replace("<", "&lt;") + " (docs/user-guide/monitoring.md@31f1ca961)."]
     assert page.count("!!! note \"Miles' guidance\"") == 2
+    cannot = page.split("!!! note \"Miles' guidance these runs cannot be judged by\"", 1)[1]
+    assert [line.split(" also ", 1)[1].split(" (", 1)[0].split(";")[0] for line in cannot.splitlines()
+            if line.startswith("    ")] == [
+        "warns when half the groups of the newest rollout or more have rewards that all agree",
+        "warns of a low model FLOPs utilisation",
+        "judges the KV pool: a warning when the mean token usage is high while the running requests stay far under "
+        "--sglang-max-running-requests"]
+    assert "on a DGX Spark Miles never logs it: its table of peak FLOPs (miles/utils/device\\_flops.py) has no GB10" \
+        in cannot

@@ -159,9 +159,10 @@ def test_a_chapter_shows_the_command_its_runs_recorded(chapter_one, example_summ
     assert ("baseline-seed1, baseline-seed2 and baseline-seed3, in `radixark/miles:latest`, read by "
             "[](#fig-step-phases), [](#fig-step-shares), [](#fig-reward-curves) and [](#fig-response-length):") in text
     assert "These runs are synthesized examples: no job was launched with these commands" in text
-    assert ("`--sglang-enable-deterministic-inference`, `--sglang-attention-backend` and "
-            "`--sglang-mem-fraction-static` are SGLang's, passed on by Miles: typed by the flag definitions of SGLang "
-            "0.5.16 when Miles judges the command (the image builds its own SGLang).") in text
+    # --sglang-load-balance-method: its default, which Miles' dashboard keeps in meta.json as every launch's
+    assert ("`--sglang-enable-deterministic-inference`, `--sglang-attention-backend`, `--sglang-mem-fraction-static` "
+            "and `--sglang-load-balance-method` are SGLang's, passed on by Miles: typed by the flag definitions of "
+            "SGLang 0.5.16 when Miles judges the command (the image builds its own SGLang).") in text
     # What Miles derived from the command, as its own code ran it: 32 prompts x 8 answers // 1 step; 48 rollouts.
     assert ("Miles' own `parse_args` and its FSDP actor's start-up (commit `31f1ca961`) take this command: a global "
             "batch of 256 samples, 48 optimizer steps in all.") in text

@@ -1,10 +1,18 @@
-"""Miles' own guidance on its metrics (docs/data/miles_guidance.yml), set against the manual's numbers.
+"""Miles' own guidance on its metrics (docs/data/miles_guidance.yml), applied as Miles applies it.
 
-Miles' Monitoring page and its dashboard's advisor draw lines (`grad_norm` under `clip_grad`, 1.0 by default;
-a truncated share under 0.25; ...). Each Metrics-page row and each figure check about a metric Miles draws a line
-for is compared with it: where the manual's values go past the line, `make check` warns (naming the row or the
-claim and Miles' line, file@commit), and the Metrics page writes a note under the row's table citing it. Nothing
-here judges who is right: the manual's numbers are measured, Miles' line is its advice; the reader sees both.
+Two kinds of rule. Its dashboard's advisor (miles/dashboard/advisory.py) is run itself, in Miles' process
+(build_tools/miles_code/advise.py), over each run's dump as it was written: after each completed rollout it judges
+the newest one (the truncated share, with >=), means MFU over at least 3 steps, and tests the KV pool's
+conjunction; the manual says after which rollouts Miles would have spoken, in Miles' words, values filled in.
+Its Monitoring page's "What to watch" rows are read as written: `grad_norm` is a problem when *repeatedly* at
+`clip_grad` (two steps in a row or more), the log-prob difference should be "≪ 1.0" (a tenth of it at most),
+`pg_clipfrac` under 0.2. A rule that cannot apply to the runs says why (on a Spark, Miles logs no MFU: its
+peak-FLOPs table has no GB10).
+
+Where a Metrics-page row's or a claim's runs go past a rule, `make check` warns (naming the row or the claim,
+the runs and steps, and Miles' words, file@commit), and the Metrics page writes a note under the row's table.
+Nothing here judges who is right: the manual's numbers are measured, Miles' line is its advice; the reader sees
+both.
 
 `refresh` (make miles-guidance MILES=path) reads again, from a Miles checkout, what can be read mechanically:
 the advisor's constants (ast, never executed) and the Monitoring table's rows.
@@ -13,6 +21,7 @@ the advisor's constants (ast, never executed) and the Monitoring table's rows.
 from __future__ import annotations
 
 import ast
+import json
 import math
 import os
 import re
@@ -28,88 +37,220 @@ from build_tools.core._exceptions import ManualError, display_path
 from build_tools.core._files import DOCUMENT_LIMIT
 from build_tools.core._numbers import number
 from build_tools.core._types import FigureBlock
+from build_tools.core._numbers import join
 from build_tools.ingest.miles_facts.checkout import EXPECTED, checkout_of, git_commit, python_of, refused, source_text
 
 ADVISORY, MONITORING = "miles/dashboard/advisory.py", "docs/user-guide/monitoring.md"  # read of a Miles checkout
 TABLE = "miles_guidance"  # docs/data/miles_guidance.yml, as blocks.load_tables names it
-WORDS = {"below": "under", "above": "over"}
+ADVISE = Path(__file__).resolve().parents[1] / "miles_code" / "advise.py"
+# How a rule is applied (the yml's `applies`): Miles' advisor run over the run; the Monitoring page's row read as
+# written: at every step, "≪" (at most a tenth of the line), or "repeatedly" (at or over it at two steps in a row).
+APPLIES = ("advisor", "every_step", "much_below", "repeatedly")
+MUCH = 10.0  # "≪ 1.0" read as: at most a tenth of it
+IN_A_ROW = 2  # "repeatedly": at or over the line at this many steps in a row, or more
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One line Miles draws: the metric it is about, the side that is healthy, and Miles' own words."""
+    """One line Miles draws: the metric it is about, how it is applied, and Miles' own words."""
 
-    metric: str
-    direction: str  # "below": healthy under the threshold; "above": healthy over it
-    threshold: float
+    id: str
+    metric: str | None
+    threshold: float | None
+    applies: str
     quote: str
     source: str
     commit: str
-
-    def crossed_by(self, low: float, high: float) -> bool:
-        return high > self.threshold if self.direction == "below" else low < self.threshold
+    marker: str = ""  # advisor rules: the words every message of the rule holds
+    cannot_apply: str = ""  # why the rule cannot apply to runs that lack what it reads (said on the Metrics page)
 
     def cited(self) -> str:
         return f"{self.source}@{self.commit}"
 
 
-@dataclass(frozen=True)
-class Disagreement:
-    """A row or claim of the manual whose values go past one of Miles' lines."""
+def rules_of(table: Any) -> list[Rule]:
+    """The rules the yml describes whole: an `applies` of APPLIES, a metric or an advisor marker."""
+    rules = table.get("rules") if isinstance(table, Mapping) else None
+    found = []
+    for item in rules or []:
+        if not isinstance(item, Mapping) or item.get("applies") not in APPLIES:
+            continue
+        threshold = item.get("threshold")
+        found.append(Rule(str(item.get("id", "")), str(item["metric"]) if item.get("metric") else None,
+                          float(threshold) if isinstance(threshold, int | float) else None, str(item["applies"]),
+                          " ".join(str(item.get("quote", "")).split()), str(item.get("source", "")),
+                          str(item.get("commit", "")), str(item.get("marker", "")),
+                          " ".join(str(item.get("cannot_apply", "")).split())))
+    return found
 
-    where: str  # docs/data/metrics.yml tables[1].rows[2], or docs/01-step.md:108 figure 1.3
+
+# --- Miles' advisor, run over each run -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What Miles' advisor said of one run, followed as it was written, and the run's metrics as Miles reads
+    them."""
+
+    said: tuple[tuple[int | None, tuple[str, ...]], ...]  # (rollout id, or None: the end of the dump; messages)
+    series: Mapping[str, tuple[tuple[int, float], ...]]  # metric -> (step, value) in step order
+    last_rollout: int | None
+
+
+_FOLLOWED: dict[tuple[Any, ...], dict[str, Followed]] = {}
+
+
+def _dump_key(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) -> tuple[Any, ...]:
+    stamps = tuple((run, str(path), *(f.stat().st_mtime_ns for f in sorted(path.rglob("*.jsonl"))))
+                   for run, path in sorted(dumps.items()))
+    return stamps, tuple(metrics), truncated
+
+
+def follow(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) -> dict[str, Followed]:
+    """Miles' advisor over each run's dashboard dump (run id -> its folder), in Miles' own process; with the
+    metrics named, as Miles' MetricStore reads them. Runs in one process; the answers kept for this build."""
+    key = _dump_key(dumps, metrics, truncated)
+    if key in _FOLLOWED:
+        return _FOLLOWED[key]
+    request = {"runs": [{"run_id": run, "dashboard": str(path), "truncated_key": truncated,
+                         "series": list(metrics)} for run, path in sorted(dumps.items())]}
+    done = subprocess.run([sys.executable, "-I", "-B", str(ADVISE)], input=json.dumps(request),
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:  # Miles' advisor failing on a dump is the harness's fault here: a bug
+        raise RuntimeError(f"{ADVISE.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    answer = json.loads(done.stdout)
+    found = {run: Followed(tuple((moment["step"], tuple(a["message"] for a in moment["advisories"]))
+                                 for moment in data["said"]),
+                           {metric: tuple((int(x), float(y)) for x, y in pairs)
+                            for metric, pairs in data["series"].items()},
+                           max((m["step"] for m in data["said"] if m["step"] is not None), default=None))
+             for run, data in answer.items()}
+    _FOLLOWED[key] = found
+    return found
+
+
+def steps_in_words(steps: Sequence[int]) -> str:
+    """'0 to 7', '3', '1, 4 and 6 to 9': consecutive steps as a span."""
+    spans: list[list[int]] = []
+    for step in sorted(steps):
+        if spans and step == spans[-1][-1] + 1:
+            spans[-1].append(step)
+        else:
+            spans.append([step])
+    return join(f"{span[0]} to {span[-1]}" if len(span) > 2 else
+                (f"{span[0]} and {span[1]}" if len(span) == 2 else str(span[0])) for span in spans)
+
+
+# --- findings ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A row or claim of the manual whose runs Miles would flag by one of its rules."""
+
+    where: str  # docs/data/metrics.yml tables[1].rows[2], or docs/01-step.md:108 figure 1.3 checks[1] (...)
     table: int | None  # the Metrics page's table the note goes under (None for a claim)
     rule: Rule
-    low: float
-    high: float
-    decimals: int | None  # a row's rounding; None for a claim (its shortest form, six digits at most)
-
-    def past(self) -> str:
-        """The manual's value past the line, at the row's rounding."""
-        value = self.high if self.rule.direction == "below" else self.low
-        return f"{value:g}" if self.decimals is None else number(value, self.decimals)
+    text: str  # what Miles would have said or what its page calls unhealthy, with the runs and steps
 
     def warning(self) -> str:
-        return (f"{self.where}: {self.rule.metric} reaches {self.past()}, {WORDS[self.rule.direction]} which Miles "
-                f"says it should stay: {self.rule.threshold!r} (\"{self.rule.quote}\", {self.rule.cited()})")
+        return f"{self.where}: {self.text} ({self.rule.cited()})"
 
     def note(self) -> Markdown:
-        return md_text(f"{self.rule.metric} should stay {WORDS[self.rule.direction]} "
-                       f"{self.rule.threshold!r} (\"{self.rule.quote}\", {self.rule.cited()}); our range reaches "
-                       f"{self.past()}.")
+        return md_text(f"{self.text} ({self.rule.cited()}).")
 
 
-def rules_of(table: Any) -> list[Rule]:
-    """The rules that name a metric and a threshold: the ones a number of the manual can be set against."""
-    rules = table.get("rules") if isinstance(table, Mapping) else None
-    return [Rule(str(item["metric"]), str(item["direction"]), float(item["threshold"]), " ".join(str(
-                 item.get("quote", "")).split()), str(item.get("source", "")), str(item.get("commit", "")))
-            for item in rules or [] if isinstance(item, Mapping) and item.get("metric")
-            and item.get("direction") in WORDS and isinstance(item.get("threshold"), int | float)]
+def _advisor_text(rule: Rule, followed: Mapping[str, Followed]) -> str | None:
+    """After which rollouts of which runs the advisor spoke by this rule, quoting its first and last message."""
+    by_run: dict[str, list[int]] = {}
+    messages: list[tuple[str, str]] = []
+    for run, seen in followed.items():
+        for step, said in seen.said:
+            for message in said:
+                if rule.marker and rule.marker in message and step is not None:
+                    by_run.setdefault(run, []).append(step)
+                    messages.append((run, message))
+    if not by_run:
+        return None
+    groups: dict[tuple[tuple[int, ...], bool], list[str]] = {}
+    for run, steps in by_run.items():
+        final = followed[run].last_rollout
+        groups.setdefault((tuple(steps), final is not None and max(steps) < final), []).append(run)
+    where = join(f"after rollout{'s' if len(steps) > 1 else ''} {steps_in_words(steps)} of {join(runs)}"
+                 + (", never after" if quiet_after else "") for (steps, quiet_after), runs in groups.items())
+    first, last = messages[0], messages[-1]
+    quoted = f'"{first[1]}" ({first[0]})' if first == last else \
+        f'first "{first[1]}" ({first[0]}), last "{last[1]}" ({last[0]})'
+    return f"Miles' advisor, run over each run as it was written, warns {where}: {quoted}"
 
 
-def _span(runs: Iterable[Any], metric: str) -> tuple[float, float] | None:
-    """The least and greatest value of the metric over the runs (every step), or None where none has it."""
-    from build_tools.summarise.metric_rows import facts_of
-
-    lows, highs = [], []
-    for run in runs:
-        try:
-            facts = facts_of(run, metric, heat_rule=True)
-        except (KeyError, RuntimeError):
+def _monitoring_text(rule: Rule, followed: Mapping[str, Followed], decimals: int | None) -> str | None:
+    """Where the runs' values leave the healthy pattern of a Monitoring row, read as written."""
+    assert rule.metric is not None and rule.threshold is not None
+    line = rule.threshold / MUCH if rule.applies == "much_below" else rule.threshold
+    parts, worst = [], None
+    for run, seen in followed.items():
+        pairs = seen.series.get(rule.metric, ())
+        past = [step for step, value in pairs if value >= line]
+        if not past:
             continue
-        if facts.low is not None and facts.high is not None and math.isfinite(facts.low + facts.high):
-            lows.append(facts.low)
-            highs.append(facts.high)
-    return (min(lows), max(highs)) if lows else None
+        if rule.applies == "repeatedly":
+            row = _longest_row(past)
+            if row < IN_A_ROW:
+                continue
+            parts.append(f"{number(len(past))} of {number(len(pairs))} steps of {run} ({number(row)} in a row at most)")
+        else:
+            parts.append(f"step{'s' if len(past) > 1 else ''} {steps_in_words(past)} of {run}")
+        top = max(value for _, value in pairs)
+        worst = top if worst is None else max(worst, top)
+    if not parts or worst is None:
+        return None
+    shown = f"{worst:g}" if decimals is None else number(worst, decimals)
+    if rule.applies == "repeatedly":
+        return (f"{rule.metric} is at or over {rule.threshold!r} at {join(parts)}, up to {shown}: what Miles' "
+                f"Monitoring page calls unhealthy (\"{rule.quote}\")")
+    wanted = f"≪ {rule.threshold!r}, read as under {line:g}" if rule.applies == "much_below" else \
+        f"under {rule.threshold!r}"
+    return f"{rule.metric} should stay {wanted} (\"{rule.quote}\"); it reaches {shown}, at {join(parts)}"
+
+
+def _longest_row(steps: Sequence[int]) -> int:
+    longest = run = 0
+    previous = None
+    for step in sorted(steps):
+        run = run + 1 if previous is not None and step == previous + 1 else 1
+        longest, previous = max(longest, run), step
+    return longest
+
+
+def _text(rule: Rule, followed: Mapping[str, Followed], decimals: int | None) -> str | None:
+    if rule.applies == "advisor":
+        return _advisor_text(rule, followed) if rule.metric else None
+    return _monitoring_text(rule, followed, decimals)
+
+
+def _dumps(runs: Iterable[Any], runs_dir: Path | None) -> dict[str, Path]:
+    """The runs that have a Miles dashboard dump (what Miles' advisor reads), by id."""
+    if runs_dir is None:
+        return {}
+    return {run.run_id: runs_dir / run.run_id / "dashboard" for run in runs
+            if (runs_dir / run.run_id / "dashboard" / "meta.json").is_file()}
+
+
+def _followed(rules: Sequence[Rule], runs: Iterable[Any], runs_dir: Path | None) -> dict[str, Followed]:
+    metrics = sorted({rule.metric for rule in rules if rule.metric})
+    truncated = next((rule.metric for rule in rules if rule.id == "truncated_share" and rule.metric),
+                     "rollout/truncated")
+    dumps = _dumps(runs, runs_dir)
+    return follow(dumps, metrics, truncated) if dumps else {}
 
 
 def of_metrics_rows(spec: Mapping[str, Any], summaries: Mapping[str, Any], rules: Sequence[Rule],
-                    where: str = "docs/data/metrics.yml") -> list[Disagreement]:
-    """Each Metrics-page row with a range whose runs' values go past Miles' line for its metric."""
+                    runs_dir: Path | None, where: str = "docs/data/metrics.yml") -> list[Finding]:
+    """Each Metrics-page row with a range whose runs Miles would flag by the rule for its metric."""
     from build_tools.summarise.metric_rows import select
 
-    by_metric = {rule.metric: rule for rule in rules}
+    by_metric = {rule.metric: rule for rule in rules if rule.metric}
     sets = spec.get("run_sets") or {}
     found = []
     for t_index, table in enumerate(spec.get("tables") or []):
@@ -117,16 +258,17 @@ def of_metrics_rows(spec: Mapping[str, Any], summaries: Mapping[str, Any], rules
             rule = by_metric.get(str(row.get("metric")))
             if rule is None or not table.get("column") or row.get("runs") not in sets:
                 continue
-            span = _span(select(summaries, sets[row["runs"]] or {}), rule.metric)
-            if span is not None and rule.crossed_by(*span):
-                found.append(Disagreement(f"{where} tables[{t_index}].rows[{r_index}]", t_index, rule, *span,
-                                          int(row.get("decimals", 2))))
+            followed = _followed(rules, select(summaries, sets[row["runs"]] or {}), runs_dir)
+            text = _text(rule, followed, int(row.get("decimals", 2)))
+            if text is not None:
+                found.append(Finding(f"{where} tables[{t_index}].rows[{r_index}]", t_index, rule, text))
     return found
 
 
-def of_claims(blocks: Sequence[FigureBlock], summaries: Mapping[str, Any], rules: Sequence[Rule]) -> list[Disagreement]:
-    """Each figure check about a metric Miles draws a line for whose runs' values go past it."""
-    by_metric = {rule.metric: rule for rule in rules}
+def of_claims(blocks: Sequence[FigureBlock], summaries: Mapping[str, Any], rules: Sequence[Rule],
+              runs_dir: Path | None) -> list[Finding]:
+    """Each figure check about a metric whose runs Miles would flag by the rule for it."""
+    by_metric = {rule.metric: rule for rule in rules if rule.metric}
     found = []
     for block in blocks:
         for index, check in enumerate(block.checks):
@@ -134,21 +276,38 @@ def of_claims(blocks: Sequence[FigureBlock], summaries: Mapping[str, Any], rules
             if rule is None:
                 continue
             runs = check.get("runs") or block.runs
-            span = _span([summaries[run] for run in runs if run in summaries], rule.metric)
-            if span is not None and rule.crossed_by(*span):
+            followed = _followed(rules, [summaries[run] for run in runs if run in summaries], runs_dir)
+            text = _text(rule, followed, None)
+            if text is not None:
                 says = str(check.get("says", ""))
-                found.append(Disagreement(f"{block.chapter_file}:{block.line} figure {block.number} checks[{index}] "
-                                          f"({says!r})", None, rule, *span, None))
+                found.append(Finding(f"{block.chapter_file}:{block.line} figure {block.number} checks[{index}] "
+                                     f"({says!r})", None, rule, text))
     return found
 
 
-def notes_by_table(spec: Mapping[str, Any], summaries: Mapping[str, Any], table: Any) -> dict[int, list[Markdown]]:
-    """The Metrics page's notes: under each table, one per row past Miles' line."""
+def notes_by_table(spec: Mapping[str, Any], summaries: Mapping[str, Any], table: Any,
+                   runs_dir: Path | None) -> dict[int, list[Markdown]]:
+    """The Metrics page's notes: under each table, one per row Miles would flag."""
     notes: dict[int, list[Markdown]] = {}
-    for disagreement in of_metrics_rows(spec, summaries, rules_of(table)):
-        if disagreement.table is not None:
-            notes.setdefault(disagreement.table, []).append(disagreement.note())
+    for finding in of_metrics_rows(spec, summaries, rules_of(table), runs_dir):
+        if finding.table is not None:
+            notes.setdefault(finding.table, []).append(finding.note())
     return notes
+
+
+def cannot_apply(summaries: Mapping[str, Any], table: Any, runs_dir: Path | None) -> list[Markdown]:
+    """The advisor's rules none of the runs can be judged by (what each reads is in none of their dumps), each
+    with why: said once on the Metrics page."""
+    rules = [rule for rule in rules_of(table) if rule.applies == "advisor" and rule.cannot_apply]
+    followed = _followed(rules_of(table), summaries.values(), runs_dir)
+    found = []
+    for rule in rules:
+        logged = rule.metric is not None and any(seen.series.get(rule.metric) for seen in followed.values())
+        spoke = any(rule.marker and rule.marker in message for seen in followed.values()
+                    for _, said in seen.said for message in said)
+        if not logged and not spoke:
+            found.append(md_text(f"{rule.cannot_apply} ({rule.cited()})."))
+    return found
 
 
 # --- make miles-guidance MILES=path: what a Miles checkout says, read again ------------------------------------

@@ -4,6 +4,7 @@ that a check with nothing changed can print its margins without loading the buil
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -27,3 +28,11 @@ def number(value: float, decimals: int = 0) -> str:
     text = f"{value:,.{decimals}f}"
     # Rounding a small negative value must not print "-0.00".
     return text[1:] if text.startswith("-") and float(text[1:].replace(",", "")) == 0 else text
+
+
+def join(items: Iterable[str], last: str = "and") -> str:
+    """'a', 'a and b', 'a, b and c': the words of a message or a page (here, below the checks and the pages)."""
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {last} {items[-1]}"

@@ -27,7 +27,9 @@ def render_metrics(env: jinja2.Environment, spec: Mapping[str, Any], where: str,
     tables = metrics_table.build_tables(spec, summaries, where, context, runs_dir)
     intro = metrics_table.intro(spec, summaries, where)
     source = provenance({run.run_id: run.config for run in metrics_table.runs_read(spec, summaries)})
-    notes = miles_guidance.notes_by_table(spec, summaries, guidance)
+    notes = miles_guidance.notes_by_table(spec, summaries, guidance, runs_dir)
+    read = {run.run_id: run for run in metrics_table.runs_read(spec, summaries)}
+    cannot = miles_guidance.cannot_apply(read, guidance, runs_dir)
     return env.get_template("metrics.md.j2").render(tables=tables, intro=intro, source=source.source(), notes=notes,
-                                                    contract_file=contract.CONTRACT_FILE,
+                                                    cannot_apply=cannot, contract_file=contract.CONTRACT_FILE,
                                                     schema_file=contract.SCHEMA_FILE, odcs_file=ODCS_FILE)

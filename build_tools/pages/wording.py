@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from build_tools.core._numbers import number
+from build_tools.core._numbers import join, number
 
 __all__ = ["Provenance", "join", "number", "provenance", "words"]  # number: core's, the one way a page writes one
 
@@ -17,14 +17,6 @@ _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight"
 def words(count: int) -> str:
     """Small counts as words ('one GB10', 'the first two steps'), larger ones as digits."""
     return _WORDS[count] if 0 <= count < len(_WORDS) else number(count)
-
-
-def join(items: Iterable[str], last: str = "and") -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    items = list(items)
-    if len(items) <= 1:
-        return "".join(items)
-    return f"{', '.join(items[:-1])} {last} {items[-1]}"
 
 
 @dataclass(frozen=True)

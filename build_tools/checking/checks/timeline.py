@@ -305,7 +305,8 @@ def series_during_perturbation(subject: Subject) -> Perturbation:
     levers = []
     for run in subject.runs:
         def move(data: Data, amount: float, run: str = run) -> None:
-            frame = data.summaries[run].series[p["series"]]
+            # the series as the check reads it: GPU utilisation from gpu_util or the lab's recording (a GB10's)
+            frame = series_of(data.summaries[run], p["series"], p["field"])
             frame[p["field"]] = frame[p["field"]].astype(float) + amount
         levers.append(Lever(move, pick(run, "worst"), low, high))
     return by_lever(subject, *levers)
@@ -319,7 +320,8 @@ def series_at_event_perturbation(subject: Subject) -> Perturbation:
     levers = []
     for run in subject.runs:
         def move(data: Data, amount: float, run: str = run) -> None:
-            frame = data.summaries[run].series[p["series"]]
+            # the series as the check reads it: GPU utilisation from gpu_util or the lab's recording (a GB10's)
+            frame = series_of(data.summaries[run], p["series"], p["field"])
             frame[p["field"]] = frame[p["field"]].astype(float) + amount
         levers.append(Lever(move, pick(run, "value"), observed[run]["limit"], math.inf))
     return by_lever(subject, *levers)
