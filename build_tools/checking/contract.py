@@ -266,7 +266,8 @@ def range_items(spec: Mapping[str, Any], runs: Mapping[str, metric_rows.Run],
                 rules: Sequence[Rule] = ()) -> list[RangeItem]:
     """One item per valued row of the Metrics page, each with a band: per-step rows over the rows' runs, whole-run
     statistics around the manual's own value."""
-    guidance = {rule.metric: rule for rule in rules}
+    guidance = {rule.metric: rule for rule in rules  # a line with a side and a number: one a tool can hold
+                if rule.metric and rule.threshold is not None and rule.direction in ("below", "above")}
     items = []
     for table, row in metric_rows.valued_rows(spec):
         ours = metric_rows.runs_of_row(spec, row, runs)

@@ -35,9 +35,8 @@ from typing import Any
 from build_tools.core._escape import Markdown, md_text, terminal_text
 from build_tools.core._exceptions import ManualError, display_path
 from build_tools.core._files import DOCUMENT_LIMIT
-from build_tools.core._numbers import number
+from build_tools.core._numbers import join, number
 from build_tools.core._types import FigureBlock
-from build_tools.core._numbers import join
 from build_tools.ingest.miles_facts.checkout import EXPECTED, checkout_of, git_commit, python_of, refused, source_text
 
 ADVISORY, MONITORING = "miles/dashboard/advisory.py", "docs/user-guide/monitoring.md"  # read of a Miles checkout
@@ -63,6 +62,7 @@ class Rule:
     commit: str
     marker: str = ""  # advisor rules: the words every message of the rule holds
     cannot_apply: str = ""  # why the rule cannot apply to runs that lack what it reads (said on the Metrics page)
+    direction: str = ""  # the healthy side of the line, below or above (the contract's guidance carries it)
 
     def cited(self) -> str:
         return f"{self.source}@{self.commit}"
@@ -80,7 +80,7 @@ def rules_of(table: Any) -> list[Rule]:
                           float(threshold) if isinstance(threshold, int | float) else None, str(item["applies"]),
                           " ".join(str(item.get("quote", "")).split()), str(item.get("source", "")),
                           str(item.get("commit", "")), str(item.get("marker", "")),
-                          " ".join(str(item.get("cannot_apply", "")).split())))
+                          " ".join(str(item.get("cannot_apply", "")).split()), str(item.get("direction") or "")))
     return found
 
 
