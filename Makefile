@@ -18,7 +18,7 @@ ZENSICAL_STAMP := $(VENV)/.installed-zensical
 PROPERDOCS_STAMP := $(VENV)/.installed-properdocs
 BROWSER_STAMP := $(VENV)/.browser
 PDF_STAMP := $(VENV)/.pdf
-# uv (pinned) makes requirements.lock (make lock) and installs from it, from a virtual environment of its own: the
+# uv (pinned) makes requirements.lock and the reader's requirements-reader.lock (make lock) and installs from it, from a virtual environment of its own: the
 # lock is not needed to make the lock.
 UV_VERSION := 0.13.9
 UV := $(VENV)/uv/bin/uv
@@ -195,6 +195,9 @@ $(UV):
 lock: $(UV)
 	$(UV) pip compile pyproject.toml --all-extras --universal --python-version $(firstword $(PYTHON_VERSIONS)) \
 	  --generate-hashes --custom-compile-command "make lock" --quiet --output-file requirements.lock
+	$(UV) pip compile pyproject.toml --universal --python-version $(firstword $(PYTHON_VERSIONS)) \
+	  --generate-hashes -c requirements.lock --custom-compile-command "make lock" --quiet \
+	  --output-file requirements-reader.lock
 
 # Every pin of requirements.lock (LOCK=another file) has a wheel for Linux on arm64 (a DGX Spark's Grace CPU) and on
 # x86-64, for each supported Python: uv resolves the pins alone (--no-deps), wheels only, for each platform.

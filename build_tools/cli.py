@@ -209,8 +209,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         result = check(args.root, settings)
     except ClaimsUnproven as error:
-        if args.format == "github":  # each check no change fails, on its caption's line
-            _out.print("\n".join(error.commands), markup=False)
+        if args.format == "github":  # each check no change fails, on its caption's line (workflow_command built)
+            for line in error.commands:
+                _out.command(line)
         raise
     except ClaimsFailed as error:
         # A false claim still prints the runs and every figure's line before the error.
@@ -397,7 +398,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         waits = watch.judge.waiting_for_the_end()
         if waits and not project:
             warn("the finished run not judged whole: claims and whole-run rows are checked with the manual's own "
-                 f"runs (run `manual compare` in a clone of the project; {root} is not one)")
+                 f"runs (`make compare RUN=path/to/job` in a clone of the project; {root} is not one)")
         claims, ranges = _end_verdicts(root, args.run) if waits and project else ({}, {})
         for change in [*watch.judge.close_ranges(ranges), *watch.judge.close_claims(claims),
                        *watch.judge.close_unread()]:
@@ -752,8 +753,8 @@ def _require_build(command: str) -> None:
     if missing:
         raise ManualError(f"manual {command} builds the manual, and its build dependencies are not installed here "
                           f"({', '.join(missing)})",
-                          "install the build extra (`make` does it; or pip install -c requirements.lock "
-                          "'.[build]' in a clone); the reader's commands (show, compare, watch) need only the package")
+                          "run `make` in a clone (it installs the build extra); the reader's commands (show, compare, "
+                          "watch) need only the package")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

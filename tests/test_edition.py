@@ -125,8 +125,7 @@ def stub_build(root: Path, settings: Settings | None = None) -> None:
         (site / "index.html").write_text(f"<html><body>value {value}{footer}</body></html>\n", encoding="utf-8")
         (site / "step" / "index.html").write_text(f"<html><body>{footer}</body></html>\n", encoding="utf-8")
         # The contract `watch --contract` reads, which the manifest hashes (with its schema).
-        document = contract.Contract(edition=stamp.edition, edition_date=stamp.date, miles_commit=stamp.commit,
-                                     ranges=[], claims=[])
+        document = contract.contract_of(stamp.edition, stamp.date, stamp.commit, [])
         (site / contract.CONTRACT_FILE).write_text(contract.dumps(document), encoding="utf-8")
         (site / contract.SCHEMA_FILE).write_text(contract.schema_text(), encoding="utf-8")
 

@@ -186,7 +186,8 @@ def test_a_file_of_empty_lines_is_read_in_bounded_memory(tmp_path: Path) -> None
     result = watch(folder)
     clean(result)
     assert result.code == 0 and result.warnings() == []
-    assert json.loads(result.out.splitlines()[0])["status"] == "inside"
+    changes = [json.loads(line) for line in result.out.splitlines()]
+    assert [change["status"] for change in changes if change.get("kind") == "range"] == ["undecided", "inside"]
     print(f"peak RSS with 16 MiB of empty lines: {result.rss_kb / 1000:.0f} MB")
 
 
@@ -251,7 +252,7 @@ def bad_contract(tmp_path: Path, change: str) -> Path:
     ("newline source", "ranges.0.source: holds the unprintable character '\\n' at character 13: expected printable "
                        "text"),
     ("400-digit decimals", "ranges.0.decimals: expected a whole number of decimals from 0 to 17"),
-    ("400-digit band", "ranges.0.band.1: Input should be a finite number"),
+    ("400-digit band", "ranges.0.high: Input should be a finite number"),
     ("nested 100000 deep", ": Invalid JSON: recursion limit exceeded at line 1 column"),
 ])
 def test_a_contract_the_manual_would_not_write_is_refused(change: str, field: str, tmp_path: Path) -> None:

@@ -60,6 +60,8 @@ def _which_python(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True)
 
 
+# make's own line after a failed recipe: `make: ***`, or `make[1]: ***` when the tests run under `make test`.
+MAKES_OWN = re.compile(r"make(\[[0-9]+\])?: \*\*\* ")
 REAL = f'exec {sys.executable} "$@"'
 # A pyenv shim of a version that is not selected: found on PATH, but it does not run.
 SHIM = 'echo "pyenv: $0: command not found" >&2; exit 127'
@@ -82,7 +84,7 @@ def test_make_says_in_one_line_which_python_to_install(tmp_path: Path) -> None:
     folder = _fake_bin(tmp_path / "bin", **{"python3.13": SHIM, "python3": "exit 1"})
     done = _which_python(folder)
     assert done.returncode == 2 and done.stdout == ""
-    ours = [line for line in done.stderr.splitlines() if not line.startswith("make: ***")]
+    ours = [line for line in done.stderr.splitlines() if not MAKES_OWN.match(line)]
     assert ours == ["ERROR no CPython 3.11, 3.12, 3.13 found (tried python3.13 python3.12 python3.11 python3): "
                     "install one, e.g. Python 3.12 (Ubuntu 24.04: apt install python3-venv), or name yours: "
                     "make PYTHON=..."]
@@ -91,7 +93,7 @@ def test_make_says_in_one_line_which_python_to_install(tmp_path: Path) -> None:
 def test_a_named_python_that_is_not_supported_is_refused_in_one_line(tmp_path: Path) -> None:
     folder = _fake_bin(tmp_path / "bin", python3=REAL, python2="exit 1")
     done = _which_python(folder, "PYTHON=python2")
-    ours = [line for line in done.stderr.splitlines() if not line.startswith("make: ***")]
+    ours = [line for line in done.stderr.splitlines() if not MAKES_OWN.match(line)]
     assert done.returncode == 2 and ours == [
         "ERROR PYTHON=python2 does not run as CPython 3.11, 3.12, 3.13: install one of them and name it, e.g. "
         "make PYTHON=python3.12"]

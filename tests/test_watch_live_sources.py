@@ -86,9 +86,9 @@ def manual_contract(project: Path) -> Contract:
     layout = Layout(project)
     spec = metrics_table.load_spec(layout.metrics_yml)
     ours = compare._our_runs(layout, metrics_table.reads(spec))
-    started = ClaimItem(item=STARTED, says="a stand-in: the watch has started", source="tests", checks=[], envelope=[])
-    return Contract(edition="test", edition_date="", miles_commit="", ranges=contract.range_items(spec, ours),
-                    claims=[started])
+    started = ClaimItem(id="fig-started", number=STARTED, says="a stand-in: the watch has started", source="tests",
+                        link="", severity="warning", checks=[], envelope=[])
+    return contract.contract_of("test", "", "", contract.range_items(spec, ours), [started])
 
 
 class Recording(Watch):
@@ -98,9 +98,9 @@ class Recording(Watch):
         super().__post_init__()
         self.values: dict[tuple[str, int, str], float] = {}
 
-    def _judge_values(self, values: list[Value]) -> None:
+    def _judge_values(self, values: list[Value], path: Path | None = None, number: int | None = None) -> None:
         self.values.update({(v.step_key, v.step, v.metric): v.value for v in values})
-        super()._judge_values(values)
+        super()._judge_values(values, path, number)
 
 
 class Lines:
@@ -124,6 +124,7 @@ class Lines:
 @pytest.mark.parametrize("form", ["tensorboard", "wandb", "mlflow"])
 def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form: str, project: Path,
                                                                           tmp_path: Path) -> None:
+    from build_tools.checking import contract
     from build_tools.commands import compare
     from build_tools.core._layout import Layout
 
@@ -133,7 +134,7 @@ def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form:
     setup = (project / "runs" / "baseline-seed1" / "run.yaml").read_text(encoding="utf-8")
     (job / "run.yaml").write_text(setup.replace("run_id: baseline-seed1", "run_id: job"), encoding="utf-8")
     document = manual_contract(project)
-    (tmp_path / "contract.json").write_text(document.model_dump_json(), encoding="utf-8")
+    (tmp_path / "contract.json").write_text(contract.dumps(document), encoding="utf-8")
     env = {**os.environ, **offline_env(tmp_path / "wandb-home"), "MLFLOW_ALLOW_FILE_STORE": "true",
            "PYTHONPATH": str(TESTS.parent)}
     watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(project), "watch", str(job),
@@ -145,18 +146,19 @@ def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form:
     inside = threading.Thread(target=here.run, args=(float(IDLE_S), ready.set), daemon=True)
     inside.start()
     reports, said = Lines(watcher.stdout), Lines(watcher.stderr)
-    started = json.loads(reports.next())
-    assert started["item"] == STARTED and ready.wait(GUARD_S)  # both follow the folder
+    started = next(change for change in map(json.loads, iter(reports.next, None)) if change["item"] == "fig-started")
+    assert started["status"] == "undecided" and ready.wait(GUARD_S)  # both follow the folder
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(TESTS), form, str(job), str(HOLD)],
                               stdin=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     try:
-        first = json.loads(reports.next())  # a status from the files as they are mid-job
+        # a status from the files as they are mid-job: the first value judged
+        first = next(change for change in map(json.loads, iter(reports.next, None)) if change["status"] != "undecided")
         assert writer.poll() is None and first["kind"] == "range"
         assert writer.stdin is not None
         writer.stdin.write("go\n")
         writer.stdin.close()
         assert writer.wait(GUARD_S) == 0
-        assert watcher.wait(GUARD_S) == 0  # ended by --until-idle: the job is quiet
+        assert watcher.wait(GUARD_S) == 7  # ended by --until-idle (the job is quiet); a range went outside
     finally:
         writer.kill()
         watcher.kill()

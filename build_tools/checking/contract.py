@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -90,6 +91,14 @@ def _printable(value: str) -> str:
     if (wrong := value_problem_of_arg(value)) is not None:
         raise PydanticCustomError("unprintable", wrong)
     return value
+
+
+def _shown(value: str) -> str:
+    """A chapter's text as the contract carries it: each character of Unicode's C categories (a control, format
+    or surrogate character, which a caption may hold and the contract's Text refuses) written as its Python escape,
+    so the document stays printable and still says what the chapter held."""
+    return "".join(char.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   if unicodedata.category(char)[0] == "C" else char for char in value)
 
 
 def _decimals(value: int) -> int:
@@ -352,7 +361,7 @@ def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
                 edge=_finite(margin.edge) if margin else None, headroom=_finite(margin.headroom) if margin else None,
                 unit=(margin.unit or None) if margin else None))
         items.append(ClaimItem(
-            id=block.id, number=block.number, says=block.claim, source=f"{block.chapter_file}, fig {block.number}",
+            id=block.id, number=block.number, says=_shown(block.claim), source=f"{block.chapter_file}, fig {block.number}",
             link=f"{Path(block.chapter_file).stem}.html#{block.id}", severity="error", checks=checks,
             headroom=_finite(closest.headroom) if closest else None,
             fraction=_finite(closest.fraction) if closest else None,
@@ -418,15 +427,12 @@ def schema_text() -> str:
 
 
 def write_contract(pages: Path, contract: Contract) -> None:
-    """contract.json, its schema and its ranges as an ODCS document beside the pages: mkdocs copies them into site/,
-    so every edition has them."""
-    from build_tools.checking.contract_odcs import ODCS_FILE, odcs_text
-
+    """contract.json and its schema beside the pages: mkdocs copies them into site/, so every edition has them
+    (contract_odcs.write_odcs writes its ranges as an ODCS document beside them)."""
     text = dumps(contract)
     Contract.model_validate_json(text)  # what is written reads back as valid
     (pages / CONTRACT_FILE).write_text(text, encoding="utf-8")
     (pages / SCHEMA_FILE).write_text(schema_text(), encoding="utf-8")
-    (pages / ODCS_FILE).write_text(odcs_text(contract), encoding="utf-8")
 
 
 def read_contract(path: Path) -> Contract:

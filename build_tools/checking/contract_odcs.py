@@ -10,6 +10,7 @@ through the manual's registry of checks, which no SQL states: they are left out,
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from build_tools.checking.contract import Contract, RangeItem
@@ -67,3 +68,8 @@ def odcs_of(contract: Contract) -> dict[str, Any]:
 def odcs_text(contract: Contract) -> str:
     """Byte-identical across rebuilds: sorted keys, fixed indentation, a final newline."""
     return json.dumps(odcs_of(contract), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_odcs(pages: Path, contract: Contract) -> None:
+    """contract.odcs.json beside the pages (and so in site/, in every edition)."""
+    (pages / ODCS_FILE).write_text(odcs_text(contract), encoding="utf-8")
