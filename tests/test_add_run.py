@@ -308,8 +308,8 @@ def test_a_link_put_in_src_after_the_check_is_not_followed(project: Path, tmp_pa
     assert main(["--root", str(project), "add-run", "job", "--id", "raced"]) == EXIT_BAD_INPUT
     assert capsys.readouterr().err.splitlines()[:2] == [
         "ERROR 1 problem in the run data:",
-        "  job/stolen.log: is a symbolic link: only plain files are copied, never what a link points to; put the "
-        "file itself there"]
+        "  job/stolen.log: is a symbolic link to outside the run; only files inside it are read: copy the file in "
+        "instead"]  # refused as it is read (_files.open_regular), before any copy
     assert not [name for name in runs_of(project) if name == "raced" or name.startswith(".")]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from build_tools.core._types import ClaimVerdict, FigureBlock, Stamp
@@ -41,10 +41,11 @@ ENVELOPE_FACTS: tuple[tuple[str, str, bool], ...] = (
 )
 
 
-def _printable(value: str) -> str:
-    """A contract's text is shown by `watch` and `compare` on a terminal and in a CI log: the loader's rule for a
-    recorded value (no control, format or surrogate character, schemas_dump.value_problem_of_arg)."""
-    if (wrong := value_problem_of_arg(value)) is not None:
+def _printable(value: str, info: ValidationInfo) -> str:
+    """A contract read (`read_contract`: watch's --contract) holds text as the loader takes a recorded value: no
+    control, format or surrogate character (schemas_dump.value_problem_of_arg). The build's own contract is not
+    held to it (a caption may hold what its chapter allows; every output channel escapes it)."""
+    if info.context and info.context.get("read") and (wrong := value_problem_of_arg(value)) is not None:
         raise PydanticCustomError("unprintable", wrong)
     return value
 
@@ -89,7 +90,7 @@ class RangeItem(_Strict):
 class ClaimItem(_Strict):
     item: Text = Field(description="the figure number, e.g. 1.3")
     kind: Literal["claim"] = "claim"
-    says: Text = Field(description="the caption, verbatim")
+    says: str = Field(description="the caption, verbatim")
     source: Text = Field(description="the chapter file and figure")
     checks: list[Text] = Field(description="the checks that prove it, by registered name")
     headroom: Finite | None = Field(None, description="the closest check's headroom in this edition")
@@ -222,4 +223,4 @@ def read_contract(path: Path) -> Contract:
     limit; InputProblem) and validated by the model (ValueError)."""
     from build_tools.core._files import read_bytes
 
-    return Contract.model_validate_json(read_bytes(path))
+    return Contract.model_validate_json(read_bytes(path), context={"read": True})
