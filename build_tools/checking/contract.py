@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 from pydantic_core import PydanticCustomError
 
 from build_tools.checking.miles_guidance import Rule
@@ -85,10 +85,11 @@ STATISTICS: dict[str, str] = {"range": "each_step", "all_zero": "each_step", "fi
 Statistic = Literal["each_step", "first_value", "median", "logged_share"]
 
 
-def _printable(value: str) -> str:
-    """A contract's text is shown by `watch` and `compare` on a terminal and in a CI log: the loader's rule for a
-    recorded value (no control, format or surrogate character, schemas_dump.value_problem_of_arg)."""
-    if (wrong := value_problem_of_arg(value)) is not None:
+def _printable(value: str, info: ValidationInfo) -> str:
+    """A contract read (`read_contract`: watch's --contract) holds text as the loader takes a recorded value: no
+    control, format or surrogate character (schemas_dump.value_problem_of_arg). The build's own contract is not
+    held to it (a caption may hold what its chapter allows; every output channel escapes it)."""
+    if info.context and info.context.get("read") and (wrong := value_problem_of_arg(value)) is not None:
         raise PydanticCustomError("unprintable", wrong)
     return value
 
@@ -440,4 +441,4 @@ def read_contract(path: Path) -> Contract:
     limit; InputProblem) and validated by the model (ValueError)."""
     from build_tools.core._files import read_bytes
 
-    return Contract.model_validate_json(read_bytes(path))
+    return Contract.model_validate_json(read_bytes(path), context={"read": True})

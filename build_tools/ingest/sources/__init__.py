@@ -373,10 +373,9 @@ def classify(path: Path, warnings: list[str], problems: list[Problem] | None = N
             warnings.append(f"{display_path(file)}: not a file any reader reads; ignored")
         else:
             found.setdefault(kind, []).append(file)
-    # Found by their names anywhere in a bare path (a wandb run's logs/debug-core.log links out of it): what
-    # open_regular refuses there is said and not read; in a source's own folder it is a problem (source_files).
-    skipped = tuple(f"{display_path(folder)}/" for folder in skip)
-    warnings += [f"{problem}; not read" for problem in refused if not problem.file.startswith(skipped)]
+    if problems is not None:  # those of the source folders' files are source_files' already
+        skipped = tuple(f"{display_path(folder)}/" for folder in skip)
+        problems += [problem for problem in refused if not problem.file.startswith(skipped)]
     return found
 
 
