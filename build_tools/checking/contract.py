@@ -417,15 +417,11 @@ def schema_text() -> str:
 
 
 def write_contract(pages: Path, contract: Contract) -> None:
-    """contract.json, its schema and its ranges as an ODCS document beside the pages: mkdocs copies them into site/,
-    so every edition has them."""
-    from build_tools.checking.contract_odcs import ODCS_FILE, odcs_text
-
+    """contract.json and its schema beside the pages: mkdocs copies them into site/, so every edition has them."""
     text = dumps(contract)
     Contract.model_validate_json(text)  # what is written reads back as valid
     (pages / CONTRACT_FILE).write_text(text, encoding="utf-8")
     (pages / SCHEMA_FILE).write_text(schema_text(), encoding="utf-8")
-    (pages / ODCS_FILE).write_text(odcs_text(contract), encoding="utf-8")
 
 
 def read_contract(path: Path) -> Contract:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from build_tools.checking import contract, miles_guidance
+from build_tools.checking import contract, contract_odcs, miles_guidance
 from build_tools.core._exceptions import display_path
 from build_tools.core._layout import CLAIM_HEALTH_PAGE, FIGURES_PAGE, INDEX_PAGE, METRICS_PAGE
 from build_tools.drawing import palette
@@ -73,7 +73,10 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     written.append(write_page(pages, CLAIM_HEALTH_PAGE, claim_health.render_claim_health(result.verdicts)))
     # The ranges and claims as one machine-readable document (site/contract.json), for `watch` and other tools.
     guidance = miles_guidance.rules_of(tables.get(miles_guidance.TABLE))  # each range's Miles line, where it has one
-    contract.write_contract(pages, contract.build_contract(stamp, spec, runs, result.blocks, result.verdicts, guidance))
+    document = contract.build_contract(stamp, spec, runs, result.blocks, result.verdicts, guidance)
+    contract.write_contract(pages, document)
+    # Its ranges as an Open Data Contract Standard document, beside it.
+    (pages / contract_odcs.ODCS_FILE).write_text(contract_odcs.odcs_text(document), encoding="utf-8")
     for name, text in edition_pages.record_pages(stamp.edition).items():
         written.append(write_page(pages, name, text))
     (pages / "assets").mkdir(parents=True, exist_ok=True)
