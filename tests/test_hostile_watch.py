@@ -31,9 +31,13 @@ RUNNER_LINE = re.compile(r"^[ \t]*(::|##\[)", re.MULTILINE)
 # Runs the watch as its only child, and says its exit code, output and peak resident memory (kB, Linux).
 MEASURED = """
 import json, resource, subprocess, sys
-done = subprocess.run(sys.argv[1:], capture_output=True, timeout=float(sys.argv[0] and 110))
-print(json.dumps({"code": done.returncode, "out": done.stdout.decode("utf-8", "surrogateescape"),
-                  "err": done.stderr.decode("utf-8", "surrogateescape"),
+try:
+    done = subprocess.run(sys.argv[1:], capture_output=True, timeout=100)
+    code, out, err = done.returncode, done.stdout, done.stderr
+except subprocess.TimeoutExpired as late:  # a watch that does not end: said, not a crash of this parent
+    code, out, err = -1, late.stdout or b"", (late.stderr or b"") + b" TIMED OUT"
+print(json.dumps({"code": code, "out": out.decode("utf-8", "surrogateescape"),
+                  "err": err.decode("utf-8", "surrogateescape"),
                   "rss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
 """
 
@@ -171,6 +175,21 @@ def test_a_320_mib_line_with_no_newline_is_skipped_in_bounded_memory(tmp_path: P
     print(f"peak RSS with a 320 MiB line: {result.rss_kb / 1000:.0f} MB")
 
 
+def test_a_file_of_empty_lines_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """Lines are handed on a mebibyte at a time: 16 MiB of newlines is never 16 million strings at once (some 1 GB)."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    with (folder / "metrics.jsonl").open("wb") as handle:
+        for _ in range(16):
+            handle.write(b"\n" * (1024 * 1024))
+        handle.write(record(0, 0.6).encode())
+    result = watch(folder)
+    clean(result)
+    assert result.code == 0 and result.warnings() == []
+    assert json.loads(result.out.splitlines()[0])["status"] == "inside"
+    print(f"peak RSS with 16 MiB of empty lines: {result.rss_kb / 1000:.0f} MB")
+
+
 def test_a_long_line_is_skipped_and_the_records_after_it_are_read(tmp_path: Path) -> None:
     folder = tmp_path / "job"
     folder.mkdir()
@@ -209,6 +228,10 @@ def bad_contract(tmp_path: Path, change: str) -> Path:
         text = json.dumps(data).replace('"low": 0.5', '"low": NaN')
     elif change == "infinite band":
         text = json.dumps(data).replace('"high": 0.9', '"high": Infinity')
+    elif change == "400-digit band":
+        text = json.dumps(data).replace('"high": 0.9', '"high": 1' + "0" * 400)
+    elif change == "nested 100000 deep":
+        text = json.dumps(data).replace('"ranges": [', '"x": ' + "[" * 100000 + "]" * 100000 + ', "ranges": [')
     else:
         if change == "c1 item":
             item["id"] = "rollout/raw_reward\u009b31m"
@@ -228,6 +251,8 @@ def bad_contract(tmp_path: Path, change: str) -> Path:
     ("newline source", "ranges.0.source: holds the unprintable character '\\n' at character 13: expected printable "
                        "text"),
     ("400-digit decimals", "ranges.0.decimals: expected a whole number of decimals from 0 to 17"),
+    ("400-digit band", "ranges.0.high: Input should be a finite number"),
+    ("nested 100000 deep", ": Invalid JSON: recursion limit exceeded at line 1 column"),
 ])
 def test_a_contract_the_manual_would_not_write_is_refused(change: str, field: str, tmp_path: Path) -> None:
     folder = tmp_path / "job"

@@ -62,31 +62,36 @@ def open_regular(path: Path, inside: Path | None = None) -> tuple[int, os.stat_r
     block), a device (/dev/zero), a socket, or a file reached by a link out. Refused: InputProblem naming the path
     and what it is, never quoting a byte of it. The open file is checked, not only its name: after the open, its
     kind by fstat and its real path (/proc/self/fd) by containment, so that a file swapped between the check and
-    the open is caught."""
-    where = display_path(path)
+    the open is caught. With no folder to stay in (the build's reads of runs/, whose tree `check_tree` checks whole
+    first), only the kind is checked: no path is resolved, so a cold check's many opens cost no more."""
     boundary, place = (Path(os.path.realpath(inside)), "the run") if inside is not None else _inside.get() or (
         None, "")
-    real = os.path.realpath(path)
-    if boundary is not None and not _within(real, boundary):
-        raise InputProblem(Problem(where, None, None, OUTSIDE.format(where=place)))
+    target: str | Path = path
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    if boundary is not None:  # links resolved first, and the resolved path opened without following another
+        target, flags = os.path.realpath(path), flags | os.O_NOFOLLOW
+        if not _within(str(target), boundary):
+            raise _refused(path, OUTSIDE.format(where=place))
     try:
-        handle = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+        handle = os.open(target, flags)
     except OSError as error:
         reason = "a symbolic link loop" if error.errno == errno.ELOOP else error.strerror or type(error).__name__
-        raise InputProblem(Problem(where, None, None, f"cannot be read ({reason})")) from None
+        raise _refused(path, f"cannot be read ({reason})") from None
     try:
         info = os.fstat(handle)
         if not stat.S_ISREG(info.st_mode):
-            raise InputProblem(Problem(where, None, None, f"is a {_kind(info.st_mode)}, not a plain file; only plain "
-                                                          "files are read"))
-        opened = _opened_path(handle)
-        if boundary is not None and opened is not None and not _within(opened, boundary):
-            raise InputProblem(Problem(where, None, None, OUTSIDE.format(where=place)))
+            raise _refused(path, f"is a {_kind(info.st_mode)}, not a plain file; only plain files are read")
+        if boundary is not None and (opened := _opened_path(handle)) is not None and not _within(opened, boundary):
+            raise _refused(path, OUTSIDE.format(where=place))
         os.set_blocking(handle, True)
     except BaseException:
         os.close(handle)
         raise
     return handle, info
+
+
+def _refused(path: Path, message: str) -> InputProblem:
+    return InputProblem(Problem(display_path(path), None, None, message))
 
 
 def refusal(path: Path, inside: Path | None = None) -> Problem | None:
@@ -96,6 +101,15 @@ def refusal(path: Path, inside: Path | None = None) -> Problem | None:
     except InputProblem as error:
         return error.problem
     return None
+
+
+def link_out(path: Path) -> Problem | None:
+    """The problem of a link (to a folder, say) that leads out of the folder `confined` names; None when it stays
+    inside, or when no folder is named."""
+    found = _inside.get()
+    if found is None or _within(os.path.realpath(path), found[0]):
+        return None
+    return Problem(display_path(path), None, None, OUTSIDE.format(where=found[1]))
 
 
 def _within(real: str, boundary: Path) -> bool:

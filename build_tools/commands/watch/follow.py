@@ -25,9 +25,10 @@ from build_tools.core._exceptions import InputProblem
 from build_tools.core._files import LINE_LIMIT, open_regular
 
 # What one read takes of a file at most: a file written faster than it is read is read on at once (Chunk.more),
-# and memory stays bounded by this and by one line (_files.LINE_LIMIT), whatever the file holds.
-READ_LIMIT = 8 * 1024 * 1024
-BLOCK = 1024 * 1024
+# and memory stays bounded by this and by one line (_files.LINE_LIMIT), whatever the file holds: a mebibyte of
+# empty lines is a million strings, some 60 MB.
+READ_LIMIT = 1024 * 1024
+BLOCK = 256 * 1024
 
 
 @dataclass
@@ -110,12 +111,11 @@ class Follower:
             return None
         lines: list[str | None] = []
         pending = b""  # the start of a line whose newline has not been read yet
-        read = 0
-        while read < READ_LIMIT:
+        start = known.offset
+        while known.offset - start < READ_LIMIT:  # each turn hands on a line or drops a long one's piece, or ends
             block = os.pread(handle, BLOCK, known.offset + len(pending))
             if not block:
                 break
-            read += len(block)
             pending += block
             *complete, pending = pending.split(b"\n")
             for line in complete:
@@ -131,7 +131,7 @@ class Follower:
                     lines.append(None)
                 known.offset += len(pending)
                 known.skipping, pending = True, b""
-        more = read >= READ_LIMIT
+        more = known.offset - start >= READ_LIMIT
         if not lines and not restarted and not more:
             return None  # half a line: wait for the rest
         return Chunk(path, lines, restarted, more)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from build_tools.core._exceptions import Problem, display_path
-from build_tools.core._files import refusal
+from build_tools.core._files import link_out, refusal
 from build_tools.core._types import Record, RunData
 from build_tools.ingest import schemas_dump
 from build_tools.ingest.sources import ci_history, events, log, mlflow, tensorboard, wandb
@@ -70,7 +70,7 @@ def source_files(root: Path, warnings: list[str] | None = None,
         folder = root / name
         if not folder.is_dir():
             continue
-        files = readable_files(folder, problems)
+        files = readable_files(folder, problems, _named(pattern))
         found[name] = [p for p in files if pattern.search(p.name)]
         if warnings is not None:
             warnings += [f"{display_path(p)}: not a file the {name} reader reads; ignored"
@@ -78,17 +78,29 @@ def source_files(root: Path, warnings: list[str] | None = None,
     return found
 
 
-def readable_files(folder: Path, problems: list[Problem] | None) -> list[Path]:
-    """Every entry under folder but its sub-folders, in order, that open_regular opens; what it refuses (a link out
-    of the folder `_files.confined` names, a FIFO, a device, a broken link) goes to problems, never read."""
+def _named(pattern: re.Pattern[str]) -> Callable[[Path], bool]:
+    """Whether a reader reads a file, by its name."""
+    return lambda path: pattern.search(path.name) is not None
+
+
+def readable_files(folder: Path, problems: list[Problem] | None,
+                   read: Callable[[Path], bool] = lambda path: True) -> list[Path]:
+    """Every entry under folder but its sub-folders, in order. Those a reader would `read` are opened first by
+    open_regular, and what it refuses (a link out of the folder `_files.confined` names, a FIFO, a device, a broken
+    link) goes to problems instead, never read; the others are listed unopened (a reader ignores them, with a
+    warning). A link to a folder is not entered; one out of the folder is a problem too."""
     files, refused = [], []
     for path in folder.rglob("*"):  # each looked at as the walk finds it: a folder it cannot enter stops it there
-        if path.is_dir() and not path.is_symlink():
-            continue
-        problem = refusal(path)
-        if problem is None and not path.is_dir():
+        if path.is_dir():
+            problem = link_out(path) if path.is_symlink() else None
+        elif not read(path):
             files.append(path)
-        elif problem is not None:
+            continue
+        else:
+            problem = refusal(path)
+            if problem is None:
+                files.append(path)
+        if problem is not None:
             refused.append((path, problem))
     if problems is not None:
         problems += [problem for _, problem in sorted(refused, key=lambda found: found[0])]
@@ -358,9 +370,10 @@ def classify(path: Path, warnings: list[str], problems: list[Problem] | None = N
             warnings.append(f"{display_path(file)}: not a file any reader reads; ignored")
         else:
             found.setdefault(kind, []).append(file)
-    if problems is not None:  # those of the source folders' files are source_files' already
-        skipped = tuple(f"{display_path(folder)}/" for folder in skip)
-        problems += [problem for problem in refused if not problem.file.startswith(skipped)]
+    # Found by their names anywhere in a bare path (a wandb run's logs/debug-core.log links out of it): what
+    # open_regular refuses there is said and not read; in a source's own folder it is a problem (source_files).
+    skipped = tuple(f"{display_path(folder)}/" for folder in skip)
+    warnings += [f"{problem}; not read" for problem in refused if not problem.file.startswith(skipped)]
     return found
 
 
