@@ -362,7 +362,8 @@ def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
                 edge=_finite(margin.edge) if margin else None, headroom=_finite(margin.headroom) if margin else None,
                 unit=(margin.unit or None) if margin else None))
         items.append(ClaimItem(
-            id=block.id, number=block.number, says=_shown(block.claim), source=f"{block.chapter_file}, fig {block.number}",
+            id=block.id, number=block.number, says=_shown(block.claim),
+            source=f"{block.chapter_file}, fig {block.number}",
             link=f"{Path(block.chapter_file).stem}.html#{block.id}", severity="error", checks=checks,
             headroom=_finite(closest.headroom) if closest else None,
             fraction=_finite(closest.fraction) if closest else None,
