@@ -96,7 +96,11 @@ def test_the_walkthrough_of_runs_readme_works_as_written(project: Path, tmp_path
     written = yaml.safe_load((project / "runs" / "my-run" / "run.yaml").read_text())
     edition = yaml.safe_load((project / "edition.yml").read_text())["miles"]
     setup = yaml.safe_load((project / "docs" / "data" / "setup.yml").read_text())
-    assert written["miles"] == edition  # forced to equal edition.yml anyway
+    # The job's own Miles commit is asked for (a bare log names none); the edition's build fills the rest.
+    assert {k: v for k, v in written["miles"].items() if k != "commit"} == {
+        k: v for k, v in edition.items() if k != "commit"}
+    assert written["miles"]["commit"] == ("FILL IN: the Miles commit the job ran from (git -C <the job's Miles "
+                                          "checkout> rev-parse --short HEAD); this edition's is 08752a1")
     assert {k: v for k, v in written["hardware"].items() if k != "gpus"} == setup["hardware"]
     assert written["model"]["parameters"] == setup["parameters"][written["model"]["name"]]
     config = yaml.safe_load((project / "runs" / "my-run" / "run.yaml").read_text())
@@ -157,7 +161,7 @@ def test_a_folder_holding_several_sources(project: Path, tmp_path: Path, monkeyp
     assert capsys.readouterr().out == CSV
     written = yaml.safe_load((target / "run.yaml").read_text())
     assert written["flags"] == {"n_samples_per_prompt": 8, "rollout_batch_size": 32, "rollout_max_response_len": 1024,
-                                "num_rollout": 3, "colocate": True}
+                                "num_rollout": 3, "colocate": True, "hf_checkpoint": "Qwen/Qwen3-0.6B"}
     assert written["hardware"]["gpus"] == 1 and str(written["date"]) == "2026-09-21"
     # The same id given again is refused; derived again, it is numbered past the run that has it.
     assert main(["--root", str(project), "add-run", str(job), "--id", "sample-run"]) == EXIT_BAD_INPUT
@@ -383,3 +387,103 @@ def test_the_project_itself_as_src_is_refused_naming_src(relative: str, project:
         "ERROR 1 problem in the run data:",
         f"  {shown}: SRC: is the manual's project or a folder above it (runs/ would be copied into runs/): name what "
         "one Miles job left, e.g. make add-run SRC=path/to/job"]
+
+
+# A one-GPU launch as the chapters give it: what Miles' MLflow backend logs of it is computed by Miles' own code.
+MLFLOW_LAUNCH = ["--train-backend", "fsdp", "--hf-checkpoint", "Qwen/Qwen3-0.6B", "--prompt-data",
+                 "/root/gsm8k/train.parquet", "--input-key", "messages", "--rm-type", "math", "--num-rollout", "3",
+                 "--rollout-batch-size", "32", "--n-samples-per-prompt", "8", "--num-steps-per-rollout", "2",
+                 "--colocate", "--actor-num-nodes", "1", "--actor-num-gpus-per-node", "1", "--num-gpus-per-node", "1",
+                 "--sglang-mem-fraction-static", "0.4", "--seed", "7", "--use-mlflow"]
+# Miles' train.py as far as MLflow sees it: its backend's calls (mlflow_utils.init_mlflow, log_metrics), run as a
+# script of a git checkout, so that MLflow's own git context tags the run with the checkout's commit.
+TRAIN_PY = """
+import json, sys
+import mlflow
+params, store = json.loads(open(sys.argv[1]).read()), sys.argv[2]
+mlflow.set_tracking_uri(store)
+mlflow.set_experiment("miles")
+run = mlflow.start_run(run_name="mlflow-job", tags={"rank": "0"})
+mlflow.log_params(params)
+for step in range(3):
+    mlflow.log_metrics({"rollout/raw_reward": 0.25 * step, "rollout/step": step}, step=step)
+mlflow.end_run()
+print(run.info.experiment_id, run.info.run_id)
+"""
+
+
+def git_checkout(folder: Path) -> tuple[Path, str]:
+    """A git checkout holding TRAIN_PY as train.py, and its commit."""
+    import subprocess
+
+    folder.mkdir()
+    (folder / "train.py").write_text(TRAIN_PY)
+    git = ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "train.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "train"], check=True)
+    return folder, subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+
+
+def test_a_log_names_the_job_s_miles_commit_in_its_environment_report(project: Path, tmp_path: Path, monkeypatch,
+                                                                      capsys) -> None:
+    """A train actor started with --env-report prints Miles' git commit (Miles' own code writes the line here,
+    from a real checkout); add-run takes it, and the edition's build stays out of the run's miles."""
+    from build_tools import miles_code
+
+    checkout, commit = git_checkout(tmp_path / "miles")
+    report = miles_code.env_report(checkout)
+    assert report.startswith("ENV_REPORT_JSON={") and commit in report
+    lines = (SOURCES / "log" / "job.log").read_text().splitlines(keepends=True)
+    log = tmp_path / "job" / "output.log"
+    log.parent.mkdir()
+    log.write_text("".join([lines[0], f"(FSDPTrainRayActor pid=4242) {report}", *lines[1:]]))
+    monkeypatch.chdir(project)
+    assert main(["--root", str(project), "add-run", str(log), "--id", "reported"]) == 0
+    capsys.readouterr()
+    written = yaml.safe_load((project / "runs" / "reported" / "run.yaml").read_text())
+    assert written["miles"]["commit"] == commit and written["miles"]["image"].startswith("FILL IN")
+    shutil.rmtree(project / "runs" / "reported")
+
+
+def test_an_mlflow_run_fills_run_yaml_from_its_params_and_its_commit(project: Path, tmp_path: Path, monkeypatch,
+                                                                     capsys) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from build_tools import miles_code
+
+    checkout, commit = git_checkout(tmp_path / "miles")
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps(miles_code.mlflow_params(MLFLOW_LAUNCH)))
+    store = tmp_path / "mlruns"
+    done = subprocess.run([sys.executable, str(checkout / "train.py"), str(params), store.as_uri()],
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, "MLFLOW_ALLOW_FILE_STORE": "true"})
+    experiment, run_id = done.stdout.split()
+    assert (store / experiment / run_id / "tags" / "mlflow.source.git.commit").read_text() == commit
+    monkeypatch.chdir(project)
+    assert main(["--root", str(project), "add-run", str(store / experiment / run_id), "--id", "mlflow-run"]) == 0
+    out = capsys.readouterr().out
+    written = yaml.safe_load((project / "runs" / "mlflow-run" / "run.yaml").read_text())
+    assert written["model"]["name"] == "Qwen3-0.6B" and written["model"]["size"] == "0.6B"
+    assert written["hardware"]["gpus"] == 1 and written["seed"] == 7
+    flags = written["flags"]
+    # As launched, and as Miles resolved them: 32 prompts x 8 answers // 2 steps a rollout.
+    assert {name: flags[name] for name in ("rollout_batch_size", "n_samples_per_prompt", "num_rollout",
+                                           "num_steps_per_rollout", "global_batch_size", "colocate",
+                                           "sglang_mem_fraction_static", "train_backend", "hf_checkpoint",
+                                           "prompt_data", "input_key", "rm_type")} == {
+        "rollout_batch_size": 32, "n_samples_per_prompt": 8, "num_rollout": 3, "num_steps_per_rollout": 2,
+        "global_batch_size": 128, "colocate": True, "sglang_mem_fraction_static": 0.4, "train_backend": "fsdp",
+        "hf_checkpoint": "Qwen/Qwen3-0.6B", "prompt_data": "/root/gsm8k/train.parquet", "input_key": "messages",
+        "rm_type": "math"}
+    # The job's own commit, not the edition's; the image, branch and date of that commit are the user's to say.
+    assert written["miles"] == {"image": "FILL IN: the Miles image the job ran in",
+                                "branch": "FILL IN: the Miles branch of that commit", "commit": commit,
+                                "commit_date": "FILL IN: the commit's date, YYYY-MM-DD"}
+    assert "run.yaml: filled from the sources: date, seed, model.name, model.size, miles.commit, hardware.gpus, " in out
+    assert "    miles.image: the Miles image the job ran in" in out
+    shutil.rmtree(project / "runs" / "mlflow-run")
