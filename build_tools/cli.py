@@ -351,7 +351,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         "--until-idle", args.until_idle, "a number of seconds, finite and not negative", "--until-idle 30", zero=True)
     found = _contract_to_watch(root, args.contract)  # a URL or a file, checked against its edition's manifest
     try:
-        document = contract_module.Contract.model_validate_json(found.data)
+        document = contract_module.parse_contract(found.data)
     except ValueError as error:  # pydantic's ValidationError (or JSON that is not JSON): the file and each field
         raise ManualError(f"{found.where}: not a contract this manual reads: "
                           + "; ".join(_validation_lines(error)),

@@ -442,4 +442,10 @@ def read_contract(path: Path) -> Contract:
     limit; InputProblem) and validated by the model (ValueError)."""
     from build_tools.core._files import read_bytes
 
-    return Contract.model_validate_json(read_bytes(path), context={"read": True})
+    return parse_contract(read_bytes(path))
+
+
+def parse_contract(data: bytes) -> Contract:
+    """A contract read from outside the build (a file, a URL): validated with the rules for text read (no control
+    character reaches a terminal or a CI log from it); ValueError naming each field."""
+    return Contract.model_validate_json(data, context={"read": True})

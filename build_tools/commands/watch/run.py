@@ -99,10 +99,11 @@ class Watch:
             self.on_tick()
 
     def take_any(self, path: Path) -> bool:
-        if path.is_dir() and not path.is_symlink():  # a new folder: the files already in it (their own events
-            # may have come before it)
+        if path.is_dir() and path.is_symlink():  # a link to a folder (wandb's latest-run): not entered, as the batch
+            return False  # readers do; the files are read where they are
+        if path.is_dir():  # a new folder: the files already in it (their own events may have come before it)
             return any([self.take(child) for child in sorted(path.rglob("*"))
-                        if not (child.is_dir() and not child.is_symlink()) and followed(child)])
+                        if not child.is_dir() and followed(child)])
         return self.take(path)
 
     def take(self, path: Path) -> bool:
