@@ -130,15 +130,17 @@ def test_the_readers_install_watches_a_job_against_a_published_contract(tmp_path
                                  capture_output=True, text=True, cwd=reader, env=env, timeout=600)
         built = subprocess.run([str(venv / "bin" / "manual"), "build"], capture_output=True, text=True, cwd=reader,
                                env=env, timeout=600)
-    assert watched.returncode == 0 and "Traceback" not in watched.stderr, watched.stderr
+    assert watched.returncode == 7 and "Traceback" not in watched.stderr, watched.stderr  # the breach, kept
     changes = [json.loads(line) for line in watched.stdout.splitlines()]
     assert {"item": "rollout/raw_reward", "status": "outside"}.items() <= next(
         c for c in changes if c["item"] == "rollout/raw_reward" and c["status"] == "outside").items()
     summary = watched.stderr.splitlines()
-    assert summary[0].startswith("WARNING claims not checked at the end: they are checked on the manual's own runs")
+    assert summary[0].startswith("WARNING the finished run not judged whole: claims and whole-run rows are checked "
+                                 "with the manual's own runs")
     records = [json.loads(line) for line in (job / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
-    steps = {(record["step_key"], record["step"]) for record in records if record.get("step") is not None}
-    assert summary[1].startswith(f"Watched {len(steps)} steps: ")  # every step of the job read
+    rollouts = {record["step"] for record in records if record.get("step_key") == "rollout/step"}
+    assert summary[1].startswith(f"Watched baseline-seed1 against the manual's edition {document['edition']} ")
+    assert f"{len(rollouts)} rollout steps (0 to {max(rollouts)})" in summary[1]  # every step of the job read
     # What the project's own watch says of the same job against the same contract file: the same changes.
     same = subprocess.run([sys.executable, "-m", "build_tools", "--root", str(reader), "watch", str(job), "--format",
                            "jsonl", "--until-idle", "2", "--contract", str(edition / "contract.json")],

@@ -207,7 +207,8 @@ def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form:
         tuple(key.split(":", 1)): status for key, status in record["statuses"].items()}  # type: ignore[misc]
     counts = {status: sum(s == status for s in final.values())
               for status in ("inside", "outside", "undecided", "not_applicable")}
-    assert summary[1] == (f"{counts['outside']} went outside, {counts['inside']} inside, {counts['undecided']} "
+    at = next(index for index, line in enumerate(summary) if line.startswith("Watched "))
+    assert summary[at + 1] == (f"{counts['outside']} went outside, {counts['inside']} inside, {counts['undecided']} "
                           f"undecided, {counts['not_applicable']} not applicable")
 
 
