@@ -162,3 +162,25 @@ def test_the_metrics_page_cites_miles_under_the_seeds_tables_kept_word_for_word(
         "--sglang-max-running-requests"]
     assert "on a DGX Spark Miles never logs it: its table of peak FLOPs (miles/utils/device\\_flops.py) has no GB10" \
         in cannot
+
+
+def test_the_advisors_kept_answer_is_keyed_by_the_dumps_content(tmp_path: Path) -> None:
+    """An edit that keeps a file's time stamp (or touches meta.json, which the advisor reads) is another key: the
+    answer kept for one dump is never served for another."""
+    import os
+
+    from build_tools.checking.miles_guidance import _dump_key
+
+    dump = tmp_path / "dashboard"
+    dump.mkdir()
+    (dump / "metrics.jsonl").write_text('{"step": 0}\n', encoding="utf-8")
+    (dump / "meta.json").write_text("{}", encoding="utf-8")
+    before = _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated")
+    stamp = (dump / "metrics.jsonl").stat().st_mtime_ns
+    (dump / "metrics.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
+    os.utime(dump / "metrics.jsonl", ns=(stamp, stamp))
+    assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") != before
+    (dump / "metrics.jsonl").write_text('{"step": 0}\n', encoding="utf-8")
+    assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") == before
+    (dump / "meta.json").write_text('{"args": {}}', encoding="utf-8")
+    assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") != before

@@ -101,9 +101,14 @@ _FOLLOWED: dict[tuple[Any, ...], dict[str, Followed]] = {}
 
 
 def _dump_key(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) -> tuple[Any, ...]:
-    stamps = tuple((run, str(path), *(f.stat().st_mtime_ns for f in sorted(path.rglob("*.jsonl"))))
-                   for run, path in sorted(dumps.items()))
-    return stamps, tuple(metrics), truncated
+    """What the advisor reads, by content: every file of each dump hashed (a time stamp can stay the same across an
+    edit, and the advisor reads meta.json and the gzipped streams too), so a kept answer is never another dump's."""
+    import blake3
+
+    digests = tuple((run, str(path), tuple((str(f.relative_to(path)), blake3.blake3(f.read_bytes()).hexdigest())
+                                           for f in sorted(path.rglob("*")) if f.is_file()))
+                    for run, path in sorted(dumps.items()))
+    return digests, tuple(metrics), truncated
 
 
 def follow(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) -> dict[str, Followed]:
