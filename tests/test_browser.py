@@ -253,15 +253,20 @@ def test_search_finds_a_metric_by_any_part(server, sized):
     sized.goto(urljoin(server, "index.html"), wait_until="load")
     for query, page in (("grad_norm", "06-metrics.html"), ("sleep_time", "06-metrics.html"),
                         ("ppo_kl", "06-metrics.html"), ("OOM", "07-troubleshooting.html")):
-        if not sized.locator("input.md-search__input").is_visible():
-            sized.locator("label.md-header__button[for='__search']").click()  # the phone's search button
+        opener = sized.locator("label.md-header__button[for='__search']")  # shown on the phone only
+        if opener.is_visible():
+            opener.click()
         search = sized.locator("input.md-search__input")
+        search.wait_for(state="visible")
         search.fill("")
-        search.click()
+        search.focus()  # not click(): on the phone the header's drawer button overlaps it mid-transition
         sized.keyboard.type(query, delay=20)
         sized.locator(f".md-search-result__item a[href*='{page}']").first.wait_for(state="attached",
                                                                                    timeout=15_000)
         sized.keyboard.press("Escape")
+        # Escape closes the search with a transition: wait until it is closed, or the next query's
+        # opener click lands on a half-closed overlay.
+        sized.wait_for_function("() => !document.getElementById('__search').checked")
     assert sized.errors == []
 
 
