@@ -313,16 +313,22 @@ def test_verify_rebuilds_the_tag_identically(two_editions: Path, capsys: pytest.
     assert "edition 2026.10 rebuilt from tag edition-2026.10 is identical to its manifest" in capsys.readouterr().out
 
 
+
+def _verify_rebuilt_by(rebuild: Any, copy_of: Path, stubbed: pytest.MonkeyPatch) -> int:
+    """`manual verify 2026.10` with the edition rebuilt by `rebuild` (the stub restored after)."""
+    stubbed.setattr(edition, "rebuild", rebuild)
+    try:
+        return main(["--root", str(copy_of), "verify", "2026.10"])
+    finally:
+        stubbed.setattr(edition, "rebuild", stub_rebuild)
+
+
 def test_verify_reports_every_difference(copy_of: Path, stubbed: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     def drifting(checkout: Path, epoch: int, *, quiet: bool) -> None:
         stub_rebuild(checkout, epoch + 1, quiet=quiet)  # a rebuild that ignores the edition date
 
-    stubbed.setattr(edition, "rebuild", drifting)
-    try:
-        assert main(["--root", str(copy_of), "verify", "2026.10"]) == EXIT_DIFFERS
-    finally:
-        stubbed.setattr(edition, "rebuild", stub_rebuild)
+    assert _verify_rebuilt_by(drifting, copy_of, stubbed) == EXIT_DIFFERS
     out = capsys.readouterr().out
     assert "differs from its manifest in 1 places:" in out
     assert "  fig 1.1 (figures.fig-demo.svg_sha256): published " in out
@@ -352,11 +358,7 @@ def test_verify_rebuilt_by_another_python_with_other_bytes_differs(copy_of: Path
     def drifting(checkout: Path, epoch: int, *, quiet: bool) -> None:
         stub_rebuild(checkout, epoch + 1, quiet=quiet)
 
-    stubbed.setattr(edition, "rebuild", drifting)
-    try:
-        assert main(["--root", str(copy_of), "verify", "2026.10"]) == EXIT_DIFFERS
-    finally:
-        stubbed.setattr(edition, "rebuild", stub_rebuild)
+    assert _verify_rebuilt_by(drifting, copy_of, stubbed) == EXIT_DIFFERS
     captured = capsys.readouterr()
     assert "differs from its manifest in 1 places:" in captured.out and "tools." not in captured.out
     assert captured.err == (f"WARNING edition 2026.10 was built with Python {built['python']}, pandas "
@@ -377,11 +379,7 @@ def test_verify_reports_a_contract_that_differs(copy_of: Path, stubbed: pytest.M
         with (checkout / "site" / contract.CONTRACT_FILE).open("a", encoding="utf-8") as handle:
             handle.write("\n")  # what `watch --contract` would read is not what was published
 
-    stubbed.setattr(edition, "rebuild", other_contract)
-    try:
-        assert main(["--root", str(copy_of), "verify", "2026.10"]) == EXIT_DIFFERS
-    finally:
-        stubbed.setattr(edition, "rebuild", stub_rebuild)
+    assert _verify_rebuilt_by(other_contract, copy_of, stubbed) == EXIT_DIFFERS
     out = capsys.readouterr().out
     assert "differs from its manifest in 1 places:" in out
     assert f"  contract.{contract.CONTRACT_FILE}: published " in out

@@ -3,6 +3,7 @@ itself, with no request outside the local server; what the build reads or Python
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -11,6 +12,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import watchdog.events
@@ -66,13 +68,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str
         server.wait(timeout=60)
 
 
-@pytest.mark.slow
-def test_a_sentence_added_to_a_chapter_appears_in_the_open_page(served) -> None:
+@contextlib.contextmanager
+def _open_chapter(url: str) -> Iterator[tuple[Any, list[str]]]:
+    """A browser's page open at the first chapter, with every address it requested (to hold them to the server)."""
     from playwright.sync_api import sync_playwright
     from test_browser import CHROMIUM_ARGS, _chromium
 
-    root, url, _ = served
-    sentence = "A sentence the author has just written."
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
         try:
@@ -80,16 +81,24 @@ def test_a_sentence_added_to_a_chapter_appears_in_the_open_page(served) -> None:
             requested: list[str] = []
             page.on("request", lambda request: requested.append(request.url))
             page.goto(url + "01-step.html")
-            assert sentence not in page.inner_text("body")
-            chapter = root / "docs" / "01-step.md"
-            before = chapter.read_text(encoding="utf-8")
-            chapter.write_text(before + f"\n{sentence}\n", encoding="utf-8")
-            # No reload asked for: the page's live-reload script sees the rebuilt site and reloads itself.
-            page.wait_for_function("text => document.body.innerText.includes(text)", arg=sentence, timeout=300_000)
-            chapter.write_text(before, encoding="utf-8")
-            page.wait_for_function("text => !document.body.innerText.includes(text)", arg=sentence, timeout=300_000)
+            yield page, requested
         finally:
             browser.close()
+
+
+@pytest.mark.slow
+def test_a_sentence_added_to_a_chapter_appears_in_the_open_page(served) -> None:
+    root, url, _ = served
+    sentence = "A sentence the author has just written."
+    with _open_chapter(url) as (page, requested):
+        assert sentence not in page.inner_text("body")
+        chapter = root / "docs" / "01-step.md"
+        before = chapter.read_text(encoding="utf-8")
+        chapter.write_text(before + f"\n{sentence}\n", encoding="utf-8")
+        # No reload asked for: the page's live-reload script sees the rebuilt site and reloads itself.
+        page.wait_for_function("text => document.body.innerText.includes(text)", arg=sentence, timeout=300_000)
+        chapter.write_text(before, encoding="utf-8")
+        page.wait_for_function("text => !document.body.innerText.includes(text)", arg=sentence, timeout=300_000)
     outside = [address for address in requested if not address.startswith(url)]
     assert outside == []  # the live-reload script is served inline by the local server
 
@@ -131,32 +140,21 @@ def test_a_broken_build_shows_its_error_in_the_open_page_until_the_edit_is_undon
                                                                                    where) -> None:
     """The author's page, open at the chapter: the edit breaks the build, the page reloads by itself to show the
     error over it (no claim on it marked checked); the edit undone, the page reloads to the manual, checked."""
-    from playwright.sync_api import sync_playwright
-    from test_browser import CHROMIUM_ARGS, _chromium
-
     root, url, log = served
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            requested: list[str] = []
-            page.on("request", lambda request: requested.append(request.url))
-            page.goto(url + "01-step.html")
-            assert page.locator(OVERLAY).count() == 0 and HOLDS in page.inner_text("body")
-            lines_before = len(log.read_text(encoding="utf-8").splitlines())
-            path, text, error = edit(root)
-            page.wait_for_selector(OVERLAY, timeout=300_000)
-            shown = page.inner_text(OVERLAY)
-            assert f"ERROR {error}" in shown and where in shown, shown
-            assert "hint: " in shown and f"Set off by {changed} changed" in shown
-            assert page.locator(OVERLAY).is_visible()
-            assert "Checked against the runs" not in page.inner_text("body").replace(shown, "")
-            assert page.title().startswith("Build failed · ")
-            path.write_text(text, encoding="utf-8")
-            page.wait_for_selector(OVERLAY, state="detached", timeout=300_000)
-            page.wait_for_function("text => document.body.innerText.includes(text)", arg=HOLDS, timeout=300_000)
-        finally:
-            browser.close()
+    with _open_chapter(url) as (page, requested):
+        assert page.locator(OVERLAY).count() == 0 and HOLDS in page.inner_text("body")
+        lines_before = len(log.read_text(encoding="utf-8").splitlines())
+        path, text, error = edit(root)
+        page.wait_for_selector(OVERLAY, timeout=300_000)
+        shown = page.inner_text(OVERLAY)
+        assert f"ERROR {error}" in shown and where in shown, shown
+        assert "hint: " in shown and f"Set off by {changed} changed" in shown
+        assert page.locator(OVERLAY).is_visible()
+        assert "Checked against the runs" not in page.inner_text("body").replace(shown, "")
+        assert page.title().startswith("Build failed · ")
+        path.write_text(text, encoding="utf-8")
+        page.wait_for_selector(OVERLAY, state="detached", timeout=300_000)
+        page.wait_for_function("text => document.body.innerText.includes(text)", arg=HOLDS, timeout=300_000)
     assert [address for address in requested if not address.startswith(url)] == []
     whole = log.read_text(encoding="utf-8").splitlines()
     said = whole[lines_before:]
