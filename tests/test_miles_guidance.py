@@ -13,6 +13,7 @@ from page_text import CHAPTERS, METRICS_SEED, SPEC, markdown_tables, seed_tables
 
 from build_tools.checking import miles_guidance
 from build_tools.checking.blocks import load_tables, read_blocks
+from build_tools.core._exceptions import ManualError
 from build_tools.pages._common import environment
 from build_tools.pages.metrics import render_metrics
 from build_tools.pages.metrics_table import load_spec
@@ -184,3 +185,40 @@ def test_the_advisors_kept_answer_is_keyed_by_the_dumps_content(tmp_path: Path) 
     assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") == before
     (dump / "meta.json").write_text('{"args": {}}', encoding="utf-8")
     assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") != before
+
+
+# --- when the advisor's process ends without an answer ------------------------------------------------------------
+
+
+def test_a_file_the_advisor_cannot_read_is_the_machines_one_line(tmp_path: Path) -> None:
+    """advise.py's own OSError (here a dump whose meta.json went away after the loader read it): the user's to fix,
+    one line and a hint, exit 2; never the traceback of a bug."""
+    dump = tmp_path / "dashboard"
+    dump.mkdir()
+    with pytest.raises(ManualError) as stopped:
+        miles_guidance.follow({"gone": dump}, ["rollout/truncated"], "rollout/truncated")
+    assert str(stopped.value) == (
+        "Miles' advisor could not follow the runs' dumps (build_tools/miles_code/advise.py): FileNotFoundError: "
+        f"[Errno 2] No such file or directory: '{dump / 'meta.json'}'")
+    assert stopped.value.hint.startswith("free memory or room in TMPDIR")
+    assert stopped.value.exit_code == 2
+
+
+@pytest.mark.parametrize(("script", "said"), [
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "killed by SIGKILL"),  # as the OOM killer does
+    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", "killed by SIGTERM")])
+def test_the_advisor_killed_by_a_signal_is_the_machines_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 script: str, said: str) -> None:
+    (tmp_path / "advise.py").write_text(script, encoding="utf-8")
+    monkeypatch.setattr(miles_guidance, "ADVISE", tmp_path / "advise.py")
+    with pytest.raises(ManualError, match=f"advise.py\\): {said}$"):
+        miles_guidance.follow({"r": tmp_path}, ["a/b"], "a/b")
+
+
+def test_the_advisor_failing_otherwise_is_a_bug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Miles' pinned code failing on a dump the loader accepted, or a stand-in it lacks: the harness's fault, exit 1
+    with its traceback."""
+    (tmp_path / "advise.py").write_text("raise KeyError('a stand-in lacks this')", encoding="utf-8")
+    monkeypatch.setattr(miles_guidance, "ADVISE", tmp_path / "advise.py")
+    with pytest.raises(RuntimeError, match="(?s)advise.py failed \\(1\\):\n.*KeyError: 'a stand-in lacks this'"):
+        miles_guidance.follow({"r": tmp_path}, ["a/b"], "a/b")

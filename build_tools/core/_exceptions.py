@@ -289,6 +289,14 @@ def weasyprint_missing(reason: str) -> ManualError:
     return ManualError(f"WeasyPrint cannot run ({reason}): make pdf installs it and Debian's pango", _PDF_HINT)
 
 
+def advisor_stopped(reason: str) -> ManualError:
+    """Miles' advisor (build_tools/miles_code/advise.py) stopped for a reason of the machine's: `reason` is the
+    signal that killed it, or the OSError it met."""
+    return ManualError(f"Miles' advisor could not follow the runs' dumps (build_tools/miles_code/advise.py): {reason}",
+                       "free memory or room in TMPDIR (it replays each dump into a scratch folder there) and check "
+                       "that the runs' files are readable, then run again")
+
+
 def site_not_built(site: Path) -> ManualError:
     return ManualError(f"no built site in {site}: run make first", _PDF_HINT)
 

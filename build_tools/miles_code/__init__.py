@@ -23,6 +23,9 @@ HERE = Path(__file__).resolve().parent
 UPSTREAM = HERE / "upstream"
 MANIFEST = UPSTREAM / "MANIFEST.json"
 RUN = HERE / "run.py"
+# The exit code of a script here when the machine, not the harness, stopped it: an OSError reading a run's file or
+# writing its scratch copy (TMPDIR full, a file gone); its last line on stderr says which. sysexits' EX_TEMPFAIL.
+ENVIRONMENT_FAILED = 75
 
 
 @cache

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # -I leaves the script's folder off the path
 
-from build_tools.miles_code import UPSTREAM, stand_ins  # noqa: E402
+from build_tools.miles_code import ENVIRONMENT_FAILED, UPSTREAM, stand_ins  # noqa: E402
 
 
 class Column:
@@ -200,7 +200,11 @@ def main() -> int:
     answer_to = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # whatever Miles prints goes to stderr; stdout carries the answer alone
     stand_ins.install(UPSTREAM)
-    answer = {run["run_id"]: follow_run(run) for run in request["runs"]}
+    try:
+        answer = {run["run_id"]: follow_run(run) for run in request["runs"]}
+    except OSError as error:  # the machine's doing (a file gone, TMPDIR full), not the harness's: said in one line
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        return ENVIRONMENT_FAILED
     answer_to.write(json.dumps(answer))
     answer_to.close()
     return 0
