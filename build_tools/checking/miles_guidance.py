@@ -21,11 +21,9 @@ the advisor's constants (ast, never executed) and the Monitoring table's rows.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,16 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from build_tools.core._escape import Markdown, md_text, terminal_text
-from build_tools.core._exceptions import ManualError, advisor_stopped, display_path
+from build_tools.core._exceptions import ManualError, display_path
 from build_tools.core._files import DOCUMENT_LIMIT
 from build_tools.core._numbers import join, number
 from build_tools.core._types import FigureBlock
 from build_tools.ingest.miles_facts.checkout import EXPECTED, checkout_of, git_commit, python_of, refused, source_text
-from build_tools.miles_code import ENVIRONMENT_FAILED
+from build_tools.miles_code import follow_dumps
 
 ADVISORY, MONITORING = "miles/dashboard/advisory.py", "docs/user-guide/monitoring.md"  # read of a Miles checkout
 TABLE = "miles_guidance"  # docs/data/miles_guidance.yml, as blocks.load_tables names it
-ADVISE = Path(__file__).resolve().parents[1] / "miles_code" / "advise.py"
 # How a rule is applied (the yml's `applies`): Miles' advisor run over the run; the Monitoring page's row read as
 # written: at every step, "≪" (at most a tenth of the line), or "repeatedly" (at or over it at two steps in a row).
 APPLIES = ("advisor", "every_step", "much_below", "repeatedly")
@@ -119,12 +116,8 @@ def follow(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) ->
     key = _dump_key(dumps, metrics, truncated)
     if key in _FOLLOWED:
         return _FOLLOWED[key]
-    request = {"runs": [{"run_id": run, "dashboard": str(path), "truncated_key": truncated,
-                         "series": list(metrics)} for run, path in sorted(dumps.items())]}
-    done = subprocess.run([sys.executable, "-I", "-B", str(ADVISE)], input=json.dumps(request),
-                          capture_output=True, text=True, check=False)
-    _stopped(done.returncode, done.stderr)
-    answer = json.loads(done.stdout)
+    answer = follow_dumps([{"run_id": run, "dashboard": str(path), "truncated_key": truncated,
+                            "series": list(metrics)} for run, path in sorted(dumps.items())])
     found = {run: Followed(tuple((moment["step"], tuple(a["message"] for a in moment["advisories"]))
                                  for moment in data["said"]),
                            {metric: tuple((int(x), float(y)) for x, y in pairs)
@@ -133,19 +126,6 @@ def follow(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) ->
              for run, data in answer.items()}
     _FOLLOWED[key] = found
     return found
-
-
-def _stopped(code: int, stderr: str) -> None:
-    """Why the advisor's process ended without an answer. The machine's doing is the user's to fix, in one line: a
-    signal (the kernel's out-of-memory killer sends SIGKILL), or an OSError advise.py caught. Anything else is Miles'
-    pinned code failing on a dump the loader accepted, or a stand-in it lacks: the harness's fault, a bug."""
-    if code == 0:
-        return
-    if code < 0:
-        raise advisor_stopped(f"killed by {next((s.name for s in signal.Signals if s == -code), f'signal {-code}')}")
-    if code == ENVIRONMENT_FAILED:
-        raise advisor_stopped(terminal_text(stderr.strip().splitlines()[-1]))
-    raise RuntimeError(f"{ADVISE.name} failed ({code}):\n{stderr[-4000:]}")
 
 
 def steps_in_words(steps: Sequence[int]) -> str:
