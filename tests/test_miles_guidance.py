@@ -241,3 +241,21 @@ def test_every_task_of_miles_process_is_one_run_py_serves() -> None:
     assert asked == set(run.TASKS) >= {"advise", "write_dump"}
     scripts = {path.name for path in folder.glob("*.py") if "sys.stdin" in path.read_text(encoding="utf-8")}
     assert scripts == {"run.py"}
+
+
+def test_manual_check_with_miles_process_killed_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """What the user sees when the machine kills Miles' process mid-check: the ERROR line and its hint, exit 2."""
+    from conftest import copy_project
+
+    from build_tools import cli
+
+    (tmp_path / "run.py").write_text("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", encoding="utf-8")
+    monkeypatch.setattr(miles_code, "RUN", tmp_path / "run.py")
+    root = copy_project(tmp_path / "project")
+    assert cli.main(["--root", str(root), "check"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == [
+        "ERROR Miles' own code stopped (build_tools/miles_code/run.py, task advise): killed by SIGKILL",
+        "hint: free memory or room in TMPDIR (Miles' advisor replays each dump into a scratch folder there) and check "
+        "that the runs' files are readable, then run again"]
