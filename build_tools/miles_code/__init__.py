@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 UPSTREAM = HERE / "upstream"
 MANIFEST = UPSTREAM / "MANIFEST.json"
 RUN = HERE / "run.py"
-# The exit code of a script here when the machine, not the harness, stopped it: an OSError reading a run's file or
+# run.py's exit code when the machine, not the harness, stopped it: an OSError reading a run's file or
 # writing its scratch copy (TMPDIR full, a file gone); its last line on stderr says which. sysexits' EX_TEMPFAIL.
 ENVIRONMENT_FAILED = 75
 
@@ -65,7 +65,7 @@ def _stopped(task: str, code: int, stderr: str) -> None:
         name = next((known.name for known in signal.Signals if known == -code), f"signal {-code}")
         raise miles_process_stopped(task, f"killed by {name}")
     if code == ENVIRONMENT_FAILED:
-        raise miles_process_stopped(task, terminal_text(stderr.strip().splitlines()[-1]))
+        raise miles_process_stopped(task, terminal_text((stderr.strip().splitlines() or ["an OSError"])[-1]))
     raise RuntimeError(f"{RUN.name} {task} failed ({code}):\n{stderr[-4000:]}")
 
 
