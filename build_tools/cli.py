@@ -34,6 +34,7 @@ from build_tools.core._layout import Layout
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from build_tools.commands.watch.published import Published
     from build_tools.core._settings import Settings
 
 EXIT_BUG = 1
@@ -433,8 +434,8 @@ def _site_of(contract: Path) -> str:
     return f"{shown}/" if str(shown) != "." else ""
 
 
-def _contract_to_watch(root: Path, contract: str | None) -> Any:
-    """The contract `watch` holds the job to (published.Published): the last build's site/contract.json, or the one
+def _contract_to_watch(root: Path, contract: str | None) -> Published:
+    """The contract `watch` holds the job to: the last build's site/contract.json, or the one
     named (a URL or a file), checked against its edition's manifest."""
     from build_tools.checking import contract as contract_module
     from build_tools.commands.watch import published

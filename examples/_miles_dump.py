@@ -10,21 +10,17 @@ on a GB10, and Miles' sampler drops the whole tick; the lab's recording, lab/gpu
 
 from __future__ import annotations
 
-import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from build_tools.miles_code import dump_snapshots, write_dumps
 from build_tools.pages.commands import flag_words
 
 from ._timeline import TRAIN_PARTS, Step
 
-WRITER = Path(__file__).resolve().parent.parent / "build_tools" / "miles_code" / "write_dump.py"
 DASHBOARD_FLAGS = {"use_miles_dashboard": True}  # and --dump-details: the run's folder, where Miles writes dashboard/
 # Which process times each phase (the rollout manager times the rollout; the train rank the rest), and in what
 # order phases that start or end at the same instant do: the outer one starts first and ends last.
@@ -74,22 +70,11 @@ def job(run_dir: Path, flags: dict[str, Any], start_ms: int, node: str, lines: l
     return request
 
 
-def _ask(request: dict[str, Any]) -> str:
-    """Run Miles' writer on one request, in a process of its own; its complaints come back whole on failure."""
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("MILES")}
-    done = subprocess.run([sys.executable, "-I", "-B", str(WRITER)], input=json.dumps(request),
-                          capture_output=True, text=True, check=False, env=environment)
-    if done.returncode != 0:
-        raise RuntimeError(f"{WRITER.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return done.stdout
-
-
 def write(jobs: list[dict[str, Any]]) -> None:
     """Run Miles' writer over the jobs, in one process of its own."""
-    _ask({"jobs": jobs})
+    write_dumps(jobs)
 
 
 def snapshots(argvs: list[list[str]]) -> list[dict[str, Any]]:
     """What Miles keeps of each launch in meta.json (run_name, args), by its own parse_args and CollectorConfig."""
-    answer: list[dict[str, Any]] = json.loads(_ask({"snapshots": argvs}))
-    return answer
+    return dump_snapshots(argvs)

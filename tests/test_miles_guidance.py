@@ -11,8 +11,10 @@ import pytest
 from conftest import ROOT, SAMPLES
 from page_text import CHAPTERS, METRICS_SEED, SPEC, markdown_tables, seed_tables
 
+from build_tools import miles_code
 from build_tools.checking import miles_guidance
 from build_tools.checking.blocks import load_tables, read_blocks
+from build_tools.core._exceptions import ManualError
 from build_tools.pages._common import environment
 from build_tools.pages.metrics import render_metrics
 from build_tools.pages.metrics_table import load_spec
@@ -184,3 +186,76 @@ def test_the_advisors_kept_answer_is_keyed_by_the_dumps_content(tmp_path: Path) 
     assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") == before
     (dump / "meta.json").write_text('{"args": {}}', encoding="utf-8")
     assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") != before
+
+
+# --- when Miles' process ends without an answer -------------------------------------------------------------------
+
+
+def test_a_file_the_advisor_cannot_read_is_the_machines_one_line(tmp_path: Path) -> None:
+    """An OSError in Miles' process (here a dump whose meta.json went away after the loader read it): the user's to
+    fix, one line and a hint, exit 2; never the traceback of a bug."""
+    dump = tmp_path / "dashboard"
+    dump.mkdir()
+    with pytest.raises(ManualError) as stopped:
+        miles_guidance.follow({"gone": dump}, ["rollout/truncated"], "rollout/truncated")
+    assert str(stopped.value) == (
+        "Miles' own code stopped (build_tools/miles_code/run.py, task advise): FileNotFoundError: "
+        f"[Errno 2] No such file or directory: '{dump / 'meta.json'}'")
+    assert stopped.value.hint.startswith("free memory or room in TMPDIR")
+    assert stopped.value.exit_code == 2
+
+
+@pytest.mark.parametrize(("script", "said"), [
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "killed by SIGKILL"),  # as the OOM killer does
+    ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", "killed by SIGTERM")])
+def test_the_advisor_killed_by_a_signal_is_the_machines_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 script: str, said: str) -> None:
+    (tmp_path / "run.py").write_text(script, encoding="utf-8")
+    monkeypatch.setattr(miles_code, "RUN", tmp_path / "run.py")
+    with pytest.raises(ManualError, match=f"run.py, task advise\\): {said}$"):
+        miles_guidance.follow({"r": tmp_path}, ["a/b"], "a/b")
+
+
+def test_the_advisor_failing_otherwise_is_a_bug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Miles' pinned code failing on a dump the loader accepted, or a stand-in it lacks: the harness's fault, exit 1
+    with its traceback."""
+    (tmp_path / "run.py").write_text("raise KeyError('a stand-in lacks this')", encoding="utf-8")
+    monkeypatch.setattr(miles_code, "RUN", tmp_path / "run.py")
+    with pytest.raises(RuntimeError, match="(?s)run.py advise failed \\(1\\):\n.*KeyError: 'a stand-in lacks this'"):
+        miles_guidance.follow({"r": tmp_path}, ["a/b"], "a/b")
+
+
+def test_every_task_of_miles_process_is_one_run_py_serves() -> None:
+    """Miles' code runs through one door (run.py's TASKS): the advisor and the dashboard writer are tasks there, not
+    scripts of their own reading a request on stdin, and every task asked for (the doors of __init__.py,
+    refresh.py's) is in the table."""
+    import ast
+
+    from build_tools.miles_code import run
+
+    folder = ROOT / "build_tools" / "miles_code"
+    asked = {value.value for path in folder.glob("*.py") if path.name != "run.py"
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.Dict)
+             for key, value in zip(node.keys, node.values, strict=True)
+             if isinstance(key, ast.Constant) and key.value == "task" and isinstance(value, ast.Constant)}
+    assert asked == set(run.TASKS) >= {"advise", "write_dump"}
+    scripts = {path.name for path in folder.glob("*.py") if "sys.stdin" in path.read_text(encoding="utf-8")}
+    assert scripts == {"run.py"}
+
+
+def test_manual_check_with_miles_process_killed_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """What the user sees when the machine kills Miles' process mid-check: the ERROR line and its hint, exit 2."""
+    from conftest import copy_project
+
+    from build_tools import cli
+
+    (tmp_path / "run.py").write_text("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", encoding="utf-8")
+    monkeypatch.setattr(miles_code, "RUN", tmp_path / "run.py")
+    root = copy_project(tmp_path / "project")
+    assert cli.main(["--root", str(root), "check"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == [
+        "ERROR Miles' own code stopped (build_tools/miles_code/run.py, task advise): killed by SIGKILL",
+        "hint: free memory or room in TMPDIR (Miles' advisor replays each dump into a scratch folder there) and check "
+        "that the runs' files are readable, then run again"]

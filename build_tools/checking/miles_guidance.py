@@ -21,7 +21,6 @@ the advisor's constants (ast, never executed) and the Monitoring table's rows.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import os
 import re
@@ -38,10 +37,10 @@ from build_tools.core._files import DOCUMENT_LIMIT
 from build_tools.core._numbers import join, number
 from build_tools.core._types import FigureBlock
 from build_tools.ingest.miles_facts.checkout import EXPECTED, checkout_of, git_commit, python_of, refused, source_text
+from build_tools.miles_code import follow_dumps
 
 ADVISORY, MONITORING = "miles/dashboard/advisory.py", "docs/user-guide/monitoring.md"  # read of a Miles checkout
 TABLE = "miles_guidance"  # docs/data/miles_guidance.yml, as blocks.load_tables names it
-ADVISE = Path(__file__).resolve().parents[1] / "miles_code" / "advise.py"
 # How a rule is applied (the yml's `applies`): Miles' advisor run over the run; the Monitoring page's row read as
 # written: at every step, "≪" (at most a tenth of the line), or "repeatedly" (at or over it at two steps in a row).
 APPLIES = ("advisor", "every_step", "much_below", "repeatedly")
@@ -117,13 +116,8 @@ def follow(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) ->
     key = _dump_key(dumps, metrics, truncated)
     if key in _FOLLOWED:
         return _FOLLOWED[key]
-    request = {"runs": [{"run_id": run, "dashboard": str(path), "truncated_key": truncated,
-                         "series": list(metrics)} for run, path in sorted(dumps.items())]}
-    done = subprocess.run([sys.executable, "-I", "-B", str(ADVISE)], input=json.dumps(request),
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:  # Miles' advisor failing on a dump is the harness's fault here: a bug
-        raise RuntimeError(f"{ADVISE.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    answer = json.loads(done.stdout)
+    answer = follow_dumps([{"run_id": run, "dashboard": str(path), "truncated_key": truncated,
+                            "series": list(metrics)} for run, path in sorted(dumps.items())])
     found = {run: Followed(tuple((moment["step"], tuple(a["message"] for a in moment["advisories"]))
                                  for moment in data["said"]),
                            {metric: tuple((int(x), float(y)) for x, y in pairs)

@@ -289,6 +289,14 @@ def weasyprint_missing(reason: str) -> ManualError:
     return ManualError(f"WeasyPrint cannot run ({reason}): make pdf installs it and Debian's pango", _PDF_HINT)
 
 
+def miles_process_stopped(task: str, reason: str) -> ManualError:
+    """Miles' own code, in its process (build_tools/miles_code/run.py, this task), stopped for a reason of the
+    machine's: `reason` is the signal that killed it, or the OSError it met."""
+    return ManualError(f"Miles' own code stopped (build_tools/miles_code/run.py, task {task}): {reason}",
+                       "free memory or room in TMPDIR (Miles' advisor replays each dump into a scratch folder there) "
+                       "and check that the runs' files are readable, then run again")
+
+
 def site_not_built(site: Path) -> ManualError:
     return ManualError(f"no built site in {site}: run make first", _PDF_HINT)
 

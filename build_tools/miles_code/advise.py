@@ -1,6 +1,5 @@
-"""Miles' own advisor (miles/dashboard/advisory.py), run over each run as it would have run live: in a process of
-its own (`python -I -B advise.py`, a JSON request on stdin, a JSON answer on stdout), Miles' pinned code with the
-inert stand-ins.
+"""Miles' own advisor (miles/dashboard/advisory.py), run over each run as it would have run live: in Miles' process
+(run.py's task `advise`, which __init__.follow_dumps asks), Miles' pinned code with the inert stand-ins.
 
 A run's dashboard dump is replayed into an empty folder line by line, each line when it was written (a metrics
 record at its time, a phase when it opened and when it closed, a topology snapshot at its time), and Miles'
@@ -11,7 +10,8 @@ through a DumpReader; the stand-in below answers them from what the run logged o
 samples that were truncated, the metric whose key the request names), as Miles' reader would from the rollout
 dump that --dump-details writes; a run that logged no per-group rewards has no groups to judge.
 
-Request: {"runs": [{"run_id", "dashboard": folder, "truncated_key": "rollout/truncated", "series": [metric, ...]}]}.
+Request: {"task": "advise", "runs": [{"run_id", "dashboard": folder, "truncated_key": "rollout/truncated",
+"series": [metric, ...]}]}.
 Answer: {run_id: {"said": [{"step": rollout id or null (the end), "ts", "advisories": [{"level", "message"}]}],
 "series": {metric: [[step, value], ...]}}}: each metric as Miles' MetricStore reads it against its own step key.
 """
@@ -20,16 +20,10 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # -I leaves the script's folder off the path
-
-from build_tools.miles_code import UPSTREAM, stand_ins  # noqa: E402
 
 
 class Column:
@@ -194,17 +188,3 @@ def _series(store: Any, metric: str) -> list[list[float]]:
     found = store.metric_series([metric], x_key=keys[0])[metric]
     return [[x, y] for x, y in zip(found["x"], found["y"], strict=True)]
 
-
-def main() -> int:
-    request = json.loads(sys.stdin.read())
-    answer_to = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # whatever Miles prints goes to stderr; stdout carries the answer alone
-    stand_ins.install(UPSTREAM)
-    answer = {run["run_id"]: follow_run(run) for run in request["runs"]}
-    answer_to.write(json.dumps(answer))
-    answer_to.close()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,6 +9,10 @@ FSDP actor's init (its LR scheduler: get_lr_scheduler). {"task": "record", ...}:
 importing every entry module, answering which of the source's Miles files were imported. {"task":
 "mlflow_params", ...}: the params Miles' MLflow backend logs for one command. {"task": "env_report",
 "commands": [[checkout]]}: the environment report line a train actor prints when Miles is that git checkout.
+{"task": "advise", "runs": [...]}: Miles' advisor over each run's dump as it was written (advise.py).
+{"task": "write_dump", "jobs": [...]} writes each job's dashboard dump with Miles' own writer; {"task":
+"write_dump", "snapshots": [argv, ...]} answers what Miles keeps of each launch in meta.json (write_dump.py).
+An OSError (a file gone, TMPDIR full) is the machine's: one line on stderr, exit ENVIRONMENT_FAILED.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # -I leaves the script's folder off the path
 
-from build_tools.miles_code import sources, stand_ins  # noqa: E402
+from build_tools.miles_code import ENVIRONMENT_FAILED, advise, sources, stand_ins, write_dump  # noqa: E402
 
 
 def _where(error: BaseException, source: Path) -> str:
@@ -101,13 +105,15 @@ def record(argv: list[str], source: Path) -> list[str]:
     return sorted(path.relative_to(source).as_posix() for path in found if path.is_relative_to(source))
 
 
-# Each task: what it does with the request's commands (lists of words) and the source folder. A new use of Miles'
+# Each task: what it does with the request (its commands: lists of words) and the source folder. A new use of Miles'
 # code is a function here and a door to it in __init__.py.
-TASKS: dict[str, Callable[[list[list[str]], Path], Any]] = {
-    "launch": lambda commands, source: [judge_launch(argv, source) for argv in commands],
-    "record": lambda commands, source: record(commands[0], source),
-    "mlflow_params": lambda commands, source: mlflow_params(commands[0]),
-    "env_report": lambda commands, source: env_report(commands[0][0]),
+TASKS: dict[str, Callable[[dict[str, Any], Path], Any]] = {
+    "launch": lambda request, source: [judge_launch(argv, source) for argv in request["commands"]],
+    "record": lambda request, source: record(request["commands"][0], source),
+    "mlflow_params": lambda request, source: mlflow_params(request["commands"][0]),
+    "env_report": lambda request, source: env_report(request["commands"][0][0]),
+    "advise": lambda request, source: {run["run_id"]: advise.follow_run(run) for run in request["runs"]},
+    "write_dump": lambda request, source: write_dump.write(request),
 }
 
 
@@ -117,7 +123,11 @@ def main() -> int:
     answer_to = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # whatever Miles prints goes to stderr; stdout carries the answer alone
     stand_ins.install(source, request.get("inert", ()))
-    answer = TASKS[request["task"]](request["commands"], source)
+    try:
+        answer = TASKS[request["task"]](request, source)
+    except OSError as error:  # the machine's doing (a file gone, TMPDIR full), not the harness's: said in one line
+        print(f"{type(error).__name__}: {error}", file=sys.stderr)
+        return ENVIRONMENT_FAILED
     answer_to.write(json.dumps(answer))
     answer_to.close()
     return 0

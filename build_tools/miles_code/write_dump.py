@@ -1,5 +1,6 @@
-"""Miles' own dashboard writer, fed a run's numbers: run in a subprocess whose path holds Miles' pinned source and the
-inert stand-ins (never the GPU stack), it reads one job (JSON) on stdin and writes the dump Miles would write.
+"""Miles' own dashboard writer, fed a run's numbers: run in Miles' process (run.py's task `write_dump`, which
+__init__.write_dumps asks), whose path holds Miles' pinned source and the inert stand-ins (never the GPU stack), it
+writes the dump Miles would write for each job.
 
 The job replays, in time order, what a live job pushes to the dashboard collector: the tracking payloads
 (`tracking.log`: the step key inside the dict, `step=metrics[step_key]`), the Timer starts and ends of the rollout
@@ -13,17 +14,12 @@ on every run. Nothing here formats a record: Miles' CollectorConfig, MetricStore
 from __future__ import annotations
 
 import importlib
-import json
-import os
 import sys
 import time
 from argparse import Namespace
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # -I leaves the script's folder off the path
-
-from build_tools.miles_code import UPSTREAM, stand_ins  # noqa: E402
+from build_tools.miles_code import UPSTREAM
 
 
 class Clock:
@@ -228,21 +224,13 @@ def snapshot(words: list[str]) -> dict[str, Any]:
     return {"run_name": config.run_name, "args": config.args_snapshot}
 
 
-def main() -> int:
-    request = json.load(sys.stdin)
-    stand_ins.install(UPSTREAM)
-    if "snapshots" in request:  # {"snapshots": [argv, ...]}: the answer on stdout, Miles' own prints on stderr
-        answer_to = os.fdopen(os.dup(1), "w", encoding="utf-8")
-        os.dup2(2, 1)
-        answer_to.write(json.dumps([snapshot(words) for words in request["snapshots"]]))
-        answer_to.close()
-        return 0
+def write(request: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """{"snapshots": [argv, ...]}: what Miles keeps of each launch in meta.json; {"jobs": [...]}: each job's dump
+    written, the real clock put back after each."""
+    if "snapshots" in request:
+        return [snapshot(words) for words in request["snapshots"]]
     real_time, real_monotonic = time.time, time.monotonic
     for job in request["jobs"]:
         replay(job)
         time.time, time.monotonic = real_time, real_monotonic
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return None
