@@ -29,13 +29,73 @@ from build_tools.summarise import metric_rows
 from build_tools.summarise.summary import is_time
 
 FORMAT: Literal["miles-manual-contract"] = "miles-manual-contract"
-VERSION: Literal[2] = 2
+VERSION: Literal[3] = 3
 CONTRACT_FILE = "contract.json"
 SCHEMA_FILE = "contract.schema.json"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # The schema's own name: stable across editions and hosts (the site's address is not known when it is built).
 SCHEMA_ID = f"https://miles-manual.invalid/contract/v{VERSION}/{SCHEMA_FILE}"
 METRICS_LINK = "06-metrics.html"  # pages' METRICS_PAGE as the site serves it (core/_layout.py)
+
+# How each kind of check a claim makes on one run is evaluated (rules["check.<kind>"]): what another tool
+# implements to give the verdicts `compare` and `watch` give. The words' tolerances are resolved into each check's
+# `interval` (and `first`, `last`, `window`), so a tool needs no words.yml.
+VALUE_KINDS = ("about", "near", "rounds_to", "exactly", "above", "below", "at_least", "at_most")
+_VALUE_RULE = ("The check's values (rules.values) of metric under steps; stat each: every value must lie in interval; "
+               "else the statistic stat of the values must (rules.interval). per does not matter on one run.")
+CHECK_RULES: dict[str, str] = {
+    **dict.fromkeys(VALUE_KINDS, _VALUE_RULE),
+    "share": "parts (summed per step) and whole, each read as rules.values with steps; at each step both have, "
+             "parts / whole (a step where that is not a number is left out). stat each: the least of these shares "
+             "must lie in interval; else their statistic stat must.",
+    "trend": "The slope of the least-squares line of the values (rules.values) against their step numbers (at "
+             "least two values) must lie in interval (up: above min_slope; down: below max_slope).",
+    "jumps_around": "With the values (rules.values) in step order: the median of the absolute differences of "
+                    "consecutive values over the absolute least-squares slope (as trend) must lie in interval "
+                    "(at least factor); a slope of 0 holds.",
+    "falls_from": "With the values (rules.values) in step order (at least 2 * window of them): the mean of the first "
+                  "window values must lie in first and the mean of the last window values in last (each where "
+                  "given), and the first mean must be greater than the last.",
+    "rises_from": "As falls_from, but the first mean must be less than the last.",
+    "step_count": "The number of the run's steps (rules.steps) equals count.",
+    "gpu_count": "The number of distinct (node, gpu) pairs over the run's closed phases (rules.steps; each phase's "
+                 "node and each of its gpus) equals count.",
+    "config_equals": "The run's value of field (dotted, run.yaml) equals value, compared as rules.envelope compares "
+                     "(absent: the check lacks it).",
+    "config_ratio": "The product of the numerator fields over the product of the denominator fields times "
+                    "denominator_scale (each a run.yaml field, as a number) must lie in interval.",
+    "heat_difference": "The values of metric at every step (steps all), split by rules.heat_touched: the statistic "
+                       "stat of the touched steps' values minus that of the others must lie in interval (no "
+                       "touched or no other step: the check lacks it).",
+    "count_steps": "At each step (the heat rule when left or right is a time, as rules.values auto) that has left "
+                   "and, when right names a value, right: whether left op right (above >, below <, equal ==, "
+                   "at_least >=, at_most <=). The number of steps where it holds must be: all of them (count "
+                   "every), none (none), or exactly count; and when of is given, the number of steps compared "
+                   "must be of.",
+    "step_rule": "At each step (all steps) with both metric and value: value must equal then when metric <= "
+                 "at_most, else otherwise; every step must hold (no such step: the check lacks it).",
+}
+
+
+# Checks a reader of the run's files cannot evaluate simply in this version: why (ClaimCheck.reason).
+NOT_SIMPLE: dict[str, str] = {
+    "phase_order": "it reads the order of every step's phases, with phases made from the edges of others (spans), "
+                   "and the step-marking of phases that opened in one hour file and closed in another",
+    "event_span": "it reads the time between lab events, where Miles' own end records and an engine's death "
+                  "bound the job: the rules for which records end a job are not written here",
+    "series_during": "it reads a sampled series (GPU utilisation from gpu_util or the lab's recording) between two "
+                     "events, resampled as the summary does: not written here",
+    "series_at_event": "it reads the host memory series (lab/host_memory.jsonl.gz) as a used share the summary "
+                       "derives from its fields, at an event, against a run.yaml limit: not written here",
+    "held_by_one_side": "it reads the held memory series per side against the hand-off phases' intervals: not "
+                        "written here",
+}
+
+# Checks that compare the manual's runs with one another, or count them: they say nothing of one reader's run.
+# (`gain_within` reads the reference runs; `equal_at_step` needs two runs.)
+ACROSS_RUNS = frozenset({"ratio", "compare_runs", "paired_difference", "gain_within", "run_count",
+                         "runs_matching", "equal_at_step"})
+
 
 # How each item is judged, written into every document: what another tool implements to get the same verdicts.
 RULES: dict[str, str] = {
@@ -48,9 +108,22 @@ RULES: dict[str, str] = {
     "first_value": "The value at the run's first step of step_key (the least step number that logs the metric); "
                    "judged as soon as that step is in.",
     "median": "The median of the metric's values over the run's steps of step_key (the mean of the two middle "
-              "values for an even count); for a time (unit s), steps a heat-guard pause touched are left out. "
-              "expected is the manual's median; low and high the middle half (25th to 75th percentile, linear) of "
-              "the manual's run's steps. Judged when the run has ended.",
+              "values for an even count); for a time (unit s), the steps rules.heat_touched marks are left out "
+              "(the heat rule). expected is the manual's median; low and high the middle half (25th to 75th "
+              "percentile, linear) of the manual's run's steps. Judged when the run has ended.",
+    "steps": "A rollout step is numbered from the dump's phases (phases/*.jsonl or phases.jsonl). A phase is closed "
+             "when its t1 is not -1; a record with t1 -1 is replaced by the closing record of the same name, t0, "
+             "rank and role, and one never closed is left out. first is the least rollout/step of metrics.jsonl "
+             "(0 without one). In t0 order, the k-th closed phase named rollout of role rollout_manager (k from 0) "
+             "is of step first + k; a phase of role train is of step first + c - 1, where c counts the train_wait "
+             "phases of its rank that began at or before its t0 (none: of no step). A step's span runs from the "
+             "least t0 to the greatest t1 of its phases of rank 0 or -1. The run's steps are the rollout/step "
+             "steps of metrics.jsonl together with the steps of those phases.",
+    "heat_touched": "A step is heat-touched when its span (rules.steps) overlaps a heat-guard pause: a record of "
+                    "kind heat_pause in the run folder's lab/events.jsonl with pause.t0 <= span end and pause.t1 >= "
+                    "span start (ends included). A step without a span, or a run without that file, is not touched. "
+                    "The heat rule: a time (a metric under perf/ or ending in _time, unit s) is read only on the "
+                    "steps no pause touched (a train/ or eval/ step by the rollout of its number).",
     "logged_share": "The share of the run's steps of step_key at which the metric is logged (present / steps); "
                     "judged when the run has ended.",
     "envelope": "An item applies to a run only if, for every envelope fact with enforced true, the run's value of "
@@ -58,12 +131,28 @@ RULES: dict[str, str] = {
                 "hf_checkpoint) equals one of values, or the run does not record it (null or absent). Numbers "
                 "compare as numbers (32 equals 32.0), true and false only as booleans, text as text. Otherwise it "
                 "is not_applicable.",
-    "claims": "A claim reads whole runs: it is judged when the run has ended, by its checks (each a registered "
-              "check with its parameters, tolerance and this edition's margin), on a run inside its envelope.",
+    "claims": "A claim reads whole runs: it is judged when the run has ended, on the reader's run alone, by its "
+              "checks with one_run true (the others set the manual's runs against one another or count them). "
+              "It is not_applicable when none of its checks is one_run, or when an enforced envelope fact of it has "
+              "other than exactly one value (its runs differ in it) or a value not the run's (not recorded counts as "
+              "a value). Otherwise each one_run check is evaluated by rules['check.' + check]: the claim is "
+              "undecided when a check lacks what it reads (a value not logged at any step it reads, a run.yaml "
+              "field absent, NaN or an infinity at a step it reads), else outside when a check fails, else inside. "
+              "A check with a reason is one a reader of the run's files cannot evaluate simply; the reason says why.",
+    "values": "A check's value per step: the metric (a list of metrics: their sum at the steps that log every one "
+              "of them) at each step of its step key (rules.steps), in step order; a name <series>.<field> is "
+              "field of the last record of each step in the run folder's lab/<series>.jsonl. steps: all; clean "
+              "(the heat rule's steps only, rules.heat_touched); auto: clean when any name is a time. No step "
+              "left: the check lacks its value. stat: median (the mean of the two middle values for an even "
+              "count), mean, min, max, first, last, sum.",
+    "interval": "An interval holds x when x is a finite number and: with strict true, low < x < high; else low - e "
+                "<= x <= high + e, where e = 1e-9 * max(1, |x|) when slack is true and low != high, else 0. A null "
+                "end is no limit.",
     "severity": "error: an item outside fails `manual watch` (exit 7) and a GitHub job; warning: reported only.",
     "version": "version changes when a field is removed or renamed, a field's meaning or a rule here changes, or "
                "a statistic is added; editions with the same version read alike. New optional fields do not "
                "change it.",
+    **{f"check.{kind}": text for kind, text in CHECK_RULES.items()},
 }
 
 # The setup a range or claim was measured on: (fact, run.yaml field, enforced). An enforced fact that differs
@@ -159,8 +248,17 @@ class RangeItem(_Strict):
     envelope: list[EnvelopeFact]
 
 
+class Interval(_Strict):
+    """What holds of a number a check computes: rules.interval."""
+
+    low: Finite | None = Field(description="the least value that holds; null: no least")
+    high: Finite | None = Field(description="the greatest value that holds; null: no greatest")
+    strict: bool = Field(description="true: low and high themselves do not hold (above, below)")
+    slack: bool = Field(description="true: rules.interval's hair of slack for binary floats applies")
+
+
 class ClaimCheck(_Strict):
-    check: Text = Field(description="the registered check (CONTRIBUTING.md lists each with its parameters)")
+    check: Text = Field(description="the registered check; rules['check.' + check] says how it is evaluated")
     says: Text = Field(description="the part of the caption it proves")
     parameters: dict[str, Any] = Field(description="its parameters as the chapter writes them, typed")
     tolerance: Text | None = Field(default=None,
@@ -168,6 +266,17 @@ class ClaimCheck(_Strict):
     edge: Finite | None = Field(default=None, description="the value at which it fails, on the manual's runs")
     headroom: Finite | None = Field(default=None, description="how far the manual's value is from edge, in unit")
     unit: Text | None = None
+    one_run: bool = Field(default=False, description="judged on a reader's run alone (rules.claims); false: it sets "
+                                                     "the manual's runs against one another, counts them, or reads "
+                                                     "no run")
+    reads: list[Text] = Field(default_factory=list, description="what it reads of a run: metric keys (as logged), "
+                                                                "run.yaml:<field>, lab/<file>, phases")
+    interval: Interval | None = Field(default=None, description="the comparison, this edition's words resolved")
+    first: Interval | None = Field(default=None, description="falls_from, rises_from: the first window's mean")
+    last: Interval | None = Field(default=None, description="falls_from, rises_from: the last window's mean")
+    window: int | None = Field(default=None, description="falls_from, rises_from: the values each window means")
+    reason: Text | None = Field(default=None, description="why a reader of the run's files cannot evaluate it "
+                                                          "simply (no rules['check.' + check]); null: it can")
 
 
 class ClaimItem(_Strict):
@@ -187,7 +296,7 @@ class ClaimItem(_Strict):
 class Contract(_Strict):
     schema_: Text = Field(default=SCHEMA_ID, alias="$schema", description="the JSON Schema this document fits")
     format: Literal["miles-manual-contract"]
-    version: Literal[2] = Field(description="rules.version says when it changes")
+    version: Literal[3] = Field(description="rules.version says when it changes")
     edition: Text
     edition_date: Text
     miles_commit: Text
@@ -355,12 +464,15 @@ def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
         for index, check in enumerate(block.checks):
             result = results[index] if index < len(results) else None
             margin = result.margin if result is not None else None
+            kind = str(check["check"])
+            one_run = bool(block.runs) and kind not in ACROSS_RUNS and not check.get("runs")
             checks.append(ClaimCheck(
-                check=str(check["check"]), says=str(check.get("says", "")),
+                check=kind, says=str(check.get("says", "")),
                 parameters=_typed({key: value for key, value in check.items() if key not in _PLACE}),
                 tolerance=result.expected if result is not None else None,
                 edge=_finite(margin.edge) if margin else None, headroom=_finite(margin.headroom) if margin else None,
-                unit=(margin.unit or None) if margin else None))
+                unit=(margin.unit or None) if margin else None, one_run=one_run, reads=_reads(check),
+                reason=NOT_SIMPLE.get(kind) if one_run else None, **_resolved(block, check)))
         items.append(ClaimItem(
             id=block.id, number=block.number, says=_shown(block.claim),
             source=f"{block.chapter_file}, fig {block.number}",
@@ -369,6 +481,63 @@ def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
             fraction=_finite(closest.fraction) if closest else None,
             envelope=envelope_of([configs[run] for run in block.runs if run in configs])))
     return items
+
+
+def _reads(check: Mapping[str, Any]) -> list[str]:
+    """What a check reads of a run, in the words of ClaimCheck.reads (sorted: byte-identical rebuilds)."""
+    from build_tools.readers import names_of
+
+    found: set[str] = set()
+    for key in ("metric", "parts", "whole", "left", "right", "value"):
+        value = check.get(key)
+        if isinstance(value, str) and (key != "value" or check["check"] == "step_rule"):
+            found |= {name if "/" in name or "." not in name else f"lab/{name.split('.', 1)[0]}.jsonl"
+                      for name in names_of(value)}
+        elif isinstance(value, list) and key != "value":
+            found |= set(names_of(value))
+    for key in ("field", "numerator", "denominator"):
+        value = check.get(key)
+        fields = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        found |= {f"run.yaml:{field}" for field in fields if key != "field" or check["check"].startswith("config")}
+    if check["check"] in ("gpu_count", "phase_order", "step_count", "held_by_one_side"):
+        found.add("phases")
+    if check["check"] == "heat_difference" or any(item.startswith("perf/") for item in found):
+        found |= {"phases", "lab/events.jsonl"}  # the heat rule (rules.heat_touched)
+    return sorted(found)
+
+
+def _resolved(block: FigureBlock, check: Mapping[str, Any]) -> dict[str, Any]:
+    """A check's comparison with this edition's words resolved (ClaimCheck.interval, first, last, window): the
+    intervals its registered function holds its numbers to, so a tool needs no words.yml."""
+    from build_tools.checking.checks import REGISTRY, Ctx, claim_numbers, validate
+    from build_tools.checking.checks._words import setting
+
+    kind = str(check["check"])
+    if kind not in REGISTRY:
+        return {}
+    params, _ = validate(dict(check), block, 1, block.prose)
+    binds = {text.lower() for text in params.get("binds") or ()}
+    ctx = Ctx(block, {}, {}, [token for token in claim_numbers(block.claim, block.prose) if token.text.lower() in binds])
+
+    def interval(word: str, value: float) -> Interval:
+        found = ctx.expect(word, value, params)
+        return Interval(low=_finite(found.low), high=_finite(found.high), strict=found.strict, slack=not found.strict)
+
+    if params.get("word") is not None and "value" in REGISTRY[kind].params and kind not in ("series_during",):
+        return {"interval": interval(params["word"], params["value"] if params["value"] is not None else 0.0)}
+    if kind in VALUE_KINDS:
+        return {"interval": interval({"rounds_to": "rounds"}.get(kind, kind), params["value"])}
+    if kind == "trend":
+        up = params["direction"] == "up"
+        bound = float(setting("goes_up", "min_slope", params) if up else setting("goes_down", "max_slope", params))
+        return {"interval": Interval(low=bound if up else None, high=None if up else bound, strict=True, slack=False)}
+    if kind == "jumps_around":
+        return {"interval": Interval(low=float(setting("jumps_around", "factor", params)), high=None, strict=False,
+                                     slack=False)}
+    if kind in ("falls_from", "rises_from"):
+        return {"window": int(setting("falls_from", "window", params)),
+                **{key: interval("about", params[key]) for key in ("first", "last") if params[key] is not None}}
+    return {}
 
 
 def _typed(value: Any) -> Any:

@@ -108,10 +108,8 @@ def _our_runs(layout: Layout, by_config: Any, ids: frozenset[str] = frozenset())
     return summarise_runs(layout.runs, layout.cache / "summaries", wanted=Wanted(ids, by_config=by_config))
 
 
-# Checks that compare the manual's runs with one another, or count them: they say nothing of one reader's run.
-# (`gain_within` reads the reference runs; `equal_at_step` needs two runs.)
-ACROSS_RUNS = {"ratio", "compare_runs", "paired_difference", "gain_within", "run_count", "runs_matching",
-               "equal_at_step"}
+# Checks that compare the manual's runs with one another, or count them (the contract's one_run says it too).
+ACROSS_RUNS = contract.ACROSS_RUNS
 
 
 def claims_on(layout: Layout, yours: RunSummary) -> list[ClaimOnYours]:
