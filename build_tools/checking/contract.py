@@ -140,7 +140,8 @@ RULES: dict[str, str] = {
               "field absent, NaN or an infinity at a step it reads), else outside when a check fails, else inside. "
               "A check with a reason is one a reader of the run's files cannot evaluate simply; the reason says why.",
     "values": "A check's value per step: the metric (a list of metrics: their sum at the steps that log every one "
-              "of them) at each step of its step key (rules.steps), in step order; a name <series>.<field> is "
+              "of them) at each step of its step key (train/ metrics: train/step, eval/: eval/step, others: rollout/step; "
+              "one step a rollout, so a step number names its rollout), in step order; a name <series>.<field> is "
               "field of the last record of each step in the run folder's lab/<series>.jsonl. steps: all; clean "
               "(the heat rule's steps only, rules.heat_touched); auto: clean when any name is a time. No step "
               "left: the check lacks its value. stat: median (the mean of the two middle values for an even "
