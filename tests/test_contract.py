@@ -19,7 +19,7 @@ def test_every_build_writes_a_contract_its_schema_admits(built_manual: Path) -> 
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema" and schema["$id"].endswith(
         "/contract.schema.json")
     assert {"format", "version", "rules", "ranges", "claims"} <= set(schema["required"])
-    assert document.format == "miles-manual-contract" and document.version == 2
+    assert document.format == "miles-manual-contract" and document.version == 3
     assert json.loads((site / contract.CONTRACT_FILE).read_text())["$schema"] == schema["$id"]
     # Every valued row of the Metrics page, and every figure with checks, is an item.
     spec = json.loads(json.dumps(__import__("yaml").safe_load((built_manual / "docs/data/metrics.yml").read_text())))

@@ -140,12 +140,12 @@ RULES: dict[str, str] = {
               "field absent, NaN or an infinity at a step it reads), else outside when a check fails, else inside. "
               "A check with a reason is one a reader of the run's files cannot evaluate simply; the reason says why.",
     "values": "A check's value per step: the metric (a list of metrics: their sum at the steps that log every one "
-              "of them) at each step of its step key (train/ metrics: train/step, eval/: eval/step, others: rollout/step; "
-              "one step a rollout, so a step number names its rollout), in step order; a name <series>.<field> is "
-              "field of the last record of each step in the run folder's lab/<series>.jsonl. steps: all; clean "
-              "(the heat rule's steps only, rules.heat_touched); auto: clean when any name is a time. No step "
-              "left: the check lacks its value. stat: median (the mean of the two middle values for an even "
-              "count), mean, min, max, first, last, sum.",
+              "of them) at each step of its step key (train/ metrics: train/step, eval/: eval/step, others: "
+              "rollout/step; one step a rollout, so a step number names its rollout), in step order; a name "
+              "<series>.<field> is field of the last record of each step in the run folder's lab/<series>.jsonl. "
+              "steps: all; clean (the heat rule's steps only, rules.heat_touched); auto: clean when any name is a "
+              "time. No step left: the check lacks its value. stat: median (the mean of the two middle values for "
+              "an even count), mean, min, max, first, last, sum.",
     "interval": "An interval holds x when x is a finite number and: with strict true, low < x < high; else low - e "
                 "<= x <= high + e, where e = 1e-9 * max(1, |x|) when slack is true and low != high, else 0. A null "
                 "end is no limit.",
@@ -518,7 +518,8 @@ def _resolved(block: FigureBlock, check: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     params, _ = validate(dict(check), block, 1, block.prose)
     binds = {text.lower() for text in params.get("binds") or ()}
-    ctx = Ctx(block, {}, {}, [token for token in claim_numbers(block.claim, block.prose) if token.text.lower() in binds])
+    bound = [token for token in claim_numbers(block.claim, block.prose) if token.text.lower() in binds]
+    ctx = Ctx(block, {}, {}, bound)
 
     def interval(word: str, value: float) -> Interval:
         found = ctx.expect(word, value, params)
