@@ -10,6 +10,7 @@ dashboard dump, the lab's recordings under lab/) or a bare dump.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import statistics
@@ -326,6 +327,101 @@ def check_heat_difference(run: Run, c: dict[str, Any], p: dict[str, Any]) -> boo
     return holds(stat_of(hot, p["stat"]) - stat_of(cool, p["stat"]), c["interval"])
 
 
+def events_of(run: Run, kind: str) -> list[dict[str, Any]]:
+    """rules.events: the run's events of one kind, in t0 order."""
+    path = run.folder / "lab" / "events.jsonl"
+    found = [event for event in _lines([path]) if event.get("kind") == kind] if path.is_file() else []
+    if not found:
+        raise Lacks(f"a {kind} event")
+    return sorted(found, key=lambda event: event["t0"])
+
+
+def span_of(run: Run, start: str, end: str) -> tuple[float, float]:
+    """rules.events: from the first start event's t0 to the t0 of the first end event not before it."""
+    t0 = events_of(run, start)[0]["t0"]
+    later = [event["t0"] for event in events_of(run, end) if event["t0"] >= t0]
+    if not later:
+        raise Lacks(f"a {end} event after the {start} event")
+    return float(t0), float(later[0])
+
+
+def series_of(run: Run, name: str, column: str) -> list[dict[str, Any]]:
+    """rules.series: lab/<name>.jsonl or .jsonl.gz in ts order; host_memory's used_frac; gpu_util from gpu_temp."""
+    lab = run.folder / "lab"
+    records: list[dict[str, Any]] = []
+    if (lab / f"{name}.jsonl").is_file():
+        records = _lines([lab / f"{name}.jsonl"])
+    elif (lab / f"{name}.jsonl.gz").is_file():
+        with gzip.open(lab / f"{name}.jsonl.gz", "rt", encoding="utf-8") as text:
+            records = [json.loads(line) for line in text if line.strip()]
+    if name == "host_memory":
+        for record in records:
+            record["used_frac"] = (record["total_kib"] - record["available_kib"]) / record["total_kib"]
+    if not any(record.get(column) is not None for record in records):
+        if name == "gpu_util" and column in ("util", "power_w"):
+            return series_of(run, "gpu_temp", column)
+        raise Lacks(f"the {name} series with {column}")
+    return sorted(records, key=lambda record: record["ts"])
+
+
+UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def check_event_span(run: Run, c: dict[str, Any], p: dict[str, Any]) -> bool:
+    t0, t1 = span_of(run, p["from"], p["to"])
+    return holds((t1 - t0) / UNITS[p["unit"]], c["interval"])
+
+
+def check_series_during(run: Run, c: dict[str, Any], p: dict[str, Any]) -> bool:
+    t0, t1 = span_of(run, p["from"], p["to"])
+    samples = [float(r[p["field"]]) for r in series_of(run, p["series"], p["field"]) if t0 <= r["ts"] <= t1]
+    if not samples:
+        raise Lacks("samples in the span")
+    return holds(min(samples) if p["word"] == "at_least" else max(samples), c["interval"])
+
+
+def check_series_at_event(run: Run, c: dict[str, Any], p: dict[str, Any]) -> bool:
+    t0 = events_of(run, p["event"])[0]["t0"]
+    before = [r for r in series_of(run, p["series"], p["field"]) if r["ts"] <= t0]
+    if not before:
+        raise Lacks("a sample before the event")
+    limit = config_number(run, p["at_least"]) if isinstance(p["at_least"], str) else float(p["at_least"])
+    return float(before[-1][p["field"]]) >= limit
+
+
+def check_held_by_one_side(run: Run, c: dict[str, Any], p: dict[str, Any]) -> bool:
+    held: dict[float, dict[str, float]] = {}
+    for record in series_of(run, "held_memory", "gib"):
+        sides = held.setdefault(record["ts"], {})
+        sides[record["side"]] = max(sides.get(record["side"], -math.inf), record["gib"])
+    sides = {side for at in held.values() for side in at}
+    skipped = [(ph["t0"], ph["t1"]) for ph in run.phases if ph["name"] in p["outside"]]
+    kept = [at for ts, at in held.items() if not any(t0 <= ts <= t1 for t0, t1 in skipped)]
+    holding = [{side for side in sides if at.get(side, 0.0) > p["holding_gib"]} for at in kept]
+    return (len(sides) >= 2 and all(len(h) <= p["at_most_sides"] for h in holding)
+            and all(any(side in h for h in holding) for side in sides))
+
+
+def check_phase_order(run: Run, c: dict[str, Any], p: dict[str, Any]) -> bool:
+    by_step: dict[int, dict[str, tuple[float, float]]] = {}
+    for phase in run.phases:  # in t0 order: the first of each name is kept
+        if phase.get("step") is not None and phase["rank"] in (0, -1):
+            by_step.setdefault(phase["step"], {}).setdefault(phase["name"], (phase["t0"], phase["t1"]))
+    if not by_step:
+        raise Lacks("steps with phases")
+    for edges in by_step.values():
+        for name, (start, end) in (p["spans"] or {}).items():
+            (a, a_edge), (b, b_edge) = start.split("."), end.split(".")
+            if a in edges and b in edges:
+                edges[name] = (edges[a][a_edge == "t1"], edges[b][b_edge == "t1"])
+        spans = [edges.get(name) for name in p["order"]]
+        if any(span is None or span[1] <= span[0] for span in spans):
+            return False
+        if any(x[1] > y[0] + 1e-6 for x, y in zip(spans, spans[1:], strict=False)):  # type: ignore[index]
+            return False
+    return True
+
+
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "above": lambda a, b: a > b, "below": lambda a, b: a < b, "equal": lambda a, b: a == b,
     "at_least": lambda a, b: a >= b, "at_most": lambda a, b: a <= b}
@@ -365,6 +461,11 @@ CHECKS: dict[str, Callable[[Run, dict[str, Any], dict[str, Any]], bool]] = {
     "heat_difference": check_heat_difference,
     "count_steps": check_count_steps,
     "step_rule": check_step_rule,
+    "phase_order": check_phase_order,
+    "event_span": check_event_span,
+    "series_during": check_series_during,
+    "series_at_event": check_series_at_event,
+    "held_by_one_side": check_held_by_one_side,
 }
 
 

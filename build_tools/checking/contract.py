@@ -72,24 +72,32 @@ CHECK_RULES: dict[str, str] = {
                    "at_least >=, at_most <=). The number of steps where it holds must be: all of them (count "
                    "every), none (none), or exactly count; and when of is given, the number of steps compared "
                    "must be of.",
+    "phase_order": "At each step that has phases of rank 0 or -1 (rules.steps; no such step: the check lacks it): "
+                   "the first of them of each name (least t0) gives that name's (t0, t1); each name of spans, "
+                   "[<phase>.t0|t1, <phase>.t0|t1], gives (the first edge, the second) where both phases are there. "
+                   "Holds when at every step each name of order has a span with t1 > t0, and each ends no later "
+                   "than the next one in order starts, plus 1e-6 s.",
+    "event_span": "The span from the event kind from to the kind to (rules.events), in unit (s; min: 60 s; h: 3600 "
+                  "s), must lie in interval.",
+    "series_during": "The samples of series (rules.series) with ts from the start of the span from from to to "
+                     "(rules.events) to its end, both included (none: the check lacks it): with word at_least "
+                     "their least value of field, else their greatest, must lie in interval.",
+    "series_at_event": "The first event of kind event (rules.events; none: the check lacks it); the last sample of "
+                       "series (rules.series) with ts <= its t0 (none: the check lacks it): its field must be at "
+                       "least at_least (a number, or the value of that run.yaml field).",
+    "held_by_one_side": "The series held_memory (rules.series): at each ts, each side's greatest gib (a side "
+                        "without a sample at that ts: 0). Samples whose ts lies within [t0, t1] of any closed phase "
+                        "(rules.steps, any rank) named in outside are left out. A side holds at a sample when its "
+                        "gib > holding_gib. Holds when at no sample left more than at_most_sides sides hold, every "
+                        "side (of all samples) holds at some sample left, and there are at least two sides.",
     "step_rule": "At each step (all steps) with both metric and value: value must equal then when metric <= "
                  "at_most, else otherwise; every step must hold (no such step: the check lacks it).",
 }
 
 
-# Checks a reader of the run's files cannot evaluate simply in this version: why (ClaimCheck.reason).
-NOT_SIMPLE: dict[str, str] = {
-    "phase_order": "it reads the order of every step's phases, with phases made from the edges of others (spans), "
-                   "and the step-marking of phases that opened in one hour file and closed in another",
-    "event_span": "it reads the time between lab events, where Miles' own end records and an engine's death "
-                  "bound the job: the rules for which records end a job are not written here",
-    "series_during": "it reads a sampled series (GPU utilisation from gpu_util or the lab's recording) between two "
-                     "events, resampled as the summary does: not written here",
-    "series_at_event": "it reads the host memory series (lab/host_memory.jsonl.gz) as a used share the summary "
-                       "derives from its fields, at an event, against a run.yaml limit: not written here",
-    "held_by_one_side": "it reads the held memory series per side against the hand-off phases' intervals: not "
-                        "written here",
-}
+# Checks a reader of the run's files cannot evaluate simply, and why (ClaimCheck.reason): none in this version,
+# every kind a claim judges on one run has its rule (CHECK_RULES). A kind added without one is named here.
+NOT_SIMPLE: dict[str, str] = {}
 
 # Checks that compare the manual's runs with one another, or count them: they say nothing of one reader's run.
 # (`gain_within` reads the reference runs; `equal_at_step` needs two runs.)
@@ -146,6 +154,13 @@ RULES: dict[str, str] = {
               "steps: all; clean (the heat rule's steps only, rules.heat_touched); auto: clean when any name is a "
               "time. No step left: the check lacks its value. stat: median (the mean of the two middle values for "
               "an even count), mean, min, max, first, last, sum.",
+    "events": "The run's events are the records (kind, t0, t1) of the run folder's lab/events.jsonl, in t0 order. "
+              "The span from kind A to kind B runs from the t0 of the first A to the t0 of the first B whose t0 is "
+              "not before it (no such A or B: a check that reads it lacks it).",
+    "series": "A sampled series <name> is the records of the run folder's lab/<name>.jsonl or lab/<name>.jsonl.gz "
+              "(gzip), in ts order; host_memory's used_frac is (total_kib - available_kib) / total_kib. gpu_util's "
+              "util and power_w, when the run has no gpu_util series with the field, are lab/gpu_temp's. No "
+              "series, or none with the field: a check that reads it lacks it.",
     "interval": "An interval holds x when x is a finite number and: with strict true, low < x < high; else low - e "
                 "<= x <= high + e, where e = 1e-9 * max(1, |x|) when slack is true and low != high, else 0. A null "
                 "end is no limit.",
@@ -502,6 +517,12 @@ def _reads(check: Mapping[str, Any]) -> list[str]:
         found |= {f"run.yaml:{field}" for field in fields if key != "field" or check["check"].startswith("config")}
     if check["check"] in ("gpu_count", "phase_order", "step_count", "held_by_one_side"):
         found.add("phases")
+    if check["check"] in ("event_span", "series_during", "series_at_event"):
+        found.add("lab/events.jsonl")
+    if check["check"] in ("series_during", "series_at_event", "held_by_one_side"):
+        found.add(f"lab/{check.get('series') or 'held_memory'}")
+    if check["check"] == "series_at_event" and isinstance(check.get("at_least"), str):
+        found.add(f"run.yaml:{check['at_least']}")
     if check["check"] == "heat_difference" or any(item.startswith("perf/") for item in found):
         found |= {"phases", "lab/events.jsonl"}  # the heat rule (rules.heat_touched)
     return sorted(found)
@@ -525,7 +546,12 @@ def _resolved(block: FigureBlock, check: Mapping[str, Any]) -> dict[str, Any]:
         found = ctx.expect(word, value, params)
         return Interval(low=_finite(found.low), high=_finite(found.high), strict=found.strict, slack=not found.strict)
 
-    if params.get("word") is not None and "value" in REGISTRY[kind].params and kind not in ("series_during",):
+    if kind == "series_during":
+        bound = float(setting("idle", "at_most", params) if params["word"] == "idle" else params["value"])
+        above = params["word"] == "at_least"
+        return {"interval": Interval(low=bound if above else None, high=None if above else bound, strict=False,
+                                     slack=False)}
+    if params.get("word") is not None and "value" in REGISTRY[kind].params:
         return {"interval": interval(params["word"], params["value"] if params["value"] is not None else 0.0)}
     if kind in VALUE_KINDS:
         return {"interval": interval({"rounds_to": "rounds"}.get(kind, kind), params["value"])}
