@@ -539,8 +539,8 @@ def _resolved(block: FigureBlock, check: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     params, _ = validate(dict(check), block, 1, block.prose)
     binds = {text.lower() for text in params.get("binds") or ()}
-    bound = [token for token in claim_numbers(block.claim, block.prose) if token.text.lower() in binds]
-    ctx = Ctx(block, {}, {}, bound)
+    tokens = [token for token in claim_numbers(block.claim, block.prose) if token.text.lower() in binds]
+    ctx = Ctx(block, {}, {}, tokens)
 
     def interval(word: str, value: float) -> Interval:
         found = ctx.expect(word, value, params)
