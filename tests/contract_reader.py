@@ -422,6 +422,13 @@ def check_phase_order(run: Run, c: dict[str, Any], p: dict[str, Any]) -> bool:
     return True
 
 
+def check_repeats_identical(run: Run, c: dict[str, Any], p: dict[str, Any]) -> bool:
+    answers: dict[Any, set[str]] = {}
+    for record in series_of(run, "repeat_probe", "output_sha256"):
+        answers.setdefault(record["probe"], set()).add(record["output_sha256"])
+    return all(len(found) == 1 for found in answers.values()) == p["identical"]
+
+
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "above": lambda a, b: a > b, "below": lambda a, b: a < b, "equal": lambda a, b: a == b,
     "at_least": lambda a, b: a >= b, "at_most": lambda a, b: a <= b}
@@ -466,6 +473,7 @@ CHECKS: dict[str, Callable[[Run, dict[str, Any], dict[str, Any]], bool]] = {
     "series_during": check_series_during,
     "series_at_event": check_series_at_event,
     "held_by_one_side": check_held_by_one_side,
+    "repeats_identical": check_repeats_identical,
 }
 
 

@@ -4,7 +4,7 @@ versioned JSON document (site/contract.json) with a published JSON Schema (site/
 The schema is generated from the pydantic model below, and validation is the model: the build writes the
 document only through `Contract.model_validate`, so a document that does not fit its schema is never written.
 `manual watch` and `manual compare` evaluate it, and so can any tool: RULES, written into every document, says
-how each item is judged, in words a tool can follow without this code (tests/commands/contract_reader.py does).
+how each item is judged, in words a tool can follow without this code (tests/contract_reader.py does).
 """
 
 from __future__ import annotations
@@ -90,14 +90,20 @@ CHECK_RULES: dict[str, str] = {
                         "(rules.steps, any rank) named in outside are left out. A side holds at a sample when its "
                         "gib > holding_gib. Holds when at no sample left more than at_most_sides sides hold, every "
                         "side (of all samples) holds at some sample left, and there are at least two sides.",
+    "repeats_identical": "The series repeat_probe (rules.series, field output_sha256), grouped by probe: with "
+                         "identical true, every probe's records must have one output_sha256; with false, some "
+                         "probe's must have more than one.",
     "step_rule": "At each step (all steps) with both metric and value: value must equal then when metric <= "
                  "at_most, else otherwise; every step must hold (no such step: the check lacks it).",
 }
 
 
-# Checks a reader of the run's files cannot evaluate simply, and why (ClaimCheck.reason): none in this version,
-# every kind a claim judges on one run has its rule (CHECK_RULES). A kind added without one is named here.
-NOT_SIMPLE: dict[str, str] = {}
+# Checks a reader of the run's files cannot evaluate from them, and why (ClaimCheck.reason). Every other kind of
+# check has its rule (CHECK_RULES) or compares runs (ACROSS_RUNS); one added with neither gets NO_RULE as its reason.
+NOT_SIMPLE: dict[str, str] = {
+    "table_rows": "it reads the manual's own data tables (docs/data/<table>.yml), not the run",
+}
+NO_RULE = "no rule for this kind of check is written in this version of the contract"
 
 # Checks that compare the manual's runs with one another, or count them: they say nothing of one reader's run.
 # (`gain_within` reads the reference runs; `equal_at_step` needs two runs.)
@@ -488,7 +494,7 @@ def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
                 tolerance=result.expected if result is not None else None,
                 edge=_finite(margin.edge) if margin else None, headroom=_finite(margin.headroom) if margin else None,
                 unit=(margin.unit or None) if margin else None, one_run=one_run, reads=_reads(check),
-                reason=NOT_SIMPLE.get(kind) if one_run else None, **_resolved(block, check)))
+                reason=_reason(kind) if one_run else None, **_resolved(block, check)))
         items.append(ClaimItem(
             id=block.id, number=block.number, says=_shown(block.claim),
             source=f"{block.chapter_file}, fig {block.number}",
@@ -497,6 +503,11 @@ def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
             fraction=_finite(closest.fraction) if closest else None,
             envelope=envelope_of([configs[run] for run in block.runs if run in configs])))
     return items
+
+
+def _reason(kind: str) -> str | None:
+    """Why a reader cannot evaluate a check judged on one run (ClaimCheck.reason); None when a rule says how."""
+    return NOT_SIMPLE.get(kind) or (None if kind in CHECK_RULES else NO_RULE)
 
 
 def _reads(check: Mapping[str, Any]) -> list[str]:
