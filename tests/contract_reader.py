@@ -129,11 +129,11 @@ def equal(value: Any, allowed: Any) -> bool:
     return bool(value == allowed)
 
 
-def field_of(setup: dict[str, Any], dotted: str) -> Any:
+def field_of(setup: dict[str, Any], dotted: str, absent: Any = None) -> Any:
     node: Any = setup
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
-            return None
+            return absent
         node = node[part]
     return node
 
@@ -303,9 +303,12 @@ def check_windows(falls: bool) -> Callable[[Run, dict[str, Any], dict[str, Any]]
     return check
 
 
+ABSENT = object()
+
+
 def check_config_equals(run: Run, c: dict[str, Any], p: dict[str, Any]) -> bool:
-    value = field_of(run.setup, p["field"])
-    if value is None:
+    value = field_of(run.setup, p["field"], ABSENT)
+    if value is ABSENT:  # absent lacks it; null is a value (rules["check.config_equals"])
         raise Lacks(f"{p['field']} in run.yaml")
     if isinstance(value, bool) or isinstance(p["value"], bool):
         return value is p["value"]
@@ -499,13 +502,16 @@ def judge_claim(claim: dict[str, Any], run: Run) -> Verdict | None:
     checks = [check for check in claim["checks"] if check["one_run"]]
     if any(check["reason"] is not None for check in checks):
         return None
-    lacking, failing = False, False
-    for check in checks:
-        try:
-            failing |= not CHECKS[check["check"]](run, check, check["parameters"])
-        except Lacks:
-            lacking = True
-    return "undecided" if lacking else "outside" if failing else "inside"
+    results = [check_result(check, run) for check in checks]
+    return "undecided" if "lacks" in results else "outside" if "fail" in results else "inside"
+
+
+def check_result(check: dict[str, Any], run: Run) -> str:
+    """One check on one run by its rule: pass, fail, or lacks (the run lacks what it reads)."""
+    try:
+        return "pass" if CHECKS[check["check"]](run, check, check["parameters"]) else "fail"
+    except Lacks:
+        return "lacks"
 
 
 def read(contract: Path, folder: Path) -> dict[str, Verdict | None]:

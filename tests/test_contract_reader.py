@@ -110,3 +110,43 @@ def test_the_heat_rule_decides_a_median_as_watch_and_compare_do(built_manual: Pa
     assert sorted(read.touched) == [1, 3, 5, 7, 9, 11]
     read.touched = set()  # the rule ignored: every step's median
     assert contract_reader.judge_range(item, read) == "outside"
+
+
+def test_each_check_by_its_rule_gives_the_registry_s_result_on_every_run(built_manual: Path) -> None:
+    """Finer than a claim's verdict (where one failing check hides another): every check of every claim that has a
+    written rule, on each of the 20 example runs alone, gives by the reader what the registered check gives (pass,
+    fail, or the run lacks what it reads), the checks a claim makes of named runs (`runs:`, such as
+    repeats_identical) included."""
+    from build_tools.checking import blocks as blocks_stage
+    from build_tools.checking.checks import evaluate, validate
+    from build_tools.commands import compare
+    from build_tools.core._layout import Layout
+    from build_tools.core._types import FigureBlock
+
+    layout = Layout(built_manual)
+    document = json.loads((built_manual / "site" / "contract.json").read_text(encoding="utf-8"))
+    blocks = {block.id: block for block in blocks_stage.read_blocks(layout.docs, layout.figures_src, pages=False)}
+    tables = blocks_stage.load_tables(layout.data)
+    runs = sorted(path.name for path in (built_manual / "runs").iterdir() if (path / "dashboard").is_dir())
+    ours = compare._our_runs(layout, None, frozenset(runs))
+    read = {run: contract_reader.read_run(built_manual / "runs" / run) for run in runs}
+    results: dict[str, set[str]] = {}
+    for claim in document["claims"]:
+        block = blocks[claim["id"]]
+        for index, check in enumerate(claim["checks"]):
+            if f"check.{check['check']}" not in document["rules"]:
+                continue
+            params = {key: value for key, value in block.checks[index].items() if key != "runs"}
+            for run in runs:
+                alone = FigureBlock(**{**block.__dict__, "runs": (run,), "checks": ()})
+                found = evaluate(validate(params, alone, 1)[0], alone, {run: ours[run]}, tables, block.prose)
+                theirs = "lacks" if found.status == "fail" and found.observed is None else found.status
+                assert contract_reader.check_result(check, read[run]) == theirs, (claim["id"], check["check"], run,
+                                                                                 theirs, found.message)
+                results.setdefault(check["check"], set()).add(theirs)
+    # Every check passes somewhere; 11 kinds also fail on some run and 9 find a run lacking what they read.
+    assert all("pass" in found for found in results.values())
+    assert sum("fail" in found for found in results.values()) >= 11, results
+    assert sum("lacks" in found for found in results.values()) >= 9, results
+    used = {check["check"] for claim in document["claims"] for check in claim["checks"]}
+    assert set(results) == {kind for kind in used if f"check.{kind}" in document["rules"]}

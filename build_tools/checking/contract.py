@@ -61,7 +61,7 @@ CHECK_RULES: dict[str, str] = {
     "gpu_count": "The number of distinct (node, gpu) pairs over the run's closed phases (rules.steps; each phase's "
                  "node and each of its gpus) equals count.",
     "config_equals": "The run's value of field (dotted, run.yaml) equals value, compared as rules.envelope compares "
-                     "(absent: the check lacks it).",
+                     "(absent: the check lacks it; null is a value, equal only to null).",
     "config_ratio": "The product of the numerator fields over the product of the denominator fields times "
                     "denominator_scale (each a run.yaml field, as a number) must lie in interval.",
     "heat_difference": "The values of metric at every step (steps all), split by rules.heat_touched: the statistic "
