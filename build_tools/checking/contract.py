@@ -282,7 +282,8 @@ class Interval(_Strict):
 class ClaimCheck(_Strict):
     check: Text = Field(description="the registered check; rules['check.' + check] says how it is evaluated")
     says: Text = Field(description="the part of the caption it proves")
-    parameters: dict[str, Any] = Field(description="its parameters as the chapter writes them, typed")
+    parameters: dict[str, Any] = Field(description="its parameters as the chapter writes them, typed, the "
+                                                   "registry's defaults filled in (null: not given)")
     tolerance: Text | None = Field(default=None,
                                    description="what holds, with its tolerance, in words (this edition)")
     edge: Finite | None = Field(default=None, description="the value at which it fails, on the manual's runs")
@@ -322,7 +323,8 @@ class Contract(_Strict):
     edition: Text
     edition_date: Text
     miles_commit: Text
-    rules: dict[str, Text] = Field(description="how every item is judged, in words")
+    rules: dict[str, Text] = Field(description="how every item is judged, in words; check.<kind>: how a claim's "
+                                               "check of that kind is evaluated on one run")
     ranges: list[RangeItem]
     claims: list[ClaimItem]
 
