@@ -480,15 +480,33 @@ CHECKS: dict[str, Callable[[Run, dict[str, Any], dict[str, Any]], bool]] = {
 }
 
 
-def claim_applies(claim: dict[str, Any], setup: dict[str, Any]) -> bool:
-    """rules.claims: some check is one_run, and every enforced fact has exactly one value, the run's."""
+def gpus_shown(run: Run) -> set[tuple[str, int]]:
+    """rules.gpus: the (node, gpu) pairs of the closed phases, of gpu_util samples with node and gpu, and of the
+    dump's topology.jsonl engines."""
+    gpus = {(str(phase["node"]), int(gpu)) for phase in run.phases for gpu in phase["gpus"]}
+    try:
+        gpus |= {(str(r["node"]), int(r["gpu"])) for r in series_of(run, "gpu_util", "gpu") if "node" in r}
+    except Lacks:
+        pass
+    for record in _stream(dump_of(run.folder), "topology"):
+        for engine in record.get("engines") or []:
+            gpus |= {(str(pair[0]), int(pair[1])) for pair in engine.get("gpus") or [] if len(pair) == 2}
+    return gpus
+
+
+def claim_applies(claim: dict[str, Any], run: Run) -> bool:
+    """rules.claims: some check is one_run, every enforced fact has exactly one value, the run's, and the run's
+    numbers of GPUs and nodes are its runs' (where it shows GPUs)."""
     if not any(check["one_run"] for check in claim["checks"]):
         return False
     for fact in claim["envelope"]:
-        if fact["enforced"] and (len(fact["values"]) != 1 or not _same(field_of(setup, fact["field"]),
+        if fact["enforced"] and (len(fact["values"]) != 1 or not _same(field_of(run.setup, fact["field"]),
                                                                          fact["values"][0])):
             return False
-    return True
+    gpus = gpus_shown(run)
+    nodes = {node for node, _ in gpus}
+    return not gpus or ((not claim["gpus"] or claim["gpus"] == [len(gpus)])
+                        and (not claim["nodes"] or claim["nodes"] == [len(nodes)]))
 
 
 def _same(value: Any, allowed: Any) -> bool:
@@ -497,7 +515,7 @@ def _same(value: Any, allowed: Any) -> bool:
 
 def judge_claim(claim: dict[str, Any], run: Run) -> Verdict | None:
     """rules.claims; None where a check has a reason (a reader of the files cannot evaluate it simply)."""
-    if not claim_applies(claim, run.setup):
+    if not claim_applies(claim, run):
         return "not_applicable"
     checks = [check for check in claim["checks"] if check["one_run"]]
     if any(check["reason"] is not None for check in checks):

@@ -149,7 +149,9 @@ RULES: dict[str, str] = {
               "checks with one_run true (the others set the manual's runs against one another or count them). "
               "It is not_applicable when none of its checks is one_run, or when an enforced envelope fact of it has "
               "other than exactly one value (its runs differ in it) or a value not the run's (not recorded counts as "
-              "a value). Otherwise each one_run check is evaluated by rules['check.' + check]: the claim is "
+              "a value), or when the run shows GPUs (rules.gpus) and gpus is neither empty nor exactly [its "
+              "number of GPUs], or nodes neither empty nor exactly [its number of nodes]. Otherwise each one_run "
+              "check is evaluated by rules['check.' + check]: the claim is "
               "undecided when a check lacks what it reads (a value not logged at any step it reads, a run.yaml "
               "field absent, NaN or an infinity at a step it reads), else outside when a check fails, else inside. "
               "A check with a reason is one a reader of the run's files cannot evaluate simply; the reason says why.",
@@ -167,6 +169,10 @@ RULES: dict[str, str] = {
               "(gzip), in ts order; host_memory's used_frac is (total_kib - available_kib) / total_kib. gpu_util's "
               "util and power_w, when the run has no gpu_util series with the field, are lab/gpu_temp's. No "
               "series, or none with the field: a check that reads it lacks it.",
+    "gpus": "The GPUs a run shows: the (node, gpu) pairs of its closed phases (rules.steps; each phase's node with "
+            "each of its gpus), of the samples of its series gpu_util (rules.series) that carry node and gpu, and "
+            "of its dump's topology.jsonl (each engine's gpus, [node, gpu] pairs); its nodes, their distinct "
+            "nodes.",
     "interval": "An interval holds x when x is a finite number and: with strict true, low < x < high; else low - e "
                 "<= x <= high + e, where e = 1e-9 * max(1, |x|) when slack is true and low != high, else 0. A null "
                 "end is no limit.",
@@ -314,6 +320,9 @@ class ClaimItem(_Strict):
     headroom: Finite | None = Field(default=None, description="the closest check's headroom in this edition")
     fraction: Finite | None = Field(default=None, description="that headroom over the tolerance's half-width")
     envelope: list[EnvelopeFact]
+    gpus: list[int] = Field(default_factory=list, description="the numbers of GPUs (rules.gpus) its runs show, "
+                                                              "of those that show any (rules.claims)")
+    nodes: list[int] = Field(default_factory=list, description="the numbers of nodes they show, likewise")
 
 
 class Contract(_Strict):
@@ -472,7 +481,8 @@ _PLACE = ("check", "says", "binds")
 
 
 def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
-                configs: Mapping[str, Mapping[str, Any]]) -> list[ClaimItem]:
+                configs: Mapping[str, Mapping[str, Any]],
+                summaries: Mapping[str, RunSummary] | None = None) -> list[ClaimItem]:
     """One item per figure with a claim: its checks with their parameters, this edition's margins, its envelope."""
     from build_tools.checking.checks._margin import worst
 
@@ -497,14 +507,25 @@ def claim_items(blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
                 edge=_finite(margin.edge) if margin else None, headroom=_finite(margin.headroom) if margin else None,
                 unit=(margin.unit or None) if margin else None, one_run=one_run, reads=_reads(check),
                 reason=_reason(kind) if one_run else None, **_resolved(block, check)))
+        machines = _machines([run for name, run in (summaries or {}).items() if name in block.runs])
         items.append(ClaimItem(
             id=block.id, number=block.number, says=_shown(block.claim),
             source=f"{block.chapter_file}, fig {block.number}",
             link=f"{Path(block.chapter_file).stem}.html#{block.id}", severity="error", checks=checks,
             headroom=_finite(closest.headroom) if closest else None,
             fraction=_finite(closest.fraction) if closest else None,
-            envelope=envelope_of([configs[run] for run in block.runs if run in configs])))
+            envelope=envelope_of([configs[run] for run in block.runs if run in configs]),
+            gpus=machines["gpus"], nodes=machines["nodes"]))
     return items
+
+
+def _machines(runs: Sequence[RunSummary]) -> dict[str, list[int]]:
+    """The numbers of GPUs and of nodes a claim's runs show (rules.gpus), of those that show any, sorted."""
+    from build_tools.readers import gpus_of
+
+    shown = [gpus for gpus in (gpus_of(run) for run in runs) if gpus]
+    return {"gpus": sorted({len(gpus) for gpus in shown}),
+            "nodes": sorted({len({node for node, _ in gpus}) for gpus in shown})}
 
 
 def _reason(kind: str) -> str | None:
@@ -600,9 +621,10 @@ def build_contract(stamp: Stamp, spec: Mapping[str, Any], runs: Mapping[str, met
                    blocks: Sequence[FigureBlock], verdicts: Sequence[ClaimVerdict],
                    rules: Sequence[Rule] = ()) -> Contract:
     configs = {run_id: run.config for run_id, run in runs.items()}
+    summaries = {run_id: run for run_id, run in runs.items() if isinstance(run, RunSummary)}
     # validation is the model: the schema is generated from it
     return contract_of(stamp.edition, stamp.date, stamp.commit, range_items(spec, runs, rules),
-                       claim_items(blocks, verdicts, configs))
+                       claim_items(blocks, verdicts, configs, summaries))
 
 
 def contract_of(edition: str, edition_date: str, miles_commit: str, ranges: Sequence[RangeItem],

@@ -27,7 +27,7 @@ from build_tools.ingest.axes import join_of_summary
 from build_tools.ingest.sources._common import RENAMED
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import number
-from build_tools.readers import config_value, events_of, table_of
+from build_tools.readers import config_value, events_of, gpus_of, table_of
 from build_tools.summarise import metric_rows
 from build_tools.summarise.summary import Wanted, summarise, summarise_runs
 
@@ -194,20 +194,6 @@ def _setup_differences(ours: list[RunSummary], yours: RunSummary) -> list[str]:
             lines.append(f"{what}: yours is {count(yours)}, the manual's runs have "
                          f"{' or '.join(str(c) for c in our_counts)}")
     return lines
-
-
-def gpus_of(run: RunSummary) -> set[tuple[str, int]]:
-    """Every (node, GPU) the run shows: the phases' GPUs, the GPU samples, the engines of the topology."""
-    gpus = {(str(node), int(gpu)) for node, gpu in run.facts.get("gpus_used") or []}
-    util = run.series.get("gpu_util")
-    if util is not None and len(util) and {"node", "gpu"} <= set(util.columns):
-        gpus |= {(str(node), int(gpu)) for node, gpu in zip(util["node"], util["gpu"], strict=True)}
-    topology = run.series.get("topology")
-    if topology is not None and "engines" in topology.columns:
-        for engines in topology["engines"]:
-            for engine in engines if isinstance(engines, list) else []:
-                gpus |= {(str(pair[0]), int(pair[1])) for pair in engine.get("gpus") or [] if len(pair) == 2}
-    return gpus
 
 
 def _gpu_count(run: RunSummary) -> int:
