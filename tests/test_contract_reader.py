@@ -173,3 +173,19 @@ def test_checks_no_example_run_breaks_fail_alike_on_a_broken_run(built_manual: P
         (item, theirs[item], by_compare[item], by_watch[item]) for item in theirs
         if not theirs[item] == by_compare[item] == by_watch[item]]
     assert (theirs["fig-step-phases"], theirs["fig-step-shares"]) == ("outside", "outside")
+
+
+def test_a_run_on_more_gpus_than_a_claim_s_runs_is_not_judged_by_it(built_manual: Path) -> None:
+    """A run that shows two GPUs (tests/samples/claims-broken/det-triton-two-gpus): `compare` and `watch` judge no
+    claim on it, and by the contract's rules.claims (each claim's gpus and nodes) the reader neither; without that
+    rule it would judge some."""
+    contract = built_manual / "site" / "contract.json"
+    run = Path(__file__).parent / "samples" / "claims-broken" / "det-triton-two-gpus"
+    theirs, by_compare, by_watch = _verdicts(run, contract, built_manual)
+    assert all(theirs[item] == by_compare[item] == by_watch[item] for item in theirs)
+    document = json.loads(contract.read_text(encoding="utf-8"))
+    assert {theirs[claim["id"]] for claim in document["claims"]} == {"not_applicable"}
+    read = contract_reader.read_run(run)
+    assert len(contract_reader.gpus_shown(read)) == 2
+    blind = [{**claim, "gpus": [], "nodes": []} for claim in document["claims"]]  # the rule ignored
+    assert {contract_reader.judge_claim(claim, read) for claim in blind} > {"not_applicable"}
