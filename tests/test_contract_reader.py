@@ -189,3 +189,5 @@ def test_a_run_on_more_gpus_than_a_claim_s_runs_is_not_judged_by_it(built_manual
     assert len(contract_reader.gpus_shown(read)) == 2
     blind = [{**claim, "gpus": [], "nodes": []} for claim in document["claims"]]  # the rule ignored
     assert {contract_reader.judge_claim(claim, read) for claim in blind} > {"not_applicable"}
+    # Its checks, each on the run alone, still agree with the registry: gpu_count (1) fails by both.
+    assert _each_check(built_manual, {run.name: run})["fig-step-phases gpu_count"] == {"fail"}
