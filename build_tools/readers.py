@@ -289,3 +289,17 @@ def start_ts(run: RunSummary) -> float:
     """The run's start, the origin of its time axes."""
     start = run.facts.get("start_ts", math.nan)
     return float(start) if start is not None and not math.isnan(start) else float(run.phases["t0"].min())
+
+
+def gpus_of(run: RunSummary) -> set[tuple[str, int]]:
+    """Every (node, GPU) the run shows: the phases' GPUs, the GPU samples, the engines of the topology."""
+    gpus = {(str(node), int(gpu)) for node, gpu in run.facts.get("gpus_used") or []}
+    util = run.series.get("gpu_util")
+    if util is not None and len(util) and {"node", "gpu"} <= set(util.columns):
+        gpus |= {(str(node), int(gpu)) for node, gpu in zip(util["node"], util["gpu"], strict=True)}
+    topology = run.series.get("topology")
+    if topology is not None and "engines" in topology.columns:
+        for engines in topology["engines"]:
+            for engine in engines if isinstance(engines, list) else []:
+                gpus |= {(str(pair[0]), int(pair[1])) for pair in engine.get("gpus") or [] if len(pair) == 2}
+    return gpus

@@ -19,7 +19,7 @@ def test_every_build_writes_a_contract_its_schema_admits(built_manual: Path) -> 
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema" and schema["$id"].endswith(
         "/contract.schema.json")
     assert {"format", "version", "rules", "ranges", "claims"} <= set(schema["required"])
-    assert document.format == "miles-manual-contract" and document.version == 2
+    assert document.format == "miles-manual-contract" and document.version == 3
     assert json.loads((site / contract.CONTRACT_FILE).read_text())["$schema"] == schema["$id"]
     # Every valued row of the Metrics page, and every figure with checks, is an item.
     spec = json.loads(json.dumps(__import__("yaml").safe_load((built_manual / "docs/data/metrics.yml").read_text())))
@@ -58,3 +58,17 @@ def test_the_metrics_page_links_the_contract_and_its_schema(built_manual: Path) 
     page = (built_manual / "site" / "06-metrics.html").read_text(encoding="utf-8")
     assert 'href="contract.json"' in page and 'href="contract.schema.json"' in page
     assert "Its <code>version</code> changes when a field is removed or renamed" in page
+
+
+def test_every_registered_kind_of_check_has_a_rule_or_says_why_not() -> None:
+    """Derived from the registry: a kind of check a claim may judge one run by has its written rule
+    (rules['check.<kind>']), or it compares the manual's runs (never judged on one), or the contract says why a
+    reader cannot evaluate it; never two of these, and a kind added with none gets NO_RULE as its reason."""
+    from build_tools.checking.checks import REGISTRY
+
+    for kind in REGISTRY:
+        homes = [kind in contract.CHECK_RULES, kind in contract.ACROSS_RUNS, kind in contract.NOT_SIMPLE]
+        assert homes.count(True) == 1, (kind, homes)
+        assert contract.RULES.get(f"check.{kind}") == contract.CHECK_RULES.get(kind)
+    assert set(contract.CHECK_RULES) <= set(REGISTRY)
+    assert contract._reason("a-kind-with-no-rule") == contract.NO_RULE

@@ -348,7 +348,7 @@ def test_ctrl_c_ends_a_watch_beside_a_fifo(tmp_path: Path) -> None:
     _, err = watcher.communicate(timeout=GUARD_S)
     assert watcher.returncode == 0
     assert err.splitlines() == [f"WARNING {folder}/meta.json: {FIFO}{REFUSED}",
-                                "Watched job against the manual's edition test (contract version 2): 1 rollout step "
+                                "Watched job against the manual's edition test (contract version 3): 1 rollout step "
                                 "(0 to 0); ended: Ctrl-C",
                                 "0 went outside, 1 inside, 0 undecided, 0 not applicable",
                                 "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]

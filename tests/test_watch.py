@@ -344,7 +344,7 @@ def test_ctrl_c_ends_the_watch_with_a_summary(folder: Path) -> None:
     out, err = watcher.communicate(timeout=GUARD_S)
     assert watcher.returncode == 0 and "Traceback" not in err
     assert err.splitlines()[:3] == [
-        "Watched r against the manual's edition test (contract version 2): 1 rollout step (0 to 0); ended: Ctrl-C",
+        "Watched r against the manual's edition test (contract version 3): 1 rollout step (0 to 0); ended: Ctrl-C",
         "0 went outside, 1 inside, 0 undecided, 0 not applicable",
         "  rollout/raw_reward: inside at rollout/step 0: 0.6 in 0.5 to 0.9"]
     assert json.loads(out.splitlines()[-1])["went_outside"] == []

@@ -70,7 +70,7 @@ def test_the_breach_is_kept_to_the_end_in_jsonl(the_job: tuple[Path, Path, Path]
     done = watched(*the_job, "jsonl")
     assert done.returncode == EXIT_OUTSIDE and "Traceback" not in done.stderr
     summary = summary_of(done.stderr)
-    assert summary[0] == ("Watched baseline-seed1 against the manual's edition 2026.10 (contract version 2): 48 "
+    assert summary[0] == ("Watched baseline-seed1 against the manual's edition 2026.10 (contract version 3): 48 "
                           "rollout steps (0 to 47); ended: no new data for 2 s")
     assert summary[1].startswith("1 went outside, ")
     assert summary[2] == BREACH_LINE
@@ -104,7 +104,7 @@ def test_the_live_view_shows_the_breach_until_the_last_step(the_job: tuple[Path,
     assert done.returncode == EXIT_OUTSIDE and "Traceback" not in done.stderr
     screen = CSI.sub("", done.stdout)
     # Every redraw starts with the run, edition and contract; it kept changing as steps came, to the last one.
-    frames = [frame for frame in screen.split("watch baseline-seed1 · edition 2026.10 · contract v2\n")[1:]]
+    frames = [frame for frame in screen.split("watch baseline-seed1 · edition 2026.10 · contract v3\n")[1:]]
     shown = [int(match[1]) for frame in frames if (match := re.match(r"rollout step (\d+) ", frame))]
     # A redraw per read of new lines (several steps may come in one read on a busy machine).
     assert shown[0] <= 1 and shown[-1] == 47 and len(set(shown)) >= 24 and shown == sorted(shown)

@@ -90,7 +90,7 @@ def test_a_published_contract_is_fetched_checked_and_holds_the_job(site: str, jo
         ("undecided", None), ("inside", 0), ("outside", 1)]
     assert changes[-1]["breaches"] == [{"item": "rollout/raw_reward", "first_step": 1, "last_step": 1, "worst": 0.95,
                                         "steps_outside": 1, "link": "06-metrics.html"}]
-    assert err[0] == ("Watched r against the manual's edition test (contract version 2): 3 rollout steps (0 to 2); "
+    assert err[0] == ("Watched r against the manual's edition test (contract version 3): 3 rollout steps (0 to 2); "
                       "ended: no new data for 0.5 s")
     assert err[-1] == f"          see Metrics page, Rollout: {site}/test/06-metrics.html"
 

@@ -302,7 +302,7 @@ def run_yaml(run_id: str, run: Any, summary: Any, shared: dict[str, Any] | None 
     checkpoint = str(args.get("hf_checkpoint") or "").rstrip("/")
     model_name = checkpoint.rsplit("/", 1)[-1]
     size = re.search(r"([0-9]+(?:\.[0-9]+)?)[Bb]\b", model_name)
-    from build_tools.commands.compare import gpus_of
+    from build_tools.readers import gpus_of
 
     gpus = sorted(gpus_of(summary))
     nodes = sorted({node for node, _ in gpus})

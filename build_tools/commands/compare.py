@@ -27,7 +27,7 @@ from build_tools.ingest.axes import join_of_summary
 from build_tools.ingest.sources._common import RENAMED
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import number
-from build_tools.readers import config_value, events_of, table_of
+from build_tools.readers import config_value, events_of, gpus_of, table_of
 from build_tools.summarise import metric_rows
 from build_tools.summarise.summary import Wanted, summarise, summarise_runs
 
@@ -108,10 +108,8 @@ def _our_runs(layout: Layout, by_config: Any, ids: frozenset[str] = frozenset())
     return summarise_runs(layout.runs, layout.cache / "summaries", wanted=Wanted(ids, by_config=by_config))
 
 
-# Checks that compare the manual's runs with one another, or count them: they say nothing of one reader's run.
-# (`gain_within` reads the reference runs; `equal_at_step` needs two runs.)
-ACROSS_RUNS = {"ratio", "compare_runs", "paired_difference", "gain_within", "run_count", "runs_matching",
-               "equal_at_step"}
+# Checks that compare the manual's runs with one another, or count them (the contract's one_run says it too).
+ACROSS_RUNS = contract.ACROSS_RUNS
 
 
 def claims_on(layout: Layout, yours: RunSummary) -> list[ClaimOnYours]:
@@ -196,20 +194,6 @@ def _setup_differences(ours: list[RunSummary], yours: RunSummary) -> list[str]:
             lines.append(f"{what}: yours is {count(yours)}, the manual's runs have "
                          f"{' or '.join(str(c) for c in our_counts)}")
     return lines
-
-
-def gpus_of(run: RunSummary) -> set[tuple[str, int]]:
-    """Every (node, GPU) the run shows: the phases' GPUs, the GPU samples, the engines of the topology."""
-    gpus = {(str(node), int(gpu)) for node, gpu in run.facts.get("gpus_used") or []}
-    util = run.series.get("gpu_util")
-    if util is not None and len(util) and {"node", "gpu"} <= set(util.columns):
-        gpus |= {(str(node), int(gpu)) for node, gpu in zip(util["node"], util["gpu"], strict=True)}
-    topology = run.series.get("topology")
-    if topology is not None and "engines" in topology.columns:
-        for engines in topology["engines"]:
-            for engine in engines if isinstance(engines, list) else []:
-                gpus |= {(str(pair[0]), int(pair[1])) for pair in engine.get("gpus") or [] if len(pair) == 2}
-    return gpus
 
 
 def _gpu_count(run: RunSummary) -> int:

@@ -143,8 +143,7 @@ def as_long(run: RunData) -> str:
 
 
 def report(run: RunData, summary: RunSummary, found: dict[str, list[Path]], path: Path) -> list[str]:
-    from build_tools.commands.compare import gpus_of
-    from build_tools.readers import config_value
+    from build_tools.readers import config_value, gpus_of
 
     facts = summary.facts
     lines = [f"Run {run.run_id} ({config_value(summary, 'provenance', 'not recorded')}), read from "
