@@ -47,6 +47,14 @@ def dotted_field(config: Mapping[str, Any], dotted: str, default: Any = None) ->
     return node
 
 
+# The setup a range or claim of the manual holds for: (fact in the manual's words, run.yaml field). A reader's
+# run that differs in one is not judged by it: one list, read by the contract, compare and show alike.
+SETUP: tuple[tuple[str, str], ...] = (
+    ("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
+    ("prompts per step", "flags.rollout_batch_size"), ("length limit", "flags.rollout_max_response_len"),
+    ("colocated", "flags.colocate"))
+
+
 def config_value(run: RunSummary, dotted: str, default: Any = _REQUIRED) -> Any:
     """A field of the run's run.yaml by dotted name; `default` when the field is absent, or MissingValue
     without one."""

@@ -191,7 +191,7 @@ def test_show_on_a_bare_log_prints_sources_setup_steps_and_events(monkeypatch, c
         "  model                not recorded",
         "  answers per prompt   not recorded",
         "  prompts per step     not recorded",
-        "  length cap           not recorded",
+        "  length limit         not recorded",
         "  colocated            not recorded",
         "  GPUs                 not recorded (no phase, GPU sample or topology names one)",
     ]

@@ -191,3 +191,17 @@ def test_a_run_on_more_gpus_than_a_claim_s_runs_is_not_judged_by_it(built_manual
     assert {contract_reader.judge_claim(claim, read) for claim in blind} > {"not_applicable"}
     # Its checks, each on the run alone, still agree with the registry: gpu_count (1) fails by both.
     assert _each_check(built_manual, {run.name: run})["fig-step-phases gpu_count"] == {"fail"}
+
+
+def test_a_run_not_colocated_is_judged_by_no_claim_by_any_of_the_three(built_manual: Path) -> None:
+    """Colocation is an enforced fact of the contract's envelope: a run alike but for `colocate: false`
+    (tests/samples/claims-broken/det-triton-not-colocated) is judged by no claim, by the reader, compare and watch
+    alike (compare used to judge it, its setup list lacking the fact)."""
+    contract = built_manual / "site" / "contract.json"
+    run = Path(__file__).parent / "samples" / "claims-broken" / "det-triton-not-colocated"
+    theirs, by_compare, by_watch = _verdicts(run, contract, built_manual)
+    assert all(theirs[item] == by_compare[item] == by_watch[item] for item in theirs), [
+        (item, theirs[item], by_compare[item], by_watch[item]) for item in theirs
+        if not theirs[item] == by_compare[item] == by_watch[item]]
+    document = json.loads(contract.read_text(encoding="utf-8"))
+    assert {theirs[claim["id"]] for claim in document["claims"]} == {"not_applicable"}

@@ -24,7 +24,7 @@ from pydantic_core import PydanticCustomError
 from build_tools.checking.miles_guidance import Rule
 from build_tools.core._types import ClaimVerdict, FigureBlock, RunSummary, Stamp
 from build_tools.ingest.schemas_dump import value_problem_of_arg
-from build_tools.readers import dotted_field
+from build_tools.readers import SETUP, dotted_field
 from build_tools.summarise import metric_rows
 from build_tools.summarise.summary import is_time
 
@@ -186,11 +186,7 @@ RULES: dict[str, str] = {
 # The setup a range or claim was measured on: (fact, run.yaml field, enforced). An enforced fact that differs
 # in a reader's run makes the item not_applicable; the others are recorded so a reader can see them.
 ENVELOPE_FACTS: tuple[tuple[str, str, bool], ...] = (
-    ("model", "model.name", True),
-    ("answers per prompt", "flags.n_samples_per_prompt", True),
-    ("prompts per step", "flags.rollout_batch_size", True),
-    ("length limit", "flags.rollout_max_response_len", True),
-    ("colocated", "flags.colocate", True),
+    *((fact, dotted, True) for fact, dotted in SETUP),
     ("attention backend", "flags.sglang_attention_backend", False),
     ("hardware", "hardware.chip", False),
     ("Miles commit", "miles.commit", False),

@@ -27,13 +27,9 @@ from build_tools.ingest.axes import join_of_summary
 from build_tools.ingest.sources._common import RENAMED
 from build_tools.pages import metrics_table
 from build_tools.pages.wording import number
-from build_tools.readers import config_value, events_of, gpus_of, table_of
+from build_tools.readers import SETUP, config_value, events_of, gpus_of, table_of
 from build_tools.summarise import metric_rows
 from build_tools.summarise.summary import Wanted, summarise, summarise_runs
-
-# The setup facts the Metrics page's intro names, and how a reader's run records them.
-SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
-         ("prompts per step", "flags.rollout_batch_size"), ("length limit", "flags.rollout_max_response_len"))
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,6 @@ from build_tools.ingest.sources._common import STEP_KEYS, MetricRecord, number_t
 if TYPE_CHECKING:
     from build_tools.core._types import RunData, RunSummary
 
-SETUP = (("model", "model.name"), ("answers per prompt", "flags.n_samples_per_prompt"),
-         ("prompts per step", "flags.rollout_batch_size"), ("length cap", "flags.rollout_max_response_len"),
-         ("colocated", "flags.colocate"))
 
 
 def resolve(root: Path, what: str) -> Path:
@@ -143,7 +140,7 @@ def as_long(run: RunData) -> str:
 
 
 def report(run: RunData, summary: RunSummary, found: dict[str, list[Path]], path: Path) -> list[str]:
-    from build_tools.readers import config_value, gpus_of
+    from build_tools.readers import SETUP, config_value, gpus_of
 
     facts = summary.facts
     lines = [f"Run {run.run_id} ({config_value(summary, 'provenance', 'not recorded')}), read from "
