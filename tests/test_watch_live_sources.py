@@ -121,13 +121,7 @@ class Lines:
 
 
 @pytest.mark.slow  # a job of each form written by its library, about half a minute each
-@pytest.mark.parametrize("form", ["tensorboard", pytest.param("wandb", marks=pytest.mark.xfail(
-    reason="known, open: since the merge, the watch run in this test's own process judges no wandb value (the "
-           "command's watch beside it does); issue 42's note", strict=False)),
-    pytest.param("mlflow", marks=pytest.mark.xfail(
-    reason="known, open: since the watch's record and the readers' hardening were merged, this paced 200-rollout "
-           "MLflow job gets no judged value within the guard, though a watch started before a short store is "
-           "written follows it (CHANGELOG, issue 42's note)", strict=False))])
+@pytest.mark.parametrize("form", ["tensorboard", "wandb", "mlflow"])
 def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form: str, project: Path,
                                                                           tmp_path: Path) -> None:
     from build_tools.checking import contract
