@@ -432,3 +432,16 @@ def test_a_link_to_a_file_not_there_yet_waits_for_it(folder: Path) -> None:
     assert watch.take(folder / "out.log")
     assert warnings == [f"{folder}/out.log: is a symbolic link to outside the run; only files inside it are read: "
                         "copy the file in instead; not read, the watch goes on"]
+
+
+def test_the_checks_judged_early_read_only_the_setup() -> None:
+    """early.SETUP_ONLY names registered checks, none of which has a parameter naming what a job logs (a metric,
+    its steps, a series, an event, a phase): every check with one waits for the whole run."""
+    from build_tools.checking.checks import REGISTRY
+    from build_tools.commands.watch.early import SETUP_ONLY
+
+    logged = {"metric", "steps", "series", "event", "from", "to", "order", "parts", "whole", "left", "right"}
+    assert SETUP_ONLY <= set(REGISTRY)
+    assert all(not logged & set(REGISTRY[name].params) for name in SETUP_ONLY)
+    reads_the_run = {name for name, spec in REGISTRY.items() if logged & set(spec.params)}
+    assert reads_the_run and not reads_the_run & SETUP_ONLY

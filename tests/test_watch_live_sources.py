@@ -298,3 +298,92 @@ def test_a_live_file_that_is_not_a_plain_file_is_never_opened(tmp_path: Path, ki
     assert LiveSources(warnings.append).take(path) == []
     assert warnings == [f"{path}: cannot be followed: not a plain file (a link, a FIFO or a device); only a job's own "
                         "files are read"]
+
+
+# --- a claim judged as soon as what it reads is in (build_tools/commands/watch/early.py) -----------------------
+
+EARLY_CLAIM = "Every answer is cut at the 1,024-token cap."
+
+
+def project_with_a_setup_claim(project: Path, folder: Path) -> tuple[Path, Contract]:
+    """A copy of the project whose fig-response-length claims only what the run's setup says (its cap), and a
+    contract of that claim and of one that reads the whole run (fig-reward-curves), as the build writes them."""
+    import shutil
+
+    from build_tools.checking import blocks as blocks_stage
+    from build_tools.checking.contract import ClaimCheck
+
+    copy = folder / "manual"
+    shutil.copytree(project, copy, symlinks=True)
+    chapter = copy / "docs" / "01-step.md"
+    text = chapter.read_text(encoding="utf-8")
+    start = text.index("claim: The mean answer length falls")
+    end = text.index("  - check: config_equals\n    says: the 1,024-token cap")
+    alt = text[text.index("alt: ", start):text.index("checks:\n", start)]
+    chapter.write_text(text[:start] + f"claim: {EARLY_CLAIM}\n{alt}checks:\n" + text[end:], encoding="utf-8")
+    numbers = {block.id: block for block in blocks_stage.read_blocks(copy / "docs", copy / "figures", pages=False)}
+
+    def item(figure: str, checks: list[ClaimCheck]) -> ClaimItem:
+        block = numbers[figure]
+        return ClaimItem(id=figure, number=block.number, says=block.claim, source="tests", link="", severity="error",
+                         checks=checks, envelope=[])
+
+    cap = ClaimCheck(check="config_equals", says="the 1,024-token cap",
+                     parameters={"field": "flags.rollout_max_response_len", "value": 1024, "runs": None})
+    trend = ClaimCheck(check="trend", says="the trend over 48 steps goes up for every seed",
+                       parameters={"metric": "rollout/raw_reward", "direction": "up", "steps": "auto", "runs": None})
+    from build_tools.checking import contract
+
+    return copy, contract.contract_of("test", "", "", [], [item("fig-response-length", [cap]),
+                                                           item("fig-reward-curves", [trend])])
+
+
+@pytest.mark.slow  # a job written by tensorboard's writer, some twenty seconds
+def test_a_claim_on_the_setup_is_judged_mid_job_and_a_whole_run_claim_at_its_end(project: Path,
+                                                                                  tmp_path: Path) -> None:
+    from build_tools.checking import contract
+    from build_tools.commands import compare
+    from build_tools.core._layout import Layout
+
+    manual, document = project_with_a_setup_claim(project, tmp_path)
+    job = tmp_path / "job"
+    job.mkdir()
+    setup = (project / "runs" / "baseline-seed1" / "run.yaml").read_text(encoding="utf-8")
+    (job / "run.yaml").write_text(setup.replace("run_id: baseline-seed1", "run_id: job"), encoding="utf-8")
+    (tmp_path / "contract.json").write_text(contract.dumps(document), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
+    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(manual), "watch", str(job),
+                                "--format", "jsonl", "--until-idle", IDLE_S,
+                                "--contract", str(tmp_path / "contract.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    reports, said = Lines(watcher.stdout), Lines(watcher.stderr)
+    opened = {change["item"]: change for change in (json.loads(reports.next()) for _ in range(2))}
+    assert opened["fig-response-length"]["why"] == ("it reads only the run's setup: judged once the setup and the "
+                                                    "first step are read")
+    assert opened["fig-reward-curves"]["why"] == "a claim reads the whole run: judged when the run ends"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(TESTS), "tensorboard", str(job), str(HOLD)],
+                              stdin=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        early = json.loads(reports.next())  # the next change: the setup claim's verdict, the job still writing
+        assert (early["item"], early["status"]) == ("fig-response-length", "inside") and writer.poll() is None
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.close()
+        assert writer.wait(GUARD_S) == 0
+        code = watcher.wait(GUARD_S)
+    finally:
+        writer.kill()
+        watcher.kill()
+    record = json.loads(reports.rest()[-1])
+    summary = "".join(said.rest()).splitlines()
+    # At the end: each claim as compare judges the finished run; the whole-run claim decided only then.
+    checked = {claim.number: claim for claim in compare.claims_on(Layout(manual), compare.load_reader_run(job))}
+    words = {True: "inside", False: "outside", None: "undecided"}
+    expected = {f"claim:{item.id}": words[checked[item.number].holds] for item in document.claims}
+    assert expected["claim:fig-response-length"] == "inside"
+    assert record["kind"] == "summary" and record["statuses"] == expected
+    assert code == (7 if "outside" in expected.values() else 0)
+    at = next(index for index, line in enumerate(summary) if line.startswith("Watched "))
+    counts = {status: sum(s == status for s in expected.values()) for status in ("outside", "inside", "undecided")}
+    assert summary[at + 1] == (f"{counts['outside']} went outside, {counts['inside']} inside, {counts['undecided']} "
+                               "undecided, 0 not applicable")
