@@ -28,7 +28,8 @@ from build_tools.commands.watch.run import Watch
 
 TESTS = Path(__file__).resolve().parent
 GUARD_S = 120.0  # a failure guard only: a report that never comes fails here (wandb's reader starts in ~2 s)
-IDLE_S = "12"  # the watch ends this long after the job's last write (wandb writes its log's end as it closes)
+IDLE_S = "20"  # the watch ends this long after the job's last write (wandb writes its log's end as it closes), or
+# after its own start while the job has written nothing: the writer's start (importing its library) on a busy machine
 HOLD = 2  # the job writes at least this many rollouts, then goes on until the watch has reported from its files
 # The job, with the backend named, paced; once the test says `go` (the watch reported mid-job), it ends after the
 # rollout it is writing (at most 200: a watch that never reports fails the test, it does not hang it).
@@ -141,13 +142,16 @@ def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form:
                                 "--format", "jsonl", "--until-idle", IDLE_S,
                                 "--contract", str(tmp_path / "contract.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    reports, said = Lines(watcher.stdout), Lines(watcher.stderr)
+    started = next(change for change in map(json.loads, iter(reports.next, None))
+                   if change.get("item") == "fig-started")
+    # The watch in this process starts once the command's follows the folder: each one's quiet period counts from
+    # its start, and the command's start (its imports) took longer than IDLE_S on a busy machine, so that this one
+    # had ended, with no value, before the job wrote its first.
     here = Recording(job, document, lambda change: None, lambda line: None)
     ready = threading.Event()
     inside = threading.Thread(target=here.run, args=(float(IDLE_S), ready.set), daemon=True)
     inside.start()
-    reports, said = Lines(watcher.stdout), Lines(watcher.stderr)
-    started = next(change for change in map(json.loads, iter(reports.next, None))
-                   if change.get("item") == "fig-started")
     assert started["status"] == "undecided" and ready.wait(GUARD_S)  # both follow the folder
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(TESTS), form, str(job), str(HOLD)],
                               stdin=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
