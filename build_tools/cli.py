@@ -481,13 +481,15 @@ def _claims_now(root: Path, run: Path) -> dict[str, tuple[bool | None | str, str
     cannot be read whole yet (a file mid-write): the watch tries again at a later step, and says nothing."""
     from build_tools.commands import compare
     from build_tools.core._exceptions import ManualError
+    from build_tools.core._lock import build_lock
 
     try:
         yours = compare.load_reader_run(run)
         layout = Layout(root)
-        ids = _figure_ids(layout)
-        return {ids.get(claim.number, claim.number): (claim.holds, claim.detail)
-                for claim in compare.claims_on(layout, yours)}
+        with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # the manual's runs, as at the end
+            ids = _figure_ids(layout)
+            return {ids.get(claim.number, claim.number): (claim.holds, claim.detail)
+                    for claim in compare.claims_on(layout, yours)}
     except ManualError:
         return None
 
