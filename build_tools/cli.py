@@ -381,6 +381,8 @@ def _cmd_watch(args: argparse.Namespace) -> int:
             live.update(watch.judge, watch.steps, watch.run_name or args.run.name, watch.last_data)
 
     watch.on_tick = redraw
+    if Layout(root).metrics_yml.is_file():  # compare judges a claim with the manual's runs: only in a clone
+        watch.claims_now = lambda: _claims_now(root, args.run)
     breach = None
     try:
         if live is not None:
@@ -473,6 +475,24 @@ def _end_verdicts(root: Path, run: Path) -> tuple[dict[str, tuple[bool | None | 
         _err.print(f"[yellow]WARNING[/yellow] the finished run not judged: {escape(terminal_line(str(error)))}")
         return {}, {}
     return claims, {row.metric: (row.holds, row.verdict) for row in rows}
+
+
+def _claims_now(root: Path, run: Path) -> dict[str, tuple[bool | None | str, str]] | None:
+    """Figure id -> (holds, detail) of each claim `compare` checks on the run as it is mid-job; None while the run
+    cannot be read whole yet (a file mid-write): the watch tries again at a later step, and says nothing."""
+    from build_tools.commands import compare
+    from build_tools.core._exceptions import ManualError
+    from build_tools.core._lock import build_lock
+
+    try:
+        yours = compare.load_reader_run(run)
+        layout = Layout(root)
+        with build_lock(layout.build, lambda line: _err.print(line, markup=False)):  # the manual's runs, as at the end
+            ids = _figure_ids(layout)
+            return {ids.get(claim.number, claim.number): (claim.holds, claim.detail)
+                    for claim in compare.claims_on(layout, yours)}
+    except ManualError:
+        return None
 
 
 def _figure_ids(layout: Layout) -> dict[str, str]:

@@ -403,3 +403,45 @@ def test_the_jobs_end_record_ends_the_watch(folder: Path, file: str, line: str, 
     thread.join(GUARD_S)
     assert not thread.is_alive() and watch.ended == said
     assert watch.judge.went_outside() == ["rollout/raw_reward"]  # and the breach at step 1 is in the record
+
+
+def test_reading_a_file_is_no_event_the_watch_takes(tmp_path: Path) -> None:
+    """Each read of run.yaml made two events (opened, closed unwritten) that read it again, without end: the queue
+    held nothing else and a job's files written meanwhile went unread. Only a write is an event."""
+    from build_tools.commands.watch.follow import Watcher
+
+    (tmp_path / "run.yaml").write_text("run_id: job\n")
+    with Watcher(tmp_path) as watcher:
+        (tmp_path / "run.yaml").read_text()
+        assert watcher.next_path(0.5) is None
+        append(tmp_path / "metrics.jsonl", record(0, 0.6))
+        assert watcher.next_path(GUARD_S) == tmp_path / "metrics.jsonl"
+
+
+def test_a_link_to_a_file_not_there_yet_waits_for_it(folder: Path) -> None:
+    """wandb links wandb/debug-internal.log to its run's log before writing it: no warning, and read once there;
+    a link out of the folder is still refused, whether its file exists or not."""
+    (folder / "logs").mkdir()
+    (folder / "train.log").symlink_to(folder / "logs" / "train.log")
+    (folder / "out.log").symlink_to(folder.parent / "missing.log")
+    warnings: list[str] = []
+    watch = Watch(folder, contract(), lambda change: None, warnings.append)
+    assert not watch.take(folder / "train.log")
+    append(folder / "logs" / "train.log", log_line(0, 0.6))
+    assert watch.take(folder / "train.log") and watch.steps == {("rollout/step", 0)}
+    assert watch.take(folder / "out.log")
+    assert warnings == [f"{folder}/out.log: is a symbolic link to outside the run; only files inside it are read: "
+                        "copy the file in instead; not read, the watch goes on"]
+
+
+def test_the_checks_judged_early_read_only_the_setup() -> None:
+    """early.SETUP_ONLY names registered checks, none of which has a parameter naming what a job logs (a metric,
+    its steps, a series, an event, a phase): every check with one waits for the whole run."""
+    from build_tools.checking.checks import REGISTRY
+    from build_tools.commands.watch.early import SETUP_ONLY
+
+    logged = {"metric", "steps", "series", "event", "from", "to", "order", "parts", "whole", "left", "right"}
+    assert SETUP_ONLY <= set(REGISTRY)
+    assert all(not logged & set(REGISTRY[name].params) for name in SETUP_ONLY)
+    reads_the_run = {name for name, spec in REGISTRY.items() if logged & set(spec.params)}
+    assert reads_the_run and not reads_the_run & SETUP_ONLY

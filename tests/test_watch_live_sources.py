@@ -28,7 +28,8 @@ from build_tools.commands.watch.run import Watch
 
 TESTS = Path(__file__).resolve().parent
 GUARD_S = 120.0  # a failure guard only: a report that never comes fails here (wandb's reader starts in ~2 s)
-IDLE_S = "12"  # the watch ends this long after the job's last write (wandb writes its log's end as it closes)
+IDLE_S = "20"  # the watch ends this long after the job's last write (wandb writes its log's end as it closes), or
+# after its own start while the job has written nothing: the writer's start (importing its library) on a busy machine
 HOLD = 2  # the job writes at least this many rollouts, then goes on until the watch has reported from its files
 # The job, with the backend named, paced; once the test says `go` (the watch reported mid-job), it ends after the
 # rollout it is writing (at most 200: a watch that never reports fails the test, it does not hang it).
@@ -121,13 +122,7 @@ class Lines:
 
 
 @pytest.mark.slow  # a job of each form written by its library, about half a minute each
-@pytest.mark.parametrize("form", ["tensorboard", pytest.param("wandb", marks=pytest.mark.xfail(
-    reason="known, open: since the merge, the watch run in this test's own process judges no wandb value (the "
-           "command's watch beside it does); issue 42's note", strict=False)),
-    pytest.param("mlflow", marks=pytest.mark.xfail(
-    reason="known, open: since the watch's record and the readers' hardening were merged, this paced 200-rollout "
-           "MLflow job gets no judged value within the guard, though a watch started before a short store is "
-           "written follows it (CHANGELOG, issue 42's note)", strict=False))])
+@pytest.mark.parametrize("form", ["tensorboard", "wandb", "mlflow"])
 def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form: str, project: Path,
                                                                           tmp_path: Path) -> None:
     from build_tools.checking import contract
@@ -147,13 +142,16 @@ def test_watch_follows_what_the_library_writes_and_ends_where_compare_does(form:
                                 "--format", "jsonl", "--until-idle", IDLE_S,
                                 "--contract", str(tmp_path / "contract.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    reports, said = Lines(watcher.stdout), Lines(watcher.stderr)
+    started = next(change for change in map(json.loads, iter(reports.next, None))
+                   if change.get("item") == "fig-started")
+    # The watch in this process starts once the command's follows the folder: each one's quiet period counts from
+    # its start, and the command's start (its imports) took longer than IDLE_S on a busy machine, so that this one
+    # had ended, with no value, before the job wrote its first.
     here = Recording(job, document, lambda change: None, lambda line: None)
     ready = threading.Event()
     inside = threading.Thread(target=here.run, args=(float(IDLE_S), ready.set), daemon=True)
     inside.start()
-    reports, said = Lines(watcher.stdout), Lines(watcher.stderr)
-    started = next(change for change in map(json.loads, iter(reports.next, None))
-                   if change.get("item") == "fig-started")
     assert started["status"] == "undecided" and ready.wait(GUARD_S)  # both follow the folder
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(TESTS), form, str(job), str(HOLD)],
                               stdin=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
@@ -304,3 +302,92 @@ def test_a_live_file_that_is_not_a_plain_file_is_never_opened(tmp_path: Path, ki
     assert LiveSources(warnings.append).take(path) == []
     assert warnings == [f"{path}: cannot be followed: not a plain file (a link, a FIFO or a device); only a job's own "
                         "files are read"]
+
+
+# --- a claim judged as soon as what it reads is in (build_tools/commands/watch/early.py) -----------------------
+
+EARLY_CLAIM = "Every answer is cut at the 1,024-token cap."
+
+
+def project_with_a_setup_claim(project: Path, folder: Path) -> tuple[Path, Contract]:
+    """A copy of the project whose fig-response-length claims only what the run's setup says (its cap), and a
+    contract of that claim and of one that reads the whole run (fig-reward-curves), as the build writes them."""
+    import shutil
+
+    from build_tools.checking import blocks as blocks_stage
+    from build_tools.checking.contract import ClaimCheck
+
+    copy = folder / "manual"
+    shutil.copytree(project, copy, symlinks=True)
+    chapter = copy / "docs" / "01-step.md"
+    text = chapter.read_text(encoding="utf-8")
+    start = text.index("claim: The mean answer length falls")
+    end = text.index("  - check: config_equals\n    says: the 1,024-token cap")
+    alt = text[text.index("alt: ", start):text.index("checks:\n", start)]
+    chapter.write_text(text[:start] + f"claim: {EARLY_CLAIM}\n{alt}checks:\n" + text[end:], encoding="utf-8")
+    numbers = {block.id: block for block in blocks_stage.read_blocks(copy / "docs", copy / "figures", pages=False)}
+
+    def item(figure: str, checks: list[ClaimCheck]) -> ClaimItem:
+        block = numbers[figure]
+        return ClaimItem(id=figure, number=block.number, says=block.claim, source="tests", link="", severity="error",
+                         checks=checks, envelope=[])
+
+    cap = ClaimCheck(check="config_equals", says="the 1,024-token cap",
+                     parameters={"field": "flags.rollout_max_response_len", "value": 1024, "runs": None})
+    trend = ClaimCheck(check="trend", says="the trend over 48 steps goes up for every seed",
+                       parameters={"metric": "rollout/raw_reward", "direction": "up", "steps": "auto", "runs": None})
+    from build_tools.checking import contract
+
+    return copy, contract.contract_of("test", "", "", [], [item("fig-response-length", [cap]),
+                                                           item("fig-reward-curves", [trend])])
+
+
+@pytest.mark.slow  # a job written by tensorboard's writer, some twenty seconds
+def test_a_claim_on_the_setup_is_judged_mid_job_and_a_whole_run_claim_at_its_end(project: Path,
+                                                                                  tmp_path: Path) -> None:
+    from build_tools.checking import contract
+    from build_tools.commands import compare
+    from build_tools.core._layout import Layout
+
+    manual, document = project_with_a_setup_claim(project, tmp_path)
+    job = tmp_path / "job"
+    job.mkdir()
+    setup = (project / "runs" / "baseline-seed1" / "run.yaml").read_text(encoding="utf-8")
+    (job / "run.yaml").write_text(setup.replace("run_id: baseline-seed1", "run_id: job"), encoding="utf-8")
+    (tmp_path / "contract.json").write_text(contract.dumps(document), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(TESTS.parent)}
+    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(manual), "watch", str(job),
+                                "--format", "jsonl", "--until-idle", IDLE_S,
+                                "--contract", str(tmp_path / "contract.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    reports, said = Lines(watcher.stdout), Lines(watcher.stderr)
+    opened = {change["item"]: change for change in (json.loads(reports.next()) for _ in range(2))}
+    assert opened["fig-response-length"]["why"] == ("it reads only the run's setup: judged once the setup and the "
+                                                    "first step are read")
+    assert opened["fig-reward-curves"]["why"] == "a claim reads the whole run: judged when the run ends"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(TESTS), "tensorboard", str(job), str(HOLD)],
+                              stdin=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        early = json.loads(reports.next())  # the next change: the setup claim's verdict, the job still writing
+        assert (early["item"], early["status"]) == ("fig-response-length", "inside") and writer.poll() is None
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.close()
+        assert writer.wait(GUARD_S) == 0
+        code = watcher.wait(GUARD_S)
+    finally:
+        writer.kill()
+        watcher.kill()
+    record = json.loads(reports.rest()[-1])
+    summary = "".join(said.rest()).splitlines()
+    # At the end: each claim as compare judges the finished run; the whole-run claim decided only then.
+    checked = {claim.number: claim for claim in compare.claims_on(Layout(manual), compare.load_reader_run(job))}
+    words = {True: "inside", False: "outside", None: "undecided"}
+    expected = {f"claim:{item.id}": words[checked[item.number].holds] for item in document.claims}
+    assert expected["claim:fig-response-length"] == "inside"
+    assert record["kind"] == "summary" and record["statuses"] == expected
+    assert code == (7 if "outside" in expected.values() else 0)
+    at = next(index for index, line in enumerate(summary) if line.startswith("Watched "))
+    counts = {status: sum(s == status for s in expected.values()) for status in ("outside", "inside", "undecided")}
+    assert summary[at + 1] == (f"{counts['outside']} went outside, {counts['inside']} inside, {counts['undecided']} "
+                               "undecided, 0 not applicable")

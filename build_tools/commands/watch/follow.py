@@ -19,7 +19,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from build_tools.core._exceptions import InputProblem
@@ -84,6 +96,8 @@ class Follower:
         try:
             opened = open_regular(path, self.root)
         except InputProblem as error:
+            if _dangling(path, self.root):  # a link to a file not there yet (wandb's debug-internal.log as a
+                return None  # run starts) or gone: the file's own event reads it where it is
             if self._refused.get(path) == error.problem.message:
                 return None
             self._refused[path] = error.problem.message
@@ -164,8 +178,31 @@ class Follower:
         yield from found
 
 
+def _dangling(path: Path, root: Path) -> bool:
+    """A link inside root to a file inside root that does not exist (a link loop, or one out, is refused)."""
+    if not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(root)):
+        return False
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def _is_folder(path: Path) -> bool:
     return path.is_dir() and not path.is_symlink()
+
+
+# The events that say something was written, made, moved or removed. A file opened or closed unwritten
+# (watchdog's FileOpenedEvent, FileClosedNoWriteEvent) is a read: the watch's own reads among them, so that each
+# read of run.yaml made two events that read it again, doubling without end, and the queue held nothing else (a
+# job's files went unread). Two watches of one folder fed each other the same way.
+WRITES: list[type[FileSystemEvent]] = [FileCreatedEvent, FileModifiedEvent, FileClosedEvent, FileMovedEvent,
+                                       FileDeletedEvent, DirCreatedEvent, DirModifiedEvent, DirMovedEvent,
+                                       DirDeletedEvent]
+WRITE_KINDS = {kind.event_type for kind in WRITES}
 
 
 class _Events(FileSystemEventHandler):
@@ -173,6 +210,8 @@ class _Events(FileSystemEventHandler):
         self._paths = paths
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in WRITE_KINDS:  # a read, not a write (an observer that does not filter)
+            return
         if event.is_directory:
             if event.event_type == "created":  # a new folder (an hourly stream's first hour): its files
                 self._paths.put(Path(os.fsdecode(event.src_path)))
@@ -195,7 +234,7 @@ class Watcher:
                                 category=RuntimeWarning)
         self.paths: queue.Queue[Path] = queue.Queue()
         self._observer = Observer()
-        self._observer.schedule(_Events(self.paths), str(root), recursive=True)
+        self._observer.schedule(_Events(self.paths), str(root), recursive=True, event_filter=WRITES)
 
     def __enter__(self) -> Watcher:
         self._observer.start()

@@ -2,8 +2,9 @@
 Record of every range that never forgets a breach (first step, worst value, steps outside, last step outside).
 
 The rules are the contract's own (contract.RULES): a value holds when low <= value <= high, no rounding; a
-per-step item is judged at every value, a first-value item at its first step, a whole-run statistic and a claim
-when the run has ended.
+per-step item is judged at every value, a first-value item at its first step, a claim that reads only the run's
+setup once the setup and the first step are in (early.py), a whole-run statistic and any other claim when the run
+has ended.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from build_tools.checking.contract import ClaimItem, Contract, EnvelopeFact, RangeItem, _text, same_fact
+from build_tools.commands.watch import early
 from build_tools.commands.watch.records import Value
 from build_tools.readers import dotted_field
 
@@ -162,8 +164,7 @@ class Judge:
         base = _claim_base(claim)
         if why := outside_envelope(claim.envelope, self.setup):
             return Change(status="not_applicable", why=why, **base)
-        return Change(status="undecided", why="a claim reads the whole run: judged when the run ends",
-                      **base)
+        return Change(status="undecided", why=early.waits_for(claim), **base)
 
     def set_setup(self, setup: dict[str, Any]) -> list[Change]:
         self.setup = setup
@@ -231,6 +232,11 @@ class Judge:
                 change = claim_closed(claim, *checked[claim.id])
                 changes += self._set(change) if change.status != "undecided" else [self._replace(change)]
         return changes
+
+    def early_claims(self) -> list[ClaimItem]:
+        """The claims still undecided that can be judged before the end (early.py), once a step is in."""
+        return [claim for claim in self.contract.claims if early.judged_early(claim)
+                and (now := self.status.get(("claim", claim.id))) is not None and now.status == "undecided"]
 
     def close_unread(self) -> list[Change]:
         """The run has ended: a range still without a value says so (the run never logged it at its step key)."""

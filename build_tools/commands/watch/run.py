@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +31,9 @@ from build_tools.ingest.sources.log import EVENT_PATTERNS
 SETUP_FILES = {"meta.json": setup_of_meta, "run.yaml": setup_of_run_yaml}
 POLL_S = 0.25  # how often the loop looks up from the event queue: the idle clock, the live view's age of the data
 END_GRACE_S = 1.0  # after an end record: the lines still on their way (another file's last flush) are read
+EARLY_RETRY_S = 2.0  # a claim judged early is read again at most this often, while new steps come (early.py)
+# figure id -> (holds, detail) of each claim `compare` checks on the run as it is now; None: not readable yet
+ClaimVerdicts = Mapping[str, tuple[bool | None | str, str]]
 JOB_END = [pattern for kind, pattern in EVENT_PATTERNS if kind == "job_end"]
 
 
@@ -50,6 +53,7 @@ class Watch:
     warn: Callable[[str], None]
     fail_on_outside: bool = False
     on_tick: Callable[[], None] | None = None  # after each read with news, and at every poll (the live view)
+    claims_now: Callable[[], ClaimVerdicts | None] | None = None  # compare's claims on the run so far (early.py)
     judge: Judge = field(init=False)
     follower: Follower = field(init=False)
     live: LiveSources = field(init=False)
@@ -59,6 +63,7 @@ class Watch:
     run_name: str | None = None  # meta.json's run_name, run.yaml's run_id
     _log_arguments: dict[Path, LogArguments] = field(default_factory=dict)
     _lines_read: dict[Path, int] = field(default_factory=dict)  # for a warning's line number
+    _early_tried: tuple[float, int] = (-EARLY_RETRY_S, 0)  # when the early claims were last judged, at how many steps
 
     def __post_init__(self) -> None:
         self.judge = Judge(self.contract)
@@ -92,7 +97,23 @@ class Watch:
                 changed = watcher.next_path(POLL_S)
                 if changed is not None and self.take_any(changed):
                     last = time.monotonic()
+                self.judge_early()
                 self._tick()
+
+    def judge_early(self) -> None:
+        """The claims that read only the run's setup (early.py), judged by `compare` on the run as it is, once the
+        setup and a step are in; again at the next new step while compare cannot judge them yet."""
+        if self.claims_now is None or self.judge.setup is None or not self.steps or not self.judge.early_claims():
+            return
+        tried, at_steps = self._early_tried
+        if len(self.steps) == at_steps or time.monotonic() - tried < EARLY_RETRY_S:
+            return
+        self._early_tried = (time.monotonic(), len(self.steps))
+        verdicts = self.claims_now()
+        if verdicts is None:
+            return
+        wanted = {claim.id for claim in self.judge.early_claims()}
+        self._emit(self.judge.close_claims({item: verdict for item, verdict in verdicts.items() if item in wanted}))
 
     def _tick(self) -> None:
         if self.on_tick is not None:
