@@ -193,10 +193,11 @@ def _edited_mapping(mapping: Mapping[str, Any], path: list[Any], kind: str) -> d
     """The mapping with the value at `path` changed (set when absent), or a key added to the mapping at `path`."""
     edited = copy.deepcopy(dict(mapping))
     node = edited
-    for step in path if kind == reads.KEYS else path[:-1]:
+    whole = kind in (reads.KEYS, reads.ALL)  # the mapping at the path: a key added
+    for step in path if whole else path[:-1]:
         node[step] = dict(node[step]) if isinstance(node.get(step), Mapping) else {}
         node = node[step]
-    if kind == reads.KEYS:
+    if whole:
         node[ADDED] = True
     elif path[-1] not in node:
         node[path[-1]] = ADDED
@@ -271,6 +272,8 @@ def _unread_edited(summary: RunSummary, noted: set[reads.Read]) -> RunSummary:
 
 def _unread_mapping(mapping: Mapping[Any, Any], part: str, path: tuple[Any, ...],
                     noted: set[reads.Read]) -> dict[Any, Any]:
+    if (part, reads.ALL, *path) in noted:  # read all of it: nothing of it is unread
+        return dict(mapping)
     edited: dict[Any, Any] = {}
     for key, value in mapping.items():
         if (part, reads.VALUE, *path, key) not in noted:
@@ -312,6 +315,17 @@ def test_the_recording_notes_each_path_walked_and_each_walk_through_keys(example
     assert reads.read_digest(summary, ("config", "value", "no such field")) == reads.ABSENT
     with pytest.raises(AttributeError, match="may not change its run's summary"):
         run.title = "changed"
+
+
+def test_a_copy_of_a_mapping_reads_all_of_it(example_summaries):
+    """copy.deepcopy (and dataclasses.asdict, which copies) of run.yaml reads every field of it, the title too."""
+    summary = example_summaries["baseline-seed1"]
+    recorded, noted = reads.recording({"baseline-seed1": summary})
+    assert copy.deepcopy(recorded["baseline-seed1"].config) == summary.config
+    assert noted["baseline-seed1"] == {("config", reads.ALL)}
+    retitled = dataclasses.replace(_plain(summary), config={**summary.config, "title": "another title"})
+    assert reads.read_digest(retitled, ("config", reads.ALL)) != reads.read_digest(summary, ("config", reads.ALL))
+    assert reads.describe(("config", reads.ALL)) == "all of config"
 
 
 def test_a_cached_summarys_table_digests_are_those_its_tables_hash_to(example_summaries):

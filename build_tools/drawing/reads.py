@@ -29,10 +29,11 @@ from typing import Any
 from build_tools.core._types import RunSummary
 from build_tools.store import summary_cache
 
-# One thing read of a run: (part, kind, *path). kind "value": the value at the path (a table, a field); "keys": the
-# keys of the mapping at the path, in order (the code walked through it).
+# One thing read of a run: (part, kind, *path). kind "value": the value at the path (a table, a field; of a mapping,
+# only that it is one); "keys": the keys of the mapping at the path, in order (the code walked through it); "all":
+# the mapping at the path, all of it (the code copied it).
 Read = tuple[Any, ...]
-VALUE, KEYS = "value", "keys"
+VALUE, KEYS, ALL = "value", "keys", "all"
 TABLES = ("steps", "phases", "events")  # each a table of the summary, read whole
 NESTED = ("config", "facts")  # mappings the code walks down by path (run.yaml; what the summary found)
 TABLE_MAPPINGS = {"series": "series/", "axes": "axis/"}  # mappings of tables, by the prefix of their cache names
@@ -74,7 +75,7 @@ def from_lists(value: object, run_ids: tuple[str, ...]) -> dict[str, list[Read]]
 
 
 def _well_formed(read: object) -> bool:
-    if not isinstance(read, list) or len(read) < 2 or read[0] not in PARTS or read[1] not in (VALUE, KEYS):
+    if not isinstance(read, list) or len(read) < 2 or read[0] not in PARTS or read[1] not in (VALUE, KEYS, ALL):
         return False
     return all(isinstance(step, str) or (isinstance(step, int) and not isinstance(step, bool)) for step in read[2:])
 
@@ -100,6 +101,8 @@ def read_digest(summary: RunSummary, read: Read) -> str:
         node = node[step]
     if kind == KEYS:
         return _digest(list(node)) if isinstance(node, Mapping) else ABSENT
+    if kind == ALL:
+        return _digest(node)
     return MAPPING if isinstance(node, Mapping) else _digest(node)
 
 
@@ -108,7 +111,7 @@ def describe(read: Read) -> str:
     `keys of config flags`."""
     part, kind, *path = read
     named = f"{part} {'.'.join(str(step) for step in path)}".rstrip()
-    return f"keys of {named}" if kind == KEYS else named
+    return f"keys of {named}" if kind == KEYS else f"all of {named}" if kind == ALL else named
 
 
 def table_names(summary: RunSummary) -> list[str]:
@@ -198,3 +201,16 @@ class RecordingMapping(Mapping[Any, Any]):
     def __len__(self) -> int:
         self._reads.add((self._part, KEYS, *self._path))
         return len(self._data)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        """A copy (copy.deepcopy, dataclasses.asdict) reads all of it: a plain dict of its own."""
+        import copy
+
+        self._reads.add((self._part, ALL, *self._path) if self._part in NESTED else (WHOLE, VALUE))
+        return copy.deepcopy(dict(self._data), memo)
+
+    def __copy__(self) -> dict[Any, Any]:
+        return self.__deepcopy__({})
+
+    def __reduce_ex__(self, protocol: Any) -> Any:  # pickled: what is pickled is all of it
+        return dict, (self.__deepcopy__({}),)
