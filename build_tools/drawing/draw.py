@@ -314,8 +314,9 @@ def figure_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: 
             key.named(f"run {run_id}", summaries[run_id].source_hash)
             continue
         key.add(f"run {run_id}", str(len(read[run_id])))  # the parts read of this run, each named below
-        for part in read[run_id]:
-            key.named(f"run {run_id}: {reads.describe(part)}", reads.read_digest(summaries[run_id], part))
+        for part in read[run_id]:  # the part itself, then by its name (the record's) with its digest
+            key.add(json.dumps(part)).named(f"run {run_id}: {reads.describe(part)}",
+                                            reads.read_digest(summaries[run_id], part))
     for name in block.tables:
         key.named(f"table {name}", _text_digest(json.dumps(tables[name], sort_keys=True, default=str)))
     settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options, "alt": block.alt}
