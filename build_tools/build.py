@@ -53,7 +53,7 @@ def _past_miles_lines(blocks: list[Any], tables: dict[str, Any], runs: dict[str,
     rules = miles_guidance.rules_of(tables.get(miles_guidance.TABLE))
     spec = tables.get("metrics")
     found = miles_guidance.of_metrics_rows(spec, runs, rules, runs_dir) if isinstance(spec, dict) else []
-    found += miles_guidance.of_claims(blocks, runs, rules, runs_dir)
+    found += miles_guidance.of_claims(blocks, runs, rules, runs_dir, rows=list(found))
     return [disagreement.warning() for disagreement in found]
 
 

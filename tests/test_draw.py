@@ -23,7 +23,8 @@ import figures
 from build_tools.core._exceptions import FigureError
 from build_tools.core._layout import PROJECT, Layout
 from build_tools.core._types import FigureBlock, RunSummary
-from build_tools.drawing import draw, palette_check
+from build_tools.drawing import draw, palette_check, reads
+from build_tools.store import summary_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = Path(__file__).resolve().parent / "samples" / "draw"
@@ -232,7 +233,8 @@ def test_changing_one_run_redraws_only_the_figures_that_read_it(sample_figures, 
 
 def test_a_figures_cache_entry_says_what_it_was_drawn_from(sample_figures, tmp_path):
     """As build/*.key records do: the kind, the tools' versions and each part with its digest, so a person can
-    tell why a figure was, or was not, drawn again; a run changed shows as its new digest."""
+    tell why a figure was, or was not, drawn again; of each run, each part draw() read (the steps, run.yaml's
+    provenance, the facts' record of values that are not numbers), so a changed table shows as its new digest."""
     runs = {"run-a": fake_summary("run-a", [0.5, 0.6]), "run-b": fake_summary("run-b", [0.2, 0.3])}
     blocks = [block("1.3", "tiny_reward", ("run-a", "run-b"), block_id="fig-ab")]
 
@@ -243,16 +245,20 @@ def test_a_figures_cache_entry_says_what_it_was_drawn_from(sample_figures, tmp_p
     first = record()
     module = blake3.blake3((sample_figures.figures_src / "tiny_reward.py").read_bytes()).hexdigest()
     assert first["kind"] == "figure" and first["tools"]["python"] == sys.version.split()[0]
+    read = [f"run {run}: {part}" for run in ("run-a", "run-b") for part in ("config provenance", "facts non_finite",
+                                                                          "steps")]
     assert sorted(first["made_from"]) == ["drawing code, figure helpers, palette and style", "figures/tiny_reward.py",
-                                          "run run-a", "run run-b", "the figure block"]
+                                          *read, "the figure block"]
     assert first["made_from"]["figures/tiny_reward.py"] == module
-    assert (first["made_from"]["run run-a"], first["made_from"]["run run-b"]) == ("v1", "v1")
-    assert first["key"] == draw.figure_key(blocks[0], runs, {}, sample_figures).hexdigest()
+    assert first["made_from"]["run run-a: config provenance"] == reads.ABSENT  # a fake summary says none
+    assert first["made_from"]["run run-a: steps"] == summary_cache.frame_digest(runs["run-a"].steps)
+    assert first["key"] == draw.figure_key(blocks[0], runs, {}, sample_figures,
+                                           read=reads.from_lists(first["reads"], ("run-a", "run-b"))).hexdigest()
     runs["run-b"] = fake_summary("run-b", [0.2, 0.4], source_hash="v2")
     second = record()
     assert {name for name in first["made_from"] if first["made_from"][name] != second["made_from"][name]} == {
-        "run run-b"}
-    assert second["made_from"]["run run-b"] == "v2" and second["key"] != first["key"]
+        "run run-b: steps"}
+    assert second["key"] != first["key"]
 
 
 def test_a_changed_run_whose_plotted_data_is_the_same_redraws_nothing(sample_figures, tmp_path):
@@ -272,8 +278,9 @@ def test_a_changed_run_whose_plotted_data_is_the_same_redraws_nothing(sample_fig
     assert [d.redrawn for d in again] == [False, False]
     assert {d.block_id: d.svg.read_bytes() for d in again} == first
     # the entry now answers for the new inputs: the next build takes it without calling draw() at all
-    key = draw.figure_key(blocks[1], runs, {}, sample_figures).hexdigest()
-    assert json.loads((tmp_path / "cache" / "fig-ab.key").read_text())["key"] == key
+    entry = json.loads((tmp_path / "cache" / "fig-ab.key").read_text())
+    key = draw.figure_key(blocks[1], runs, {}, sample_figures, read=reads.from_lists(entry["reads"], blocks[1].runs))
+    assert entry["key"] == key.hexdigest()
     runs["run-b"] = fake_summary("run-b", [0.2, 0.35], source_hash="v3")  # a plotted number changes
     assert [d.redrawn for d in drawn()] == [False, True]
 

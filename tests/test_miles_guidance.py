@@ -4,6 +4,7 @@ citing it."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -90,16 +91,57 @@ GRAD_SAID = (
     "clip threshold\")")
 
 
+# What each warning adds: whether the author must act, and what a reader whose runs do this would change.
+SHOWN = ("Nothing to do: this is Miles' advice on the runs, not a fault of the {what} (its numbers are measured), and "
+         "the Metrics page shows it under its table \"{title}\"{row}, so the reader sees both. ")
+TRUNCATED_CHANGE = ("A reader whose runs do this would change what Miles names: --rollout-max-response-len, which its "
+                    "message says to check (in multi-turn agentic runs, the per-turn cap).")
+GRAD_CHANGE = "A reader whose runs do this: Miles names no change for it, only the red flag."
+
+
 def test_each_metrics_row_and_claim_miles_would_flag_is_named_with_its_steps_and_words(
         example_summaries: dict) -> None:
+    """The three warnings a build of the manual prints, whole: where, what Miles says, and whether to act (nothing:
+    the Metrics page shows each under its table, the claim's under the row of its metric) with what Miles names."""
     found = miles_guidance.of_metrics_rows(load_spec(SPEC), example_summaries, rules(), RUNS)
     blocks = read_blocks(ROOT / "docs", ROOT / "figures")
-    found += miles_guidance.of_claims(blocks, example_summaries, rules(), RUNS)
-    assert [d.warning() for d in found] == [
-        f"docs/data/metrics.yml tables[0].rows[2]: {TRUNCATED_SAID} (miles/dashboard/advisory.py@31f1ca961)",
-        f"docs/data/metrics.yml tables[1].rows[2]: {GRAD_SAID} (docs/user-guide/monitoring.md@31f1ca961)",
-        "docs/01-step.md:112 figure 1.5 checks[1] ('fewer answers hit the 1,024-token cap'): "
-        f"{TRUNCATED_SAID} (miles/dashboard/advisory.py@31f1ca961)"]
+    found += miles_guidance.of_claims(blocks, example_summaries, rules(), RUNS, rows=list(found))
+    assert [d.warning() for d in found] == BUILD_WARNINGS
+
+
+# The warnings a build or check of the manual prints (after "WARNING "), whole (test_build sees them printed).
+BUILD_WARNINGS = [
+    f"docs/data/metrics.yml tables[0].rows[2]: {TRUNCATED_SAID} (miles/dashboard/advisory.py@31f1ca961). "
+    + SHOWN.format(what="manual", title="Rollout", row="") + TRUNCATED_CHANGE,
+    f"docs/data/metrics.yml tables[1].rows[2]: {GRAD_SAID} (docs/user-guide/monitoring.md@31f1ca961). "
+    + SHOWN.format(what="manual", title="Training", row="") + GRAD_CHANGE,
+    "docs/01-step.md:112 figure 1.5 checks[1] ('fewer answers hit the 1,024-token cap'): "
+    f"{TRUNCATED_SAID} (miles/dashboard/advisory.py@31f1ca961). "
+    + SHOWN.format(what="claim", title="Rollout", row=" (docs/data/metrics.yml tables[0].rows[2])")
+    + TRUNCATED_CHANGE]
+
+
+def test_a_claim_no_page_shows_the_advice_of_says_what_to_add(example_summaries: dict) -> None:
+    """Without a Metrics row over its runs (the spec's row reads other runs, or there is none), the claim's warning
+    says the reader is not told, and where to tell them."""
+    blocks = read_blocks(ROOT / "docs", ROOT / "figures")
+    rows = miles_guidance.of_metrics_rows(load_spec(SPEC), example_summaries, rules(), RUNS)
+    elsewhere = [dataclasses.replace(row, runs=("baseline-seed1",)) for row in rows]  # not all the claim's runs
+    for given in ([], elsewhere):
+        found = miles_guidance.of_claims(blocks, example_summaries, rules(), RUNS, rows=given)
+        assert [d.warning().split("@31f1ca961). ", 1)[1] for d in found] == [
+            "To do: no page shows the reader this advice; add a row for rollout/truncated over these runs to "
+            "docs/data/metrics.yml (the Metrics page then shows it under the row's table), or say it beside figure 1.5 "
+            "in docs/01-step.md. " + TRUNCATED_CHANGE]
+
+
+def test_each_rule_that_can_fire_says_what_miles_names_to_change_or_that_it_names_none() -> None:
+    """Every rule of the yml: its `change` in the warning's sentence for a reader, or, empty, that Miles names none."""
+    said = {rule.id: miles_guidance._for_a_reader(rule) for rule in rules()}
+    assert said["grad_norm"] == GRAD_CHANGE and said["truncated_share"] == TRUNCATED_CHANGE
+    assert said["pg_clipfrac"] == ("A reader whose runs do this would change what Miles names: the learning rate "
+                                   "(--lr): \"> 0.5 means policy is moving fast → drop LR\", its Monitoring page says.")
+    assert [rule.id for rule in rules() if not rule.change] == ["grad_norm"]  # the one rule Miles names no change for
 
 
 def test_miles_advisor_speaks_after_each_rollout_at_or_over_its_line_and_not_of_a_run_under_it() -> None:

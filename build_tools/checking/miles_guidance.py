@@ -62,6 +62,7 @@ class Rule:
     marker: str = ""  # advisor rules: the words every message of the rule holds
     cannot_apply: str = ""  # why the rule cannot apply to runs that lack what it reads (said on the Metrics page)
     direction: str = ""  # the healthy side of the line, below or above (the contract's guidance carries it)
+    change: str = ""  # what Miles says a run that passes the line should change ("" when Miles names nothing)
 
     def cited(self) -> str:
         return f"{self.source}@{self.commit}"
@@ -79,7 +80,8 @@ def rules_of(table: Any) -> list[Rule]:
                           float(threshold) if isinstance(threshold, int | float) else None, str(item["applies"]),
                           " ".join(str(item.get("quote", "")).split()), str(item.get("source", "")),
                           str(item.get("commit", "")), str(item.get("marker", "")),
-                          " ".join(str(item.get("cannot_apply", "")).split()), str(item.get("direction") or "")))
+                          " ".join(str(item.get("cannot_apply", "")).split()), str(item.get("direction") or ""),
+                          " ".join(str(item.get("change") or "").split())))
     return found
 
 
@@ -151,9 +153,13 @@ class Finding:
     table: int | None  # the Metrics page's table the note goes under (None for a claim)
     rule: Rule
     text: str  # what Miles would have said or what its page calls unhealthy, with the runs and steps
+    runs: tuple[str, ...] = ()  # the runs the row or claim reads (those the rule was applied to)
+    title: str = ""  # the title of the Metrics page's table the note goes under
+    action: str = ""  # whether the author must act, and what a reader whose runs do this would change
 
     def warning(self) -> str:
-        return f"{self.where}: {self.text} ({self.rule.cited()})"
+        cited = f"{self.where}: {self.text} ({self.rule.cited()})"
+        return f"{cited}. {self.action}" if self.action else cited
 
     def note(self) -> Markdown:
         return md_text(f"{self.text} ({self.rule.cited()}).")
@@ -213,6 +219,34 @@ def _monitoring_text(rule: Rule, followed: Mapping[str, Followed], decimals: int
     return f"{rule.metric} should stay {wanted} (\"{rule.quote}\"); it reaches {shown}, at {join(parts)}"
 
 
+# Whether the author must act on a finding, in the words of the manual's stance (the docstring above): Miles' line is
+# advice on the runs, the manual's numbers are measured, and the reader is to see both.
+SHOWN = ("Nothing to do: this is Miles' advice on the runs, not a fault of the {what} (its numbers are measured), and "
+         "the Metrics page shows it under its table \"{title}\"{row}, so the reader sees both. ")
+UNSHOWN = ("To do: no page shows the reader this advice; add a row for {metric} over these runs to {spec} (the Metrics "
+           "page then shows it under the row's table), or say it beside figure {figure} in {chapter}. ")
+
+
+def _for_a_reader(rule: Rule) -> str:
+    """What a reader whose own runs pass the line would change, in Miles' words (the yml's `change`)."""
+    if rule.change:
+        return f"A reader whose runs do this would change what Miles names: {rule.change}."
+    return "A reader whose runs do this: Miles names no change for it, only the red flag."
+
+
+def _row_action(rule: Rule, title: str) -> str:
+    return SHOWN.format(what="manual", title=title, row="") + _for_a_reader(rule)
+
+
+def _claim_action(rule: Rule, block: FigureBlock, runs: Sequence[str], rows: Sequence[Finding], spec: str) -> str:
+    """Nothing to do when a Metrics row's note shows the reader the same rule over these runs; else what to add."""
+    row = next((row for row in rows if row.rule.id == rule.id and set(runs) <= set(row.runs)), None)
+    if row is not None:
+        return SHOWN.format(what="claim", title=row.title, row=f" ({row.where})") + _for_a_reader(rule)
+    return UNSHOWN.format(metric=rule.metric, spec=spec, figure=block.number, chapter=block.chapter_file) + \
+        _for_a_reader(rule)
+
+
 def _longest_row(steps: Sequence[int]) -> int:
     longest = run = 0
     previous = None
@@ -257,16 +291,21 @@ def of_metrics_rows(spec: Mapping[str, Any], summaries: Mapping[str, Any], rules
             rule = by_metric.get(str(row.get("metric")))
             if rule is None or not table.get("column") or row.get("runs") not in sets:
                 continue
-            followed = _followed(rules, select(summaries, sets[row["runs"]] or {}), runs_dir)
+            selected = select(summaries, sets[row["runs"]] or {})
+            followed = _followed(rules, selected, runs_dir)
             text = _text(rule, followed, int(row.get("decimals", 2)))
             if text is not None:
-                found.append(Finding(f"{where} tables[{t_index}].rows[{r_index}]", t_index, rule, text))
+                title = str(table.get("title", ""))
+                found.append(Finding(f"{where} tables[{t_index}].rows[{r_index}]", t_index, rule, text,
+                                     tuple(run.run_id for run in selected), title, _row_action(rule, title)))
     return found
 
 
 def of_claims(blocks: Sequence[FigureBlock], summaries: Mapping[str, Any], rules: Sequence[Rule],
-              runs_dir: Path | None) -> list[Finding]:
-    """Each figure check about a metric whose runs Miles would flag by the rule for it."""
+              runs_dir: Path | None, rows: Sequence[Finding] = (),
+              spec: str = "docs/data/metrics.yml") -> list[Finding]:
+    """Each figure check about a metric whose runs Miles would flag by the rule for it; `rows`: the Metrics page's
+    findings (of_metrics_rows), whose notes may already show the reader the same advice."""
     by_metric = {rule.metric: rule for rule in rules if rule.metric}
     found = []
     for block in blocks:
@@ -280,7 +319,8 @@ def of_claims(blocks: Sequence[FigureBlock], summaries: Mapping[str, Any], rules
             if text is not None:
                 says = str(check.get("says", ""))
                 found.append(Finding(f"{block.chapter_file}:{block.line} figure {block.number} checks[{index}] "
-                                     f"({says!r})", None, rule, text))
+                                     f"({says!r})", None, rule, text, tuple(runs), "",
+                                     _claim_action(rule, block, runs, rows, spec)))
     return found
 
 

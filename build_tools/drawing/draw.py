@@ -1,7 +1,9 @@
 """Stage 5: draw every figure from the summaries of the runs it names, into SVG and CSV.
 
-A figure's files come from the cache when nothing it depends on changed (the runs it reads, its module,
-the palette and style, this code, the library versions). When something did, its module's draw() is
+A figure's files come from the cache when nothing it depends on changed (what it read of its runs when it was
+last drawn, part by part: the tables, series and run.yaml fields draw() asked for, reads.py; its module, the
+palette and style, this code, the library versions): a run retitled in its run.yaml redraws only a figure that
+shows its title. When something did, its module's draw() is
 called (cheap) and the result is keyed on what it returned and drew: the numbers of its CSV, its texts,
 the data of its lines, collections and patches, its axes' limits, with the code, palette and style. Only
 when that drawing key differs from the cached one is the figure rendered (the expensive part), so a
@@ -20,6 +22,7 @@ no label of any screen's layout may overlap another or leave the figure.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -35,7 +38,6 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -46,7 +48,7 @@ from build_tools.core._exceptions import FigureError, FigureFilesError, MissingV
 from build_tools.core._layout import Layout
 from build_tools.core._staging import atomic_file, write_atomic
 from build_tools.core._types import DrawnFigure, FigureBlock, RunSummary
-from build_tools.drawing import _figure_modules, legibility, palette, palette_check, variants
+from build_tools.drawing import _figure_modules, legibility, palette, palette_check, reads, variants
 from build_tools.store import fingerprint
 
 if TYPE_CHECKING:  # imported where a figure is drawn: a build whose figures are cached never needs them
@@ -74,7 +76,7 @@ NO_DEFAULT_LAYOUT: dict[RcKeyType, bool] = {"figure.autolayout": False, "figure.
 DRAWING_MODULE = __name__
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _Job:
     """One figure to draw, with exactly the runs and tables it reads (pickled to a worker)."""
 
@@ -88,13 +90,14 @@ class _Job:
     cached_drawing: str | None = None  # the drawing key of the cache's intact files of this figure, if any
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class _Outcome:
     block_id: str
     alt: str  # the module's default alt text
     error: str | None  # what went wrong, after "fig N (id): "
     drawing: str = ""  # the drawing key: what draw() returned and drew, with the code it depends on
     rendered: bool = True  # False when the cache's files already are this drawing (nothing was saved)
+    reads: dict[str, list[list[Any]]] | None = None  # what draw() read of each run (reads.as_lists)
 
 
 # make serve's rebuilds draw this many figures or fewer in their own process (an edit to a run redraws the few that
@@ -119,34 +122,40 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
     if problems:
         raise FigureFilesError(problems)
     shared = _shared_digest(layout)
-    to_draw: list[tuple[_Job, fingerprint.Key, dict[str, Any] | None]] = []
+    to_draw: list[tuple[_Job, dict[str, Any] | None]] = []
     ready: dict[str, bool] = {}  # block id -> redrawn
     for block in blocks:
         missing = _missing_inputs(block, summaries, tables, layout)
         if missing:
             problems += [_problem(block, message) for message in missing]
             continue
-        made = figure_key(block, summaries, tables, layout, shared)
-        key = made.hexdigest()
         stem = cache_dir / block.id
-        entry = _cache_holds(stem, key, warnings if warnings is not None else [])
-        if entry is not None and entry["key"] == key:
+
+        def key_of(read: object, block: FigureBlock = block) -> str:
+            """The key of the figure's inputs now, under what its cache entry says it read."""
+            return figure_key(block, summaries, tables, layout, shared,
+                              reads.from_lists(read, block.runs)).hexdigest()
+
+        entry = _cache_holds(stem, key_of, warnings if warnings is not None else [])
+        if entry is not None and entry["key"] == key_of(entry.get("reads")):
             ready[block.id] = False
             continue
         job = _Job(block, {rid: summaries[rid] for rid in block.runs}, {name: tables[name] for name in block.tables},
                    stem, _module_file(layout, block.module) or Path(), layout, shared,
                    entry.get("drawing") if entry is not None else None)
-        to_draw.append((job, made, entry))
+        to_draw.append((job, entry))
 
     workers = 1 if serving and len(to_draw) <= IN_PROCESS_UP_TO else jobs
-    for (job, made, entry), outcome in zip(to_draw, _draw_all([job for job, _, _ in to_draw], workers),
-                                           strict=True):
+    for (job, entry), outcome in zip(to_draw, _draw_all([job for job, _ in to_draw], workers), strict=True):
         if outcome.error is not None:
             problems.append(_problem(job.block, outcome.error))
             continue
+        # keyed on what draw() read this time: the parts of its runs it asked for, each with its digest now
+        made = figure_key(job.block, summaries, tables, layout, shared, reads.from_lists(outcome.reads, job.block.runs))
         if not outcome.rendered and entry is not None:
             # draw() returned and drew exactly what the cached files show: they stay, under the new inputs' key
-            _write_text(job.stem.with_suffix(".key"), json.dumps({**entry, **fingerprint.record(made)}, sort_keys=True))
+            _write_text(job.stem.with_suffix(".key"), json.dumps({**entry, **fingerprint.record(made),
+                                                                 "reads": outcome.reads}, sort_keys=True))
             ready[job.block.id] = False
             continue
         # The palette and legibility checks run on every new drawing; only a figure that passed gets a cache
@@ -156,7 +165,7 @@ def draw_figures(blocks: Sequence[FigureBlock], summaries: Mapping[str, RunSumma
             problems += off_palette
             continue
         # last: a key means complete, checked outputs, with the hash of each
-        _write_text(job.stem.with_suffix(".key"), _cache_entry(job.stem, made, outcome.drawing))
+        _write_text(job.stem.with_suffix(".key"), _cache_entry(job.stem, made, outcome.drawing, outcome.reads))
         ready[job.block.id] = True
 
     drawn = [_publish(block, cache_dir / block.id, out_dir, ready[block.id], epoch)
@@ -289,15 +298,25 @@ def _shared_digest(layout: Layout, package: Path = fingerprint.PACKAGE) -> str:
 
 
 def figure_key(block: FigureBlock, summaries: Mapping[str, RunSummary], tables: Mapping[str, Any],
-               layout: Layout, shared: str | None = None) -> fingerprint.Key:
+               layout: Layout, shared: str | None = None,
+               read: Mapping[str, Sequence[reads.Read]] | None = None) -> fingerprint.Key:
     """The key of everything one figure's files depend on, each part named with its digest (the record its cache
-    entry keeps, as build/*.key do: what the figure was drawn from)."""
+    entry keeps, as build/*.key do: what the figure was drawn from).
+
+    `read`: what the figure's draw() read of each run (reads.py), each part keyed with its digest now; without it,
+    each run whole (its input hash)."""
     key = fingerprint.Key("figure").named("drawing code, figure helpers, palette and style",
                                                  shared or _shared_digest(layout))
     module_file = _module_file(layout, block.module)
     key.named(f"figures/{block.module}.py", fingerprint.file_digest(module_file) if module_file else "no module")
     for run_id in block.runs:
-        key.named(f"run {run_id}", summaries[run_id].source_hash)
+        if read is None:
+            key.named(f"run {run_id}", summaries[run_id].source_hash)
+            continue
+        key.add(f"run {run_id}", str(len(read[run_id])))  # the parts read of this run, each named below
+        for part in read[run_id]:  # the part itself, then by its name (the record's) with its digest
+            key.add(json.dumps(part)).named(f"run {run_id}: {reads.describe(part)}",
+                                            reads.read_digest(summaries[run_id], part))
     for name in block.tables:
         key.named(f"table {name}", _text_digest(json.dumps(tables[name], sort_keys=True, default=str)))
     settings = {"id": block.id, "module": block.module, "runs": block.runs, "options": block.options, "alt": block.alt}
@@ -308,13 +327,13 @@ def _text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | None:
+def _cache_holds(stem: Path, key_of: Callable[[object], str], warnings: list[str]) -> dict[str, Any] | None:
     """The cache's entry of this figure when every file is as it was written, else None.
 
-    The entry's `key` says which inputs it was drawn from (the cache holds this figure when it is `key`),
-    its `drawing` what draw() returned and drew. The key file records the sha256 of each output, so a cached
-    SVG replaced or damaged since is noticed (and redrawn, with a warning when the inputs are the same)
-    rather than copied into the site.
+    The entry's `key` says which inputs it was drawn from (the cache holds this figure when it is key_of(the
+    entry's `reads`), the key of its inputs now), its `reads` what draw() read of its runs, its `drawing` what
+    draw() returned and drew. The key file records the sha256 of each output, so a cached SVG replaced or damaged
+    since is noticed (and redrawn, with a warning when the inputs are the same) rather than copied into the site.
     """
     key_file = stem.with_suffix(".key")
     entry: Any = None
@@ -332,14 +351,14 @@ def _cache_holds(stem: Path, key: str, warnings: list[str]) -> dict[str, Any] | 
             return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
-    if isinstance(entry, dict) and entry.get("key") != key:
+    if isinstance(entry, dict) and entry.get("key") != key_of(entry.get("reads")):
         return None  # inputs changed anyway: redrawn without a word, as a figure whose runs changed
     warnings.append(f"build/cache: the cached files of {stem.name} do not match their hashes; redrawn")
     return None
 
 
-def _cache_entry(stem: Path, made: fingerprint.Key, drawing: str) -> str:
-    return json.dumps({**fingerprint.record(made), "drawing": drawing,
+def _cache_entry(stem: Path, made: fingerprint.Key, drawing: str, read: dict[str, list[list[Any]]] | None) -> str:
+    return json.dumps({**fingerprint.record(made), "drawing": drawing, "reads": read,
                        "sha256": {suffix: _sha256(stem.with_suffix(suffix)) for suffix in (*OUTPUTS, ".alt")}},
                       sort_keys=True)
 
@@ -413,6 +432,9 @@ def _draw_one(job: _Job) -> _Outcome:
 
 
     module_name = f"{PACKAGE}.{job.block.module}"
+    # The module reads its runs through recordings: what it read of each is the figure's cache key (reads.py).
+    recorded_runs, read = reads.recording(job.runs)
+    job = dataclasses.replace(job, runs=recorded_runs)
     try:
         module = _load(job.block.module, job.module_file)
         alt = str(getattr(module, "ALT", "")).strip()
@@ -440,7 +462,7 @@ def _draw_one(job: _Job) -> _Outcome:
         _write_text(job.stem.with_suffix(".alt"), alt)
         _write_text(job.stem.with_suffix(".json"), sidecar)
     return _Outcome(job.block.id, alt, None if alt or job.block.alt else f"{module_name} has no ALT text", drawing,
-                    rendered)
+                    rendered, reads.as_lists(read))
 
 
 def _collisions(figures: Mapping[str, Figure]) -> str | None:

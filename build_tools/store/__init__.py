@@ -8,8 +8,8 @@ What it holds, each kept under its key:
 - each run's summary, and the runs only validated (`summary_cache`; build/cache/summaries/): keyed on the run's
   input hash (its bytes, the code that reads it, the tools);
 - a summary sent back by a Ray worker (`summary_wire`): the worker's code and tools, refused when they differ;
-- each figure (build/cache/figures/, `draw.py`): keyed on its inputs (the runs it reads, its module, the palette
-  and style) and its drawing;
+- each figure (build/cache/figures/, `draw.py`): keyed on its inputs (what it read of its runs, part by part:
+  drawing/reads.py; its module, the palette and style) and its drawing;
 - the site (build/site.key, `site.py`): the pages, mkdocs.yml, the theme overrides, the settings;
 - a no-op build and the last check's report (build/inputs.key, check.key and check.out; `uptodate`): every input
   file and each run's input hash, the settings.

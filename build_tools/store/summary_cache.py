@@ -22,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import hashlib
+import io
 import json
 import shutil
 from collections.abc import Callable
@@ -46,6 +47,9 @@ FACTS_FORMAT = 1
 ROW_GROUP = 1024 * 1024
 # Columns holding lists, tuples or mappings are stored as JSON text; these are read back as tuples.
 TUPLE_COLUMNS = {"gpus"}
+# A summary read from the cache carries its tables' hashes under this name (table name -> its file's hash), so that a
+# figure is keyed on the tables it reads without decoding them (build_tools/drawing/reads.py).
+TABLE_DIGESTS = "_table_digests"
 
 
 def summary_parts(summary: RunSummary) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
@@ -207,7 +211,20 @@ def _read_frames(folder: Path, body: dict[str, Any], wanted: Callable[[str], boo
     return frames
 
 
-def _write_frame(frame: pd.DataFrame, path: Path) -> None:
+def table_digests(body: dict[str, Any]) -> dict[str, str]:
+    """The hash of each table of an entry read_entry gave (checked against its file there), by table name."""
+    return {info["name"]: info["blake3"] for info in body["files"].values()}
+
+
+def frame_digest(frame: pd.DataFrame) -> str:
+    """The hash the cache records of a table (its Parquet file's, as _write_frame writes it), made in memory: a
+    summary that is not from the cache (an edition's build) is keyed by its tables as one from the cache is."""
+    buffer = io.BytesIO()
+    _write_frame(frame, buffer)
+    return content_hash(buffer.getvalue()).hexdigest()
+
+
+def _write_frame(frame: pd.DataFrame, path: Path | io.BytesIO) -> None:
     encoded = [column for column, dtype in frame.dtypes.items()
                if pd.api.types.is_object_dtype(dtype) and _holds_containers(frame[column])]
     if encoded:  # copied only then: a frame of millions of samples is written as it is

@@ -26,7 +26,7 @@ def encode(summary: RunSummary) -> Encoded:
     tables = {}
     for name, frame in frames.items():
         buffer = io.BytesIO()
-        summary_cache._write_frame(frame, buffer)  # type: ignore[arg-type]  # pyarrow writes to any file
+        summary_cache._write_frame(frame, buffer)  # pyarrow writes to any file
         tables[name] = buffer.getvalue()
     return tables, json.dumps(body, allow_nan=True)  # keys in the summary's order, as the cache keeps them
 

@@ -559,7 +559,8 @@ def _read_cache(cache_dir: Path | None, run_dir: Path, digest: str, warnings: li
     tables, body = entry
     summary = _CachedSummary.__new__(_CachedSummary)
     summary.__dict__.update(run_id=body["run_id"], config=body["config"], facts=summary_cache.facts_of(body),
-                            warnings=list(body["warnings"]), source_hash=digest, _tables=tables)
+                            warnings=list(body["warnings"]), source_hash=digest, _tables=tables,
+                            **{summary_cache.TABLE_DIGESTS: summary_cache.table_digests(body)})
     return summary
 
 
