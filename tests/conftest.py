@@ -58,11 +58,10 @@ def built_manual(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def stubbed() -> Iterator[pytest.MonkeyPatch]:
-    """Publishing with the build and the rebuild stubbed (tests/test_edition.py's stub_build, stub_rebuild): the
-    publishing and kill tests exercise git and mike, not the manual's build."""
-    from test_edition import stub_build, stub_rebuild
-
+    """Publishing with the build and the rebuild stubbed (tests/editions/test_edition.py's stub_build and
+    stub_rebuild): the publishing and kill tests exercise git and mike, not the manual's build."""
     from build_tools.editions import edition
+    from tests.editions.test_edition import stub_build, stub_rebuild
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(edition, "run_build", stub_build)

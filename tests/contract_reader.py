@@ -3,9 +3,9 @@ the document carries (`rules`, one per kind of claim check as `check.<kind>`), i
 the dump format of /work/shared/reference/miles-run-data.md (meta.json's args, metrics.jsonl records merged on
 step_key and step, phases/*.jsonl).
 
-It imports nothing of build_tools: it is the "other tool" the contract is for, and tests/test_contract_reader.py
-holds its verdicts to those of `manual watch` and `manual compare`. It reads a run folder (run.yaml beside a
-dashboard dump, the lab's recordings under lab/) or a bare dump.
+It imports nothing of build_tools: it is the "other tool" the contract is for, and
+tests/checking/test_contract_reader.py holds its verdicts to those of `manual watch` and `manual compare`. It
+reads a run folder (run.yaml beside a dashboard dump, the lab's recordings under lab/) or a bare dump.
 """
 
 from __future__ import annotations

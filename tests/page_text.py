@@ -7,7 +7,7 @@ import copy
 import re
 from pathlib import Path
 
-from conftest import ROOT, SEEDS
+from tests.conftest import ROOT, SEEDS
 
 METRICS_SEED = SEEDS / "000_7fca0c65374092d8.txt"
 INDEX_SEED = SEEDS / "003_f3e693af6112d108.txt"

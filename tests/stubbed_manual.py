@@ -8,12 +8,11 @@ import signal
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import test_edition  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests is a package
 
 from build_tools.cli import main  # noqa: E402
 from build_tools.editions import edition  # noqa: E402
+from tests.editions import test_edition  # noqa: E402
 
 # Ctrl-C as in a terminal: a shell that starts a job in the background (as a CI runner's may) starts it with
 # SIGINT ignored, and Python then raises no KeyboardInterrupt.

@@ -10,8 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, copy_project, manual_blocks
-from test_miles_guidance import BUILD_WARNINGS
 
 from build_tools.build import build
 from build_tools.cli import main
@@ -19,6 +17,8 @@ from build_tools.core._exceptions import EXIT_BAD_INPUT
 from build_tools.core._layout import Layout
 from build_tools.core._settings import Settings
 from build_tools.store import uptodate
+from tests.checking.test_miles_guidance import BUILD_WARNINGS
+from tests.conftest import SAMPLES, copy_project, manual_blocks
 
 
 @pytest.fixture()
@@ -467,9 +467,8 @@ def test_any_change_to_a_runs_file_makes_the_check_read_again(project: Path, cap
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """The replay's key lists every file of runs/: whatever changed, the check reads again (and says so, or fails);
     a file whose mtime alone changed is read again, and its run's report replayed (its bytes are the same)."""
-    from conftest import ROOT
-
     from build_tools.store import fingerprint
+    from tests.conftest import ROOT
 
     run = project / "runs" / "nondet-a"
     assert main(["check"]) == 0

@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, copy_project, manual_blocks
 
 from build_tools.cli import main
 from build_tools.core._exceptions import EXIT_CLAIM_FAILED
+from tests.conftest import ROOT, copy_project, manual_blocks
 
 RECIPE = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
 
@@ -163,9 +163,10 @@ def test_the_figure_recipe_as_written_passes_ruff_and_the_figure_tests(tmp_path)
     run_in(root, "-m", "ruff", "check", "build_tools", "figures", "tests", "examples")
     run_in(root, "-m", "build_tools", "build")
     number = next(b.number for b in manual_blocks(root) if b.id == "fig-grad-norm")
-    out = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "tests/test_figure_text.py",
-                 "tests/test_pages_figure_index.py", "tests/test_draw.py", "tests/test_build.py",
-                 "tests/test_claims.py", "-k", f"alt or figure or index or redraws or every_kind or {number}-")
+    out = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                 "tests/drawing/test_figure_text.py", "tests/pages/test_figure_index.py", "tests/drawing/test_draw.py",
+                 "tests/test_build.py", "tests/checking/test_claims.py",
+                 "-k", f"alt or figure or index or redraws or every_kind or {number}-")
     assert re.search(r"^[0-9]+ passed", out.splitlines()[-1]) and "failed" not in out, out[-2000:]
 
 
@@ -184,8 +185,8 @@ def test_the_check_recipe_as_written_passes_the_tests_that_require_its_two_files
     run_in(root, "-m", "ruff", "check", "build_tools", "tests")
     registered = run_in(root, "-m", "build_tools", "check")  # the shipped claims still hold with the check added
     assert " FAIL " not in registered
-    out = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "tests/test_checks.py",
-                 "tests/test_claims.py", "-k", "documented or every_kind")
+    out = run_in(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                 "tests/checking/test_checks.py", "tests/checking/test_claims.py", "-k", "documented or every_kind")
     assert "2 passed" in out
     probe = ("from build_tools.checking.checks import REGISTRY; "
              "from build_tools.checking.checks._perturb import PERTURBATIONS; "

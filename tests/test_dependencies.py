@@ -11,8 +11,9 @@ import re
 import sys
 import tomllib
 
-from conftest import ROOT, own_python_files
 from packaging.requirements import Requirement
+
+from tests.conftest import ROOT, own_python_files
 
 OPTIONAL = {"ray": "ray", "zensical": "zensical"}  # imported only by the command that asks for it
 # `make miles-facts` imports Miles from the checkout it is given (build_tools/ingest/miles_facts/extract.py), never

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
 
 from examples import build_all
 from examples._runs import RUNS
+from tests.conftest import ROOT
 
 RUNS_DIR = Path(__file__).resolve().parents[1] / "runs"
 

@@ -2,7 +2,7 @@
 scenarios of tests/samples/hostile/ and tests/samples/load/, collected from the folders: a new one is covered).
 
 - Columnar reading (a stream read as columns) against line by line: the records, problems and warnings are
-  tests/test_one_path.py's; here the summary and what validating keeps, each stream read either way.
+  tests/commands/test_one_path.py's; here the summary and what validating keeps, each stream read either way.
 - Memoised validation: a run nobody reads, replayed from its record in the cache (validated.json), against the
   run validated afresh: the same ValidatedRun, the same problems and date checks; validating against summarising;
   and the memo of input hashes against hashing afresh.
@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, SAMPLES, copy_project
 
 from build_tools.build import check
 from build_tools.cli import main
@@ -45,6 +44,7 @@ from build_tools.ingest import _columnar, load
 from build_tools.store import run_hash, summary_cache
 from build_tools.summarise import summary_metrics
 from build_tools.summarise.summary import Job, Wanted, Written, _read_run, load_and_summarise, summarise_runs
+from tests.conftest import ROOT, SAMPLES, copy_project
 
 EXAMPLES = sorted(path.name for path in (ROOT / "runs").iterdir() if path.is_dir())
 # Every sample scenario: a runs folder of its own (tests/samples/hostile/README.md), and each run folder in it.

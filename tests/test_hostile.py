@@ -12,7 +12,6 @@ import string
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLES, copy_project
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +33,7 @@ from build_tools.editions.stamp import load_stamp
 from build_tools.ingest import schemas, schemas_dump, schemas_manual, schemas_run, stream_columns, stream_lines
 from build_tools.readers import step_values
 from build_tools.summarise.summary import summarise_runs
+from tests.conftest import ROOT, SAMPLES, copy_project
 
 HOSTILE = SAMPLES / "hostile"
 GOOD = SAMPLES / "load" / "good"
@@ -425,7 +425,7 @@ def test_read_small_leaves_a_large_file_a_fifo_and_an_empty_one_as_it_should(tmp
 def test_read_small_gives_a_file_that_grew_after_it_was_sized_to_the_reader_of_blocks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Lines written between the file's stat and its read: read_small declines, and open_input reads the file to
-    its end (tests/test_columnar.py), not to the size it had."""
+    its end (tests/ingest/test_columnar.py), not to the size it had."""
     path = tmp_path / "metrics.jsonl"
     path.write_bytes(b'{"step": 1}\n')
     real_fstat, grown = os.fstat, []

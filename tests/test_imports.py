@@ -12,7 +12,7 @@ import ast
 import graphlib
 from pathlib import Path
 
-from conftest import ROOT, own_python_files
+from tests.conftest import ROOT, own_python_files
 
 PACKAGE = ROOT / "build_tools"
 # Modules that may read the command line: the CLI itself and make's door into it. The example generator is a

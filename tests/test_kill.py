@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_edition import git, next_edition, refs, sha, show, tiny_project
 
 from build_tools.cli import main
 from build_tools.core._staging import KILL_AT
 from build_tools.editions import edition
+from tests.editions.test_edition import git, next_edition, refs, sha, show, tiny_project
 
 DRIVER = Path(__file__).resolve().parent / "stubbed_manual.py"
 # In the order a publish passes them: build (site swap), staging, mike on its work branch, the tag, the refs, push.
@@ -183,9 +183,8 @@ def add_run_killed(root: Path, kill_at: str) -> subprocess.CompletedProcess[str]
 
 @pytest.mark.parametrize("point", ADD_RUN_POINTS)
 def test_an_add_run_killed_at_any_point_adds_nothing_and_its_leftover_is_swept(point: str, tmp_path: Path) -> None:
-    from conftest import copy_project
-
     from build_tools.core._staging import clean_leftovers
+    from tests.conftest import copy_project
 
     root = copy_project(tmp_path / "manual")
     before = sorted(p.name for p in (root / "runs").iterdir())
@@ -201,7 +200,7 @@ def test_an_add_run_killed_at_any_point_adds_nothing_and_its_leftover_is_swept(p
 
 
 def test_sigterm_during_add_run_removes_its_staging_folder(tmp_path: Path) -> None:
-    from conftest import copy_project
+    from tests.conftest import copy_project
 
     root = copy_project(tmp_path / "manual")
     before = sorted(p.name for p in (root / "runs").iterdir())

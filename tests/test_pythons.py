@@ -13,8 +13,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLES
 from packaging.specifiers import SpecifierSet
+
+from tests.conftest import ROOT, SAMPLES
 
 MAKE = "/usr/bin/make"
 LOCKS = SAMPLES / "lock"

@@ -17,9 +17,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from test_watch_published import serve
 
 from build_tools import cli
+from tests.commands.watch.test_watch_published import serve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,9 +138,8 @@ def watches_as_a_reader(manual: Path, tmp_path: Path, built_manual: Path) -> Non
     """The installed `manual` holds a job (a breach the manual's runs lack) against an edition's contract served
     beside its manifest, from the reader's own folder: what it prints matches the project's own watch, and a build
     verb says in one line that the build is not installed."""
-    from test_compare import scaled_dump
-
     from build_tools.editions import _manifest
+    from tests.commands.test_compare import scaled_dump
 
     # An edition's folder as its site serves it: the built manual's contract beside a manifest that hashes it.
     edition = tmp_path / "site" / "2026.10"

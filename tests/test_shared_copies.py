@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import MILES_SAMPLES, ROOT, SEEDS
+
+from tests.conftest import MILES_SAMPLES, ROOT, SEEDS
 
 SHARED = ROOT.parent / "shared"
 COPIES = {SEEDS: SHARED / "seeds", MILES_SAMPLES: SHARED / "reference" / "miles-dashboard-samples"}
