@@ -13,7 +13,7 @@ The server runs as `python -m build_tools --root COPY serve --port P` in a fresh
 the anchor as `python -m mkdocs serve` on a copy of the rendered pages (build/docs) with the build's own config
 (build/mkdocs.yml: the project's mkdocs.yml, its theme and Markdown extensions), in another. The browser is
 Debian's Chromium driven by Playwright (the test extra; `make bench WHAT=serve` installs it), as
-tests/test_serve.py drives it: each time is from the file written to the text found in the open page, which
+tests/website/test_serve.py drives it: each time is from the file written to the text found in the open page, which
 reloads by itself (mkdocs' live-reload script, in both), each edit made once both servers have settled
 (wait_quiet: no rebuild under way, as when an author types). The two take turns, TRIES edits each; the medians
 are compared. The idle CPU is the user + system seconds of the server's process tree, read from /proc at the

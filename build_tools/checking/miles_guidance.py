@@ -21,6 +21,8 @@ the advisor's constants (ast, never executed) and the Monitoring table's rows.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import math
 import os
 import re
@@ -35,9 +37,10 @@ from build_tools.core._escape import Markdown, md_text, terminal_text
 from build_tools.core._exceptions import ManualError, display_path
 from build_tools.core._files import DOCUMENT_LIMIT
 from build_tools.core._numbers import join, number
+from build_tools.core._staging import write_atomic
 from build_tools.core._types import FigureBlock
 from build_tools.ingest.miles_facts.checkout import EXPECTED, checkout_of, git_commit, python_of, refused, source_text
-from build_tools.miles_code import follow_dumps
+from build_tools.miles_code import HERE, MANIFEST, RUN, follow_dumps
 
 ADVISORY, MONITORING = "miles/dashboard/advisory.py", "docs/user-guide/monitoring.md"  # read of a Miles checkout
 TABLE = "miles_guidance"  # docs/data/miles_guidance.yml, as blocks.load_tables names it
@@ -98,36 +101,113 @@ class Followed:
     last_rollout: int | None
 
 
-_FOLLOWED: dict[tuple[Any, ...], dict[str, Followed]] = {}
+# Miles' advisor's answer for one run, by what it read (the run's dump, by content; the metrics; the truncated key),
+# kept for this process: every caller (each Metrics row's runs, the claims, what cannot apply) and every rebuild of
+# a `make serve` session asks Miles' process only about the runs it has no answer for, each once.
+_FOLLOWED: dict[tuple[Any, ...], Followed] = {}
+ANSWERS = "miles_advisor.json"  # in build/cache: the answers kept across everyday builds
+# Each dump file's digest, kept while its stat says it is the same file (git's index keeps the same: size, mtime
+# and ctime in ns, inode, device; a write changes the ctime even when a time stamp is put back): a rebuild hashes
+# only the files written since.
+_FILE_DIGESTS: dict[tuple[str, int, int, int, int, int], str] = {}
 
 
-def _dump_key(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) -> tuple[Any, ...]:
-    """What the advisor reads, by content: every file of each dump hashed (a time stamp can stay the same across an
-    edit, and the advisor reads meta.json and the gzipped streams too), so a kept answer is never another dump's."""
+def _file_digest(path: Path) -> str:
     import blake3
 
-    digests = tuple((run, str(path), tuple((str(f.relative_to(path)), blake3.blake3(f.read_bytes()).hexdigest())
-                                           for f in sorted(path.rglob("*")) if f.is_file()))
-                    for run, path in sorted(dumps.items()))
-    return digests, tuple(metrics), truncated
+    stat = path.stat()
+    seen = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev)
+    if seen not in _FILE_DIGESTS:
+        _FILE_DIGESTS[seen] = blake3.blake3(path.read_bytes()).hexdigest()
+    return _FILE_DIGESTS[seen]
 
 
-def follow(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str) -> dict[str, Followed]:
-    """Miles' advisor over each run's dashboard dump (run id -> its folder), in Miles' own process; with the
-    metrics named, as Miles' MetricStore reads them. Runs in one process; the answers kept for this build."""
-    key = _dump_key(dumps, metrics, truncated)
-    if key in _FOLLOWED:
-        return _FOLLOWED[key]
-    answer = follow_dumps([{"run_id": run, "dashboard": str(path), "truncated_key": truncated,
-                            "series": list(metrics)} for run, path in sorted(dumps.items())])
-    found = {run: Followed(tuple((moment["step"], tuple(a["message"] for a in moment["advisories"]))
-                                 for moment in data["said"]),
-                           {metric: tuple((int(x), float(y)) for x, y in pairs)
-                            for metric, pairs in data["series"].items()},
-                           max((m["step"] for m in data["said"] if m["step"] is not None), default=None))
-             for run, data in answer.items()}
-    _FOLLOWED[key] = found
+def _dump_key(run: str, path: Path, metrics: Sequence[str], truncated: str) -> tuple[Any, ...]:
+    """What the advisor reads of one run, by content: every file of its dump (a time stamp can stay the same
+    across an edit, and the advisor reads meta.json and the gzipped streams too), so a kept answer is never
+    another dump's."""
+    files = tuple((str(f.relative_to(path)), _file_digest(f)) for f in sorted(path.rglob("*")) if f.is_file())
+    return run, str(path), files, tuple(metrics), truncated
+
+
+def _answer_of(data: Any) -> Followed:
+    """One run's part of the advisor's answer, as the manual reads it; ValueError for one not of its shape (a kept
+    answer read back from build/cache is checked as closely as Miles' process is trusted: shape and types)."""
+    try:
+        said = tuple((moment["step"], tuple(a["message"] for a in moment["advisories"])) for moment in data["said"])
+        series = {metric: tuple((int(x), float(y)) for x, y in pairs) for metric, pairs in data["series"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise ValueError(f"not an answer of Miles' advisor: {error}") from None
+    if not all((step is None or type(step) is int) and all(isinstance(m, str) for m in messages)
+               for step, messages in said) or not all(isinstance(metric, str) for metric in series):
+        raise ValueError("not an answer of Miles' advisor: a step or a message of another type")
+    return Followed(said, series, max((step for step, _ in said if step is not None), default=None))
+
+
+def _code_key() -> bytes:
+    """The Miles code that answers (its manifest, the harness, the stand-ins, the advisor's task), as one hash."""
+    digest = hashlib.sha256()
+    for path in (MANIFEST, RUN, HERE / "stand_ins.py", HERE / "advise.py"):
+        digest.update(path.read_bytes())
+    return digest.digest()
+
+
+def _kept_key(key: tuple[Any, ...]) -> str:
+    return hashlib.sha256(_code_key() + repr(key).encode("utf-8")).hexdigest()
+
+
+def _read_kept(cache: Path, keys: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
+    """The answers build/cache keeps for these keys (by run), each checked; a file that cannot be read, or an
+    entry not of an answer's shape, is asked again, never trusted."""
+    try:
+        loaded = json.loads(cache.read_bytes()) if cache.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(loaded, dict):
+        return {}
+    found = {}
+    for key in keys.values():
+        data = loaded.get(_kept_key(key))
+        try:
+            _FOLLOWED[key] = _answer_of(data)
+        except ValueError:
+            continue
+        found[_kept_key(key)] = data
     return found
+
+
+def follow(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str,
+           cache: Path | None = None) -> dict[str, Followed]:
+    """Miles' advisor over each run's dashboard dump (run id -> its folder), in Miles' own process; with the
+    metrics named, as Miles' MetricStore reads them. The runs with no kept answer go to one process. Answers are
+    kept for this process and, with `cache` (a JSON file of build/cache; never for an edition's build), across
+    builds: by each dump's content and the Miles code that answered."""
+    keys = {run: _dump_key(run, path, metrics, truncated) for run, path in sorted(dumps.items())}
+    missing = {run: key for run, key in keys.items() if key not in _FOLLOWED}
+    kept: dict[str, Any] = {}
+    if missing and cache is not None:
+        kept = _read_kept(cache, missing)
+        missing = {run: key for run, key in missing.items() if key not in _FOLLOWED}
+    if missing:
+        answer = follow_dumps([{"run_id": run, "dashboard": str(dumps[run]), "truncated_key": truncated,
+                                "series": list(metrics)} for run in missing])
+        for run, data in answer.items():
+            if run in missing:
+                _FOLLOWED[missing[run]] = _answer_of(data)
+        if cache is not None:
+            fresh = {_kept_key(missing[run]): data for run, data in answer.items() if run in missing}
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(cache, json.dumps({**_all_kept(cache), **kept, **fresh}, sort_keys=True).encode("utf-8"))
+    return {run: _FOLLOWED[key] for run, key in keys.items() if key in _FOLLOWED}
+
+
+def _all_kept(cache: Path) -> dict[str, Any]:
+    """Every entry the file keeps (other runs' answers stay kept when these are added)."""
+    try:
+        loaded = json.loads(cache.read_bytes()) if cache.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def steps_in_words(steps: Sequence[int]) -> str:
@@ -270,16 +350,18 @@ def _dumps(runs: Iterable[Any], runs_dir: Path | None) -> dict[str, Path]:
             if (runs_dir / run.run_id / "dashboard" / "meta.json").is_file()}
 
 
-def _followed(rules: Sequence[Rule], runs: Iterable[Any], runs_dir: Path | None) -> dict[str, Followed]:
+def _followed(rules: Sequence[Rule], runs: Iterable[Any], runs_dir: Path | None,
+              cache: Path | None = None) -> dict[str, Followed]:
     metrics = sorted({rule.metric for rule in rules if rule.metric})
     truncated = next((rule.metric for rule in rules if rule.id == "truncated_share" and rule.metric),
                      "rollout/truncated")
     dumps = _dumps(runs, runs_dir)
-    return follow(dumps, metrics, truncated) if dumps else {}
+    return follow(dumps, metrics, truncated, cache) if dumps else {}
 
 
 def of_metrics_rows(spec: Mapping[str, Any], summaries: Mapping[str, Any], rules: Sequence[Rule],
-                    runs_dir: Path | None, where: str = "docs/data/metrics.yml") -> list[Finding]:
+                    runs_dir: Path | None, where: str = "docs/data/metrics.yml",
+                    cache: Path | None = None) -> list[Finding]:
     """Each Metrics-page row with a range whose runs Miles would flag by the rule for its metric."""
     from build_tools.summarise.metric_rows import select
 
@@ -292,7 +374,7 @@ def of_metrics_rows(spec: Mapping[str, Any], summaries: Mapping[str, Any], rules
             if rule is None or not table.get("column") or row.get("runs") not in sets:
                 continue
             selected = select(summaries, sets[row["runs"]] or {})
-            followed = _followed(rules, selected, runs_dir)
+            followed = _followed(rules, selected, runs_dir, cache)
             text = _text(rule, followed, int(row.get("decimals", 2)))
             if text is not None:
                 title = str(table.get("title", ""))
@@ -325,20 +407,21 @@ def of_claims(blocks: Sequence[FigureBlock], summaries: Mapping[str, Any], rules
 
 
 def notes_by_table(spec: Mapping[str, Any], summaries: Mapping[str, Any], table: Any,
-                   runs_dir: Path | None) -> dict[int, list[Markdown]]:
+                   runs_dir: Path | None, cache: Path | None = None) -> dict[int, list[Markdown]]:
     """The Metrics page's notes: under each table, one per row Miles would flag."""
     notes: dict[int, list[Markdown]] = {}
-    for finding in of_metrics_rows(spec, summaries, rules_of(table), runs_dir):
+    for finding in of_metrics_rows(spec, summaries, rules_of(table), runs_dir, cache=cache):
         if finding.table is not None:
             notes.setdefault(finding.table, []).append(finding.note())
     return notes
 
 
-def cannot_apply(summaries: Mapping[str, Any], table: Any, runs_dir: Path | None) -> list[Markdown]:
+def cannot_apply(summaries: Mapping[str, Any], table: Any, runs_dir: Path | None,
+                 cache: Path | None = None) -> list[Markdown]:
     """The advisor's rules none of the runs can be judged by (what each reads is in none of their dumps), each
     with why: said once on the Metrics page."""
     rules = [rule for rule in rules_of(table) if rule.applies == "advisor" and rule.cannot_apply]
-    followed = _followed(rules_of(table), summaries.values(), runs_dir)
+    followed = _followed(rules_of(table), summaries.values(), runs_dir, cache)
     found = []
     for rule in rules:
         logged = rule.metric is not None and any(seen.series.get(rule.metric) for seen in followed.values())

@@ -20,7 +20,7 @@ from typing import Any
 from build_tools.core._exceptions import Problem
 from build_tools.core._types import FigureBlock
 
-# The content column of a chapter in Chromium at a 1440 px window, measured (tests/test_browser.py measures
+# The content column of a chapter in Chromium at a 1440 px window, measured (tests/website/test_browser.py measures
 # it again): Material for MkDocs' column with the navigation and the table of contents beside it.
 CONTENT_WIDTH_PX = 688
 MIN_TEXT_PX = 12.0
@@ -111,7 +111,7 @@ def check_figures(figures: Sequence[tuple[FigureBlock, Path]], content_width: fl
 # --- labels that collide or leave the figure ----------------------------------------------------------
 
 OVERLAP_PX = 1.0  # texts whose boxes share more than this, in both directions, overlap
-# The room every label of the manual's figures keeps beyond that rule (tests/test_figure_text.py): a release of
+# The room every label of the manual's figures keeps beyond that rule (tests/drawing/test_figure_text.py): a release of
 # matplotlib measures text a few px wider or taller (3.11 did), and the build must not fail on it.
 ROOM_PX = 4.0
 

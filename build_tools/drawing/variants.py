@@ -31,7 +31,7 @@ class Screen:
         return self.content_px / CSS_PX_PER_INCH
 
 
-# The content column of a chapter in Chromium, measured (tests/test_browser.py measures it again): at a
+# The content column of a chapter in Chromium, measured (tests/website/test_browser.py measures it again): at a
 # 1440 px window, Material for MkDocs' column with the navigation and the table of contents beside it
 # (legibility.CONTENT_WIDTH_PX); at a 360 px window (the narrowest common phone, held upright), the page less its
 # 16 px margins: a phone's figure is drawn that wide and shown at its own width on a wider phone. The

@@ -8,7 +8,7 @@ problems: `file:line: field: what is wrong (what was expected)`.
 The schemas themselves, one per input file: schemas_run.py (run.yaml), schemas_dump.py (the dashboard dump:
 meta.json, its flag names, the stream records; what the other sources yield), schemas_manual.py (the manual's
 own files: edition.yml, docs/data/*.yml, figure blocks, palette.yml).
-runs/README.md's field tables are tested against the schemas through field_rows (tests/test_schemas.py).
+runs/README.md's field tables are tested against the schemas through field_rows (tests/ingest/test_schemas.py).
 """
 
 from __future__ import annotations
@@ -429,7 +429,7 @@ def _bounds(metadata: Iterable[Any]) -> str:
 
 def field_rows(schema: Any, prefix: str = "") -> list[tuple[str, str]]:
     """(dotted field, its type in words) for every field of a schema, nested mappings spelled out;
-    runs/README.md's tables list exactly these (tests/test_schemas.py)."""
+    runs/README.md's tables list exactly these (tests/ingest/test_schemas.py)."""
     rows: list[tuple[str, str]] = []
     for name, annotation in _declared(schema).items():
         inner = _inner(annotation)

@@ -1,7 +1,7 @@
 """run.yaml's schema: what a run was (its model, Miles, the machine, the launch flags, the lab's setup).
 
 Its field types and error messages are schemas.py's; runs/README.md's table of its fields is tested against it
-(tests/test_schemas.py).
+(tests/ingest/test_schemas.py).
 """
 
 from __future__ import annotations

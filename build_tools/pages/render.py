@@ -64,7 +64,8 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
     read = dict(sorted([*result.summaries.items(),
                         *((run.run_id, run) for run in metrics_table.runs_read(spec, result.validated))]))
     metrics = metrics_page.render_metrics(env, spec, where, runs, chapter_names, layout.runs,
-                                          tables.get("miles_guidance"))
+                                          tables.get("miles_guidance"),
+                                          cache=None if edition else layout.cache / miles_guidance.ANSWERS)
     written.append(write_page(pages, METRICS_PAGE, numbered(metrics, METRICS_PAGE)))
     swatched = front_matter.legend_items(role_palette.roles, legend)  # the legend with its colours
     index_of_figures = figure_index.render_figure_index(env, result.blocks, result.summaries, swatched)

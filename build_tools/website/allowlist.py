@@ -4,7 +4,7 @@ The sealed boundary (boundary.py) allows rather than blocks: a construct that is
 however it is spelled, so the next trick (an SVG <set> that swaps an image for a remote one, a form's
 javascript: action, an <object> that loads an SVG which loads the web) is refused without anyone having
 thought of it. The lists hold what the chapters need today, found in them and in what their Markdown
-extensions, the build's figure blocks and matplotlib write (tests/test_boundary.py checks every chapter and
+extensions, the build's figure blocks and matplotlib write (tests/website/test_boundary.py checks every chapter and
 every figure the build draws against them): text, lists, tables, code, figures and links, and SVG drawings
 without animation, scripts or foreign content. A chapter that needs more adds it here, with its reason.
 

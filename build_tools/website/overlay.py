@@ -3,7 +3,7 @@
 says it was checked; the next build that passes serves the pages as they are.
 
 The server (serve.py) adds it to a page as it sends it; nothing of it is written into site/. It is plain HTML with
-inline style, held to the manual's own boundary (allowlist.py; tests/test_overlay.py reads it with
+inline style, held to the manual's own boundary (allowlist.py; tests/website/test_overlay.py reads it with
 boundary.page_refusals): no script, no address, nothing loaded. Every text in it (the error quotes the data: a
 file name, a caption, a value) is escaped for HTML and stripped of control characters. Its colours are Material's
 own variables, so it follows the reader's light or dark scheme.

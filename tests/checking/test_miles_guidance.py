@@ -219,15 +219,82 @@ def test_the_advisors_kept_answer_is_keyed_by_the_dumps_content(tmp_path: Path) 
     dump.mkdir()
     (dump / "metrics.jsonl").write_text('{"step": 0}\n', encoding="utf-8")
     (dump / "meta.json").write_text("{}", encoding="utf-8")
-    before = _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated")
+    def key() -> tuple[object, ...]:
+        return _dump_key("r", dump, ["rollout/truncated"], "rollout/truncated")
+
+    before = key()
     stamp = (dump / "metrics.jsonl").stat().st_mtime_ns
     (dump / "metrics.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
     os.utime(dump / "metrics.jsonl", ns=(stamp, stamp))
-    assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") != before
+    assert key() != before
     (dump / "metrics.jsonl").write_text('{"step": 0}\n', encoding="utf-8")
-    assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") == before
+    assert key() == before
     (dump / "meta.json").write_text('{"args": {}}', encoding="utf-8")
-    assert _dump_key({"r": dump}, ["rollout/truncated"], "rollout/truncated") != before
+    assert key() != before
+
+
+def test_miles_process_is_asked_once_about_each_run_and_its_kept_answers_are_its_fresh_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Callers asking about overlapping runs (each Metrics row's, then all of them) send Miles' process only the
+    runs it has no answer for; what is kept equals what a fresh process answers for the same dumps."""
+    dumps = {path.name: path / "dashboard" for path in sorted(RUNS.iterdir())
+             if (path / "dashboard" / "meta.json").is_file()}
+    first, second = dict(list(dumps.items())[:2]), dict(list(dumps.items())[1:4])
+    metrics = ["rollout/truncated"]
+    asked: list[list[str]] = []
+    real = miles_guidance.follow_dumps
+
+    def counted(requests: list[dict[str, object]]) -> dict[str, object]:
+        asked.append([str(request["run_id"]) for request in requests])
+        return real(requests)
+
+    monkeypatch.setattr(miles_guidance, "_FOLLOWED", {})
+    monkeypatch.setattr(miles_guidance, "follow_dumps", counted)
+    kept = {**miles_guidance.follow(first, metrics, "rollout/truncated"),
+            **miles_guidance.follow(second, metrics, "rollout/truncated")}
+    assert miles_guidance.follow(second, metrics, "rollout/truncated") == {run: kept[run] for run in second}
+    assert asked == [sorted(first), sorted(set(second) - set(first))]  # then nothing: every answer kept
+    monkeypatch.setattr(miles_guidance, "_FOLLOWED", {})
+    fresh = miles_guidance.follow({**first, **second}, metrics, "rollout/truncated")
+    assert fresh == kept and any(seen.said for seen in fresh.values())
+
+
+def test_answers_kept_in_build_cache_serve_the_next_build_and_a_broken_entry_is_asked_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build keeps Miles' answers in build/cache (by each dump's content and Miles' code): the next process asks
+    Miles nothing and reads the same answers; an entry not of an answer's shape, or a file that is no JSON, is asked
+    again, never trusted."""
+    import json
+
+    dumps = {path.name: path / "dashboard" for path in sorted(RUNS.iterdir())
+             if (path / "dashboard" / "meta.json").is_file()}
+    dumps = dict(list(dumps.items())[:2])
+    cache = tmp_path / "cache" / miles_guidance.ANSWERS
+    monkeypatch.setattr(miles_guidance, "_FOLLOWED", {})
+    fresh = miles_guidance.follow(dumps, ["rollout/truncated"], "rollout/truncated", cache)
+    assert len(json.loads(cache.read_text(encoding="utf-8"))) == len(dumps)
+    asked: list[list[str]] = []
+    real = miles_guidance.follow_dumps
+
+    def counted(requests: list[dict[str, object]]) -> dict[str, object]:
+        asked.append([str(request["run_id"]) for request in requests])
+        return real(requests)
+
+    monkeypatch.setattr(miles_guidance, "follow_dumps", counted)
+    monkeypatch.setattr(miles_guidance, "_FOLLOWED", {})  # a new process
+    assert miles_guidance.follow(dumps, ["rollout/truncated"], "rollout/truncated", cache) == fresh
+    assert asked == []
+    kept = json.loads(cache.read_text(encoding="utf-8"))
+    first = sorted(kept)[0]
+    kept[first] = {"said": [{"step": "0", "advisories": [{"message": 1}]}], "series": {}}
+    cache.write_text(json.dumps(kept), encoding="utf-8")
+    monkeypatch.setattr(miles_guidance, "_FOLLOWED", {})
+    assert miles_guidance.follow(dumps, ["rollout/truncated"], "rollout/truncated", cache) == fresh
+    assert len(asked) == 1 and len(asked[0]) == 1  # the broken entry's run, asked again
+    cache.write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(miles_guidance, "_FOLLOWED", {})
+    assert miles_guidance.follow(dumps, ["rollout/truncated"], "rollout/truncated", cache) == fresh
+    assert asked[1] == sorted(dumps)
 
 
 # --- when Miles' process ends without an answer -------------------------------------------------------------------

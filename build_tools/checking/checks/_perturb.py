@@ -10,7 +10,7 @@ for so that the check's own observation lands past that end by a tenth of the he
 of it by as much (it must still pass). A count, an order, a table or a run.yaml fact is changed by one step:
 one step's comparison flipped, one phase moved, one row or step dropped, one run added, one field changed.
 Where a change could also turn another claim, a kind offers alternatives (another part of a sum, one run fewer),
-derived only when the proof asks for them. tests/test_claims.py holds every registered kind to having one.
+derived only when the proof asks for them. tests/checking/test_claims.py holds every registered kind to having one.
 
 A change is made to copies of the summaries (RunSummary's tables, config and series), never to the files on
 disk. A check whose change cannot be derived, or would have to move the data by more than PLAUSIBLE times its

@@ -10,7 +10,7 @@ another (compare.ACROSS_RUNS) or name some of its runs (`runs:`): the same the e
 
 from __future__ import annotations
 
-from build_tools.checking.contract import ClaimCheck, ClaimItem
+from build_tools.checking.contract import ACROSS_RUNS, ClaimCheck, ClaimItem
 
 # The registered checks (build_tools/checking/checks/) that read nothing the job logs, only its setup.
 SETUP_ONLY = frozenset({"config_equals", "config_ratio"})
@@ -21,8 +21,6 @@ WAITS_FOR_THE_END = "a claim reads the whole run: judged when the run ends"
 
 def on_one_run(claim: ClaimItem) -> list[ClaimCheck]:
     """The claim's checks `compare` judges on the reader's run alone."""
-    from build_tools.commands.compare import ACROSS_RUNS
-
     return [check for check in claim.checks if check.check not in ACROSS_RUNS and not check.parameters.get("runs")]
 
 
