@@ -12,7 +12,7 @@ import datetime as dt
 import io
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from build_tools.core._escape import csv_cell
 from build_tools.core._exceptions import Problem, RunDataError, display_path
@@ -114,16 +114,23 @@ def step_table(run: RunData) -> dict[str, tuple[list[str], dict[int, dict[str, s
     return {axis: (sorted(keys), rows) for axis, (keys, rows) in axes.items()}
 
 
+def _cell(value: Any) -> Any:
+    """A cell as csv_cell writes it, without a carriage return: the terminal drops it anyway (terminal_text), and
+    Python 3.13's csv quotes a field that holds one where 3.11's does not: the same table on every Python."""
+    cell = csv_cell(value)
+    return cell.replace("\r", "") if isinstance(cell, str) else cell
+
+
 def as_csv(run: RunData) -> str:
     """The wide table: one row per (step key, step), a column per metric, empty where the step logged none."""
     tables = step_table(run)
     keys = sorted({key for columns, _ in tables.values() for key in columns})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["step_key", "step", *map(csv_cell, keys)])  # metric names come from the data
+    writer.writerow(["step_key", "step", *map(_cell, keys)])  # metric names come from the data
     for axis, (_, rows) in tables.items():
         for step, row in rows.items():
-            writer.writerow([csv_cell(axis), step, *(csv_cell(row.get(key, "")) for key in keys)])
+            writer.writerow([_cell(axis), step, *(_cell(row.get(key, "")) for key in keys)])
     return out.getvalue()
 
 
@@ -134,8 +141,8 @@ def as_long(run: RunData) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["step_key", "step", "metric", "value"])
     for value in values(run):
-        writer.writerow([csv_cell(value.step_key), "" if value.step is None else value.step, csv_cell(value.metric),
-                         csv_cell(value.text)])
+        writer.writerow([_cell(value.step_key), "" if value.step is None else value.step, _cell(value.metric),
+                         _cell(value.text)])
     return out.getvalue()
 
 

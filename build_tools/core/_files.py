@@ -346,11 +346,12 @@ class _Walk:
         if stat.S_ISLNK(info.st_mode):
             try:
                 target = Path(path).resolve(strict=True)
-            except RuntimeError:
+            except RuntimeError:  # a loop, as Python 3.11 and 3.12 say it
                 self.problem(path, "is a symbolic link loop")
                 return
-            except OSError:
-                self.problem(path, "is a broken symbolic link")
+            except OSError as error:  # Python 3.13 says a loop with ELOOP
+                self.problem(path, "is a symbolic link loop" if error.errno == errno.ELOOP
+                             else "is a broken symbolic link")
                 return
             if not target.is_relative_to(self.boundary):
                 self.problem(path, f"is a symbolic link to outside {self.place}; copy the file in instead")
