@@ -130,7 +130,7 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
                                        warnings=warnings,
                                        latest=dt.date.fromisoformat(stamp.date) if stamp else None,
                                        summariser=settings.summariser, wanted=wanted, validated=validated,
-                                       read=read)
+                                       read=read, keep=settings.serving and settings.trust_state)
         except RunDataError as error:  # the edition file's problems are listed with the runs'
             raise RunDataError([*error.problems, *stamp_problems]) from None
     if stamp is None:

@@ -373,8 +373,25 @@ def metrics_named(spec: Mapping[str, Any]) -> tuple[str, ...]:
                                if isinstance(row.get("metric"), str) and not derived(row["metric"])))
 
 
+class _AnyOf:
+    """Whether any of the run sets selects a run.yaml; equal to another of the same run sets (`make serve` keeps
+    the last summarise_runs' outcome for the same runs wanted: summarise/last_read.py)."""
+
+    def __init__(self, predicates: list[Mapping[str, Any]]) -> None:
+        self.predicates = predicates
+
+    def __call__(self, config: Mapping[str, Any]) -> bool:
+        return any(selects(predicate, config) for predicate in self.predicates)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _AnyOf) and self.predicates == other.predicates
+
+    def __hash__(self) -> int:
+        return hash(repr(self.predicates))
+
+
 def _any_of(predicates: list[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], bool]:
-    return lambda config: any(selects(predicate, config) for predicate in predicates)
+    return _AnyOf(predicates)
 
 
 def _valued_rows(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -26,6 +26,7 @@ from build_tools.core._yaml import load_yaml
 from build_tools.ingest import axes, load, stream_columns
 from build_tools.store import summary_cache
 from build_tools.store.run_hash import input_hash, memo_stale, present, read_memo, write_memo
+from build_tools.summarise import last_read
 from build_tools.summarise.summary_metrics import MetricTable, _axis_frames, _join, _metric_tables
 from build_tools.summarise.summary_phases import (
     _assign_steps,
@@ -173,7 +174,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
                    latest: dt.date | None = None, summariser: Summariser | None = None,
                    wanted: Wanted | None = None,
                    validated: dict[str, ValidatedRun] | None = None,
-                   read: RunsRead | None = None) -> dict[str, RunSummary]:
+                   read: RunsRead | None = None, keep: bool = False) -> dict[str, RunSummary]:
     """Summaries of the runs under runs_dir, by run id; cached under cache_dir by input content.
 
     Warnings about the cache, and those of the runs validated only, go to `warnings`; `latest` is the
@@ -182,14 +183,21 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     summarised; every other one is validated (by the same summariser), remembered by its input hash in the
     cache, and handed back in `validated`. `read` receives the listing of runs/ and each run's input hash (for
     the key of the inputs recorded after a check or build). Every problem of every run is raised at once
-    (RunDataError).
+    (RunDataError). `keep` (`make serve`'s process, with a cache_dir and the local pool): the outcome is kept, and
+    served again while the walk of runs/ and the cache files are as this call left them (last_read.py).
     """
     warnings = warnings if warnings is not None else []
     problems: list[Problem] = []
     listings: dict[str, list[FileStat]] = {}
+    started = last_read.now()
     paths = load.run_folders(runs_dir, problems, listings)
     if problems:  # a link out of the project or a FIFO: nothing under runs/ is read
         raise RunDataError(problems)
+    keep = keep and cache_dir is not None and summariser is None
+    asked = last_read.asked(wanted, latest)
+    if keep and (kept := last_read.served(last_read.key(runs_dir, cache_dir, paths, listings, asked))):
+        return _replayed(kept, listings, warnings, validated, read)
+    added_from = len(warnings)
     memo, known = read_memo(cache_dir), _read_validated(cache_dir, warnings)
     memo_read = dict(memo) if memo is not None else None
     root = runs_dir.resolve()
@@ -222,7 +230,24 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     if read is not None:
         read.listings.update(listings)
         read.digests.update((path.name, digest) for path, digest in digests.items())
-    return dict(sorted(runs.summaries.items()))
+    summaries = dict(sorted(runs.summaries.items()))
+    if keep:
+        last_read.keep(last_read.key(runs_dir, cache_dir, paths, listings, asked), last_read.Outcome(
+            summaries, dict(sorted(runs.validated.items())), {path.name: digest for path, digest in digests.items()},
+            warnings[added_from:]), started)
+    return summaries
+
+
+def _replayed(kept: last_read.Outcome, listings: dict[str, list[FileStat]], warnings: list[str],
+              validated: dict[str, ValidatedRun] | None, read: RunsRead | None) -> dict[str, RunSummary]:
+    """The last call's outcome, told as that call told it (its warnings, the validated runs, the walk's listing)."""
+    warnings += kept.warnings
+    if validated is not None:
+        validated.update(kept.validated)
+    if read is not None:
+        read.listings.update(listings)
+        read.digests.update(kept.digests)
+    return dict(kept.summaries)
 
 
 class _Runs:

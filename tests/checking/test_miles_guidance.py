@@ -233,6 +233,28 @@ def test_the_advisors_kept_answer_is_keyed_by_the_dumps_content(tmp_path: Path) 
     assert key() != before
 
 
+def test_the_dump_walk_finds_what_rglob_finds(tmp_path: Path) -> None:
+    """The advisor's key walks a dump with os.scandir (the fast path); it lists the same files, in the same order,
+    as Path.rglob (the slow path it replaced): on every example run's dump, and on one with nested folders, a
+    link to a file (followed) and a link to a folder (not entered)."""
+    from build_tools.checking.miles_guidance import _dump_files
+
+    def by_rglob(folder: Path) -> list[str]:
+        return [str(f.relative_to(folder)) for f in sorted(folder.rglob("*")) if f.is_file()]
+
+    dump = tmp_path / "dashboard"
+    (dump / "lanes" / "deep").mkdir(parents=True)
+    for name in ("meta.json", "a.jsonl", "lanes/z.jsonl.gz", "lanes/deep/b.jsonl", "lanes-file"):
+        (dump / name).write_text(name, encoding="utf-8")
+    (dump / "linked.jsonl").symlink_to(dump / "a.jsonl")
+    (dump / "folder-link").symlink_to(dump / "lanes", target_is_directory=True)
+    folders = [dump, *(path / "dashboard" for path in sorted(RUNS.iterdir()) if (path / "dashboard").is_dir())]
+    assert len(folders) > 10
+    for folder in folders:
+        assert [name for name, _, _ in _dump_files(str(folder))] == by_rglob(folder), folder
+    assert "linked.jsonl" in by_rglob(dump) and "folder-link/z.jsonl.gz" not in by_rglob(dump)
+
+
 def test_miles_process_is_asked_once_about_each_run_and_its_kept_answers_are_its_fresh_ones(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Callers asking about overlapping runs (each Metrics row's, then all of them) send Miles' process only the
