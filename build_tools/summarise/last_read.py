@@ -90,3 +90,41 @@ def _newest(found: tuple[Any, ...]) -> int:
 
 def asked(wanted: Any, latest: dt.date | None) -> tuple[Any, ...]:
     return wanted, latest
+
+
+class Held:
+    """make serve's rebuilds, run by run: each summary and validated run the last call made, by its run's input hash
+    (its files' content and the code that reads them). A run whose hash is unchanged is the same summary, its
+    tables decoded once for the session, and the same validated run, its facts taken once; a call that reads the
+    runs again (one run.yaml retitled) takes every other run from here. What a call did not use is let go."""
+
+    def __init__(self) -> None:
+        self._summaries: dict[tuple[str, str], RunSummary] = {}
+        self._validated: dict[tuple[str, str, tuple[str, ...]], ValidatedRun] = {}
+        self._used: set[tuple[Any, ...]] = set()
+
+    def summary(self, run_id: str, digest: str) -> RunSummary | None:
+        self._used.add((run_id, digest))
+        return self._summaries.get((run_id, digest))
+
+    def hold_summary(self, run_id: str, digest: str, summary: RunSummary) -> RunSummary:
+        self._summaries[run_id, digest] = summary
+        self._used.add((run_id, digest))
+        return summary
+
+    def validated(self, run_id: str, digest: str, metrics: tuple[str, ...]) -> ValidatedRun | None:
+        self._used.add((run_id, digest, metrics))
+        return self._validated.get((run_id, digest, metrics))
+
+    def hold_validated(self, run_id: str, digest: str, metrics: tuple[str, ...], run: ValidatedRun) -> ValidatedRun:
+        self._validated[run_id, digest, metrics] = run
+        self._used.add((run_id, digest, metrics))
+        return run
+
+    def let_go_of_unused(self) -> None:
+        self._summaries = {key: value for key, value in self._summaries.items() if key in self._used}
+        self._validated = {key: value for key, value in self._validated.items() if key in self._used}
+        self._used = set()
+
+
+held = Held()

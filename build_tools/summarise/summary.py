@@ -203,7 +203,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
     root = runs_dir.resolve()
     # A run the cache knows nothing of is hashed by the worker that reads it (a local one, or Ray's).
     unknown = _unknown_runs(cache_dir, known)
-    runs = _Runs(cache_dir, memo, listings)
+    runs = _Runs(cache_dir, memo, listings, last_read.held if keep else None)
     for path in paths:
         runs.hash(path, f"{root}/{path.name}", defer=unknown(path.name))
     to_read = runs.plan(known, wanted, warnings)
@@ -215,7 +215,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
         records = _records(known, digests, {job.path.name for job in to_read}, runs)
         if records != known:  # the records kept are known's own: comparing them costs nothing
             cache_dir.mkdir(parents=True, exist_ok=True)
-            summary_cache.write_validated(cache_dir, records)
+            summary_cache.write_validated(cache_dir, records, known)
     shown = Path(display_path(runs_dir))
     for path in paths:  # every problem in the order of the runs, each run's dates checked
         problems += found.get(path.name, [])
@@ -232,6 +232,7 @@ def summarise_runs(runs_dir: Path, cache_dir: Path | None = None, *, warnings: l
         read.digests.update((path.name, digest) for path, digest in digests.items())
     summaries = dict(sorted(runs.summaries.items()))
     if keep:
+        last_read.held.let_go_of_unused()
         last_read.keep(last_read.key(runs_dir, cache_dir, paths, listings, asked), last_read.Outcome(
             summaries, dict(sorted(runs.validated.items())), {path.name: digest for path, digest in digests.items()},
             warnings[added_from:]), started)
@@ -255,8 +256,9 @@ class _Runs:
     came of each."""
 
     def __init__(self, cache_dir: Path | None, memo: dict[str, Any] | None,
-                 listings: dict[str, list[FileStat]]) -> None:
+                 listings: dict[str, list[FileStat]], held: last_read.Held | None = None) -> None:
         self.cache_dir, self.memo, self.listings = cache_dir, memo, listings
+        self.held = held  # make serve's: the summaries and validated runs of the last call, by input hash
         self.order: list[Path] = []  # the runs in the order they were found
         self.digests: dict[Path, str] = {}
         self.unhashed: dict[Path, str] = {}  # run -> its memo key, hashed when read
@@ -297,12 +299,27 @@ class _Runs:
                 if record is None or not set(metrics) <= record["metrics"].keys():
                     to_read.append(Job(path, False, None, digest, self.cache_dir, metrics))
                 else:
-                    self.validated[path.name] = _validated(path.name, record, metrics)
-            elif (cached := _read_cache(self.cache_dir, path, digest, warnings)) is not None:
+                    self.validated[path.name] = self._replayed(path.name, digest, record, metrics)
+            elif (cached := self._cached(path, digest, warnings)) is not None:
                 self.summaries[path.name] = cached
             else:
                 to_read.append(Job(path, True, None, digest, self.cache_dir))
         return to_read
+
+    def _replayed(self, run_id: str, digest: str, record: dict[str, Any], metrics: tuple[str, ...]) -> ValidatedRun:
+        """The run its record remembers (of this input hash), as the last call of make serve's session made it."""
+        if self.held is None:
+            return _validated(run_id, record, metrics)
+        held = self.held.validated(run_id, digest, metrics)
+        return held or self.held.hold_validated(run_id, digest, metrics, _validated(run_id, record, metrics))
+
+    def _cached(self, path: Path, digest: str, warnings: list[str]) -> RunSummary | None:
+        """The summary the cache holds for this input hash, as the last call of make serve's session took it."""
+        held = self.held.summary(path.name, digest) if self.held is not None else None
+        if held is not None:
+            return held
+        cached = _read_cache(self.cache_dir, path, digest, warnings)
+        return cached if cached is None or self.held is None else self.held.hold_summary(path.name, digest, cached)
 
     def read(self, to_read: list[Job], summariser: Summariser | None) -> dict[str, list[Problem]]:
         """Read the runs (summarised ones written to the cache as they come); the problems of each, by run id."""
@@ -329,7 +346,7 @@ class _Runs:
             _write_cache(self.cache_dir, path, digest, result)
         kept = _read_cache(self.cache_dir, path, digest, [])
         if kept is not None:
-            return kept
+            return kept if self.held is None else self.held.hold_summary(path.name, digest, kept)
         if isinstance(result, Written):  # gone between the worker's writing and this reading
             raise cache_changed(summary_cache.entry_dir(self.cache_dir or Path("."), path.name, digest))
         return result

@@ -67,6 +67,30 @@ def test_a_validated_record_with_its_facts_is_kept_as_written(tmp_path: Path) ->
     assert summary_cache.facts_record(facts) == FACTS
 
 
+def test_validated_json_read_after_this_process_wrote_it_is_what_parsing_gives(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file this process wrote last is read back without parsing (make serve's rebuild after a title changed):
+    the records equal json's reading of the same bytes, a record held from the reading before is the same object,
+    one not well formed is dropped all the same, and a file of other bytes is parsed."""
+    kept = {**RECORD, "digest": "kept"}
+    _rehashed_validated(tmp_path, {"kept-run": kept})
+    read = summary_cache.read_validated(tmp_path)
+    new = {**RECORD, "digest": "new", "warnings": ("a tuple",), "metrics": {"m": {**FACTS, "non_finite": {2: "NaN"}}}}
+    broken = {**RECORD, "steps": -1}
+    summary_cache.write_validated(tmp_path, {"kept-run": read["kept-run"], "new-run": new, "broken": broken}, read)
+    parsed: list[bytes] = []
+    loads = json.loads
+    monkeypatch.setattr(summary_cache.json, "loads", lambda text: parsed.append(text) or loads(text))
+    held = summary_cache.read_validated(tmp_path)
+    assert [text for text in parsed if len(text) > 500] == []  # the file's body was not parsed
+    assert held["kept-run"] is read["kept-run"] and "broken" not in held
+    monkeypatch.setattr(summary_cache, "_written", None)
+    assert held == summary_cache.read_validated(tmp_path)  # parsing the file gives the same
+    assert held["new-run"]["warnings"] == ["a tuple"] and held["new-run"]["metrics"]["m"]["non_finite"] == {"2": "NaN"}
+    _rehashed_validated(tmp_path, {"kept-run": kept})  # other bytes
+    assert summary_cache.read_validated(tmp_path) == {"kept-run": kept}
+
+
 @pytest.mark.parametrize("change", [
     {"steps": None, "metrics": None, "facts_format": None},  # a record written before validation took facts
     {"facts_format": summary_cache.FACTS_FORMAT + 1}, {"steps": -1}, {"steps": 2.5}, {"metrics": []},

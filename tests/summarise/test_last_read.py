@@ -74,8 +74,8 @@ def test_a_run_written_is_read_again(runs: Path, tmp_path: Path, monkeypatch: py
     assert after == _call(runs, cache, keep=False)
 
 
-@pytest.mark.parametrize("change", ["a file written as the call started", "other runs wanted", "the cache's file removed",
-                                    "a run folder added", "not kept"])
+@pytest.mark.parametrize("change", ["a file written as the call started", "other runs wanted",
+                                    "the cache's file removed", "a run folder added", "not kept"])
 def test_what_is_not_served(change: str, runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
     _call(runs, cache)
@@ -110,3 +110,37 @@ def test_the_run_sets_a_metrics_page_summarises_are_equal_when_the_spec_is() -> 
     name = next(iter(again["run_sets"]))
     again["run_sets"][name] = {"model": "another"}
     assert metrics_table.summarises(spec) != metrics_table.summarises(again)
+
+
+def _retitle(runs: Path, run_id: str, title: str) -> None:
+    run_yaml = runs / run_id / "run.yaml"
+    lines = run_yaml.read_text(encoding="utf-8").splitlines(keepends=True)
+    run_yaml.write_text("".join(f"title: {title}\n" if line.startswith("title:") else line for line in lines),
+                        encoding="utf-8")
+    time.sleep(last_read.TICK_NS / 1e9 * 2)
+
+
+def test_a_call_reading_again_takes_every_unchanged_run_as_the_last_call_made_it(runs: Path, tmp_path: Path) -> None:
+    """One run retitled: the call reads it again, and takes the other, by its unchanged input hash, as the last
+    call made it (the same summary, its tables decoded once; the same validated run), equal to a fresh reading."""
+    cache = tmp_path / "cache"
+    summarise_runs(runs, cache, wanted=WANTED, keep=True)  # no-watchdog read and validated by a worker
+    _retitle(runs, "baseline-seed1", "retitled")
+    validated: dict[str, summary.ValidatedRun] = {}
+    first = summarise_runs(runs, cache, wanted=WANTED, validated=validated, keep=True)  # replayed from its record
+    _retitle(runs, "baseline-seed1", "retitled once")
+    then: dict[str, summary.ValidatedRun] = {}
+    second = summarise_runs(runs, cache, wanted=WANTED, validated=then, keep=True)
+    assert then["no-watchdog"] is validated["no-watchdog"]  # unchanged: held
+    assert second["baseline-seed1"] is not first["baseline-seed1"]
+    assert second["baseline-seed1"].config["title"] == "retitled once"
+    _retitle(runs, "no-watchdog", "retitled too")
+    last: dict[str, summary.ValidatedRun] = {}
+    third = summarise_runs(runs, cache, wanted=WANTED, validated=last, keep=True)
+    assert third["baseline-seed1"] is second["baseline-seed1"]  # unchanged: held, its tables decoded once
+    assert last["no-watchdog"] is not then["no-watchdog"] and last["no-watchdog"].config["title"] == "retitled too"
+    fresh_validated: dict[str, summary.ValidatedRun] = {}
+    fresh = summarise_runs(runs, cache, wanted=WANTED, validated=fresh_validated)
+    assert third["baseline-seed1"].steps.equals(fresh["baseline-seed1"].steps)
+    assert third["baseline-seed1"].config == fresh["baseline-seed1"].config
+    assert last == fresh_validated

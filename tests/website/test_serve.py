@@ -34,6 +34,42 @@ def test_only_a_written_file_is_a_change() -> None:
     assert not is_change(watchdog.events.FileCreatedEvent("/p/figures/__pycache__/grad_norm.cpython-311.pyc"))
 
 
+def test_the_watcher_is_told_of_writes_only(tmp_path: Path) -> None:
+    """The observer make serve schedules asks the operating system for writes only: a build opening, reading and
+    listing thousands of watched files (runs/) sends it nothing to decode; a write still does."""
+    import watchdog.observers
+
+    from build_tools.website.serve import ASKED
+
+    (tmp_path / "run" / "dashboard").mkdir(parents=True)
+    written = tmp_path / "run" / "run.yaml"
+    written.write_text("title: a\n", encoding="utf-8")
+    seen: list[watchdog.events.FileSystemEvent] = []
+
+    class _Everything(watchdog.events.FileSystemEventHandler):
+        def on_any_event(self, event: watchdog.events.FileSystemEvent) -> None:
+            seen.append(event)
+
+    observer = watchdog.observers.Observer()
+    observer.schedule(_Everything(), str(tmp_path), recursive=True, event_filter=ASKED)
+    observer.start()
+    try:
+        for _ in range(3):  # what a build does to a run it takes from its cache
+            written.read_bytes()
+            list(os.scandir(tmp_path / "run"))
+            list(os.scandir(tmp_path / "run" / "dashboard"))
+        time.sleep(1.0)
+        assert seen == []
+        written.write_text("title: b\n", encoding="utf-8")
+        deadline = time.monotonic() + 10
+        while not any(is_change(event) for event in seen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        observer.stop()
+        observer.join()
+    assert any(is_change(event) and event.src_path == str(written) for event in seen)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
