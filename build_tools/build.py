@@ -44,7 +44,8 @@ def _stamp_or_problems(layout: Layout) -> tuple[Stamp | None, list[Problem]]:
 GUIDANCE_FILE = "miles_guidance.txt"  # build/: the last check's warnings of Miles' lines, one a line
 
 
-def _past_miles_lines(blocks: list[Any], tables: dict[str, Any], runs: dict[str, Any], runs_dir: Path) -> list[str]:
+def _past_miles_lines(blocks: list[Any], tables: dict[str, Any], runs: dict[str, Any], runs_dir: Path,
+                      read: RunsRead) -> list[str]:
     """A warning for each Metrics row and each claim whose runs Miles would flag by one of its rules
     (docs/data/miles_guidance.yml, its advisor run over each run's dump): Miles' advice, which the manual's runs
     do not follow."""
@@ -52,8 +53,9 @@ def _past_miles_lines(blocks: list[Any], tables: dict[str, Any], runs: dict[str,
 
     rules = miles_guidance.rules_of(tables.get(miles_guidance.TABLE))
     spec = tables.get("metrics")
-    found = miles_guidance.of_metrics_rows(spec, runs, rules, runs_dir) if isinstance(spec, dict) else []
-    found += miles_guidance.of_claims(blocks, runs, rules, runs_dir, rows=list(found))
+    folder = miles_guidance.RunsFolder(runs_dir, read.digests)
+    found = miles_guidance.of_metrics_rows(spec, runs, rules, folder) if isinstance(spec, dict) else []
+    found += miles_guidance.of_claims(blocks, runs, rules, folder, rows=list(found))
     return [disagreement.warning() for disagreement in found]
 
 
@@ -138,7 +140,8 @@ def _stages(layout: Layout, settings: Settings, cache: Path) -> BuildResult:
     warnings += [warning for summary in summaries.values() for warning in summary.warnings]
     # Where the manual's numbers go past Miles' own lines: shown by every check, a replayed one too (they are
     # advice, not a fault of the inputs, so they do not stop a check being recorded: cli reads GUIDANCE_FILE).
-    advice = _past_miles_lines(blocks, tables, {**validated, **summaries}, layout.runs)
+    advice = _past_miles_lines(blocks, tables, {**validated, **summaries}, layout.runs,
+                               read if settings.trust_state else RunsRead())  # an edition's: every dump walked
     for warning in warnings:
         progress.warn(warning)
     configs = {run_id: summary.config for run_id, summary in summaries.items()}

@@ -112,7 +112,10 @@ ANSWERS = "miles_advisor.json"  # in build/cache: the answers kept across everyd
 _FILE_DIGESTS: dict[tuple[str, int, int, int, int, int], str] = {}
 
 
-def _identity(stat: os.stat_result) -> tuple[int, int, int, int, int]:
+Identity = tuple[int, int, int, int, int]  # size, mtime and ctime in ns, inode, device
+
+
+def _identity(stat: os.stat_result) -> Identity:
     return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev
 
 
@@ -129,28 +132,57 @@ def _file_digest(path: str, stat: os.stat_result) -> str:
     return _FILE_DIGESTS[seen]
 
 
-def _dump_files(folder: str) -> list[tuple[str, str, os.stat_result]]:
+def _dump_files(folder: str) -> tuple[list[tuple[str, str, os.stat_result]], list[tuple[str, Identity]], bool]:
     """Every file under a dump's folder (name relative to it, path, stat), as Path.rglob finds them (links to files
-    followed, links to folders not entered), in name order. One os.scandir walk: a rebuild of 1,000 runs walks
-    every dump, and pathlib's rglob and relative_to cost four times as much."""
-    found, folders = [], [(folder, "")]
+    followed, links to folders not entered), in name order; each folder walked with its stats; whether any entry
+    was a link. One os.scandir walk: a rebuild of 1,000 runs walks every dump, and pathlib's rglob and relative_to
+    cost four times as much."""
+    found, walked, linked = [], [], os.path.islink(folder)
+    folders = [(folder, "", os.stat(folder))]
     while folders:
-        here, prefix = folders.pop()
+        here, prefix, info = folders.pop()
+        walked.append((here, _identity(info)))
         with os.scandir(here) as entries:
             for entry in entries:
+                linked = linked or entry.is_symlink()
                 if entry.is_dir(follow_symlinks=False):
-                    folders.append((entry.path, f"{prefix}{entry.name}/"))
+                    folders.append((entry.path, f"{prefix}{entry.name}/", entry.stat(follow_symlinks=False)))
                 elif entry.is_file():
                     found.append((f"{prefix}{entry.name}", entry.path, entry.stat()))
-    return sorted(found, key=lambda file: file[0].split("/"))  # as Paths sort: part by part
+    return sorted(found, key=lambda file: file[0].split("/")), walked, linked  # as Paths sort: part by part
 
 
-def _dump_key(run: str, path: Path, metrics: Sequence[str], truncated: str) -> tuple[Any, ...]:
+# A dump's files by content, kept while its run's input hash (the walk of runs/ hashes every plain file of a run:
+# the dump's too) and the stats of the dump's folders (an entry added, removed or renamed changes its folder's)
+# are as they were: a rebuild of 1,000 runs then stats a folder or two a run, not ten thousand files. A dump
+# holding a link is walked every time: what a link names need not be among the files the run's hash covers.
+_DUMP_FILES: dict[str, tuple[str, list[tuple[str, Identity]], tuple[tuple[str, str], ...]]] = {}
+
+
+def _files_by_content(folder: str, digest: str | None) -> tuple[tuple[str, str], ...]:
+    held = _DUMP_FILES.get(folder) if digest else None
+    if held is not None and held[0] == digest and all(_same_folder(path, seen) for path, seen in held[1]):
+        return held[2]
+    found, walked, linked = _dump_files(folder)
+    files = tuple((name, _file_digest(file, stat)) for name, file, stat in found)
+    if digest and not linked:
+        _DUMP_FILES[folder] = (digest, walked, files)
+    return files
+
+
+def _same_folder(path: str, seen: Identity) -> bool:
+    try:
+        return _identity(os.stat(path)) == seen
+    except OSError:
+        return False
+
+
+def _dump_key(run: str, path: Path, metrics: Sequence[str], truncated: str,
+              digest: str | None = None) -> tuple[Any, ...]:
     """What the advisor reads of one run, by content: every file of its dump (a time stamp can stay the same
     across an edit, and the advisor reads meta.json and the gzipped streams too), so a kept answer is never
-    another dump's."""
-    files = tuple((name, _file_digest(file, stat)) for name, file, stat in _dump_files(str(path)))
-    return run, str(path), files, tuple(metrics), truncated
+    another dump's. `digest`: the run's input hash, as this build's walk of runs/ found it."""
+    return run, str(path), _files_by_content(str(path), digest), tuple(metrics), truncated
 
 
 def _answer_of(data: Any) -> Followed:
@@ -200,12 +232,14 @@ def _read_kept(cache: Path, keys: Mapping[str, tuple[Any, ...]]) -> dict[str, An
 
 
 def follow(dumps: Mapping[str, Path], metrics: Sequence[str], truncated: str,
-           cache: Path | None = None) -> dict[str, Followed]:
+           cache: Path | None = None, digests: Mapping[str, str] | None = None) -> dict[str, Followed]:
     """Miles' advisor over each run's dashboard dump (run id -> its folder), in Miles' own process; with the
     metrics named, as Miles' MetricStore reads them. The runs with no kept answer go to one process. Answers are
     kept for this process and, with `cache` (a JSON file of build/cache; never for an edition's build), across
-    builds: by each dump's content and the Miles code that answered."""
-    keys = {run: _dump_key(run, path, metrics, truncated) for run, path in sorted(dumps.items())}
+    builds: by each dump's content and the Miles code that answered. `digests`: each run's input hash, as this
+    build's walk of runs/ found it (RunsRead.digests), by which a dump unchanged is not walked again."""
+    digests = digests or {}
+    keys = {run: _dump_key(run, path, metrics, truncated, digests.get(run)) for run, path in sorted(dumps.items())}
     missing = {run: key for run, key in keys.items() if key not in _FOLLOWED}
     kept: dict[str, Any] = {}
     if missing and cache is not None:
@@ -365,25 +399,36 @@ def _text(rule: Rule, followed: Mapping[str, Followed], decimals: int | None) ->
     return _monitoring_text(rule, followed, decimals)
 
 
-def _dumps(runs: Iterable[Any], runs_dir: Path | None) -> dict[str, Path]:
+@dataclass(frozen=True)
+class RunsFolder:
+    """runs/ as this build's walk found it: its folder, and each run's input hash (RunsRead.digests), by which a
+    rebuild takes an unchanged dump's files without walking it (_files_by_content)."""
+
+    path: Path
+    digests: Mapping[str, str]
+
+
+def _dumps(runs: Iterable[Any], runs_dir: Path | RunsFolder | None) -> dict[str, Path]:
     """The runs that have a Miles dashboard dump (what Miles' advisor reads), by id."""
     if runs_dir is None:
         return {}
-    return {run.run_id: runs_dir / run.run_id / "dashboard" for run in runs
-            if (runs_dir / run.run_id / "dashboard" / "meta.json").is_file()}
+    folder = runs_dir.path if isinstance(runs_dir, RunsFolder) else runs_dir
+    return {run.run_id: folder / run.run_id / "dashboard" for run in runs
+            if (folder / run.run_id / "dashboard" / "meta.json").is_file()}
 
 
-def _followed(rules: Sequence[Rule], runs: Iterable[Any], runs_dir: Path | None,
+def _followed(rules: Sequence[Rule], runs: Iterable[Any], runs_dir: Path | RunsFolder | None,
               cache: Path | None = None) -> dict[str, Followed]:
     metrics = sorted({rule.metric for rule in rules if rule.metric})
     truncated = next((rule.metric for rule in rules if rule.id == "truncated_share" and rule.metric),
                      "rollout/truncated")
     dumps = _dumps(runs, runs_dir)
-    return follow(dumps, metrics, truncated, cache) if dumps else {}
+    digests = runs_dir.digests if isinstance(runs_dir, RunsFolder) else None
+    return follow(dumps, metrics, truncated, cache, digests) if dumps else {}
 
 
 def of_metrics_rows(spec: Mapping[str, Any], summaries: Mapping[str, Any], rules: Sequence[Rule],
-                    runs_dir: Path | None, where: str = "docs/data/metrics.yml",
+                    runs_dir: Path | RunsFolder | None, where: str = "docs/data/metrics.yml",
                     cache: Path | None = None) -> list[Finding]:
     """Each Metrics-page row with a range whose runs Miles would flag by the rule for its metric."""
     from build_tools.summarise.metric_rows import select
@@ -407,7 +452,7 @@ def of_metrics_rows(spec: Mapping[str, Any], summaries: Mapping[str, Any], rules
 
 
 def of_claims(blocks: Sequence[FigureBlock], summaries: Mapping[str, Any], rules: Sequence[Rule],
-              runs_dir: Path | None, rows: Sequence[Finding] = (),
+              runs_dir: Path | RunsFolder | None, rows: Sequence[Finding] = (),
               spec: str = "docs/data/metrics.yml") -> list[Finding]:
     """Each figure check about a metric whose runs Miles would flag by the rule for it; `rows`: the Metrics page's
     findings (of_metrics_rows), whose notes may already show the reader the same advice."""
@@ -430,7 +475,7 @@ def of_claims(blocks: Sequence[FigureBlock], summaries: Mapping[str, Any], rules
 
 
 def notes_by_table(spec: Mapping[str, Any], summaries: Mapping[str, Any], table: Any,
-                   runs_dir: Path | None, cache: Path | None = None) -> dict[int, list[Markdown]]:
+                   runs_dir: Path | RunsFolder | None, cache: Path | None = None) -> dict[int, list[Markdown]]:
     """The Metrics page's notes: under each table, one per row Miles would flag."""
     notes: dict[int, list[Markdown]] = {}
     for finding in of_metrics_rows(spec, summaries, rules_of(table), runs_dir, cache=cache):
@@ -439,7 +484,7 @@ def notes_by_table(spec: Mapping[str, Any], summaries: Mapping[str, Any], table:
     return notes
 
 
-def cannot_apply(summaries: Mapping[str, Any], table: Any, runs_dir: Path | None,
+def cannot_apply(summaries: Mapping[str, Any], table: Any, runs_dir: Path | RunsFolder | None,
                  cache: Path | None = None) -> list[Markdown]:
     """The advisor's rules none of the runs can be judged by (what each reads is in none of their dumps), each
     with why: said once on the Metrics page."""

@@ -65,7 +65,8 @@ def render_pages(layout: Layout, pages: Path, result: BuildResult, tables: Mappi
                         *((run.run_id, run) for run in metrics_table.runs_read(spec, result.validated))]))
     metrics = metrics_page.render_metrics(env, spec, where, runs, chapter_names, layout.runs,
                                           tables.get("miles_guidance"),
-                                          cache=None if edition else layout.cache / miles_guidance.ANSWERS)
+                                          cache=None if edition else layout.cache / miles_guidance.ANSWERS,
+                                          digests=None if edition or not result.runs_read else result.runs_read.digests)
     written.append(write_page(pages, METRICS_PAGE, numbered(metrics, METRICS_PAGE)))
     swatched = front_matter.legend_items(role_palette.roles, legend)  # the legend with its colours
     index_of_figures = figure_index.render_figure_index(env, result.blocks, result.summaries, swatched)

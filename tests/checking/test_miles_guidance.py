@@ -251,8 +251,38 @@ def test_the_dump_walk_finds_what_rglob_finds(tmp_path: Path) -> None:
     folders = [dump, *(path / "dashboard" for path in sorted(RUNS.iterdir()) if (path / "dashboard").is_dir())]
     assert len(folders) > 10
     for folder in folders:
-        assert [name for name, _, _ in _dump_files(str(folder))] == by_rglob(folder), folder
+        assert [name for name, _, _ in _dump_files(str(folder))[0]] == by_rglob(folder), folder
     assert "linked.jsonl" in by_rglob(dump) and "folder-link/z.jsonl.gz" not in by_rglob(dump)
+
+
+def test_a_dump_kept_by_its_runs_input_hash_is_walked_again_when_anything_could_differ(tmp_path: Path) -> None:
+    """A rebuild takes an unchanged dump's files by its run's input hash and its folders' stats (the fast path);
+    the key is the walk's (the slow path) on every example dump, and again after each change that could hide
+    behind the same hash: a file written (a new hash), a link added (not hashed: its folder's stats change), and
+    a dump holding a link, walked every time."""
+    from build_tools.checking import miles_guidance as guidance
+
+    def key(folder: Path, digest: str | None) -> tuple[object, ...]:
+        return guidance._dump_key("r", folder, ["rollout/truncated"], "rollout/truncated", digest)
+
+    for path in sorted(RUNS.iterdir()):
+        if (path / "dashboard").is_dir():
+            assert key(path / "dashboard", "held") == key(path / "dashboard", "held") == key(path / "dashboard", None)
+    dump = tmp_path / "dashboard"
+    (dump / "lanes").mkdir(parents=True)
+    (dump / "meta.json").write_text("{}", encoding="utf-8")
+    (dump / "lanes" / "a.jsonl").write_text('{"step": 0}\n', encoding="utf-8")
+    first = key(dump, "hash-1")
+    assert guidance._DUMP_FILES[str(dump)][0] == "hash-1"
+    (dump / "lanes" / "a.jsonl").write_text('{"step": 1}\n', encoding="utf-8")
+    assert key(dump, "hash-2") == key(dump, None) != first
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text('{"step": 5}\n', encoding="utf-8")
+    (dump / "lanes" / "linked.jsonl").symlink_to(outside)
+    linked = key(dump, "hash-2")  # the same hash: the link is no plain file of the run
+    assert linked == key(dump, None) and "lanes/linked.jsonl" in dict(linked[2])
+    outside.write_text('{"step": 6}\n', encoding="utf-8")
+    assert key(dump, "hash-2") == key(dump, None) != linked  # a dump with a link is walked every time
 
 
 def test_miles_process_is_asked_once_about_each_run_and_its_kept_answers_are_its_fresh_ones(

@@ -33,7 +33,7 @@ def test_the_metrics_page_comes_from_the_tables_the_build_read(example_summaries
     tables = copy.deepcopy(load_tables(ROOT / "docs" / "data"))
     tables["metrics"]["tables"][0]["title"] = "Rollout, as the build read it"
     result = SimpleNamespace(summaries=example_summaries, blocks=read_blocks(ROOT / "docs", ROOT / "figures"),
-                             verdicts=[], figures=[], validated={}, proven=None)
+                             verdicts=[], figures=[], validated={}, proven=None, runs_read=None)
     render.render_pages(Layout(ROOT), tmp_path, result, tables)
     page = (tmp_path / "06-metrics.md").read_text(encoding="utf-8")
     assert "## Rollout, as the build read it" in page and "## Rollout\n" not in page
