@@ -52,16 +52,25 @@ FIRST_BUILD = "the first build"
 NEARBY_PORTS = 50  # a busy port's message names the first free one after it, among these
 
 
+# A folder's own events that change what is read: a run folder moved out of runs/ is reported as that folder
+# deleted and nothing else (no event for the files in it), one moved in as created. A folder "modified" is only an
+# entry of it changed, which that entry's own event reports.
+FOLDER_CHANGES = (watchdog.events.EVENT_TYPE_CREATED, watchdog.events.EVENT_TYPE_DELETED,
+                  watchdog.events.EVENT_TYPE_MOVED)
+
+
 def is_change(event: watchdog.events.FileSystemEvent) -> bool:
-    """A file written, created, removed or moved under a watched input (not a folder, not a bytecode cache)."""
-    if event.is_directory or event.event_type not in CHANGES:
+    """A file written, created, removed or moved under a watched input, or a folder created, removed or moved (not
+    a bytecode cache)."""
+    if event.event_type not in (FOLDER_CHANGES if event.is_directory else CHANGES):
         return False
     paths = [event.src_path, *([event.dest_path] if event.dest_path else [])]
     return not any(IGNORED_PARTS & set(Path(str(path)).parts) for path in paths)
 
 
 def changed_path(event: watchdog.events.FileSystemEvent) -> str:
-    """The file an event made what it is: a moved file's new name (an editor saves by renaming), else its own."""
+    """The file or folder an event made what it is: a moved one's new name (an editor saves by renaming), else its
+    own."""
     return os.fsdecode(event.dest_path or event.src_path)
 
 

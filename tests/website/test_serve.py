@@ -30,6 +30,10 @@ def test_only_a_written_file_is_a_change() -> None:
     assert not is_change(watchdog.events.FileOpenedEvent("/p/docs/01-step.md"))
     assert not is_change(watchdog.events.FileClosedNoWriteEvent("/p/docs/01-step.md"))
     assert not is_change(watchdog.events.DirModifiedEvent("/p/docs"))
+    assert is_change(watchdog.events.DirDeletedEvent("/p/runs/old-run"))  # moved out of runs/: its only event
+    assert is_change(watchdog.events.DirCreatedEvent("/p/runs/new-run"))
+    assert is_change(watchdog.events.DirMovedEvent("/p/runs/a", "/p/runs/b"))
+    assert not is_change(watchdog.events.DirCreatedEvent("/p/figures/__pycache__"))
     # Python writes bytecode while the build imports figures/.
     assert not is_change(watchdog.events.FileCreatedEvent("/p/figures/__pycache__/grad_norm.cpython-311.pyc"))
 
@@ -68,6 +72,40 @@ def test_the_watcher_is_told_of_writes_only(tmp_path: Path) -> None:
         observer.stop()
         observer.join()
     assert any(is_change(event) and event.src_path == str(written) for event in seen)
+
+
+def test_a_run_folder_moved_out_of_runs_is_a_change(tmp_path: Path) -> None:
+    """`mv runs/old-run elsewhere/`: the operating system reports that folder deleted and nothing of its files, and
+    that event sets off a rebuild (it used to set off none: the page kept the run until another edit)."""
+    import shutil
+
+    import watchdog.observers
+
+    from build_tools.website.serve import ASKED
+
+    runs, elsewhere = tmp_path / "runs", tmp_path / "elsewhere"
+    (runs / "old-run" / "lab").mkdir(parents=True)
+    (runs / "old-run" / "run.yaml").write_text("title: a\n", encoding="utf-8")
+    elsewhere.mkdir()
+    seen: list[watchdog.events.FileSystemEvent] = []
+
+    class _Everything(watchdog.events.FileSystemEventHandler):
+        def on_any_event(self, event: watchdog.events.FileSystemEvent) -> None:
+            seen.append(event)
+
+    observer = watchdog.observers.Observer()
+    observer.schedule(_Everything(), str(runs), recursive=True, event_filter=ASKED)
+    observer.start()
+    try:
+        shutil.move(runs / "old-run", elsewhere / "old-run")
+        deadline = time.monotonic() + 10
+        while not any(is_change(event) for event in seen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        observer.stop()
+        observer.join()
+    assert [event.src_path for event in seen if is_change(event)][:1] == [str(runs / "old-run")]
+    assert not any(isinstance(event, watchdog.events.FileDeletedEvent) for event in seen)
 
 
 def _free_port() -> int:
