@@ -38,16 +38,14 @@ def test_only_a_written_file_is_a_change() -> None:
     assert not is_change(watchdog.events.FileCreatedEvent("/p/figures/__pycache__/grad_norm.cpython-311.pyc"))
 
 
-def test_the_watcher_is_told_of_writes_only(tmp_path: Path) -> None:
-    """The observer make serve schedules asks the operating system for writes only: a build opening, reading and
-    listing thousands of watched files (runs/) sends it nothing to decode; a write still does."""
+@contextlib.contextmanager
+def _observed(folder: Path) -> Iterator[list[watchdog.events.FileSystemEvent]]:
+    """Every event an observer scheduled as make serve schedules its own (serve.ASKED) reports under folder while
+    the block runs; on leaving, waits up to 10 s for one that is a change."""
     import watchdog.observers
 
     from build_tools.website.serve import ASKED
 
-    (tmp_path / "run" / "dashboard").mkdir(parents=True)
-    written = tmp_path / "run" / "run.yaml"
-    written.write_text("title: a\n", encoding="utf-8")
     seen: list[watchdog.events.FileSystemEvent] = []
 
     class _Everything(watchdog.events.FileSystemEventHandler):
@@ -55,9 +53,25 @@ def test_the_watcher_is_told_of_writes_only(tmp_path: Path) -> None:
             seen.append(event)
 
     observer = watchdog.observers.Observer()
-    observer.schedule(_Everything(), str(tmp_path), recursive=True, event_filter=ASKED)
+    observer.schedule(_Everything(), str(folder), recursive=True, event_filter=ASKED)
     observer.start()
     try:
+        yield seen
+        deadline = time.monotonic() + 10
+        while not any(is_change(event) for event in seen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        observer.stop()
+        observer.join()
+
+
+def test_the_watcher_is_told_of_writes_only(tmp_path: Path) -> None:
+    """The observer make serve schedules asks the operating system for writes only: a build opening, reading and
+    listing thousands of watched files (runs/) sends it nothing to decode; a write still does."""
+    (tmp_path / "run" / "dashboard").mkdir(parents=True)
+    written = tmp_path / "run" / "run.yaml"
+    written.write_text("title: a\n", encoding="utf-8")
+    with _observed(tmp_path) as seen:
         for _ in range(3):  # what a build does to a run it takes from its cache
             written.read_bytes()
             list(os.scandir(tmp_path / "run"))
@@ -65,12 +79,6 @@ def test_the_watcher_is_told_of_writes_only(tmp_path: Path) -> None:
         time.sleep(1.0)
         assert seen == []
         written.write_text("title: b\n", encoding="utf-8")
-        deadline = time.monotonic() + 10
-        while not any(is_change(event) for event in seen) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        observer.stop()
-        observer.join()
     assert any(is_change(event) and event.src_path == str(written) for event in seen)
 
 
@@ -79,31 +87,12 @@ def test_a_run_folder_moved_out_of_runs_is_a_change(tmp_path: Path) -> None:
     that event sets off a rebuild (it used to set off none: the page kept the run until another edit)."""
     import shutil
 
-    import watchdog.observers
-
-    from build_tools.website.serve import ASKED
-
     runs, elsewhere = tmp_path / "runs", tmp_path / "elsewhere"
     (runs / "old-run" / "lab").mkdir(parents=True)
     (runs / "old-run" / "run.yaml").write_text("title: a\n", encoding="utf-8")
     elsewhere.mkdir()
-    seen: list[watchdog.events.FileSystemEvent] = []
-
-    class _Everything(watchdog.events.FileSystemEventHandler):
-        def on_any_event(self, event: watchdog.events.FileSystemEvent) -> None:
-            seen.append(event)
-
-    observer = watchdog.observers.Observer()
-    observer.schedule(_Everything(), str(runs), recursive=True, event_filter=ASKED)
-    observer.start()
-    try:
+    with _observed(runs) as seen:
         shutil.move(runs / "old-run", elsewhere / "old-run")
-        deadline = time.monotonic() + 10
-        while not any(is_change(event) for event in seen) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        observer.stop()
-        observer.join()
     assert [event.src_path for event in seen if is_change(event)][:1] == [str(runs / "old-run")]
     assert not any(isinstance(event, watchdog.events.FileDeletedEvent) for event in seen)
 
