@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# `manual` (python -m build_tools) as a terminal starts it, Ctrl-C raising KeyboardInterrupt: a shell that starts a
+# job in the background (as a CI runner's may, or a script's `make test &`) starts it with SIGINT ignored, every
+# process below inherits that, and Python then raises none (tests/stubbed_manual.py does the same).
+MANUAL_AS_IN_A_TERMINAL = [sys.executable, "-c", "import signal, sys; signal.signal(signal.SIGINT, "
+                           "signal.default_int_handler); from build_tools.cli import main; sys.exit(main())"]
 SAMPLES = Path(__file__).resolve().parent / "samples"
 # Miles' (and SGLang's) own code, copied verbatim into the package (make miles-code): not the project's code, so
 # not held to its rules on imports, arguments and libraries; it runs only in its own process.

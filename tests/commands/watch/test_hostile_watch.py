@@ -21,7 +21,7 @@ import pytest
 
 from build_tools.commands.watch.run import Watch
 from tests.commands.watch.test_watch import ROOT, contract, record
-from tests.conftest import SAMPLES
+from tests.conftest import MANUAL_AS_IN_A_TERMINAL, SAMPLES
 
 CASES = SAMPLES / "hostile-watch"
 MEMORY_BOUND_KB = 300 * 1000  # 300 MB resident, the bound
@@ -338,7 +338,7 @@ def test_ctrl_c_ends_a_watch_beside_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(folder / "meta.json")
     (folder / "metrics.jsonl").write_text(record(0, 0.6), encoding="utf-8")
     (tmp_path / "c.json").write_text(contract().model_dump_json(by_alias=True), encoding="utf-8")
-    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(folder),
+    watcher = subprocess.Popen([*MANUAL_AS_IN_A_TERMINAL, "--root", str(ROOT), "watch", str(folder),
                                 "--format", "jsonl", "--contract", str(tmp_path / "c.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert watcher.stdout is not None

@@ -17,6 +17,7 @@ from build_tools.checking.contract import Contract, EnvelopeFact, contract_of, r
 from build_tools.commands.watch.follow import Follower
 from build_tools.commands.watch.judge import Change
 from build_tools.commands.watch.run import Watch
+from tests.conftest import MANUAL_AS_IN_A_TERMINAL
 
 ROOT = Path(__file__).resolve().parents[3]
 GUARD_S = 30.0  # a failure guard only: a report that never comes fails here, not a latency goal
@@ -334,7 +335,7 @@ def test_ctrl_c_ends_the_watch_with_a_summary(folder: Path) -> None:
 
     (folder / "metrics.jsonl").write_text(record(0, 0.6))
     (folder / "c.json").write_text(contract().model_dump_json(by_alias=True))
-    watcher = subprocess.Popen([sys.executable, "-m", "build_tools", "--root", str(ROOT), "watch", str(folder),
+    watcher = subprocess.Popen([*MANUAL_AS_IN_A_TERMINAL, "--root", str(ROOT), "watch", str(folder),
                                 "--format", "jsonl", "--contract", str(folder / "c.json")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert watcher.stdout is not None
