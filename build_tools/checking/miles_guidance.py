@@ -35,7 +35,7 @@ from typing import Any
 
 from build_tools.core._escape import Markdown, md_text, terminal_text
 from build_tools.core._exceptions import ManualError, display_path
-from build_tools.core._files import DOCUMENT_LIMIT
+from build_tools.core._files import DOCUMENT_LIMIT, identity
 from build_tools.core._numbers import join, number
 from build_tools.core._staging import write_atomic
 from build_tools.core._types import FigureBlock
@@ -112,21 +112,17 @@ ANSWERS = "miles_advisor.json"  # in build/cache: the answers kept across everyd
 _FILE_DIGESTS: dict[tuple[str, int, int, int, int, int], str] = {}
 
 
-Identity = tuple[int, int, int, int, int]  # size, mtime and ctime in ns, inode, device
-
-
-def _identity(stat: os.stat_result) -> Identity:
-    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_dev
+Identity = tuple[int, int, int, int, int]  # core._files.identity: size, mtime and ctime in ns, inode, device
 
 
 def _file_digest(path: str, stat: os.stat_result) -> str:
     import blake3
 
-    seen = (path, *_identity(stat))
+    seen = (path, *identity(stat))
     if seen not in _FILE_DIGESTS:
         with open(path, "rb") as handle:
             data = handle.read()
-            if _identity(os.fstat(handle.fileno())) != seen[1:]:  # written since the walk: these bytes, unkept
+            if identity(os.fstat(handle.fileno())) != seen[1:]:  # written since the walk: these bytes, unkept
                 return blake3.blake3(data).hexdigest()
         _FILE_DIGESTS[seen] = blake3.blake3(data).hexdigest()
     return _FILE_DIGESTS[seen]
@@ -141,7 +137,7 @@ def _dump_files(folder: str) -> tuple[list[tuple[str, str, os.stat_result]], lis
     folders = [(folder, "", os.stat(folder))]
     while folders:
         here, prefix, info = folders.pop()
-        walked.append((here, _identity(info)))
+        walked.append((here, identity(info)))
         with os.scandir(here) as entries:
             for entry in entries:
                 linked = linked or entry.is_symlink()
@@ -172,7 +168,7 @@ def _files_by_content(folder: str, digest: str | None) -> tuple[tuple[str, str],
 
 def _same_folder(path: str, seen: Identity) -> bool:
     try:
-        return _identity(os.stat(path)) == seen
+        return identity(os.stat(path)) == seen
     except OSError:
         return False
 
